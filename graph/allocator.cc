@@ -1,0 +1,51 @@
+#include "graph/allocator.h"
+
+#include <cstdlib>
+#include <new>
+
+namespace tessera {
+namespace {
+
+class AlignedCpuAllocator final : public Allocator {
+ public:
+  std::string_view name() const override { return "cpu"; }
+  void* AllocateRaw(size_t bytes) override {
+    // aligned_alloc needs a size that is a multiple of the alignment.
+    size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+    return std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
+  }
+  void DeallocateRaw(void* ptr, size_t) override { std::free(ptr); }
+};
+
+}  // namespace
+
+std::shared_ptr<Allocator> CpuAllocator() {
+  static auto* allocator = new std::shared_ptr<Allocator>(std::make_shared<AlignedCpuAllocator>());
+  return *allocator;
+}
+
+TrackingAllocator::TrackingAllocator(std::string name, std::shared_ptr<Allocator> base)
+    : name_(std::move(name)), base_(std::move(base)) {}
+
+void* TrackingAllocator::AllocateRaw(size_t bytes) {
+  void* p = base_->AllocateRaw(bytes);
+  if (p == nullptr) return nullptr;
+  num_allocs_.fetch_add(1, std::memory_order_relaxed);
+  int64_t now = bytes_in_use_.fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed) +
+                static_cast<int64_t>(bytes);
+  int64_t peak = peak_bytes_.load(std::memory_order_relaxed);
+  while (now > peak && !peak_bytes_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  }
+  return p;
+}
+
+void TrackingAllocator::DeallocateRaw(void* ptr, size_t bytes) {
+  bytes_in_use_.fetch_sub(static_cast<int64_t>(bytes), std::memory_order_relaxed);
+  base_->DeallocateRaw(ptr, bytes);
+}
+
+AllocatorStats TrackingAllocator::stats() const {
+  return {num_allocs_.load(), bytes_in_use_.load(), peak_bytes_.load()};
+}
+
+}  // namespace tessera

@@ -1,0 +1,296 @@
+// Schemas of the core ops, with TensorFlow 1.x names, inputs, attrs and shape rules.
+#include <algorithm>
+#include <cstdlib>
+#include <iostream>
+
+#include "graph/op_registry.h"
+
+namespace tessera {
+namespace {
+
+// Reads a small integer tensor (axes, dims, shapes) produced by a Const.
+std::vector<int64_t> IntValues(const Tensor& t) {
+  std::vector<int64_t> v(static_cast<size_t>(t.NumElements()));
+  for (int64_t i = 0; i < t.NumElements(); ++i) {
+    v[i] = t.dtype() == DataType::kInt64 ? t.data<int64_t>()[i] : t.data<int32_t>()[i];
+  }
+  return v;
+}
+
+Status ConstShape(InferenceContext& c) {
+  Tensor value;
+  DataType dtype = DataType::kInvalid;
+  RETURN_IF_ERROR(c.GetAttr("value", &value));
+  RETURN_IF_ERROR(c.GetAttr("dtype", &dtype));
+  if (value.dtype() != dtype) {
+    return errors::InvalidArgument("Const value has dtype ", DataTypeName(value.dtype()),
+                                   " but attr dtype is ", DataTypeName(dtype));
+  }
+  c.set_output(0, value.shape());
+  return Status::OK();
+}
+
+Status ShapeFromAttr(InferenceContext& c) {
+  TensorShape s;
+  RETURN_IF_ERROR(c.GetAttr("shape", &s));
+  c.set_output(0, s);
+  return Status::OK();
+}
+
+Status AssignShape(InferenceContext& c) {
+  bool validate = true;
+  RETURN_IF_ERROR(c.GetAttr("validate_shape", &validate));
+  if (!validate) {
+    c.set_output(0, c.input(1));
+    return Status::OK();
+  }
+  ASSIGN_OR_RETURN(TensorShape s, InferenceContext::Merge(c.input(0), c.input(1)));
+  c.set_output(0, s);
+  return Status::OK();
+}
+
+Status AddNShape(InferenceContext& c) {
+  TensorShape s = c.input(0);
+  for (int i = 1; i < c.num_inputs(); ++i) {
+    ASSIGN_OR_RETURN(s, InferenceContext::Merge(s, c.input(i)));
+  }
+  c.set_output(0, s);
+  return Status::OK();
+}
+
+Status MatMulShape(InferenceContext& c) {
+  bool ta = false, tb = false;
+  RETURN_IF_ERROR(c.GetAttr("transpose_a", &ta));
+  RETURN_IF_ERROR(c.GetAttr("transpose_b", &tb));
+  const TensorShape& a = c.input(0);
+  const TensorShape& b = c.input(1);
+  for (const TensorShape* s : {&a, &b}) {
+    if (!s->unknown_rank() && s->rank() != 2) {
+      return errors::InvalidArgument("Shape must be rank 2 but is rank ", s->rank());
+    }
+  }
+  int64_t m = a.unknown_rank() ? -1 : a.dim(ta ? 1 : 0);
+  int64_t ka = a.unknown_rank() ? -1 : a.dim(ta ? 0 : 1);
+  int64_t kb = b.unknown_rank() ? -1 : b.dim(tb ? 1 : 0);
+  int64_t n = b.unknown_rank() ? -1 : b.dim(tb ? 0 : 1);
+  if (ka >= 0 && kb >= 0 && ka != kb) {
+    return errors::InvalidArgument("Dimensions must be equal, but are ", ka, " and ", kb);
+  }
+  c.set_output(0, TensorShape({m, n}));
+  return Status::OK();
+}
+
+Status ReshapeShape(InferenceContext& c) {
+  const Tensor* shape = c.input_tensor(1);
+  const TensorShape& in = c.input(0);
+  if (!c.input(1).unknown_rank() && c.input(1).rank() > 1) {
+    return errors::InvalidArgument("Shape must be rank 1 but is rank ", c.input(1).rank());
+  }
+  if (shape == nullptr) {
+    if (!c.input(1).unknown_rank() && c.input(1).rank() == 1 && c.input(1).dim(0) >= 0) {
+      std::vector<int64_t> dims(static_cast<size_t>(c.input(1).dim(0)), -1);
+      ASSIGN_OR_RETURN(TensorShape s, TensorShape::Make(dims));
+      c.set_output(0, s);
+    }
+    return Status::OK();
+  }
+  std::vector<int64_t> dims = IntValues(*shape);
+  int unknown = -1;
+  int64_t known = 1;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] == -1) {
+      if (unknown >= 0) return errors::InvalidArgument("Can only specify one unknown dimension");
+      unknown = static_cast<int>(i);
+    } else if (dims[i] < 0) {
+      return errors::InvalidArgument("Size ", i, " must be non-negative, not ", dims[i]);
+    } else {
+      known *= dims[i];
+    }
+  }
+  int64_t n = in.num_elements();
+  if (n >= 0) {
+    if (unknown >= 0) {
+      if (known == 0 || n % known != 0) {
+        return errors::InvalidArgument("Cannot reshape a tensor with ", n,
+                                       " elements to shape ", TensorShape(dims).DebugString());
+      }
+      dims[unknown] = n / known;
+    } else if (known != n) {
+      return errors::InvalidArgument("Cannot reshape a tensor with ", n, " elements to shape ",
+                                     TensorShape(dims).DebugString(), " (", known, " elements)");
+    }
+  }
+  ASSIGN_OR_RETURN(TensorShape s, TensorShape::Make(dims));
+  c.set_output(0, s);
+  return Status::OK();
+}
+
+Status ReductionShape(InferenceContext& c) {
+  bool keep_dims = false;
+  RETURN_IF_ERROR(c.GetAttr("keep_dims", &keep_dims));
+  const TensorShape& in = c.input(0);
+  const Tensor* axes = c.input_tensor(1);
+  if (in.unknown_rank() || axes == nullptr) return Status::OK();
+  std::vector<bool> reduce(in.rank(), false);
+  for (int64_t a : IntValues(*axes)) {
+    if (a < -in.rank() || a >= in.rank()) {
+      return errors::InvalidArgument("Invalid reduction dimension ", a, " for input with ",
+                                     in.rank(), " dimensions");
+    }
+    reduce[a < 0 ? a + in.rank() : a] = true;
+  }
+  TensorShape out;
+  for (int i = 0; i < in.rank(); ++i) {
+    if (!reduce[i]) {
+      out.AddDim(in.dim(i));
+    } else if (keep_dims) {
+      out.AddDim(1);
+    }
+  }
+  c.set_output(0, out);
+  return Status::OK();
+}
+
+Status SoftmaxShape(InferenceContext& c) {
+  if (!c.input(0).unknown_rank() && c.input(0).rank() < 1) {
+    return errors::InvalidArgument("Shape must be at least rank 1 but is rank 0");
+  }
+  return UnchangedShape(c);
+}
+
+Status BiasAddShape(InferenceContext& c) {
+  std::string format;
+  RETURN_IF_ERROR(c.GetAttr("data_format", &format));
+  if (format != "NHWC" && format != "NCHW") {
+    return errors::InvalidArgument("Unknown data_format '", format, "': use NHWC or NCHW");
+  }
+  const TensorShape& v = c.input(0);
+  const TensorShape& b = c.input(1);
+  if (!b.unknown_rank() && b.rank() != 1) {
+    return errors::InvalidArgument("Shape must be rank 1 but is rank ", b.rank());
+  }
+  if (!v.unknown_rank() && v.rank() < 2) {
+    return errors::InvalidArgument("Shape must be at least rank 2 but is rank ", v.rank());
+  }
+  if (!v.unknown_rank() && !b.unknown_rank()) {
+    int64_t channels = v.dim(format == "NHWC" ? v.rank() - 1 : 1);
+    if (channels >= 0 && b.dim(0) >= 0 && channels != b.dim(0)) {
+      return errors::InvalidArgument("Dimensions must be equal, but are ", channels, " and ",
+                                     b.dim(0));
+    }
+  }
+  c.set_output(0, v);
+  return Status::OK();
+}
+
+Status FillShape(InferenceContext& c) {
+  if (!c.input(1).unknown_rank() && c.input(1).rank() != 0) {
+    return errors::InvalidArgument("value must be a scalar, but has shape ",
+                                   c.input(1).DebugString());
+  }
+  const Tensor* dims = c.input_tensor(0);
+  if (dims != nullptr) {
+    std::vector<int64_t> d = IntValues(*dims);
+    for (int64_t x : d) {
+      if (x < 0) return errors::InvalidArgument("Fill dimensions must be >= 0, got ", x);
+    }
+    ASSIGN_OR_RETURN(TensorShape s, TensorShape::Make(d));
+    c.set_output(0, s);
+  }
+  return Status::OK();
+}
+
+Status ShapeShape(InferenceContext& c) {
+  const TensorShape& in = c.input(0);
+  c.set_output(0, TensorShape({in.unknown_rank() ? -1 : in.rank()}));
+  return Status::OK();
+}
+
+void Register(OpRegistry& r, const OpDefBuilder& b) {
+  Status s = r.Register(b);
+  if (!s.ok()) {
+    // A malformed core schema is a bug in this file, not a user error.
+    std::cerr << "tessera: bad core op schema: " << s << "\n";
+    std::abort();
+  }
+}
+
+constexpr const char* kNumeric = "T: {float32, float64, int32, int64}";
+constexpr const char* kFloating = "T: {float32, float64}";
+
+}  // namespace
+
+void RegisterCoreOps(OpRegistry& r) {
+  Register(r, OpDefBuilder("Const").Output("output: dtype").Attr("value: tensor").Attr("dtype: type")
+                  .SetShapeFn(ConstShape));
+  Register(r, OpDefBuilder("Placeholder").Output("output: dtype").Attr("dtype: type")
+                  .Attr("shape: shape = unknown").SetShapeFn(ShapeFromAttr));
+  Register(r, OpDefBuilder("Identity").Input("input: T").Output("output: T").Attr("T: type")
+                  .SetShapeFn(UnchangedShape));
+  Register(r, OpDefBuilder("NoOp").SetShapeFn(ScalarShape));
+  Register(r, OpDefBuilder("VariableV2").Output("ref: Ref(dtype)").Attr("shape: shape")
+                  .Attr("dtype: type").Attr("container: string = \"\"")
+                  .Attr("shared_name: string = \"\"").SetIsStateful().SetShapeFn(ShapeFromAttr));
+  Register(r, OpDefBuilder("Assign").Input("ref: Ref(T)").Input("value: T")
+                  .Output("output_ref: Ref(T)").Attr("T: type").Attr("validate_shape: bool = true")
+                  .Attr("use_locking: bool = true").SetShapeFn(AssignShape));
+  for (const char* op : {"AssignAdd", "AssignSub"}) {
+    Register(r, OpDefBuilder(op).Input("ref: Ref(T)").Input("value: T")
+                    .Output("output_ref: Ref(T)").Attr(kNumeric).Attr("use_locking: bool = false")
+                    .SetShapeFn(AssignShape));
+  }
+  for (const char* op : {"Add", "Sub", "Mul", "Div", "Maximum", "Minimum"}) {
+    Register(r, OpDefBuilder(op).Input("x: T").Input("y: T").Output("z: T").Attr(kNumeric)
+                    .SetShapeFn(BroadcastBinaryShape));
+  }
+  Register(r, OpDefBuilder("Equal").Input("x: T").Input("y: T").Output("z: bool")
+                  .Attr("T: {float32, float64, int32, int64, bool, string}")
+                  .SetShapeFn(BroadcastBinaryShape));
+  for (const char* op : {"Greater", "Less"}) {
+    Register(r, OpDefBuilder(op).Input("x: T").Input("y: T").Output("z: bool").Attr(kNumeric)
+                    .SetShapeFn(BroadcastBinaryShape));
+  }
+  Register(r, OpDefBuilder("AddN").Input("inputs: N * T").Output("sum: T").Attr("N: int >= 1")
+                  .Attr(kNumeric).SetShapeFn(AddNShape));
+  for (const char* op : {"Neg", "Square"}) {
+    Register(r, OpDefBuilder(op).Input("x: T").Output("y: T").Attr(kNumeric)
+                    .SetShapeFn(UnchangedShape));
+  }
+  for (const char* op : {"Sqrt", "Exp", "Log"}) {
+    Register(r, OpDefBuilder(op).Input("x: T").Output("y: T").Attr(kFloating)
+                    .SetShapeFn(UnchangedShape));
+  }
+  Register(r, OpDefBuilder("MatMul").Input("a: T").Input("b: T").Output("product: T").Attr(kNumeric)
+                  .Attr("transpose_a: bool = false").Attr("transpose_b: bool = false")
+                  .SetShapeFn(MatMulShape));
+  Register(r, OpDefBuilder("Reshape").Input("tensor: T").Input("shape: Tshape").Output("output: T")
+                  .Attr("T: type").Attr("Tshape: {int32, int64} = int32").SetShapeFn(ReshapeShape));
+  Register(r, OpDefBuilder("Cast").Input("x: SrcT").Output("y: DstT").Attr("SrcT: type")
+                  .Attr("DstT: type").Attr("Truncate: bool = false").SetShapeFn(UnchangedShape));
+  for (const char* op : {"Sum", "Mean", "Max"}) {
+    Register(r, OpDefBuilder(op).Input("input: T").Input("reduction_indices: Tidx")
+                    .Output("output: T").Attr("keep_dims: bool = false").Attr(kNumeric)
+                    .Attr("Tidx: {int32, int64} = int32").SetShapeFn(ReductionShape));
+  }
+  Register(r, OpDefBuilder("Relu").Input("features: T").Output("activations: T").Attr(kNumeric)
+                  .SetShapeFn(UnchangedShape));
+  Register(r, OpDefBuilder("Softmax").Input("logits: T").Output("softmax: T").Attr(kFloating)
+                  .SetShapeFn(SoftmaxShape));
+  Register(r, OpDefBuilder("BiasAdd").Input("value: T").Input("bias: T").Output("output: T")
+                  .Attr(kNumeric).Attr("data_format: string = \"NHWC\"").SetShapeFn(BiasAddShape));
+  Register(r, OpDefBuilder("Fill").Input("dims: index_type").Input("value: T").Output("output: T")
+                  .Attr("T: type").Attr("index_type: {int32, int64} = int32").SetShapeFn(FillShape));
+  for (const char* op : {"ZerosLike", "OnesLike"}) {
+    Register(r, OpDefBuilder(op).Input("x: T").Output("y: T")
+                    .Attr("T: {float32, float64, int32, int64, bool}").SetShapeFn(UnchangedShape));
+  }
+  Register(r, OpDefBuilder("Shape").Input("input: T").Output("output: out_type").Attr("T: type")
+                  .Attr("out_type: {int32, int64} = int32").SetShapeFn(ShapeShape));
+
+  // Runtime-internal: a session's feeds and fetches become _Arg and _Retval nodes.
+  Register(r, OpDefBuilder("_Arg").Output("output: T").Attr("T: type").Attr("index: int >= 0")
+                  .Attr("shape: shape = unknown").SetShapeFn(ShapeFromAttr));
+  Register(r, OpDefBuilder("_Retval").Input("input: T").Attr("T: type").Attr("index: int >= 0"));
+}
+
+}  // namespace tessera

@@ -1,0 +1,350 @@
+#include "graph/graph.h"
+
+#include <algorithm>
+#include <cctype>
+#include <queue>
+
+namespace tessera {
+namespace {
+
+std::string TypeListString(const std::vector<DataType>& types) {
+  std::string s;
+  for (size_t i = 0; i < types.size(); ++i) {
+    if (i > 0) s += ", ";
+    s += DataTypeName(types[i]);
+  }
+  return s;
+}
+
+bool AttrMatchesType(const AttrValue& v, AttrType t) {
+  if (v.type() == t) return true;
+  // An int literal is acceptable where a float is declared (JSON "1" for 1.0).
+  return t == AttrType::kFloat && v.type() == AttrType::kInt;
+}
+
+// Resolved types of the node being added, from its op's ArgDefs and attrs.
+struct ArgTypes {
+  std::vector<DataType> types;
+  std::vector<bool> is_ref;
+};
+
+StatusOr<ArgTypes> ExpandArgs(const std::vector<ArgDef>& args, const AttrMap& attrs,
+                              std::string_view node) {
+  ArgTypes out;
+  for (const ArgDef& a : args) {
+    DataType dt = a.type;
+    if (!a.type_attr.empty()) RETURN_IF_ERROR(GetAttr(attrs, node, a.type_attr, &dt));
+    int64_t count = 1;
+    if (!a.number_attr.empty()) RETURN_IF_ERROR(GetAttr(attrs, node, a.number_attr, &count));
+    for (int64_t i = 0; i < count; ++i) {
+      out.types.push_back(dt);
+      out.is_ref.push_back(a.is_ref);
+    }
+  }
+  return out;
+}
+
+std::string ShapesString(const std::vector<TensorShape>& shapes) {
+  std::string s;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    if (i > 0) s += ", ";
+    s += shapes[i].DebugString();
+  }
+  return s;
+}
+
+}  // namespace
+
+bool IsValidNodeName(std::string_view name) {
+  if (name.empty()) return false;
+  auto ok_first = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '.'; };
+  auto ok_rest = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '/' ||
+           c == '-';
+  };
+  if (!ok_first(name[0])) return false;
+  return std::all_of(name.begin() + 1, name.end(), ok_rest);
+}
+
+std::string Node::DebugName() const { return StrCat("'", name_, "' (", op(), ")"); }
+
+NodeDef Node::ToNodeDef() const {
+  NodeDef def;
+  def.name = name_;
+  def.op = op();
+  for (const Edge* e : data_inputs_) {
+    def.inputs.push_back(e->src_output == 0 ? e->src->name()
+                                            : StrCat(e->src->name(), ":", e->src_output));
+  }
+  for (const Edge* e : control_inputs_) def.inputs.push_back("^" + e->src->name());
+  def.device = requested_device_;
+  def.colocate_with = colocate_with_;
+  def.attrs = attrs_;
+  return def;
+}
+
+Graph::Graph(const OpRegistry* ops) : ops_(ops) {}
+
+Node* Graph::FindNode(std::string_view name) const {
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? nullptr : it->second;
+}
+
+StatusOr<Node*> Graph::AddNode(const NodeDef& def) {
+  if (!IsValidNodeName(def.name)) {
+    return errors::InvalidArgument("Node name '", def.name,
+                                   "' is not valid: use letters, digits and _ . / -");
+  }
+  if (FindNode(def.name) != nullptr) {
+    return errors::InvalidArgument("Duplicate node name '", def.name, "'");
+  }
+  const OpDef* op = ops_->Find(def.op);
+  if (op == nullptr) {
+    return errors::NotFound("Op type not registered '", def.op, "' (node '", def.name, "')");
+  }
+  const std::string where = StrCat("'", def.name, "' (", def.op, ")");
+
+  // Inputs: data inputs first, then control inputs.
+  struct Source {
+    Node* node;
+    int port;
+  };
+  std::vector<Source> data, control;
+  for (const std::string& input : def.inputs) {
+    StatusOr<TensorId> id = ParseTensorName(input);
+    if (!id.ok()) return id.status().WithSuffix(StrCat(" in the inputs of node ", where));
+    Node* src = FindNode(id->node);
+    if (src == nullptr) {
+      return errors::InvalidArgument("Node ", where, " has input '", input,
+                                     "' which names an unknown node '", id->node, "'");
+    }
+    if (id->is_control()) {
+      control.push_back({src, kControlSlot});
+      continue;
+    }
+    if (!control.empty()) {
+      return errors::InvalidArgument("Node ", where, ": data input '", input,
+                                     "' comes after a control input");
+    }
+    if (id->index >= src->num_outputs()) {
+      return errors::InvalidArgument("Node ", where, " has input '", input, "' but node ",
+                                     src->DebugName(), " has only ", src->num_outputs(),
+                                     " outputs");
+    }
+    data.push_back({src, id->index});
+  }
+
+  AttrMap attrs = def.attrs;
+  for (const auto& [name, value] : attrs) {
+    if (name.starts_with("_")) continue;
+    const AttrDef* ad = op->FindAttr(name);
+    if (ad == nullptr) {
+      return errors::InvalidArgument("Node ", where, " has attr '", name,
+                                     "' which op ", def.op, " does not declare");
+    }
+  }
+
+  // List inputs ("N * T") take whatever the fixed inputs leave.
+  int fixed = 0, lists = 0;
+  for (const ArgDef& a : op->inputs) (a.number_attr.empty() ? fixed : lists) += 1;
+  int64_t list_len = lists == 0 ? 0 : static_cast<int64_t>(data.size()) - fixed;
+  if (lists > 0) {
+    for (const ArgDef& a : op->inputs) {
+      if (a.number_attr.empty()) continue;
+      auto it = attrs.find(a.number_attr);
+      if (it == attrs.end()) {
+        attrs[a.number_attr] = AttrValue(list_len);
+      } else if (it->second.get_if<int64_t>() == nullptr || *it->second.get_if<int64_t>() != list_len) {
+        return errors::InvalidArgument("Node ", where, " has attr ", a.number_attr, "=",
+                                       it->second.DebugString(), " but ", list_len,
+                                       " inputs for it");
+      }
+    }
+  }
+  if (static_cast<int>(data.size()) != fixed + (lists > 0 ? list_len : 0) || list_len < 0) {
+    return errors::InvalidArgument("Node ", where, " expects ", fixed,
+                                   lists > 0 ? " or more" : "", " data inputs, got ",
+                                   data.size());
+  }
+
+  // Infer type attrs from the inputs and check fixed types.
+  size_t k = 0;
+  for (const ArgDef& a : op->inputs) {
+    int64_t count = 1;
+    if (!a.number_attr.empty()) count = list_len;
+    for (int64_t j = 0; j < count; ++j, ++k) {
+      const Source& s = data[k];
+      DataType got = s.node->output_type(s.port);
+      bool got_ref = s.node->output_is_ref(s.port);
+      std::string src_name = s.port == 0 ? s.node->name() : StrCat(s.node->name(), ":", s.port);
+      if (a.is_ref && !got_ref) {
+        return errors::InvalidArgument("Input ", k, " ('", a.name, "') of node ", where,
+                                       " must be a reference (from a Variable), but '", src_name,
+                                       "' from ", s.node->DebugName(), " is a value");
+      }
+      DataType want = a.type;
+      if (!a.type_attr.empty()) {
+        auto it = attrs.find(a.type_attr);
+        if (it == attrs.end()) {
+          attrs[a.type_attr] = AttrValue(got);
+          want = got;
+        } else if (const DataType* dt = it->second.get_if<DataType>()) {
+          want = *dt;
+        } else {
+          return errors::InvalidArgument("Node ", where, ": attr '", a.type_attr,
+                                         "' must be a dtype, got ", it->second.DebugString());
+        }
+      }
+      if (got != want) {
+        return errors::InvalidArgument("Input ", k, " ('", a.name, "') of node ", where,
+                                       " expects ", DataTypeName(want), " but '", src_name,
+                                       "' is ", DataTypeName(got));
+      }
+    }
+  }
+
+  // Defaults, then check every declared attr is present and well-typed.
+  for (const AttrDef& ad : op->attrs) {
+    auto it = attrs.find(ad.name);
+    if (it == attrs.end()) {
+      if (!ad.default_value) {
+        return errors::InvalidArgument("Node ", where, " is missing attr '", ad.name, "' (",
+                                       AttrTypeName(ad.type), ")");
+      }
+      it = attrs.emplace(ad.name, *ad.default_value).first;
+    }
+    if (!AttrMatchesType(it->second, ad.type)) {
+      return errors::InvalidArgument("Node ", where, ": attr '", ad.name, "' must be ",
+                                     AttrTypeName(ad.type), ", got ",
+                                     AttrTypeName(it->second.type()));
+    }
+    if (ad.type == AttrType::kFloat && it->second.type() == AttrType::kInt) {
+      it->second = AttrValue(static_cast<double>(*it->second.get_if<int64_t>()));
+    }
+    if (!ad.allowed_types.empty()) {
+      DataType dt = *it->second.get_if<DataType>();
+      if (std::find(ad.allowed_types.begin(), ad.allowed_types.end(), dt) ==
+          ad.allowed_types.end()) {
+        return errors::InvalidArgument("Node ", where, ": value for attr '", ad.name, "' of ",
+                                       DataTypeName(dt), " is not in the list of allowed values: ",
+                                       TypeListString(ad.allowed_types));
+      }
+    }
+    if (ad.minimum && *it->second.get_if<int64_t>() < *ad.minimum) {
+      return errors::InvalidArgument("Node ", where, ": attr '", ad.name, "' is ",
+                                     *it->second.get_if<int64_t>(), ", must be at least ",
+                                     *ad.minimum);
+    }
+  }
+
+  ASSIGN_OR_RETURN(ArgTypes in_types, ExpandArgs(op->inputs, attrs, def.name));
+  ASSIGN_OR_RETURN(ArgTypes out_types, ExpandArgs(op->outputs, attrs, def.name));
+
+  std::vector<TensorShape> in_shapes;
+  std::vector<const Tensor*> in_values;
+  for (const Source& s : data) {
+    in_shapes.push_back(s.node->output_shape(s.port));
+    const Tensor* value = nullptr;
+    if (s.node->op() == "Const") {
+      auto it = s.node->attrs().find("value");
+      if (it != s.node->attrs().end()) value = it->second.get_if<Tensor>();
+    }
+    in_values.push_back(value);
+  }
+  InferenceContext ctx(def.name, attrs, in_shapes, in_values,
+                       static_cast<int>(out_types.types.size()));
+  Status shape_status = op->shape_fn(ctx);
+  if (!shape_status.ok()) {
+    return Status(shape_status.code(),
+                  StrCat(shape_status.message(), " for '", def.name, "' (op: '", def.op,
+                         "') with input shapes: ", ShapesString(in_shapes), "."));
+  }
+
+  Node& n = nodes_.emplace_back();
+  n.id_ = static_cast<int>(node_ptrs_.size());
+  n.name_ = def.name;
+  n.op_def_ = op;
+  n.attrs_ = std::move(attrs);
+  n.input_types_ = std::move(in_types.types);
+  n.input_is_ref_ = std::move(in_types.is_ref);
+  n.output_types_ = std::move(out_types.types);
+  n.output_is_ref_ = std::move(out_types.is_ref);
+  n.output_shapes_ = ctx.outputs();
+  n.requested_device_ = def.device;
+  n.colocate_with_ = def.colocate_with;
+  for (size_t i = 0; i < data.size(); ++i) {
+    Edge& e = edges_.emplace_back(Edge{data[i].node, data[i].port, &n, static_cast<int>(i)});
+    n.data_inputs_.push_back(&e);
+    data[i].node->out_edges_.push_back(&e);
+  }
+  for (const Source& s : control) {
+    Edge& e = edges_.emplace_back(Edge{s.node, kControlSlot, &n, kControlSlot});
+    n.control_inputs_.push_back(&e);
+    s.node->out_edges_.push_back(&e);
+  }
+  node_ptrs_.push_back(&n);
+  by_name_.emplace(n.name_, &n);
+  return &n;
+}
+
+StatusOr<std::unique_ptr<Graph>> Graph::FromGraphDef(const GraphDef& def, const OpRegistry* ops) {
+  // Kahn's algorithm over names, keeping the file's order among ready nodes.
+  std::map<std::string_view, size_t, std::less<>> index;
+  for (size_t i = 0; i < def.nodes.size(); ++i) {
+    if (!index.emplace(def.nodes[i].name, i).second) {
+      return errors::InvalidArgument("Duplicate node name '", def.nodes[i].name, "'");
+    }
+  }
+  std::vector<int> pending(def.nodes.size(), 0);
+  std::vector<std::vector<size_t>> consumers(def.nodes.size());
+  for (size_t i = 0; i < def.nodes.size(); ++i) {
+    for (const std::string& input : def.nodes[i].inputs) {
+      StatusOr<TensorId> id = ParseTensorName(input);
+      if (!id.ok()) {
+        return id.status().WithSuffix(StrCat(" in the inputs of node '", def.nodes[i].name, "'"));
+      }
+      auto it = index.find(id->node);
+      if (it == index.end()) {
+        return errors::InvalidArgument("Node '", def.nodes[i].name, "' (", def.nodes[i].op,
+                                       ") has input '", input, "' which names an unknown node '",
+                                       id->node, "'");
+      }
+      ++pending[i];
+      consumers[it->second].push_back(i);
+    }
+  }
+  std::vector<size_t> order;
+  std::priority_queue<size_t, std::vector<size_t>, std::greater<>> ready;
+  for (size_t i = 0; i < def.nodes.size(); ++i) {
+    if (pending[i] == 0) ready.push(i);
+  }
+  while (!ready.empty()) {
+    size_t i = ready.top();
+    ready.pop();
+    order.push_back(i);
+    for (size_t c : consumers[i]) {
+      if (--pending[c] == 0) ready.push(c);
+    }
+  }
+  if (order.size() != def.nodes.size()) {
+    std::string cyclic;
+    int listed = 0;
+    for (size_t i = 0; i < def.nodes.size() && listed < 5; ++i) {
+      if (pending[i] > 0) {
+        cyclic += StrCat(listed++ ? ", '" : "'", def.nodes[i].name, "'");
+      }
+    }
+    return errors::InvalidArgument("Graph has a cycle: these nodes can never run: ", cyclic);
+  }
+  auto g = std::make_unique<Graph>(ops);
+  for (size_t i : order) RETURN_IF_ERROR(g->AddNode(def.nodes[i]).status());
+  return g;
+}
+
+GraphDef Graph::ToGraphDef() const {
+  GraphDef def;
+  for (const Node* n : node_ptrs_) def.nodes.push_back(n->ToNodeDef());
+  return def;
+}
+
+}  // namespace tessera

@@ -1,0 +1,128 @@
+// Graph, Node and Edge: a validated dataflow graph of ops.
+//
+//   auto g = Graph::FromGraphDef(def);           // validates ops, attrs, types, shapes, cycles
+//   for (Node* n : (*g)->nodes()) ...            // creation order, which is topological
+//
+// Nodes are added only after all their inputs exist, so a Graph is acyclic by construction;
+// FromGraphDef orders the NodeDefs first and reports cycles. Each node's input and output
+// types and statically known output shapes are resolved when it is added.
+//
+// A Graph is not synchronised: build it from one thread; once built, any number of threads
+// may read it concurrently. Nodes and edges live as long as their Graph.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/node_def.h"
+#include "graph/op_registry.h"
+
+namespace tessera {
+
+class Node;
+
+inline constexpr int kControlSlot = -1;
+
+struct Edge {
+  Node* src = nullptr;
+  int src_output = 0;  // kControlSlot for a control edge
+  Node* dst = nullptr;
+  int dst_input = 0;   // kControlSlot for a control edge
+  bool IsControl() const { return src_output == kControlSlot; }
+};
+
+class Node {
+ public:
+  int id() const { return id_; }
+  const std::string& name() const { return name_; }
+  const std::string& op() const { return op_def_->name; }
+  const OpDef& op_def() const { return *op_def_; }
+  const AttrMap& attrs() const { return attrs_; }
+  template <typename T>
+  Status GetAttr(std::string_view attr_name, T* out) const {
+    return tessera::GetAttr(attrs_, name_, attr_name, out);
+  }
+  bool is_stateful() const { return op_def_->is_stateful; }
+
+  int num_inputs() const { return static_cast<int>(input_types_.size()); }
+  DataType input_type(int i) const { return input_types_[i]; }
+  bool input_is_ref(int i) const { return input_is_ref_[i]; }
+  int num_outputs() const { return static_cast<int>(output_types_.size()); }
+  DataType output_type(int i) const { return output_types_[i]; }
+  bool output_is_ref(int i) const { return output_is_ref_[i]; }
+  const TensorShape& output_shape(int i) const { return output_shapes_[i]; }
+
+  // The data edge feeding input i.
+  const Edge* input_edge(int i) const { return data_inputs_[i]; }
+  const std::vector<const Edge*>& control_inputs() const { return control_inputs_; }
+  const std::vector<const Edge*>& out_edges() const { return out_edges_; }
+
+  // As written in the graph: possibly partial ("/cpu:1") or empty.
+  const std::string& requested_device() const { return requested_device_; }
+  void set_requested_device(std::string device) { requested_device_ = std::move(device); }
+  // Set by the placer: a full device name, or empty before placement.
+  const std::string& assigned_device() const { return assigned_device_; }
+  void set_assigned_device(std::string device) { assigned_device_ = std::move(device); }
+  const std::vector<std::string>& colocate_with() const { return colocate_with_; }
+
+  // The NodeDef this node was built from, with every attr (defaults and inferred types
+  // filled in).
+  NodeDef ToNodeDef() const;
+  // "'name' (Op)", the way error messages name a node.
+  std::string DebugName() const;
+
+ private:
+  friend class Graph;
+  int id_ = 0;
+  std::string name_;
+  const OpDef* op_def_ = nullptr;
+  AttrMap attrs_;
+  std::vector<DataType> input_types_;
+  std::vector<bool> input_is_ref_;
+  std::vector<DataType> output_types_;
+  std::vector<bool> output_is_ref_;
+  std::vector<TensorShape> output_shapes_;
+  std::vector<const Edge*> data_inputs_;
+  std::vector<const Edge*> control_inputs_;
+  std::vector<const Edge*> out_edges_;
+  std::string requested_device_;
+  std::string assigned_device_;
+  std::vector<std::string> colocate_with_;
+};
+
+class Graph {
+ public:
+  // `ops` is borrowed and must outlive the graph.
+  explicit Graph(const OpRegistry* ops = OpRegistry::Global());
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+
+  // Validates `def` against its op schema and the nodes already in the graph (every input
+  // must exist) and adds it. On error the graph is unchanged.
+  StatusOr<Node*> AddNode(const NodeDef& def);
+  // Orders `def` topologically, then adds every node.
+  static StatusOr<std::unique_ptr<Graph>> FromGraphDef(const GraphDef& def,
+                                                       const OpRegistry* ops = OpRegistry::Global());
+  GraphDef ToGraphDef() const;
+
+  Node* FindNode(std::string_view name) const;
+  // In creation order, which is a topological order. Node::id() indexes this vector.
+  const std::vector<Node*>& nodes() const { return node_ptrs_; }
+  int num_nodes() const { return static_cast<int>(node_ptrs_.size()); }
+  const OpRegistry* op_registry() const { return ops_; }
+
+ private:
+  const OpRegistry* ops_;
+  std::deque<Node> nodes_;
+  std::deque<Edge> edges_;
+  std::vector<Node*> node_ptrs_;
+  std::map<std::string, Node*, std::less<>> by_name_;
+};
+
+// True for names TensorFlow accepts: [A-Za-z0-9.][A-Za-z0-9_./-]*
+bool IsValidNodeName(std::string_view name);
+
+}  // namespace tessera

@@ -1,0 +1,38 @@
+// NodeDef and GraphDef: a graph as plain data, the form that JSON files, the Scope builder
+// and the session's executors exchange. A Graph (graph.h) is the validated, linked form.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "graph/attr_value.h"
+
+namespace tessera {
+
+struct NodeDef {
+  std::string name;
+  std::string op;
+  // "x" or "x:0" is output 0 of node x, "x:1" output 1, "^x" a control input. Data inputs
+  // come before control inputs.
+  std::vector<std::string> inputs;
+  std::string device;                      // requested device, possibly partial or empty
+  std::vector<std::string> colocate_with;  // names of nodes this one must share a device with
+  AttrMap attrs;
+};
+
+struct GraphDef {
+  std::vector<NodeDef> nodes;
+};
+
+// One parsed input or fetch name: node "x", output `index`; index -1 for "^x".
+struct TensorId {
+  std::string_view node;
+  int index = 0;
+  bool is_control() const { return index < 0; }
+};
+
+// Parses "x", "x:3" and "^x". InvalidArgument for "", "x:", "x:-1", "x:abc".
+StatusOr<TensorId> ParseTensorName(std::string_view name);
+
+}  // namespace tessera

@@ -1,0 +1,90 @@
+#include "graph/ops.h"
+
+namespace tessera::ops {
+namespace {
+
+// Builds a node of `op` with the given inputs and attrs; returns its output 0.
+Output Build(const Scope& s, std::string_view op, std::vector<Input> inputs, AttrMap attrs = {}) {
+  NodeDef def;
+  def.op = std::string(op);
+  def.attrs = std::move(attrs);
+  for (const Input& in : inputs) {
+    Output o = s.AsOutput(in);
+    if (o.node == nullptr) return Output();
+    def.inputs.push_back(o.name());
+  }
+  return Output(s.AddNode(std::move(def)));
+}
+
+}  // namespace
+
+Output Const(const Scope& s, const Tensor& value) { return s.AsOutput(value); }
+
+Output Placeholder(const Scope& s, DataType dtype, TensorShape shape) {
+  return Build(s, "Placeholder", {}, {{"dtype", dtype}, {"shape", shape}});
+}
+
+Output Identity(const Scope& s, Input x) { return Build(s, "Identity", {x}); }
+
+Operation NoOp(const Scope& s) { return Build(s, "NoOp", {}).op(); }
+
+Output Variable(const Scope& s, TensorShape shape, DataType dtype, const VariableAttrs& attrs) {
+  AttrMap a{{"shape", shape}, {"dtype", dtype}, {"shared_name", attrs.shared_name}};
+  if (!attrs.container.empty()) a["container"] = attrs.container;
+  return Build(s, "VariableV2", {}, std::move(a));
+}
+
+Output Assign(const Scope& s, Input ref, Input value, const AssignAttrs& attrs) {
+  return Build(s, "Assign", {ref, value},
+               {{"validate_shape", attrs.validate_shape}, {"use_locking", attrs.use_locking}});
+}
+Output AssignAdd(const Scope& s, Input ref, Input value) { return Build(s, "AssignAdd", {ref, value}); }
+Output AssignSub(const Scope& s, Input ref, Input value) { return Build(s, "AssignSub", {ref, value}); }
+
+Output Add(const Scope& s, Input x, Input y) { return Build(s, "Add", {x, y}); }
+Output Sub(const Scope& s, Input x, Input y) { return Build(s, "Sub", {x, y}); }
+Output Mul(const Scope& s, Input x, Input y) { return Build(s, "Mul", {x, y}); }
+Output Div(const Scope& s, Input x, Input y) { return Build(s, "Div", {x, y}); }
+Output Maximum(const Scope& s, Input x, Input y) { return Build(s, "Maximum", {x, y}); }
+Output Minimum(const Scope& s, Input x, Input y) { return Build(s, "Minimum", {x, y}); }
+Output Equal(const Scope& s, Input x, Input y) { return Build(s, "Equal", {x, y}); }
+Output Greater(const Scope& s, Input x, Input y) { return Build(s, "Greater", {x, y}); }
+Output Less(const Scope& s, Input x, Input y) { return Build(s, "Less", {x, y}); }
+Output AddN(const Scope& s, const std::vector<Input>& inputs) { return Build(s, "AddN", inputs); }
+
+Output Neg(const Scope& s, Input x) { return Build(s, "Neg", {x}); }
+Output Square(const Scope& s, Input x) { return Build(s, "Square", {x}); }
+Output Sqrt(const Scope& s, Input x) { return Build(s, "Sqrt", {x}); }
+Output Exp(const Scope& s, Input x) { return Build(s, "Exp", {x}); }
+Output Log(const Scope& s, Input x) { return Build(s, "Log", {x}); }
+Output Relu(const Scope& s, Input features) { return Build(s, "Relu", {features}); }
+Output Softmax(const Scope& s, Input logits) { return Build(s, "Softmax", {logits}); }
+
+Output MatMul(const Scope& s, Input a, Input b, const MatMulAttrs& attrs) {
+  return Build(s, "MatMul", {a, b},
+               {{"transpose_a", attrs.transpose_a}, {"transpose_b", attrs.transpose_b}});
+}
+Output BiasAdd(const Scope& s, Input value, Input bias, std::string data_format) {
+  return Build(s, "BiasAdd", {value, bias}, {{"data_format", std::move(data_format)}});
+}
+
+Output Reshape(const Scope& s, Input tensor, Input shape) { return Build(s, "Reshape", {tensor, shape}); }
+Output Cast(const Scope& s, Input x, DataType dst) { return Build(s, "Cast", {x}, {{"DstT", dst}}); }
+Output Sum(const Scope& s, Input input, Input axis, const ReductionAttrs& attrs) {
+  return Build(s, "Sum", {input, axis}, {{"keep_dims", attrs.keep_dims}});
+}
+Output Mean(const Scope& s, Input input, Input axis, const ReductionAttrs& attrs) {
+  return Build(s, "Mean", {input, axis}, {{"keep_dims", attrs.keep_dims}});
+}
+Output Max(const Scope& s, Input input, Input axis, const ReductionAttrs& attrs) {
+  return Build(s, "Max", {input, axis}, {{"keep_dims", attrs.keep_dims}});
+}
+
+Output Fill(const Scope& s, Input dims, Input value) { return Build(s, "Fill", {dims, value}); }
+Output ZerosLike(const Scope& s, Input x) { return Build(s, "ZerosLike", {x}); }
+Output OnesLike(const Scope& s, Input x) { return Build(s, "OnesLike", {x}); }
+Output Shape(const Scope& s, Input input, DataType out_type) {
+  return Build(s, "Shape", {input}, {{"out_type", out_type}});
+}
+
+}  // namespace tessera::ops

@@ -1,0 +1,76 @@
+// Typed wrappers for the core ops: one C++ function per op, TensorFlow's names and inputs.
+//
+//   Scope root = Scope::NewRootScope();
+//   auto x = ops::Placeholder(root.WithOpName("x"), DataType::kFloat, TensorShape({-1, 2}));
+//   auto w = ops::Variable(root.WithOpName("w"), TensorShape({2, 1}), DataType::kFloat);
+//   auto y = ops::MatMul(root.WithOpName("y"), x, w);
+//   auto s = ops::Sum(root, y, {0, 1}, {.keep_dims = true});
+//
+// A wrapper whose inputs come from a failed op, or whose node is invalid, returns an empty
+// Output and leaves the error in scope.status().
+#pragma once
+
+#include "graph/scope.h"
+
+namespace tessera::ops {
+
+Output Const(const Scope& s, const Tensor& value);
+Output Placeholder(const Scope& s, DataType dtype, TensorShape shape = TensorShape::UnknownRank());
+Output Identity(const Scope& s, Input x);
+Operation NoOp(const Scope& s);
+
+struct VariableAttrs {
+  std::string container;
+  std::string shared_name;
+};
+// VariableV2: a mutable tensor kept across Session::Run calls.
+Output Variable(const Scope& s, TensorShape shape, DataType dtype, const VariableAttrs& attrs = {});
+struct AssignAttrs {
+  bool validate_shape = true;
+  bool use_locking = true;
+};
+Output Assign(const Scope& s, Input ref, Input value, const AssignAttrs& attrs = {});
+Output AssignAdd(const Scope& s, Input ref, Input value);
+Output AssignSub(const Scope& s, Input ref, Input value);
+
+Output Add(const Scope& s, Input x, Input y);
+Output Sub(const Scope& s, Input x, Input y);
+Output Mul(const Scope& s, Input x, Input y);
+Output Div(const Scope& s, Input x, Input y);
+Output Maximum(const Scope& s, Input x, Input y);
+Output Minimum(const Scope& s, Input x, Input y);
+Output Equal(const Scope& s, Input x, Input y);
+Output Greater(const Scope& s, Input x, Input y);
+Output Less(const Scope& s, Input x, Input y);
+Output AddN(const Scope& s, const std::vector<Input>& inputs);
+
+Output Neg(const Scope& s, Input x);
+Output Square(const Scope& s, Input x);
+Output Sqrt(const Scope& s, Input x);
+Output Exp(const Scope& s, Input x);
+Output Log(const Scope& s, Input x);
+Output Relu(const Scope& s, Input features);
+Output Softmax(const Scope& s, Input logits);
+
+struct MatMulAttrs {
+  bool transpose_a = false;
+  bool transpose_b = false;
+};
+Output MatMul(const Scope& s, Input a, Input b, const MatMulAttrs& attrs = {});
+Output BiasAdd(const Scope& s, Input value, Input bias, std::string data_format = "NHWC");
+
+Output Reshape(const Scope& s, Input tensor, Input shape);
+Output Cast(const Scope& s, Input x, DataType dst);
+struct ReductionAttrs {
+  bool keep_dims = false;
+};
+Output Sum(const Scope& s, Input input, Input axis, const ReductionAttrs& attrs = {});
+Output Mean(const Scope& s, Input input, Input axis, const ReductionAttrs& attrs = {});
+Output Max(const Scope& s, Input input, Input axis, const ReductionAttrs& attrs = {});
+
+Output Fill(const Scope& s, Input dims, Input value);
+Output ZerosLike(const Scope& s, Input x);
+Output OnesLike(const Scope& s, Input x);
+Output Shape(const Scope& s, Input input, DataType out_type = DataType::kInt32);
+
+}  // namespace tessera::ops

@@ -1,0 +1,176 @@
+#include "graph/scope.h"
+
+#include <map>
+
+#include "graph/device_name.h"
+
+namespace tessera {
+
+struct Scope::Shared {
+  std::unique_ptr<Graph> graph;
+  Status status;
+  std::map<std::string, int, std::less<>> name_counts;  // base name -> times used
+};
+
+std::string Output::name() const {
+  return index == 0 ? node->name() : StrCat(node->name(), ":", index);
+}
+
+Scope::Scope(std::shared_ptr<Shared> shared) : shared_(std::move(shared)) {}
+
+Scope Scope::NewRootScope() { return NewRootScope(OpRegistry::Global()); }
+
+Scope Scope::NewRootScope(const OpRegistry* ops) {
+  auto shared = std::make_shared<Shared>();
+  shared->graph = std::make_unique<Graph>(ops);
+  return Scope(std::move(shared));
+}
+
+std::string Scope::UniqueName(std::string_view base) const {
+  std::string name(base);
+  auto [it, inserted] = shared_->name_counts.try_emplace(name, 0);
+  if (inserted) return name;
+  // "Add" -> "Add_1", "Add_2", ... skipping names taken explicitly.
+  std::string candidate;
+  do {
+    candidate = StrCat(name, "_", ++it->second);
+  } while (shared_->name_counts.count(candidate) != 0);
+  shared_->name_counts.emplace(candidate, 0);
+  return candidate;
+}
+
+Scope Scope::WithOpName(std::string name) const {
+  Scope s = *this;
+  s.op_name_ = std::move(name);
+  return s;
+}
+
+Scope Scope::NewSubScope(std::string name) const {
+  Scope s = *this;
+  s.op_name_.clear();
+  if (!name.empty()) s.prefix_ = UniqueName(prefix_ + name) + "/";
+  return s;
+}
+
+Scope Scope::WithDevice(std::string device) const {
+  Scope s = *this;
+  StatusOr<DeviceName> parsed = DeviceName::Parse(device);
+  if (!parsed.ok()) {
+    UpdateStatus(parsed.status());
+    return s;
+  }
+  s.devices_.push_back({std::move(device), nullptr});
+  return s;
+}
+
+Scope Scope::WithDeviceFunction(DeviceFunction fn) const {
+  Scope s = *this;
+  s.devices_.push_back({"", std::move(fn)});
+  return s;
+}
+
+Scope Scope::WithControlDependencies(const std::vector<Operation>& deps) const {
+  Scope s = *this;
+  s.control_deps_.insert(s.control_deps_.end(), deps.begin(), deps.end());
+  return s;
+}
+
+Scope Scope::WithNoControlDependencies() const {
+  Scope s = *this;
+  s.control_deps_.clear();
+  return s;
+}
+
+Scope Scope::ColocateWith(const Operation& op) const {
+  Scope s = *this;
+  if (op.node() == nullptr) return s;
+  s.colocate_with_.push_back(op.name());
+  return s;
+}
+
+Scope Scope::WithContainer(std::string container) const {
+  Scope s = *this;
+  s.container_ = std::move(container);
+  return s;
+}
+
+Status Scope::status() const { return shared_->status; }
+Graph* Scope::graph() const { return shared_->graph.get(); }
+
+void Scope::UpdateStatus(const Status& s) const {
+  if (shared_->status.ok() && !s.ok()) shared_->status = s;
+}
+
+Status Scope::ToGraphDef(GraphDef* def) const {
+  RETURN_IF_ERROR(shared_->status);
+  *def = shared_->graph->ToGraphDef();
+  return Status::OK();
+}
+
+Node* Scope::AddNode(NodeDef def) const {
+  if (!ok()) return nullptr;
+  if (!op_name_.empty()) {
+    def.name = prefix_ + op_name_;
+    if (shared_->name_counts.count(def.name) != 0) {
+      UpdateStatus(errors::InvalidArgument("Duplicate node name '", def.name, "'"));
+      return nullptr;
+    }
+    shared_->name_counts.emplace(def.name, 0);
+  } else {
+    def.name = UniqueName(prefix_ + def.op);
+  }
+  for (const Operation& dep : control_deps_) def.inputs.push_back("^" + dep.name());
+  def.colocate_with.insert(def.colocate_with.end(), colocate_with_.begin(), colocate_with_.end());
+  if (!container_.empty()) {
+    const OpDef* op = graph()->op_registry()->Find(def.op);
+    if (op != nullptr && op->FindAttr("container") != nullptr && def.attrs.count("container") == 0) {
+      def.attrs["container"] = AttrValue(container_);
+    }
+  }
+  // Device strings first (they need no node); functions see the node, so apply the stack
+  // after adding it. Both go innermost first.
+  StatusOr<DeviceName> requested = DeviceName::Parse(def.device);
+  if (!requested.ok()) {
+    UpdateStatus(requested.status().WithSuffix(StrCat(" (node '", def.name, "')")));
+    return nullptr;
+  }
+  StatusOr<Node*> node = graph()->AddNode(def);
+  if (!node.ok()) {
+    UpdateStatus(node.status());
+    return nullptr;
+  }
+  DeviceName device = *requested;
+  for (auto it = devices_.rbegin(); it != devices_.rend(); ++it) {
+    if (it->fn) {
+      (*node)->set_requested_device(device.ToString());
+      StatusOr<DeviceName> chosen = DeviceName::Parse(it->fn(**node));
+      if (!chosen.ok()) {
+        UpdateStatus(chosen.status().WithSuffix(
+            StrCat(" (returned by a device function for node ", (*node)->DebugName(), ")")));
+        return nullptr;
+      }
+      device = *chosen;
+    } else {
+      device.FillFrom(*DeviceName::Parse(it->device));
+    }
+  }
+  (*node)->set_requested_device(device.ToString());
+  return *node;
+}
+
+Output Scope::AsOutput(const Input& in) const {
+  if (!in.is_constant()) {
+    if (in.output().node == nullptr) {
+      UpdateStatus(errors::InvalidArgument("An op input is the result of a failed op"));
+    }
+    return in.output();
+  }
+  NodeDef def;
+  def.op = "Const";
+  def.attrs["value"] = AttrValue(in.tensor());
+  def.attrs["dtype"] = AttrValue(in.tensor().dtype());
+  // An implicit constant gets the scope's context but never the explicit op name.
+  return Output(WithOpName("").AddNode(std::move(def)));
+}
+
+}  // namespace tessera

@@ -1,0 +1,141 @@
+#include "graph/tensor.h"
+
+#include <cstring>
+#include <new>
+#include <sstream>
+
+namespace tessera {
+
+TensorBuffer::TensorBuffer(std::shared_ptr<Allocator> allocator, DataType dtype,
+                           int64_t num_elements)
+    : allocator_(std::move(allocator)),
+      dtype_(dtype),
+      num_elements_(num_elements),
+      bytes_(static_cast<size_t>(num_elements) *
+             (dtype == DataType::kString ? sizeof(std::string) : DataTypeSize(dtype))) {
+  data_ = allocator_->AllocateRaw(bytes_);
+  if (data_ != nullptr && dtype_ == DataType::kString) {
+    auto* s = static_cast<std::string*>(data_);
+    for (int64_t i = 0; i < num_elements_; ++i) new (s + i) std::string();
+  }
+}
+
+TensorBuffer::~TensorBuffer() {
+  if (data_ == nullptr) return;
+  if (dtype_ == DataType::kString) {
+    auto* s = static_cast<std::string*>(data_);
+    for (int64_t i = 0; i < num_elements_; ++i) s[i].~basic_string();
+  }
+  allocator_->DeallocateRaw(data_, bytes_);
+}
+
+Tensor::Tensor(DataType dtype, const TensorShape& shape) : Tensor(CpuAllocator(), dtype, shape) {}
+
+Tensor::Tensor(std::shared_ptr<Allocator> allocator, DataType dtype, const TensorShape& shape)
+    : dtype_(dtype), shape_(shape), num_elements_(shape.num_elements()) {
+  buffer_ = std::make_shared<TensorBuffer>(std::move(allocator), dtype, num_elements_);
+  data_ = buffer_->data();
+  if (data_ == nullptr) throw std::bad_alloc();
+}
+
+StatusOr<Tensor> Tensor::Allocate(std::shared_ptr<Allocator> allocator, DataType dtype,
+                                  const TensorShape& shape) {
+  if (!shape.IsFullyDefined()) {
+    return errors::InvalidArgument("Cannot allocate a tensor of undefined shape ",
+                                   shape.DebugString());
+  }
+  if (dtype == DataType::kInvalid) return errors::InvalidArgument("Cannot allocate dtype invalid");
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = shape;
+  t.num_elements_ = shape.num_elements();
+  std::string name(allocator->name());
+  t.buffer_ = std::make_shared<TensorBuffer>(std::move(allocator), dtype, t.num_elements_);
+  t.data_ = t.buffer_->data();
+  if (t.data_ == nullptr) {
+    return errors::ResourceExhausted("OOM when allocating tensor with shape ", shape.DebugString(),
+                                     " and type ", DataTypeName(dtype), " on ", name);
+  }
+  return t;
+}
+
+Tensor Tensor::Slice(int64_t start, int64_t limit) const {
+  Tensor t = *this;
+  int64_t row = shape_.dim(0) == 0 ? 0 : num_elements_ / shape_.dim(0);
+  t.shape_.set_dim(0, limit - start);
+  t.num_elements_ = row * (limit - start);
+  size_t elem = dtype_ == DataType::kString ? sizeof(std::string) : DataTypeSize(dtype_);
+  t.data_ = static_cast<char*>(data_) + start * row * static_cast<int64_t>(elem);
+  return t;
+}
+
+StatusOr<Tensor> Tensor::Reshaped(const TensorShape& shape) const {
+  if (!shape.IsFullyDefined() || shape.num_elements() != num_elements_) {
+    return errors::InvalidArgument("Cannot reshape a tensor with ", num_elements_,
+                                   " elements to shape ", shape.DebugString());
+  }
+  Tensor t = *this;
+  t.shape_ = shape;
+  return t;
+}
+
+Tensor Tensor::DeepCopy() const {
+  if (!IsInitialized()) return Tensor();
+  Tensor t(dtype_, shape_);
+  if (dtype_ == DataType::kString) {
+    std::copy(data<std::string>(), data<std::string>() + num_elements_, t.data<std::string>());
+  } else if (num_elements_ > 0) {
+    std::memcpy(t.data_, data_, TotalBytes());
+  }
+  return t;
+}
+
+namespace {
+
+template <typename T>
+void PrintElement(std::ostream& os, const T& v) {
+  if constexpr (std::is_same_v<T, Half>) {
+    os << HalfToFloat(v);
+  } else if constexpr (std::is_same_v<T, BFloat16>) {
+    os << BFloat16ToFloat(v);
+  } else if constexpr (std::is_same_v<T, uint8_t>) {
+    os << static_cast<int>(v);
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    os << '"' << v << '"';
+  } else {
+    os << v;
+  }
+}
+
+}  // namespace
+
+std::string Tensor::DebugString(int max_entries) const {
+  if (!IsInitialized()) return "Tensor<uninitialized>";
+  std::ostringstream os;
+  os << "Tensor<" << DataTypeName(dtype_) << ", " << shape_.DebugString() << ":";
+  VisitDataType(dtype_, [&](auto zero) {
+    using T = decltype(zero);
+    const T* p = data<T>();
+    for (int64_t i = 0; i < num_elements_ && i < max_entries; ++i) {
+      os << " ";
+      PrintElement(os, p[i]);
+    }
+  });
+  if (num_elements_ > max_entries) os << " ...";
+  os << ">";
+  return os.str();
+}
+
+bool Tensor::Equals(const Tensor& other) const {
+  if (dtype_ != other.dtype_ || !(shape_ == other.shape_)) return false;
+  return VisitDataType(dtype_, [&](auto zero) {
+    using T = decltype(zero);
+    if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+      return std::memcmp(data_, other.data_, TotalBytes()) == 0;
+    } else {
+      return std::equal(data<T>(), data<T>() + num_elements_, other.data<T>());
+    }
+  });
+}
+
+}  // namespace tessera
