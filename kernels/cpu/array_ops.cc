@@ -1,0 +1,220 @@
+// Kernels that create, pass through or describe tensors without arithmetic.
+#include <cstring>
+
+#include "kernels/cpu/register.h"
+
+namespace tessera::cpu {
+namespace {
+
+class ConstOp : public OpKernel {
+ public:
+  explicit ConstOp(OpKernelConstruction* c) : OpKernel(c) {
+    Status s = c->GetAttr("value", &value_);
+    if (!s.ok()) c->SetStatus(s);
+  }
+  void Compute(OpKernelContext* ctx) override { ctx->set_output(0, value_); }
+  bool IsExpensive() const override { return false; }
+
+ private:
+  Tensor value_;
+};
+
+class PlaceholderOp : public OpKernel {
+ public:
+  explicit PlaceholderOp(OpKernelConstruction* c) : OpKernel(c) {
+    Status s = c->GetAttr("shape", &shape_);
+    if (!s.ok()) c->SetStatus(s);
+  }
+  void Compute(OpKernelContext* ctx) override {
+    ctx->SetStatus(errors::InvalidArgument(
+        "You must feed a value for placeholder tensor '", name(), "' with dtype ",
+        DataTypeName(output_type(0)),
+        shape_.unknown_rank() ? std::string() : " and shape " + shape_.DebugString()));
+  }
+  bool IsExpensive() const override { return false; }
+
+ private:
+  TensorShape shape_;
+};
+
+class IdentityOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override { ctx->set_output(0, ctx->input(0)); }
+  bool IsExpensive() const override { return false; }
+};
+
+class NoOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext*) override {}
+  bool IsExpensive() const override { return false; }
+};
+
+class ArgOp : public OpKernel {
+ public:
+  explicit ArgOp(OpKernelConstruction* c) : OpKernel(c) {
+    Status s = c->GetAttr("index", &index_);
+    if (!s.ok()) c->SetStatus(s);
+  }
+  void Compute(OpKernelContext* ctx) override {
+    OP_REQUIRES(ctx, ctx->call_frame() != nullptr, errors::Internal("_Arg outside a call"));
+    StatusOr<Tensor> t = ctx->call_frame()->GetArg(index_);
+    OP_REQUIRES_OK(ctx, t.status());
+    ctx->set_output(0, std::move(*t));
+  }
+  bool IsExpensive() const override { return false; }
+
+ private:
+  int index_ = 0;
+};
+
+class RetvalOp : public OpKernel {
+ public:
+  explicit RetvalOp(OpKernelConstruction* c) : OpKernel(c) {
+    Status s = c->GetAttr("index", &index_);
+    if (!s.ok()) c->SetStatus(s);
+  }
+  void Compute(OpKernelContext* ctx) override {
+    OP_REQUIRES(ctx, ctx->call_frame() != nullptr, errors::Internal("_Retval outside a call"));
+    OP_REQUIRES_OK(ctx, ctx->call_frame()->SetRetval(index_, ctx->input(0)));
+  }
+  bool IsExpensive() const override { return false; }
+
+ private:
+  int index_ = 0;
+};
+
+std::vector<int64_t> IntValues(const Tensor& t) {
+  std::vector<int64_t> v(static_cast<size_t>(t.NumElements()));
+  for (int64_t i = 0; i < t.NumElements(); ++i) {
+    v[i] = t.dtype() == DataType::kInt64 ? t.data<int64_t>()[i] : t.data<int32_t>()[i];
+  }
+  return v;
+}
+
+class ReshapeOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& in = ctx->input(0);
+    const Tensor& shape = ctx->input(1);
+    OP_REQUIRES(ctx, shape.rank() == 1,
+                errors::InvalidArgument("shape must be a vector, got shape ",
+                                        shape.shape().DebugString()));
+    std::vector<int64_t> dims = IntValues(shape);
+    int64_t known = 1;
+    int unknown = -1;
+    for (size_t i = 0; i < dims.size(); ++i) {
+      if (dims[i] == -1) {
+        OP_REQUIRES(ctx, unknown < 0,
+                    errors::InvalidArgument("Only one input size may be -1, not both ", unknown,
+                                            " and ", i));
+        unknown = static_cast<int>(i);
+      } else {
+        OP_REQUIRES(ctx, dims[i] >= 0,
+                    errors::InvalidArgument("Size ", i, " must be non-negative, not ", dims[i]));
+        known *= dims[i];
+      }
+    }
+    if (unknown >= 0) {
+      OP_REQUIRES(ctx, known > 0 && in.NumElements() % known == 0,
+                  errors::InvalidArgument("Input to reshape is a tensor with ", in.NumElements(),
+                                          " values, but the requested shape requires a multiple of ",
+                                          known));
+      dims[unknown] = in.NumElements() / known;
+    }
+    StatusOr<TensorShape> out_shape = TensorShape::Make(dims);
+    OP_REQUIRES_OK(ctx, out_shape.status());
+    OP_REQUIRES(ctx, out_shape->num_elements() == in.NumElements(),
+                errors::InvalidArgument("Input to reshape is a tensor with ", in.NumElements(),
+                                        " values, but the requested shape has ",
+                                        out_shape->num_elements()));
+    StatusOr<Tensor> out = in.Reshaped(*out_shape);
+    OP_REQUIRES_OK(ctx, out.status());
+    ctx->set_output(0, std::move(*out));
+  }
+  bool IsExpensive() const override { return false; }
+};
+
+template <typename T>
+void FillWith(Tensor* t, const T& v) {
+  std::fill(t->data<T>(), t->data<T>() + t->NumElements(), v);
+}
+
+class FillOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& dims = ctx->input(0);
+    const Tensor& value = ctx->input(1);
+    OP_REQUIRES(ctx, dims.rank() == 1,
+                errors::InvalidArgument("dims must be a vector, got shape ",
+                                        dims.shape().DebugString()));
+    OP_REQUIRES(ctx, value.rank() == 0,
+                errors::InvalidArgument("value must be a scalar, got shape ",
+                                        value.shape().DebugString()));
+    std::vector<int64_t> d = IntValues(dims);
+    for (int64_t x : d) {
+      OP_REQUIRES(ctx, x >= 0, errors::InvalidArgument("dims must be >= 0, got ", x));
+    }
+    StatusOr<TensorShape> shape = TensorShape::Make(d);
+    OP_REQUIRES_OK(ctx, shape.status());
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
+    VisitDataType(value.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      FillWith<T>(out, value.data<T>()[0]);
+    });
+  }
+};
+
+template <int kValue>
+class ConstantLikeOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, ctx->input(0).shape(), &out));
+    VisitDataType(out->dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      if constexpr (std::is_arithmetic_v<T>) FillWith<T>(out, static_cast<T>(kValue));
+    });
+  }
+};
+
+class ShapeOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& in = ctx->input(0);
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({in.rank()}), &out));
+    for (int i = 0; i < in.rank(); ++i) {
+      if (out->dtype() == DataType::kInt64) {
+        out->data<int64_t>()[i] = in.dim(i);
+      } else {
+        out->data<int32_t>()[i] = static_cast<int32_t>(in.dim(i));
+      }
+    }
+  }
+  bool IsExpensive() const override { return false; }
+};
+
+}  // namespace
+
+void RegisterArrayKernels(KernelRegistry& r) {
+  r.Register<ConstOp>(KernelDefBuilder("Const").Device(kDeviceCpu));
+  r.Register<PlaceholderOp>(KernelDefBuilder("Placeholder").Device(kDeviceCpu));
+  r.Register<IdentityOp>(KernelDefBuilder("Identity").Device(kDeviceCpu));
+  r.Register<NoOp>(KernelDefBuilder("NoOp").Device(kDeviceCpu));
+  r.Register<ArgOp>(KernelDefBuilder("_Arg").Device(kDeviceCpu));
+  r.Register<RetvalOp>(KernelDefBuilder("_Retval").Device(kDeviceCpu));
+  r.Register<ReshapeOp>(KernelDefBuilder("Reshape").Device(kDeviceCpu));
+  r.Register<FillOp>(KernelDefBuilder("Fill").Device(kDeviceCpu));
+  r.Register<ConstantLikeOp<0>>(KernelDefBuilder("ZerosLike").Device(kDeviceCpu));
+  r.Register<ConstantLikeOp<1>>(KernelDefBuilder("OnesLike").Device(kDeviceCpu));
+  r.Register<ShapeOp>(KernelDefBuilder("Shape").Device(kDeviceCpu));
+}
+
+}  // namespace tessera::cpu

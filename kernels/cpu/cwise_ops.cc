@@ -1,0 +1,282 @@
+// Element-wise kernels: binary ops with numpy broadcasting, and unary math.
+#include <Eigen/Core>
+#include <cmath>
+
+#include "graph/shape_inference.h"
+#include "kernels/cpu/register.h"
+
+namespace tessera::cpu {
+namespace {
+
+// Operand strides over the output after adjacent dimensions that broadcast the same way
+// are merged; a stride of 0 repeats an operand along that dimension.
+struct BroadcastPlan {
+  int rank = 0;
+  int64_t dims[TensorShape::kMaxRank] = {};
+  int64_t a_stride[TensorShape::kMaxRank] = {};
+  int64_t b_stride[TensorShape::kMaxRank] = {};
+};
+
+BroadcastPlan MakePlan(const TensorShape& a, const TensorShape& b, const TensorShape& out) {
+  const int r = out.rank();
+  BroadcastPlan plan;
+  int prev = -1;  // kind of the previous merged dim: bit 0 = a broadcast, bit 1 = b broadcast
+  for (int i = 0; i < r; ++i) {
+    int ia = a.rank() - r + i, ib = b.rank() - r + i;
+    int64_t da = ia >= 0 ? a.dim(ia) : 1, db = ib >= 0 ? b.dim(ib) : 1, d = out.dim(i);
+    if (d == 1) continue;
+    int kind = (da == 1 ? 1 : 0) | (db == 1 ? 2 : 0);
+    if (kind == prev) {
+      plan.dims[plan.rank - 1] *= d;
+    } else {
+      plan.dims[plan.rank] = d;
+      plan.a_stride[plan.rank] = (kind & 1) ? 0 : 1;
+      plan.b_stride[plan.rank] = (kind & 2) ? 0 : 1;
+      ++plan.rank;
+      prev = kind;
+    }
+  }
+  if (plan.rank == 0) {  // a scalar result
+    plan.rank = 1;
+    plan.dims[0] = 1;
+    plan.a_stride[0] = plan.b_stride[0] = 1;
+  }
+  // Turn the 0/1 flags into element strides, innermost first.
+  int64_t sa = 1, sb = 1;
+  for (int i = plan.rank - 1; i >= 0; --i) {
+    bool a_on = plan.a_stride[i] != 0, b_on = plan.b_stride[i] != 0;
+    plan.a_stride[i] = a_on ? sa : 0;
+    plan.b_stride[i] = b_on ? sb : 0;
+    if (a_on) sa *= plan.dims[i];
+    if (b_on) sb *= plan.dims[i];
+  }
+  return plan;
+}
+
+// The innermost loop, specialised on whether each operand moves, so that it vectorises.
+template <typename T, typename Out, typename F, bool kA, bool kB>
+void InnerLoop(const T* a, const T* b, Out* out, int64_t n, F f) {
+  for (int64_t i = 0; i < n; ++i) out[i] = f(a[kA ? i : 0], b[kB ? i : 0]);
+}
+
+template <typename T, typename Out, typename F>
+void RunPlan(const BroadcastPlan& p, const T* a, const T* b, Out* out, int64_t begin_row,
+             int64_t end_row, F f) {
+  const int inner = p.rank - 1;
+  const int64_t n = p.dims[inner];
+  const bool ka = p.a_stride[inner] != 0, kb = p.b_stride[inner] != 0;
+  // Odometer over the outer dims, started at begin_row.
+  int64_t idx[TensorShape::kMaxRank] = {};
+  int64_t rem = begin_row, oa = 0, ob = 0;
+  for (int d = inner - 1; d >= 0; --d) {
+    idx[d] = rem % p.dims[d];
+    rem /= p.dims[d];
+    oa += idx[d] * p.a_stride[d];
+    ob += idx[d] * p.b_stride[d];
+  }
+  for (int64_t row = begin_row; row < end_row; ++row) {
+    Out* o = out + row * n;
+    if (ka && kb) {
+      InnerLoop<T, Out, F, true, true>(a + oa, b + ob, o, n, f);
+    } else if (ka) {
+      InnerLoop<T, Out, F, true, false>(a + oa, b + ob, o, n, f);
+    } else if (kb) {
+      InnerLoop<T, Out, F, false, true>(a + oa, b + ob, o, n, f);
+    } else {
+      InnerLoop<T, Out, F, false, false>(a + oa, b + ob, o, n, f);
+    }
+    for (int d = inner - 1; d >= 0; --d) {
+      oa += p.a_stride[d];
+      ob += p.b_stride[d];
+      if (++idx[d] < p.dims[d]) break;
+      oa -= p.a_stride[d] * p.dims[d];
+      ob -= p.b_stride[d] * p.dims[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+template <typename T, typename Out, typename F>
+class BinaryOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& a = ctx->input(0);
+    const Tensor& b = ctx->input(1);
+    StatusOr<TensorShape> shape = InferenceContext::BroadcastShapes(a.shape(), b.shape());
+    OP_REQUIRES_OK(ctx, shape.status());
+    if constexpr (F::kChecksIntegerDivision) {
+      if constexpr (std::is_integral_v<T>) {
+        const T* bp = b.data<T>();
+        for (int64_t i = 0; i < b.NumElements(); ++i) {
+          OP_REQUIRES(ctx, bp[i] != 0, errors::InvalidArgument("Integer division by zero"));
+        }
+      }
+    }
+    // Read shapes and pointers first: forwarding moves an input's buffer into the output
+    // (the pointers stay valid, the input Tensor does not).
+    const TensorShape a_shape = a.shape(), b_shape = b.shape();
+    const T* ap = a.data<T>();
+    const T* bp = b.data<T>();
+    Tensor* out;
+    if constexpr (std::is_same_v<T, Out>) {
+      int in = a.shape() == *shape ? 0 : 1;
+      OP_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output(in, 0, *shape, &out));
+    } else {
+      OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
+    }
+    if (out->NumElements() == 0) return;
+    BroadcastPlan plan = MakePlan(a_shape, b_shape, *shape);
+    const int64_t n = plan.dims[plan.rank - 1];
+    const int64_t rows = out->NumElements() / n;
+    Out* op = out->data<Out>();
+    ctx->intra_op_pool()->ParallelFor(rows, n * F::kCost, [&](int64_t begin, int64_t end) {
+      RunPlan<T, Out>(plan, ap, bp, op, begin, end, F());
+    });
+  }
+};
+
+// Integer arithmetic wraps around like TensorFlow's on two's-complement machines, computed
+// in unsigned types so that overflow is defined behaviour.
+template <typename T>
+T Wrap(std::make_unsigned_t<T> v) {
+  return static_cast<T>(v);
+}
+template <typename T>
+using U = std::make_unsigned_t<T>;
+
+#define TESSERA_BINARY_FUNCTOR(Name, int_expr, float_expr, cost, checks_div) \
+  struct Name {                                                              \
+    static constexpr int64_t kCost = cost;                                   \
+    static constexpr bool kChecksIntegerDivision = checks_div;               \
+    template <typename T>                                                    \
+    auto operator()(const T& x, const T& y) const {                          \
+      if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {     \
+        return int_expr;                                                     \
+      } else {                                                               \
+        return float_expr;                                                   \
+      }                                                                      \
+    }                                                                        \
+  };
+TESSERA_BINARY_FUNCTOR(AddF, Wrap<T>(U<T>(x) + U<T>(y)), x + y, 1, false)
+TESSERA_BINARY_FUNCTOR(SubF, Wrap<T>(U<T>(x) - U<T>(y)), x - y, 1, false)
+TESSERA_BINARY_FUNCTOR(MulF, Wrap<T>(U<T>(x) * U<T>(y)), x * y, 1, false)
+// Truncating integer division; min / -1 wraps to min.
+TESSERA_BINARY_FUNCTOR(DivF, y == -1 ? Wrap<T>(U<T>(0) - U<T>(x)) : T(x / y), x / y, 4, true)
+TESSERA_BINARY_FUNCTOR(MaxF, x > y ? x : y, x > y ? x : y, 1, false)
+TESSERA_BINARY_FUNCTOR(MinF, x < y ? x : y, x < y ? x : y, 1, false)
+TESSERA_BINARY_FUNCTOR(EqualF, x == y, x == y, 1, false)
+TESSERA_BINARY_FUNCTOR(GreaterF, x > y, x > y, 1, false)
+TESSERA_BINARY_FUNCTOR(LessF, x < y, x < y, 1, false)
+#undef TESSERA_BINARY_FUNCTOR
+
+// Unary math through Eigen's vectorised array functions.
+template <typename T>
+using ArrayMap = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
+template <typename T>
+using ConstArrayMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+
+template <typename T, typename F>
+class UnaryOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& in = ctx->input(0);
+    const T* ip = in.data<T>();  // stays valid if the buffer is forwarded to the output
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output(0, 0, in.shape(), &out));
+    T* op = out->data<T>();
+    ctx->intra_op_pool()->ParallelFor(out->NumElements(), F::kCost, [&](int64_t b, int64_t e) {
+      if constexpr (std::is_integral_v<T>) {
+        for (int64_t i = b; i < e; ++i) op[i] = F::Int(ip[i]);
+      } else {
+        ArrayMap<T>(op + b, e - b) = F::Array(ConstArrayMap<T>(ip + b, e - b));
+      }
+    });
+  }
+};
+
+#define TESSERA_UNARY_FUNCTOR(Name, int_expr, array_expr, cost) \
+  struct Name {                                                  \
+    static constexpr int64_t kCost = cost;                       \
+    template <typename T>                                        \
+    static T Int(T x) {                                          \
+      return int_expr;                                           \
+    }                                                            \
+    template <typename A>                                        \
+    static auto Array(const A& x) {                              \
+      return array_expr;                                         \
+    }                                                            \
+  };
+TESSERA_UNARY_FUNCTOR(NegF, Wrap<T>(U<T>(0) - U<T>(x)), -x, 1)
+TESSERA_UNARY_FUNCTOR(SquareF, Wrap<T>(U<T>(x) * U<T>(x)), x.square(), 1)
+TESSERA_UNARY_FUNCTOR(SqrtF, x, x.sqrt(), 8)
+TESSERA_UNARY_FUNCTOR(ExpF, x, x.exp(), 16)
+TESSERA_UNARY_FUNCTOR(LogF, x, x.log(), 16)
+TESSERA_UNARY_FUNCTOR(ReluF, x > 0 ? x : T(0), x.max(typename A::Scalar(0)), 1)
+#undef TESSERA_UNARY_FUNCTOR
+
+template <typename F, typename... Ts>
+void RegisterBinary(KernelRegistry& r, const char* op) {
+  ForEachType<Ts...>([&](auto zero) {
+    using T = decltype(zero);
+    using Out = std::conditional_t<std::is_same_v<F, EqualF> || std::is_same_v<F, GreaterF> ||
+                                       std::is_same_v<F, LessF>,
+                                   bool, T>;
+    r.Register<BinaryOp<T, Out, F>>(KernelDefBuilder(op).Device(kDeviceCpu).TypeConstraint<T>("T"));
+  });
+}
+
+template <typename F, typename... Ts>
+void RegisterUnary(KernelRegistry& r, const char* op) {
+  ForEachType<Ts...>([&](auto zero) {
+    using T = decltype(zero);
+    r.Register<UnaryOp<T, F>>(KernelDefBuilder(op).Device(kDeviceCpu).TypeConstraint<T>("T"));
+  });
+}
+
+// Equal on strings and bools compares without arithmetic.
+template <typename T>
+class EqualOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& a = ctx->input(0);
+    const Tensor& b = ctx->input(1);
+    StatusOr<TensorShape> shape = InferenceContext::BroadcastShapes(a.shape(), b.shape());
+    OP_REQUIRES_OK(ctx, shape.status());
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
+    if (out->NumElements() == 0) return;
+    BroadcastPlan plan = MakePlan(a.shape(), b.shape(), *shape);
+    int64_t n = plan.dims[plan.rank - 1];
+    RunPlan<T, bool>(plan, a.data<T>(), b.data<T>(), out->data<bool>(), 0, out->NumElements() / n,
+                     EqualF());
+  }
+};
+
+}  // namespace
+
+void RegisterCwiseKernels(KernelRegistry& r) {
+  RegisterBinary<AddF, float, double, int32_t, int64_t>(r, "Add");
+  RegisterBinary<SubF, float, double, int32_t, int64_t>(r, "Sub");
+  RegisterBinary<MulF, float, double, int32_t, int64_t>(r, "Mul");
+  RegisterBinary<DivF, float, double, int32_t, int64_t>(r, "Div");
+  RegisterBinary<MaxF, float, double, int32_t, int64_t>(r, "Maximum");
+  RegisterBinary<MinF, float, double, int32_t, int64_t>(r, "Minimum");
+  RegisterBinary<EqualF, float, double, int32_t, int64_t>(r, "Equal");
+  RegisterBinary<GreaterF, float, double, int32_t, int64_t>(r, "Greater");
+  RegisterBinary<LessF, float, double, int32_t, int64_t>(r, "Less");
+  r.Register<EqualOp<bool>>(KernelDefBuilder("Equal").Device(kDeviceCpu).TypeConstraint<bool>("T"));
+  r.Register<EqualOp<std::string>>(
+      KernelDefBuilder("Equal").Device(kDeviceCpu).TypeConstraint<std::string>("T"));
+
+  RegisterUnary<NegF, float, double, int32_t, int64_t>(r, "Neg");
+  RegisterUnary<SquareF, float, double, int32_t, int64_t>(r, "Square");
+  RegisterUnary<SqrtF, float, double>(r, "Sqrt");
+  RegisterUnary<ExpF, float, double>(r, "Exp");
+  RegisterUnary<LogF, float, double>(r, "Log");
+  RegisterUnary<ReluF, float, double, int32_t, int64_t>(r, "Relu");
+}
+
+}  // namespace tessera::cpu

@@ -1,0 +1,96 @@
+// Softmax over the last axis and BiasAdd.
+#include <Eigen/Core>
+#include <cmath>
+
+#include "kernels/cpu/register.h"
+
+namespace tessera::cpu {
+namespace {
+
+template <typename T>
+class SoftmaxOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& in = ctx->input(0);
+    OP_REQUIRES(ctx, in.rank() >= 1,
+                errors::InvalidArgument("logits must have at least one dimension"));
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, in.shape(), &out));
+    const int64_t depth = in.dim(in.rank() - 1);
+    if (in.NumElements() == 0) return;
+    const int64_t rows = in.NumElements() / depth;
+    const T* ip = in.data<T>();
+    T* op = out->data<T>();
+    using Row = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+    using OutRow = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
+    ctx->intra_op_pool()->ParallelFor(rows, depth * 20, [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        Row x(ip + r * depth, depth);
+        OutRow y(op + r * depth, depth);
+        y = (x - x.maxCoeff()).exp();  // shifted by the max so exp never overflows
+        y /= y.sum();
+      }
+    });
+  }
+};
+
+template <typename T>
+class BiasAddOp : public OpKernel {
+ public:
+  explicit BiasAddOp(OpKernelConstruction* c) : OpKernel(c) {
+    std::string format;
+    Status s = c->GetAttr("data_format", &format);
+    if (!s.ok()) c->SetStatus(s);
+    nchw_ = format == "NCHW";
+  }
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& value = ctx->input(0);
+    const Tensor& bias = ctx->input(1);
+    OP_REQUIRES(ctx, value.rank() >= 2,
+                errors::InvalidArgument("Input tensor must be at least 2D: ",
+                                        value.shape().DebugString()));
+    OP_REQUIRES(ctx, bias.rank() == 1,
+                errors::InvalidArgument("Biases must be 1D: ", bias.shape().DebugString()));
+    const int channel_axis = nchw_ ? 1 : value.rank() - 1;
+    const int64_t channels = value.dim(channel_axis);
+    OP_REQUIRES(ctx, bias.dim(0) == channels,
+                errors::InvalidArgument("Must provide as many biases as the channel dimension of "
+                                        "the input tensor: ", bias.shape().DebugString(), " vs. ",
+                                        value.shape().DebugString()));
+    const T* vp = value.data<T>();
+    const T* bp = bias.data<T>();
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output(0, 0, value.shape(), &out));
+    if (out->NumElements() == 0) return;
+    T* op = out->data<T>();
+    // Element i has channel (i / inner) % channels, where inner is the size below the axis.
+    int64_t inner = 1;
+    for (int d = channel_axis + 1; d < out->rank(); ++d) inner *= out->dim(d);
+    const int64_t rows = out->NumElements() / inner;
+    ctx->intra_op_pool()->ParallelFor(rows, inner, [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        const T bv = bp[r % channels];
+        for (int64_t i = 0; i < inner; ++i) op[r * inner + i] = vp[r * inner + i] + bv;
+      }
+    });
+  }
+
+ private:
+  bool nchw_ = false;
+};
+
+}  // namespace
+
+void RegisterNnKernels(KernelRegistry& r) {
+  ForEachType<float, double>([&](auto zero) {
+    using T = decltype(zero);
+    r.Register<SoftmaxOp<T>>(KernelDefBuilder("Softmax").Device(kDeviceCpu).TypeConstraint<T>("T"));
+  });
+  ForEachType<float, double, int32_t, int64_t>([&](auto zero) {
+    using T = decltype(zero);
+    r.Register<BiasAddOp<T>>(KernelDefBuilder("BiasAdd").Device(kDeviceCpu).TypeConstraint<T>("T"));
+  });
+}
+
+}  // namespace tessera::cpu

@@ -1,0 +1,163 @@
+// Sum, Mean and Max over any set of axes, with keep_dims.
+//
+// Adjacent axes that are all reduced (or all kept) are merged, which turns the input into
+// alternating kept/reduced groups; each reduced group is then folded with one
+// [outer, reduced, inner] pass, innermost group first.
+#include <limits>
+
+#include "kernels/cpu/register.h"
+
+namespace tessera::cpu {
+namespace {
+
+template <typename T>
+struct SumR {
+  static T Init() { return T(0); }
+  static T Apply(T a, T b) {
+    if constexpr (std::is_integral_v<T>) {
+      return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) +
+                            static_cast<std::make_unsigned_t<T>>(b));
+    } else {
+      return a + b;
+    }
+  }
+};
+template <typename T>
+struct MaxR {
+  static T Init() { return std::numeric_limits<T>::lowest(); }
+  static T Apply(T a, T b) { return a > b ? a : b; }
+};
+
+// in: [outer, r, inner] -> out: [outer, inner]
+template <typename T, typename R>
+void ReduceMiddle(ThreadPool* pool, const T* in, T* out, int64_t outer, int64_t r, int64_t inner) {
+  pool->ParallelFor(outer * inner, r, [&](int64_t begin, int64_t end) {
+    if (inner == 1) {
+      for (int64_t o = begin; o < end; ++o) {
+        const T* row = in + o * r;
+        T acc = R::Init();
+        for (int64_t j = 0; j < r; ++j) acc = R::Apply(acc, row[j]);
+        out[o] = acc;
+      }
+      return;
+    }
+    // Elements [begin, end) of the output, walked by (o, i) with the reduced axis outermost
+    // within each o so the inner loop runs along contiguous memory.
+    int64_t idx = begin;
+    while (idx < end) {
+      int64_t o = idx / inner, i0 = idx % inner;
+      int64_t i1 = std::min(inner, i0 + (end - idx));
+      T* dst = out + o * inner;
+      for (int64_t i = i0; i < i1; ++i) dst[i] = R::Init();
+      for (int64_t j = 0; j < r; ++j) {
+        const T* src = in + (o * r + j) * inner;
+        for (int64_t i = i0; i < i1; ++i) dst[i] = R::Apply(dst[i], src[i]);
+      }
+      idx += i1 - i0;
+    }
+  });
+}
+
+std::vector<int64_t> IntValues(const Tensor& t) {
+  std::vector<int64_t> v(static_cast<size_t>(t.NumElements()));
+  for (int64_t i = 0; i < t.NumElements(); ++i) {
+    v[i] = t.dtype() == DataType::kInt64 ? t.data<int64_t>()[i] : t.data<int32_t>()[i];
+  }
+  return v;
+}
+
+enum class Kind { kSum, kMean, kMax };
+
+template <typename T, Kind kKind>
+class ReductionOp : public OpKernel {
+ public:
+  explicit ReductionOp(OpKernelConstruction* c) : OpKernel(c) {
+    Status s = c->GetAttr("keep_dims", &keep_dims_);
+    if (!s.ok()) c->SetStatus(s);
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& in = ctx->input(0);
+    const Tensor& axes_t = ctx->input(1);
+    OP_REQUIRES(ctx, axes_t.rank() <= 1,
+                errors::InvalidArgument("axes must be a scalar or vector, got shape ",
+                                        axes_t.shape().DebugString()));
+    const int rank = in.rank();
+    std::vector<bool> reduce(rank, false);
+    for (int64_t a : IntValues(axes_t)) {
+      OP_REQUIRES(ctx, a >= -rank && a < rank,
+                  errors::InvalidArgument("Invalid reduction dimension ", a, " for input with ",
+                                          rank, " dimensions."));
+      reduce[a < 0 ? a + rank : a] = true;
+    }
+    TensorShape out_shape;
+    int64_t reduced_count = 1;
+    for (int i = 0; i < rank; ++i) {
+      if (!reduce[i]) {
+        out_shape.AddDim(in.dim(i));
+      } else {
+        reduced_count *= in.dim(i);
+        if (keep_dims_) out_shape.AddDim(1);
+      }
+    }
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, out_shape, &out));
+    if (out->NumElements() == 0) return;
+    if (kKind == Kind::kMax && reduced_count == 0) {
+      std::fill(out->data<T>(), out->data<T>() + out->NumElements(), MaxR<T>::Init());
+      return;
+    }
+
+    // Merge adjacent axes of the same kind, dropping size-1 axes.
+    std::vector<int64_t> dims;
+    std::vector<bool> red;
+    for (int i = 0; i < rank; ++i) {
+      if (in.dim(i) == 1) continue;
+      if (!dims.empty() && red.back() == reduce[i]) {
+        dims.back() *= in.dim(i);
+      } else {
+        dims.push_back(in.dim(i));
+        red.push_back(reduce[i]);
+      }
+    }
+    using R = std::conditional_t<kKind == Kind::kMax, MaxR<T>, SumR<T>>;
+    ThreadPool* pool = ctx->intra_op_pool();
+    Tensor current = in;
+    for (int g = static_cast<int>(dims.size()) - 1; g >= 0; --g) {
+      if (!red[g]) continue;
+      int64_t outer = 1, inner = 1;
+      for (int i = 0; i < g; ++i) outer *= dims[i];
+      for (size_t i = g + 1; i < dims.size(); ++i) inner *= dims[i];
+      Tensor next;
+      OP_REQUIRES_OK(ctx, ctx->allocate_temp(in.dtype(), TensorShape({outer * inner}), &next));
+      ReduceMiddle<T, R>(pool, current.data<T>(), next.data<T>(), outer, dims[g], inner);
+      current = next;
+      dims[g] = 1;
+    }
+    T* o = out->data<T>();
+    std::copy(current.data<T>(), current.data<T>() + out->NumElements(), o);
+    if constexpr (kKind == Kind::kMean) {
+      if (reduced_count > 0) {
+        for (int64_t i = 0; i < out->NumElements(); ++i) o[i] = o[i] / static_cast<T>(reduced_count);
+      } else if constexpr (std::is_floating_point_v<T>) {
+        std::fill(o, o + out->NumElements(), std::numeric_limits<T>::quiet_NaN());
+      }
+    }
+  }
+
+ private:
+  bool keep_dims_ = false;
+};
+
+}  // namespace
+
+void RegisterReductionKernels(KernelRegistry& r) {
+  ForEachType<float, double, int32_t, int64_t>([&](auto zero) {
+    using T = decltype(zero);
+    r.Register<ReductionOp<T, Kind::kSum>>(KernelDefBuilder("Sum").Device(kDeviceCpu).TypeConstraint<T>("T"));
+    r.Register<ReductionOp<T, Kind::kMean>>(KernelDefBuilder("Mean").Device(kDeviceCpu).TypeConstraint<T>("T"));
+    r.Register<ReductionOp<T, Kind::kMax>>(KernelDefBuilder("Max").Device(kDeviceCpu).TypeConstraint<T>("T"));
+  });
+}
+
+}  // namespace tessera::cpu

@@ -1,0 +1,26 @@
+// Per-file registration functions of the CPU kernels; RegisterCpuKernels calls them all.
+// Internal to kernels/.
+#pragma once
+
+#include "kernels/kernel_registry.h"
+
+namespace tessera::cpu {
+
+void RegisterArrayKernels(KernelRegistry& r);
+void RegisterVariableKernels(KernelRegistry& r);
+void RegisterCwiseKernels(KernelRegistry& r);
+void RegisterMatMulKernels(KernelRegistry& r);
+void RegisterReductionKernels(KernelRegistry& r);
+void RegisterNnKernels(KernelRegistry& r);
+void RegisterCastKernels(KernelRegistry& r);
+
+// Calls fn(T{}) for each type in Ts: registration loops over a kernel's types.
+template <typename... Ts, typename Fn>
+void ForEachType(Fn&& fn) {
+  (fn(Ts{}), ...);
+}
+
+// The message suffix naming a node, op and device, as every kernel error carries.
+std::string NodeSuffix(const OpKernel& k);
+
+}  // namespace tessera::cpu

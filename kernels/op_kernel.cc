@@ -1,0 +1,103 @@
+#include "kernels/op_kernel.h"
+
+#include <condition_variable>
+
+namespace tessera {
+
+OpKernel::OpKernel(OpKernelConstruction* c)
+    : name_(c->node().name()),
+      type_(c->node().op()),
+      device_(c->device() != nullptr ? c->device()->name() : std::string()),
+      input_types_([&] {
+        std::vector<DataType> t;
+        for (int i = 0; i < c->node().num_inputs(); ++i) t.push_back(c->node().input_type(i));
+        return t;
+      }()),
+      output_types_([&] {
+        std::vector<DataType> t;
+        for (int i = 0; i < c->node().num_outputs(); ++i) t.push_back(c->node().output_type(i));
+        return t;
+      }()),
+      input_is_ref_([&] {
+        std::vector<bool> r;
+        for (int i = 0; i < c->node().num_inputs(); ++i) r.push_back(c->node().input_is_ref(i));
+        return r;
+      }()),
+      output_is_ref_([&] {
+        std::vector<bool> r;
+        for (int i = 0; i < c->node().num_outputs(); ++i) r.push_back(c->node().output_is_ref(i));
+        return r;
+      }()) {}
+
+void AsyncOpKernel::Compute(OpKernelContext* ctx) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool finished = false;
+  ComputeAsync(ctx, [&] {
+    std::lock_guard<std::mutex> lock(mu);
+    finished = true;
+    cv.notify_all();
+  });
+  std::unique_lock<std::mutex> lock(mu);
+  cv.wait(lock, [&] { return finished; });
+}
+
+CancellationManager::Token CancellationManager::NewToken() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return next_++;
+}
+
+bool CancellationManager::RegisterCallback(Token token, std::function<void()> callback) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (cancelled_) return false;
+  callbacks_.emplace(token, std::move(callback));
+  return true;
+}
+
+bool CancellationManager::DeregisterCallback(Token token) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return callbacks_.erase(token) == 1;
+}
+
+void CancellationManager::StartCancel() {
+  std::map<Token, std::function<void()>> callbacks;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (cancelled_) return;
+    cancelled_ = true;
+    callbacks.swap(callbacks_);
+  }
+  for (auto& [token, cb] : callbacks) cb();
+}
+
+bool CancellationManager::IsCancelled() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cancelled_;
+}
+
+Status OpKernelContext::allocate_output(int i, const TensorShape& shape, Tensor** out) {
+  ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(p_.device->allocator(), p_.kernel->output_type(i), shape));
+  p_.outputs[i].tensor = std::move(t);
+  *out = &p_.outputs[i].tensor;
+  return Status::OK();
+}
+
+Status OpKernelContext::forward_input_or_allocate_output(int in, int i, const TensorShape& shape,
+                                                         Tensor** out) {
+  Tensor& input = p_.inputs[in].tensor;
+  if (p_.inputs[in].ref == nullptr && input.BufferIsUnshared() &&
+      input.dtype() == p_.kernel->output_type(i) && input.shape() == shape &&
+      input.dtype() != DataType::kString) {
+    p_.outputs[i].tensor = std::move(input);
+    *out = &p_.outputs[i].tensor;
+    return Status::OK();
+  }
+  return allocate_output(i, shape, out);
+}
+
+Status OpKernelContext::allocate_temp(DataType dtype, const TensorShape& shape, Tensor* out) {
+  ASSIGN_OR_RETURN(*out, Tensor::Allocate(p_.device->allocator(), dtype, shape));
+  return Status::OK();
+}
+
+}  // namespace tessera

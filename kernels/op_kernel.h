@@ -1,0 +1,210 @@
+// OpKernel: what an op DOES on one device type. The executor creates one kernel per node
+// when it is built and calls Compute (or ComputeAsync) once per step with an
+// OpKernelContext holding that step's inputs and receiving its outputs.
+//
+//   class NegOp : public OpKernel {
+//    public:
+//     using OpKernel::OpKernel;
+//     void Compute(OpKernelContext* ctx) override {
+//       const Tensor& x = ctx->input(0);
+//       Tensor* y;
+//       OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &y));
+//       ...
+//     }
+//   };
+//
+// Compute may run concurrently for different steps, so a kernel keeps no per-step state in
+// members; what it computes once (attrs, constants) it reads in its constructor.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <mutex>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "kernels/device_base.h"
+#include "kernels/resource_mgr.h"
+
+namespace tessera {
+
+class Variable;
+class OpKernelContext;
+class AsyncOpKernel;
+
+// One input or output slot: a value, or a reference to a variable (VariableV2's output,
+// Assign's first input). A consumer that wants a value gets the variable's current value
+// when it runs, as TensorFlow 1.x reference edges behave.
+struct TensorValue {
+  Tensor tensor;
+  std::shared_ptr<Variable> ref;
+  std::string ref_name;  // the variable's node, for "uninitialized value" errors
+};
+
+// Where a step's feeds come from and its fetches go (_Arg and _Retval kernels).
+// Implementations are called concurrently from the kernels of one step.
+class CallFrame {
+ public:
+  virtual ~CallFrame() = default;
+  virtual StatusOr<Tensor> GetArg(int index) const = 0;
+  virtual Status SetRetval(int index, const Tensor& value) = 0;
+};
+
+class OpKernelConstruction {
+ public:
+  OpKernelConstruction(const Node& node, DeviceBase* device) : node_(node), device_(device) {}
+
+  const Node& node() const { return node_; }
+  DeviceBase* device() const { return device_; }
+  template <typename T>
+  Status GetAttr(std::string_view name, T* out) const {
+    return node_.GetAttr(name, out);
+  }
+  void SetStatus(const Status& s) {
+    if (status_.ok()) status_ = s;
+  }
+  const Status& status() const { return status_; }
+
+ private:
+  const Node& node_;
+  DeviceBase* device_;
+  Status status_;
+};
+
+class OpKernel {
+ public:
+  explicit OpKernel(OpKernelConstruction* c);
+  virtual ~OpKernel() = default;
+  OpKernel(const OpKernel&) = delete;
+  OpKernel& operator=(const OpKernel&) = delete;
+
+  virtual void Compute(OpKernelContext* ctx) = 0;
+  // Cheap kernels run inline on the thread that made them ready; expensive ones may be
+  // handed to another inter-op thread.
+  virtual bool IsExpensive() const { return true; }
+  virtual AsyncOpKernel* AsAsync() { return nullptr; }
+
+  const std::string& name() const { return name_; }
+  const std::string& type_string() const { return type_; }
+  const std::string& device_name() const { return device_; }
+  int num_inputs() const { return static_cast<int>(input_types_.size()); }
+  int num_outputs() const { return static_cast<int>(output_types_.size()); }
+  DataType input_type(int i) const { return input_types_[i]; }
+  DataType output_type(int i) const { return output_types_[i]; }
+  bool input_is_ref(int i) const { return input_is_ref_[i]; }
+  bool output_is_ref(int i) const { return output_is_ref_[i]; }
+
+ private:
+  const std::string name_;
+  const std::string type_;
+  const std::string device_;
+  const std::vector<DataType> input_types_;
+  const std::vector<DataType> output_types_;
+  const std::vector<bool> input_is_ref_;
+  const std::vector<bool> output_is_ref_;
+};
+
+// A kernel that finishes later (waiting for a queue, a remote tensor) without holding an
+// inter-op thread: it calls `done` exactly once, from any thread.
+class AsyncOpKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  using DoneCallback = std::function<void()>;
+  virtual void ComputeAsync(OpKernelContext* ctx, DoneCallback done) = 0;
+  AsyncOpKernel* AsAsync() override { return this; }
+  // Runs ComputeAsync and blocks until done, for callers outside the executor.
+  void Compute(OpKernelContext* ctx) final;
+};
+
+// Lets async kernels learn that their step was aborted. Register returns false when the
+// step is already cancelled (the callback is not stored). Thread-safe.
+class CancellationManager {
+ public:
+  using Token = int64_t;
+  Token NewToken();
+  bool RegisterCallback(Token token, std::function<void()> callback);
+  // Returns false if the callback already ran or is running.
+  bool DeregisterCallback(Token token);
+  void StartCancel();
+  bool IsCancelled() const;
+
+ private:
+  mutable std::mutex mu_;
+  bool cancelled_ = false;  // guarded by mu_
+  Token next_ = 0;          // guarded by mu_
+  std::map<Token, std::function<void()>> callbacks_;  // guarded by mu_
+};
+
+class OpKernelContext {
+ public:
+  // Everything the executor hands a kernel for one step; all pointers are borrowed.
+  struct Params {
+    OpKernel* kernel = nullptr;
+    DeviceBase* device = nullptr;
+    ResourceMgr* resource_mgr = nullptr;
+    CallFrame* call_frame = nullptr;
+    CancellationManager* cancellation = nullptr;
+    int64_t step_id = 0;
+    TensorValue* inputs = nullptr;   // num_inputs entries, values already dereferenced
+    TensorValue* outputs = nullptr;  // num_outputs entries, cleared
+  };
+  explicit OpKernelContext(const Params& params) : p_(params) {}
+
+  OpKernel& op_kernel() const { return *p_.kernel; }
+  int num_inputs() const { return p_.kernel->num_inputs(); }
+  int num_outputs() const { return p_.kernel->num_outputs(); }
+  const Tensor& input(int i) const { return p_.inputs[i].tensor; }
+  // The variable behind a reference input. Precondition: the input is a reference.
+  Variable* input_ref(int i) const { return p_.inputs[i].ref.get(); }
+  const std::string& input_ref_name(int i) const { return p_.inputs[i].ref_name; }
+
+  Status allocate_output(int i, const TensorShape& shape, Tensor** out);
+  // Gives output i the buffer of input `in` when nothing else holds it and dtype and
+  // shape allow, else allocates; the kernel then writes the output (possibly in place).
+  Status forward_input_or_allocate_output(int in, int i, const TensorShape& shape, Tensor** out);
+  Status allocate_temp(DataType dtype, const TensorShape& shape, Tensor* out);
+  void set_output(int i, Tensor t) { p_.outputs[i].tensor = std::move(t); }
+  void set_output_ref(int i, std::shared_ptr<Variable> var, std::string name) {
+    p_.outputs[i].ref = std::move(var);
+    p_.outputs[i].ref_name = std::move(name);
+  }
+  // The ref output is the same variable as the ref input.
+  void forward_ref_input_to_ref_output(int in, int out) { p_.outputs[out] = p_.inputs[in]; }
+
+  DeviceBase* device() const { return p_.device; }
+  ThreadPool* intra_op_pool() const { return p_.device->intra_op_pool(); }
+  ResourceMgr* resource_manager() const { return p_.resource_mgr; }
+  CallFrame* call_frame() const { return p_.call_frame; }
+  CancellationManager* cancellation_manager() const { return p_.cancellation; }
+  int64_t step_id() const { return p_.step_id; }
+
+  void SetStatus(const Status& s) {
+    if (status_.ok()) status_ = s;
+  }
+  const Status& status() const { return status_; }
+
+ private:
+  Params p_;
+  Status status_;
+};
+
+#define OP_REQUIRES(ctx, cond, status) \
+  do {                                 \
+    if (!(cond)) {                     \
+      (ctx)->SetStatus(status);        \
+      return;                          \
+    }                                  \
+  } while (0)
+
+#define OP_REQUIRES_OK(ctx, expr)                 \
+  do {                                            \
+    ::tessera::Status _tessera_op_status = (expr); \
+    if (!_tessera_op_status.ok()) {               \
+      (ctx)->SetStatus(_tessera_op_status);       \
+      return;                                     \
+    }                                             \
+  } while (0)
+
+}  // namespace tessera

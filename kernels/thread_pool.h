@@ -1,0 +1,50 @@
+// ThreadPool: a fixed set of threads running closures (Eigen's non-blocking work-stealing
+// pool underneath), with a parallel-for for kernels' inner loops.
+//
+//   ThreadPool pool("intra_op", 4);
+//   pool.ParallelFor(n, /*cost_per_unit=*/10, [&](int64_t begin, int64_t end) { ... });
+//
+// Schedule and ParallelFor may be called concurrently from any thread, including the
+// pool's own. The destructor waits for every scheduled closure to finish.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace Eigen {
+class ThreadPoolDevice;
+}
+
+namespace tessera {
+
+class ThreadPool {
+ public:
+  // Precondition: num_threads >= 1.
+  ThreadPool(std::string name, int num_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  void Schedule(std::function<void()> fn);
+  int NumThreads() const;
+  // 0..NumThreads()-1 on a thread of this pool, -1 elsewhere.
+  int CurrentThreadId() const;
+  const std::string& name() const { return name_; }
+
+  // Splits [0, total) into blocks sized by `cost_per_unit` (estimated cycles per element)
+  // and runs fn on them, on this pool and the calling thread; returns when all are done.
+  void ParallelFor(int64_t total, int64_t cost_per_unit,
+                   const std::function<void(int64_t, int64_t)>& fn);
+
+  // For Eigen Tensor expressions (contractions) that run on this pool.
+  const Eigen::ThreadPoolDevice& eigen_device() const;
+
+ private:
+  struct Impl;
+  std::string name_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tessera
