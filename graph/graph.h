@@ -63,6 +63,10 @@ class Node {
   // As written in the graph: possibly partial ("/cpu:1") or empty.
   const std::string& requested_device() const { return requested_device_; }
   void set_requested_device(std::string device) { requested_device_ = std::move(device); }
+  // True when a device function (rather than a device string) chose the request; the
+  // placement log reports it. Not serialised.
+  bool requested_by_function() const { return requested_by_function_; }
+  void set_requested_by_function(bool v) { requested_by_function_ = v; }
   // Set by the placer: a full device name, or empty before placement.
   const std::string& assigned_device() const { return assigned_device_; }
   void set_assigned_device(std::string device) { assigned_device_ = std::move(device); }
@@ -89,6 +93,7 @@ class Node {
   std::vector<const Edge*> control_inputs_;
   std::vector<const Edge*> out_edges_;
   std::string requested_device_;
+  bool requested_by_function_ = false;
   std::string assigned_device_;
   std::vector<std::string> colocate_with_;
 };

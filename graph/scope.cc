@@ -140,6 +140,7 @@ Node* Scope::AddNode(NodeDef def) const {
     return nullptr;
   }
   DeviceName device = *requested;
+  bool by_function = false;
   for (auto it = devices_.rbegin(); it != devices_.rend(); ++it) {
     if (it->fn) {
       (*node)->set_requested_device(device.ToString());
@@ -150,11 +151,13 @@ Node* Scope::AddNode(NodeDef def) const {
         return nullptr;
       }
       device = *chosen;
+      by_function = true;
     } else {
       device.FillFrom(*DeviceName::Parse(it->device));
     }
   }
   (*node)->set_requested_device(device.ToString());
+  (*node)->set_requested_by_function(by_function);
   return *node;
 }
 

@@ -1,0 +1,45 @@
+#include "placement/device_set.h"
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+
+namespace tessera {
+
+int DeviceSet::TypePriority(const std::string& type) {
+  if (type == "GPU") return 210;
+  if (type == "CPU") return 100;
+  return 0;
+}
+
+Status DeviceSet::Add(const std::string& full_name) {
+  ASSIGN_OR_RETURN(DeviceName parsed, DeviceName::Parse(full_name));
+  if (!parsed.IsFullySpecified()) {
+    return errors::InvalidArgument("Device name '", full_name, "' is not a full device name");
+  }
+  devices_.push_back({parsed.ToString(), parsed, parsed.type});
+  std::stable_sort(devices_.begin(), devices_.end(), [](const auto& a, const auto& b) {
+    int pa = TypePriority(a.type), pb = TypePriority(b.type);
+    if (pa != pb) return pa > pb;
+    return std::tie(a.parsed.job, a.parsed.replica, a.parsed.task, a.type, a.parsed.id) <
+           std::tie(b.parsed.job, b.parsed.replica, b.parsed.task, b.type, b.parsed.id);
+  });
+  return Status::OK();
+}
+
+std::vector<std::string> DeviceSet::Types() const {
+  std::vector<std::string> types;
+  std::set<std::string> seen;
+  for (const auto& d : devices_) {
+    if (seen.insert(d.type).second) types.push_back(d.type);
+  }
+  return types;
+}
+
+std::string DeviceSet::NamesString() const {
+  std::string s;
+  for (const auto& d : devices_) s += (s.empty() ? "" : ", ") + d.name;
+  return s;
+}
+
+}  // namespace tessera
