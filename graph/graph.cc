@@ -91,7 +91,10 @@ Node* Graph::FindNode(std::string_view name) const {
 }
 
 StatusOr<Node*> Graph::AddNode(const NodeDef& def) {
-  if (!IsValidNodeName(def.name)) {
+  // Names starting with '_' are reserved for the runtime's own ops (_Arg, _Retval, ...).
+  bool internal = def.name.starts_with("_") && def.op.starts_with("_") &&
+                  IsValidNodeName(std::string_view(def.name).substr(1));
+  if (!internal && !IsValidNodeName(def.name)) {
     return errors::InvalidArgument("Node name '", def.name,
                                    "' is not valid: use letters, digits and _ . / -");
   }

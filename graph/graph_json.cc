@@ -1,6 +1,8 @@
 #include "graph/graph_json.h"
 
+#include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 
 #include <nlohmann/json.hpp>
@@ -93,6 +95,13 @@ json WriteElement(const T& v) {
     }
     if (std::isnan(x)) return "nan";
     if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+    if constexpr (!std::is_same_v<T, double>) {
+      // The shortest decimal that round-trips the narrow type: 0.1f prints as 0.1, not as
+      // the double 0.10000000149011612.
+      char buf[32];
+      auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), static_cast<float>(x));
+      return std::strtod(std::string(buf, end).c_str(), nullptr);
+    }
     return x;
   } else {
     return v;

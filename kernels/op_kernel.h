@@ -40,7 +40,7 @@ class AsyncOpKernel;
 struct TensorValue {
   Tensor tensor;
   std::shared_ptr<Variable> ref;
-  std::string ref_name;  // the variable's node, for "uninitialized value" errors
+  const std::string* ref_name = nullptr;  // the variable's node, for "uninitialized value" errors
 };
 
 // Where a step's feeds come from and its fetches go (_Arg and _Retval kernels).
@@ -158,7 +158,7 @@ class OpKernelContext {
   const Tensor& input(int i) const { return p_.inputs[i].tensor; }
   // The variable behind a reference input. Precondition: the input is a reference.
   Variable* input_ref(int i) const { return p_.inputs[i].ref.get(); }
-  const std::string& input_ref_name(int i) const { return p_.inputs[i].ref_name; }
+  const std::string& input_ref_name(int i) const { return *p_.inputs[i].ref_name; }
 
   Status allocate_output(int i, const TensorShape& shape, Tensor** out);
   // Gives output i the buffer of input `in` when nothing else holds it and dtype and
@@ -166,9 +166,10 @@ class OpKernelContext {
   Status forward_input_or_allocate_output(int in, int i, const TensorShape& shape, Tensor** out);
   Status allocate_temp(DataType dtype, const TensorShape& shape, Tensor* out);
   void set_output(int i, Tensor t) { p_.outputs[i].tensor = std::move(t); }
-  void set_output_ref(int i, std::shared_ptr<Variable> var, std::string name) {
+  // `name` must outlive the step (a kernel's own name does).
+  void set_output_ref(int i, std::shared_ptr<Variable> var, const std::string* name) {
     p_.outputs[i].ref = std::move(var);
-    p_.outputs[i].ref_name = std::move(name);
+    p_.outputs[i].ref_name = name;
   }
   // The ref output is the same variable as the ref input.
   void forward_ref_input_to_ref_output(int in, int out) { p_.outputs[out] = p_.inputs[in]; }

@@ -20,7 +20,4 @@ void ForEachType(Fn&& fn) {
   (fn(Ts{}), ...);
 }
 
-// The message suffix naming a node, op and device, as every kernel error carries.
-std::string NodeSuffix(const OpKernel& k);
-
 }  // namespace tessera::cpu

@@ -25,7 +25,7 @@ class VariableOp : public OpKernel {
                 errors::InvalidArgument("Variable ", shared_name_, " exists with dtype ",
                                         DataTypeName((*var)->dtype()), ", not ",
                                         DataTypeName(dtype_)));
-    ctx->set_output_ref(0, std::move(*var), name());
+    ctx->set_output_ref(0, std::move(*var), &name());
   }
   bool IsExpensive() const override { return false; }
 

@@ -1,0 +1,71 @@
+// Device: one place ops run, implementing the DeviceBase that kernels see; DeviceMgr owns a
+// process's devices and finds them by name.
+//
+//   auto mgr = DeviceMgr::CreateLocal({{"CPU", 4}}, intra_op_pool);   // CPU:0..3
+//   Device* d = *mgr->Lookup("/cpu:2");
+//
+// Each device has its own TrackingAllocator, so memory is accounted per device even when
+// several virtual CPU devices share the host's memory. Devices are thread-safe; a DeviceMgr
+// is immutable after creation.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/device_name.h"
+#include "kernels/device_base.h"
+#include "placement/device_set.h"
+
+namespace tessera {
+
+class Device : public DeviceBase {
+ public:
+  Device(DeviceName name, std::shared_ptr<Allocator> allocator, ThreadPool* intra_op_pool);
+
+  const std::string& name() const override { return name_; }
+  const std::string& device_type() const override { return parsed_.type; }
+  const DeviceName& parsed_name() const { return parsed_; }
+  std::shared_ptr<Allocator> allocator() const override { return allocator_; }
+  std::shared_ptr<Allocator> host_allocator() const override { return allocator_; }
+  ThreadPool* intra_op_pool() const override { return intra_op_pool_; }
+
+ private:
+  const DeviceName parsed_;
+  const std::string name_;
+  const std::shared_ptr<Allocator> allocator_;
+  ThreadPool* const intra_op_pool_;
+};
+
+// A device on host memory: copies to and from the host share the buffer.
+class CpuDevice final : public Device {
+ public:
+  using Device::Device;
+  Status CopyFromHost(const Tensor& host, Tensor* device_tensor) override;
+  Status CopyToHost(const Tensor& device_tensor, Tensor* host) override;
+  Status Sync() override { return Status::OK(); }
+};
+
+class DeviceMgr {
+ public:
+  // Creates `device_count["CPU"]` CPU devices (default 1) named
+  // /job:localhost/replica:0/task:0/device:CPU:<i>. A GPU count is accepted and yields no
+  // device in a build without the GPU device. Any other type is InvalidArgument.
+  // `intra_op_pool` is borrowed and must outlive the devices.
+  static StatusOr<std::unique_ptr<DeviceMgr>> CreateLocal(const std::map<std::string, int>& device_count,
+                                                          ThreadPool* intra_op_pool);
+  explicit DeviceMgr(std::vector<std::unique_ptr<Device>> devices);
+
+  const std::vector<Device*>& devices() const { return device_ptrs_; }
+  // By full name or any spec matching exactly one device ("/cpu:1"). NotFound otherwise.
+  StatusOr<Device*> Lookup(std::string_view name) const;
+  DeviceSet AsDeviceSet() const;
+
+ private:
+  std::vector<std::unique_ptr<Device>> devices_;
+  std::vector<Device*> device_ptrs_;
+  std::map<std::string, Device*, std::less<>> by_name_;
+};
+
+}  // namespace tessera

@@ -1,0 +1,435 @@
+#include "runtime/executor.h"
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+
+#include "kernels/variable.h"
+
+namespace tessera {
+namespace {
+
+struct OutEdge {
+  int dst;          // node id
+  int dst_slot;     // index into the step's slots; -1 for a control edge
+  int src_output;   // -1 for a control edge
+  bool last_use;    // the last edge reading src_output: it may take the tensor by move
+};
+
+struct NodeItem {
+  OpKernel* kernel = nullptr;
+  DeviceBase* device = nullptr;
+  const Node* node = nullptr;
+  bool is_async = false;
+  bool is_expensive = true;
+  int num_inputs = 0;
+  int num_outputs = 0;
+  int input_start = 0;  // first slot of this node's inputs
+  int out_begin = 0;    // [out_begin, out_end) in Impl::edges
+  int out_end = 0;
+  int initial_pending = 0;
+  std::vector<bool> deref_input;  // inputs that want a value but may receive a reference
+};
+
+int64_t NowMicros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+int64_t OsThreadId() {
+  thread_local int64_t tid = static_cast<int64_t>(::syscall(SYS_gettid));
+  return tid;
+}
+
+// Nodes in a worker's local stack before it hands half of them to another worker.
+constexpr size_t kCheapSpillThreshold = 64;
+
+}  // namespace
+
+struct Executor::Impl {
+  std::vector<NodeItem> items;
+  std::vector<OutEdge> edges;
+  std::vector<int> roots;
+  std::vector<std::unique_ptr<OpKernel>> kernels;
+  ResourceMgr* resource_mgr = nullptr;
+  int total_slots = 0;
+  int max_outputs = 0;
+};
+
+namespace {
+
+class ExecutorState {
+ public:
+  ExecutorState(const Executor::Impl& impl, const Executor::Args& args, Executor::DoneCallback done)
+      : impl_(impl),
+        args_(args),
+        done_(std::move(done)),
+        num_nodes_(static_cast<int>(impl.items.size())),
+        pending_(new std::atomic<int32_t>[impl.items.size()]),
+        slots_(new TensorValue[impl.total_slots]) {
+    for (int i = 0; i < num_nodes_; ++i) {
+      pending_[i].store(impl.items[i].initial_pending, std::memory_order_relaxed);
+    }
+    max_workers_ = args.runner == nullptr ? 1 : args.runner->NumThreads();
+    if (args.stats != nullptr) args.stats->assign(impl.items.size(), NodeExecStats());
+    if (args_.cancellation != nullptr) {
+      cancel_token_ = args_.cancellation->NewToken();
+      refs_.fetch_add(1, std::memory_order_relaxed);  // held by the cancel callback
+      bool registered = args_.cancellation->RegisterCallback(cancel_token_, [this] {
+        OnCancel();
+        Unref();
+      });
+      if (!registered) {
+        refs_.fetch_sub(1, std::memory_order_relaxed);
+        RecordError(errors::Cancelled("Step was cancelled before it started"));
+      }
+    }
+  }
+
+  void Start() {
+    if (num_nodes_ == 0) {
+      Finish();
+      return;
+    }
+    active_workers_.fetch_add(1, std::memory_order_relaxed);
+    std::vector<int> stack(impl_.roots.rbegin(), impl_.roots.rend());
+    Process(std::move(stack), 0);
+  }
+
+ private:
+  // Runs nodes from `stack` until it is empty, pushing successors that become ready.
+  // `completed` counts nodes this worker finished before (an async node's completion).
+  // The caller has counted this worker in active_workers_.
+  void Process(std::vector<int> stack, int completed) {
+    std::vector<TensorValue> outputs(impl_.max_outputs);
+    while (!stack.empty()) {
+      const int id = stack.back();
+      stack.pop_back();
+      const NodeItem& item = impl_.items[id];
+      TensorValue* inputs = slots_.get() + item.input_start;
+      if (item.is_async && !aborted_.load(std::memory_order_relaxed)) {
+        StartAsync(id, item, inputs);
+        continue;  // its done callback completes it
+      }
+      if (!aborted_.load(std::memory_order_relaxed)) RunSync(item, inputs, outputs.data());
+      PropagateOutputs(item, outputs.data(), &stack);
+      ClearInputs(item, inputs);
+      ++completed;
+      MaybeSpill(&stack);
+    }
+    active_workers_.fetch_sub(1, std::memory_order_relaxed);
+    CountCompleted(completed);
+  }
+
+  // Dereferences reference inputs that the kernel reads as values.
+  bool PrepareInputs(const NodeItem& item, TensorValue* inputs) {
+    for (int i = 0; i < item.num_inputs; ++i) {
+      if (item.deref_input[i] && inputs[i].ref != nullptr) {
+        StatusOr<Tensor> v = inputs[i].ref->Read(*inputs[i].ref_name);
+        if (!v.ok()) {
+          RecordError(item, v.status());
+          return false;
+        }
+        inputs[i].tensor = std::move(*v);
+        inputs[i].ref.reset();
+      }
+    }
+    return true;
+  }
+
+  OpKernelContext::Params MakeParams(const NodeItem& item, TensorValue* inputs, TensorValue* outputs) {
+    OpKernelContext::Params p;
+    p.kernel = item.kernel;
+    p.device = item.device;
+    p.resource_mgr = impl_.resource_mgr;
+    p.call_frame = args_.call_frame;
+    p.cancellation = args_.cancellation;
+    p.step_id = args_.step_id;
+    p.inputs = inputs;
+    p.outputs = outputs;
+    return p;
+  }
+
+  void RunSync(const NodeItem& item, TensorValue* inputs, TensorValue* outputs) {
+    if (!PrepareInputs(item, inputs)) return;
+    int64_t start = args_.stats != nullptr ? NowMicros() : 0;
+    OpKernelContext ctx(MakeParams(item, inputs, outputs));
+    item.kernel->Compute(&ctx);
+    if (args_.stats != nullptr) RecordStats(item, start);
+    if (!ctx.status().ok()) {
+      RecordError(item, ctx.status());
+      return;
+    }
+    CheckOutputs(item, outputs);
+  }
+
+  // A kernel that returned OK must have produced every output with its declared type.
+  void CheckOutputs(const NodeItem& item, const TensorValue* outputs) {
+    for (int i = 0; i < item.num_outputs; ++i) {
+      const TensorValue& v = outputs[i];
+      if (v.ref != nullptr) continue;
+      if (!v.tensor.IsInitialized()) {
+        RecordError(item, errors::Internal("Kernel returned OK but did not set output ", i));
+      } else if (v.tensor.dtype() != item.kernel->output_type(i)) {
+        RecordError(item, errors::Internal("Kernel produced ", DataTypeName(v.tensor.dtype()),
+                                           " for output ", i, " declared ",
+                                           DataTypeName(item.kernel->output_type(i))));
+      }
+    }
+  }
+
+  void StartAsync(int id, const NodeItem& item, TensorValue* inputs) {
+    if (!PrepareInputs(item, inputs)) {
+      AsyncDone(id, nullptr);  // the error is recorded; complete it as a skipped node
+      return;
+    }
+    struct AsyncCall {
+      std::vector<TensorValue> outputs;
+      std::unique_ptr<OpKernelContext> ctx;
+      int64_t start = 0;
+    };
+    auto* call = new AsyncCall;
+    call->outputs.resize(impl_.max_outputs);
+    call->ctx = std::make_unique<OpKernelContext>(MakeParams(item, inputs, call->outputs.data()));
+    call->start = args_.stats != nullptr ? NowMicros() : 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      in_flight_async_.push_back(id);
+    }
+    item.kernel->AsAsync()->ComputeAsync(call->ctx.get(), [this, id, call] {
+      const NodeItem& it = impl_.items[id];
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        std::erase(in_flight_async_, id);
+      }
+      if (args_.stats != nullptr) RecordStats(it, call->start);
+      if (!call->ctx->status().ok()) {
+        RecordError(it, call->ctx->status());
+      } else {
+        CheckOutputs(it, call->outputs.data());
+      }
+      AsyncDone(id, call->outputs.data());
+      delete call;
+    });
+  }
+
+  // Completes async node `id` (outputs may be null for a skipped node) and goes on, on this
+  // thread, with the nodes it made ready.
+  void AsyncDone(int id, TensorValue* outputs) {
+    const NodeItem& item = impl_.items[id];
+    std::vector<TensorValue> none;
+    if (outputs == nullptr) {
+      none.resize(impl_.max_outputs);
+      outputs = none.data();
+    }
+    std::vector<int> stack;
+    PropagateOutputs(item, outputs, &stack);
+    ClearInputs(item, slots_.get() + item.input_start);
+    active_workers_.fetch_add(1, std::memory_order_relaxed);
+    Process(std::move(stack), 1);
+  }
+
+  void PropagateOutputs(const NodeItem& item, TensorValue* outputs, std::vector<int>* ready) {
+    for (int e = item.out_begin; e < item.out_end; ++e) {
+      const OutEdge& edge = impl_.edges[e];
+      if (edge.dst_slot >= 0) {
+        TensorValue& out = outputs[edge.src_output];
+        if (edge.last_use) {
+          slots_[edge.dst_slot] = std::move(out);
+        } else {
+          slots_[edge.dst_slot] = out;
+        }
+      }
+      if (pending_[edge.dst].fetch_sub(1, std::memory_order_acq_rel) == 1) ready->push_back(edge.dst);
+    }
+    for (int i = 0; i < item.num_outputs; ++i) outputs[i] = TensorValue();
+  }
+
+  void ClearInputs(const NodeItem& item, TensorValue* inputs) {
+    for (int i = 0; i < item.num_inputs; ++i) inputs[i] = TensorValue();
+  }
+
+  // Hands half of the local stack to another worker when that can help: at least two
+  // expensive nodes, or a large batch of cheap ones, and a free thread for them.
+  void MaybeSpill(std::vector<int>* stack) {
+    if (stack->size() < 2 || args_.runner == nullptr) return;
+    bool worth = stack->size() >= kCheapSpillThreshold || impl_.items[stack->back()].is_expensive;
+    if (!worth) return;
+    if (active_workers_.load(std::memory_order_relaxed) >= max_workers_) return;
+    active_workers_.fetch_add(1, std::memory_order_relaxed);
+    size_t half = stack->size() / 2;
+    std::vector<int> batch(stack->begin(), stack->begin() + half);
+    stack->erase(stack->begin(), stack->begin() + half);
+    args_.runner->Schedule([this, batch = std::move(batch)]() mutable { Process(std::move(batch), 0); });
+  }
+
+  void CountCompleted(int n) {
+    if (completed_.fetch_add(n, std::memory_order_acq_rel) + n == num_nodes_) Finish();
+  }
+
+  void RecordStats(const NodeItem& item, int64_t start) {
+    NodeExecStats& s = (*args_.stats)[item.node->id()];
+    s.node = item.node->name();
+    s.op = item.node->op();
+    s.device = item.device->name();
+    s.start_us = start;
+    s.end_us = NowMicros();
+    s.thread_id = OsThreadId();
+  }
+
+  void RecordError(const NodeItem& item, const Status& s) {
+    RecordError(s.WithSuffix(StrCat("\n\t [[node ", item.node->name(), " (", item.node->op(),
+                                    ") on ", item.device->name(), "]]")));
+  }
+
+  void RecordError(const Status& s) {
+    bool first = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (status_.ok()) {
+        status_ = s;
+        first = true;
+      }
+    }
+    aborted_.store(true, std::memory_order_relaxed);
+    if (first && args_.cancellation != nullptr) args_.cancellation->StartCancel();
+  }
+
+  void OnCancel() {
+    std::string waiting;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (int id : in_flight_async_) {
+        const NodeItem& it = impl_.items[id];
+        waiting += StrCat(waiting.empty() ? "" : ", ", it.node->DebugName(), " on ", it.device->name());
+      }
+    }
+    RecordError(errors::Cancelled("Step was cancelled",
+                                  waiting.empty() ? "" : " while waiting for node " + waiting));
+  }
+
+  void Finish() {
+    // A callback that StartCancel already took runs (or ran) on its own and drops its
+    // reference itself; one still registered is removed here and its reference dropped.
+    if (args_.cancellation != nullptr && args_.cancellation->DeregisterCallback(cancel_token_)) {
+      Unref();
+    }
+    Status s;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      s = status_;
+    }
+    Executor::DoneCallback done = std::move(done_);
+    Unref();
+    done(s);
+  }
+
+  void Unref() {
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+
+  const Executor::Impl& impl_;
+  const Executor::Args args_;
+  Executor::DoneCallback done_;
+  const int num_nodes_;
+  std::unique_ptr<std::atomic<int32_t>[]> pending_;
+  std::unique_ptr<TensorValue[]> slots_;
+  int max_workers_ = 1;
+  std::atomic<int> active_workers_{0};
+  std::atomic<int> completed_{0};
+  std::atomic<int> refs_{1};  // the step itself, plus a registered cancel callback
+  std::atomic<bool> aborted_{false};
+  CancellationManager::Token cancel_token_ = 0;
+  std::mutex mu_;
+  Status status_;                     // guarded by mu_: the first error
+  std::vector<int> in_flight_async_;  // guarded by mu_
+};
+
+}  // namespace
+
+Executor::Executor(std::unique_ptr<Graph> graph, std::unique_ptr<Impl> impl)
+    : graph_(std::move(graph)), impl_(std::move(impl)) {}
+
+Executor::~Executor() = default;
+
+StatusOr<std::unique_ptr<Executor>> Executor::Create(std::unique_ptr<Graph> graph, Params params) {
+  auto impl = std::make_unique<Impl>();
+  impl->resource_mgr = params.resource_mgr;
+  const int n = graph->num_nodes();
+  impl->items.resize(n);
+  // Slots: each node's inputs are contiguous.
+  int slot = 0;
+  for (const Node* node : graph->nodes()) {
+    NodeItem& item = impl->items[node->id()];
+    item.node = node;
+    item.num_inputs = node->num_inputs();
+    item.num_outputs = node->num_outputs();
+    item.input_start = slot;
+    slot += item.num_inputs;
+    item.initial_pending = item.num_inputs + static_cast<int>(node->control_inputs().size());
+    item.deref_input.resize(item.num_inputs);
+    for (int i = 0; i < item.num_inputs; ++i) item.deref_input[i] = !node->input_is_ref(i);
+    impl->max_outputs = std::max(impl->max_outputs, item.num_outputs);
+    if (item.initial_pending == 0) impl->roots.push_back(node->id());
+
+    ASSIGN_OR_RETURN(DeviceBase* device, params.lookup_device(*node));
+    item.device = device;
+    ASSIGN_OR_RETURN(std::unique_ptr<OpKernel> kernel, params.kernels->CreateKernel(*node, device));
+    item.kernel = kernel.get();
+    item.is_async = kernel->AsAsync() != nullptr;
+    item.is_expensive = kernel->IsExpensive();
+    impl->kernels.push_back(std::move(kernel));
+  }
+  impl->total_slots = slot;
+  for (const Node* node : graph->nodes()) {
+    NodeItem& item = impl->items[node->id()];
+    item.out_begin = static_cast<int>(impl->edges.size());
+    std::vector<int> last_edge_for_output(node->num_outputs(), -1);
+    for (const Edge* e : node->out_edges()) {
+      OutEdge oe;
+      oe.dst = e->dst->id();
+      oe.src_output = e->src_output;
+      oe.dst_slot = e->IsControl() ? -1 : impl->items[e->dst->id()].input_start + e->dst_input;
+      oe.last_use = false;
+      if (!e->IsControl()) last_edge_for_output[e->src_output] = static_cast<int>(impl->edges.size());
+      impl->edges.push_back(oe);
+    }
+    for (int idx : last_edge_for_output) {
+      if (idx >= 0) impl->edges[idx].last_use = true;
+    }
+    item.out_end = static_cast<int>(impl->edges.size());
+  }
+  return std::unique_ptr<Executor>(new Executor(std::move(graph), std::move(impl)));
+}
+
+void Executor::RunAsync(const Args& args, DoneCallback done) const {
+  (new ExecutorState(*impl_, args, std::move(done)))->Start();
+}
+
+Status Executor::Run(const Args& args) const {
+  // Fast path: a step that finishes on this thread never touches the condition variable.
+  struct Waiter {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::atomic<bool> done{false};
+    Status status;
+  } w;
+  RunAsync(args, [&w](const Status& s) {
+    std::lock_guard<std::mutex> lock(w.mu);
+    w.status = s;
+    w.done.store(true, std::memory_order_release);
+    w.cv.notify_all();
+  });
+  if (!w.done.load(std::memory_order_acquire)) {
+    std::unique_lock<std::mutex> lock(w.mu);
+    w.cv.wait(lock, [&] { return w.done.load(std::memory_order_acquire); });
+  }
+  std::lock_guard<std::mutex> lock(w.mu);
+  return w.status;
+}
+
+}  // namespace tessera

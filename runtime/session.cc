@@ -1,0 +1,202 @@
+#include "runtime/session.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <thread>
+
+#include "runtime/subgraph.h"
+
+namespace tessera {
+namespace {
+
+int ResolveThreads(int requested) {
+  if (requested > 0) return requested;
+  int n = static_cast<int>(std::thread::hardware_concurrency());
+  return n > 0 ? n : 1;
+}
+
+// Process-wide pools shared by sessions that do not ask for their own, one per size.
+// Never destroyed: sessions may be torn down in any order at exit.
+ThreadPool* SharedPool(const char* name, int threads) {
+  static std::mutex mu;
+  static auto* pools = new std::map<std::pair<std::string, int>, std::unique_ptr<ThreadPool>>;
+  std::lock_guard<std::mutex> lock(mu);
+  auto& slot = (*pools)[{name, threads}];
+  if (slot == nullptr) slot = std::make_unique<ThreadPool>(name, threads);
+  return slot.get();
+}
+
+class VectorCallFrame : public CallFrame {
+ public:
+  VectorCallFrame(const std::vector<std::pair<std::string, Tensor>>& feeds, size_t num_fetches)
+      : feeds_(feeds), retvals_(num_fetches) {}
+  StatusOr<Tensor> GetArg(int index) const override { return feeds_[index].second; }
+  Status SetRetval(int index, const Tensor& value) override {
+    retvals_[index] = value;
+    return Status::OK();
+  }
+  std::vector<Tensor>& retvals() { return retvals_; }
+
+ private:
+  const std::vector<std::pair<std::string, Tensor>>& feeds_;
+  std::vector<Tensor> retvals_;
+};
+
+}  // namespace
+
+struct Session::ExecutorAndKeys {
+  std::unique_ptr<Executor> executor;
+  std::vector<SubgraphTensor> feeds;
+  std::vector<SubgraphTensor> fetches;
+  std::vector<PlacementRecord> placement;
+};
+
+Session::~Session() = default;
+
+StatusOr<std::unique_ptr<Session>> Session::Create(const SessionConfig& config, const GraphDef& def) {
+  std::unique_ptr<Session> s(new Session());
+  s->config_ = config;
+  int inter = ResolveThreads(config.inter_op_parallelism_threads);
+  int intra = ResolveThreads(config.intra_op_parallelism_threads);
+  if (config.use_per_session_threads) {
+    s->own_inter_op_pool_ = std::make_unique<ThreadPool>("inter_op", inter);
+    s->own_intra_op_pool_ = std::make_unique<ThreadPool>("intra_op", intra);
+    s->inter_op_pool_ = s->own_inter_op_pool_.get();
+    s->intra_op_pool_ = s->own_intra_op_pool_.get();
+  } else {
+    s->inter_op_pool_ = SharedPool("inter_op", inter);
+    s->intra_op_pool_ = SharedPool("intra_op", intra);
+  }
+  ASSIGN_OR_RETURN(s->devices_, DeviceMgr::CreateLocal(config.device_count, s->intra_op_pool_));
+  ASSIGN_OR_RETURN(s->graph_, Graph::FromGraphDef(def));
+  DeviceSet device_set = s->devices_->AsDeviceSet();
+  Placer placer(s->graph_.get(), device_set,
+                {.allow_soft_placement = config.allow_soft_placement,
+                 .log_device_placement = config.log_device_placement});
+  ASSIGN_OR_RETURN(s->placement_, placer.Run());
+  return s;
+}
+
+int Session::inter_op_threads() const { return inter_op_pool_->NumThreads(); }
+int Session::intra_op_threads() const { return intra_op_pool_->NumThreads(); }
+
+void Session::Reset(const std::vector<std::string>& containers) { resource_mgr_.Cleanup(containers); }
+
+StatusOr<std::shared_ptr<const Session::ExecutorAndKeys>> Session::GetOrCreateExecutor(
+    const std::vector<std::pair<std::string, Tensor>>& feeds, const std::vector<std::string>& fetches,
+    const std::vector<std::string>& targets) {
+  std::string key;
+  for (const auto& f : feeds) key.append(f.first).push_back(',');
+  key.push_back('>');
+  for (const auto& f : fetches) key.append(f).push_back(',');
+  key.push_back('>');
+  for (const auto& t : targets) key.append(t).push_back(',');
+  {
+    std::lock_guard<std::mutex> lock(executors_mu_);
+    auto it = executors_.find(key);
+    if (it != executors_.end()) return it->second;
+  }
+  std::vector<std::string> feed_names;
+  for (const auto& f : feeds) feed_names.push_back(f.first);
+  ASSIGN_OR_RETURN(Subgraph sub, BuildSubgraph(*graph_, feed_names, fetches, targets));
+  auto ek = std::make_shared<ExecutorAndKeys>();
+  ek->feeds = std::move(sub.feeds);
+  ek->fetches = std::move(sub.fetches);
+  for (const Node* n : sub.graph->nodes()) {
+    const Node* orig = graph_->FindNode(n->name());
+    ek->placement.push_back(orig != nullptr ? placement_[orig->id()]
+                                            : PlacementRecord{n->name(), n->op(), n->assigned_device(),
+                                                              PlacementReason::kColocated,
+                                                              "feed or fetch of the step"});
+  }
+  Executor::Params params;
+  params.resource_mgr = &resource_mgr_;
+  params.lookup_device = [this](const Node& n) -> StatusOr<DeviceBase*> {
+    ASSIGN_OR_RETURN(Device * d, devices_->Lookup(n.assigned_device()));
+    return static_cast<DeviceBase*>(d);
+  };
+  ASSIGN_OR_RETURN(ek->executor, Executor::Create(std::move(sub.graph), std::move(params)));
+  std::lock_guard<std::mutex> lock(executors_mu_);
+  auto [it, inserted] = executors_.emplace(std::move(key), std::move(ek));
+  return it->second;
+}
+
+Status Session::Run(const std::vector<std::pair<std::string, Tensor>>& feeds,
+                    const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
+                    std::vector<Tensor>* outputs) {
+  return Run(RunOptions(), feeds, fetches, targets, outputs, nullptr);
+}
+
+Status Session::Run(const RunOptions& options, const std::vector<std::pair<std::string, Tensor>>& feeds,
+                    const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
+                    std::vector<Tensor>* outputs, RunMetadata* metadata) {
+  ASSIGN_OR_RETURN(std::shared_ptr<const ExecutorAndKeys> ek,
+                   GetOrCreateExecutor(feeds, fetches, targets));
+  for (size_t i = 0; i < feeds.size(); ++i) {
+    const Tensor& t = feeds[i].second;
+    const SubgraphTensor& want = ek->feeds[i];
+    if (t.dtype() != want.dtype) {
+      return errors::InvalidArgument("Cannot feed a ", DataTypeName(t.dtype()), " tensor to '",
+                                     feeds[i].first, "', which has dtype ", DataTypeName(want.dtype));
+    }
+    if (!t.shape().IsCompatibleWith(want.shape)) {
+      return errors::InvalidArgument("Cannot feed value of shape ", t.shape().DebugString(),
+                                     " for tensor '", feeds[i].first, "', which has shape ",
+                                     want.shape.DebugString());
+    }
+  }
+
+  VectorCallFrame frame(feeds, fetches.size());
+  CancellationManager cancellation;
+  Executor::Args args;
+  args.step_id = next_step_id_.fetch_add(1, std::memory_order_relaxed);
+  args.call_frame = &frame;
+  args.runner = inter_op_pool_;
+  args.cancellation = &cancellation;
+  if (metadata != nullptr && options.trace_level == RunOptions::TraceLevel::kFullTrace) {
+    args.stats = &metadata->step_stats;
+  }
+
+  int64_t timeout_ms = options.timeout_in_ms > 0 ? options.timeout_in_ms : config_.operation_timeout_in_ms;
+  struct Waiter {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    Status status;
+  } w;
+  ek->executor->RunAsync(args, [&w](const Status& s) {
+    std::lock_guard<std::mutex> lock(w.mu);
+    w.status = s;
+    w.done = true;
+    w.cv.notify_all();
+  });
+  bool timed_out = false;
+  {
+    std::unique_lock<std::mutex> lock(w.mu);
+    if (timeout_ms > 0) {
+      timed_out = !w.cv.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return w.done; });
+    }
+    if (timed_out) {
+      lock.unlock();
+      cancellation.StartCancel();
+      lock.lock();
+    }
+    w.cv.wait(lock, [&] { return w.done; });
+  }
+  Status status = w.status;
+  if (timed_out && (status.ok() || status.code() == Code::kCancelled)) {
+    status = errors::DeadlineExceeded("Timed out after ", timeout_ms, " ms",
+                                      status.ok() ? "" : ": " + status.message());
+  }
+  if (metadata != nullptr) {
+    metadata->placement = ek->placement;
+    if (args.stats != nullptr) std::erase_if(metadata->step_stats, [](const NodeExecStats& s) {
+      return s.node.empty();
+    });
+  }
+  RETURN_IF_ERROR(status);
+  *outputs = std::move(frame.retvals());
+  return Status::OK();
+}
+
+}  // namespace tessera

@@ -1,0 +1,49 @@
+#include "runtime/session_options.h"
+
+#include <nlohmann/json.hpp>
+
+namespace tessera {
+
+StatusOr<SessionConfig> SessionConfig::FromJson(std::string_view text) {
+  using json = nlohmann::json;
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return errors::InvalidArgument("Session config must be a JSON object");
+  }
+  SessionConfig c;
+  for (const auto& [key, v] : j.items()) {
+    auto need = [&](bool ok, std::string_view type) -> Status {
+      if (ok) return Status::OK();
+      return errors::InvalidArgument("Session config field '", key, "' must be ", type);
+    };
+    if (key == "inter_op_parallelism_threads" || key == "intra_op_parallelism_threads") {
+      RETURN_IF_ERROR(need(v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= 1024,
+                           "an integer in [0, 1024]"));
+      (key == "inter_op_parallelism_threads" ? c.inter_op_parallelism_threads
+                                             : c.intra_op_parallelism_threads) = v.get<int>();
+    } else if (key == "use_per_session_threads" || key == "allow_soft_placement" ||
+               key == "log_device_placement") {
+      RETURN_IF_ERROR(need(v.is_boolean(), "a bool"));
+      bool b = v.get<bool>();
+      if (key == "use_per_session_threads") c.use_per_session_threads = b;
+      if (key == "allow_soft_placement") c.allow_soft_placement = b;
+      if (key == "log_device_placement") c.log_device_placement = b;
+    } else if (key == "operation_timeout_in_ms") {
+      RETURN_IF_ERROR(need(v.is_number_integer() && v.get<int64_t>() >= 0, "an integer >= 0"));
+      c.operation_timeout_in_ms = v.get<int64_t>();
+    } else if (key == "device_count") {
+      RETURN_IF_ERROR(need(v.is_object(), "an object like {\"CPU\": 4}"));
+      for (const auto& [type, n] : v.items()) {
+        if (!n.is_number_integer() || n.get<int64_t>() < 0 || n.get<int64_t>() > 1024) {
+          return errors::InvalidArgument("device_count of ", type, " must be an integer in [0, 1024]");
+        }
+        c.device_count[type] = n.get<int>();
+      }
+    } else {
+      return errors::InvalidArgument("Unknown session config field '", key, "'");
+    }
+  }
+  return c;
+}
+
+}  // namespace tessera

@@ -1,0 +1,47 @@
+// SessionConfig, RunOptions and RunMetadata: what a session is told and what a step reports.
+// Field names are TensorFlow 1.x's ConfigProto/RunOptions names, so a CONFIG.json for
+// `tessera run` reads like the Python config it mirrors:
+//
+//   {"inter_op_parallelism_threads": 2, "device_count": {"CPU": 4},
+//    "allow_soft_placement": true, "log_device_placement": true}
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "graph/status.h"
+#include "placement/placer.h"
+#include "runtime/executor.h"
+
+namespace tessera {
+
+struct SessionConfig {
+  int inter_op_parallelism_threads = 0;  // 0: one per core
+  int intra_op_parallelism_threads = 0;  // 0: one per core
+  // Pools of this session's own instead of the process-wide pools shared by sessions.
+  bool use_per_session_threads = false;
+  bool allow_soft_placement = false;
+  bool log_device_placement = false;
+  std::map<std::string, int> device_count;  // {"CPU": 4} makes CPU:0..3
+  int64_t operation_timeout_in_ms = 0;      // 0: no deadline
+
+  // Unknown fields and values of the wrong type are InvalidArgument.
+  static StatusOr<SessionConfig> FromJson(std::string_view text);
+};
+
+struct RunOptions {
+  enum class TraceLevel { kNoTrace, kFullTrace };
+  TraceLevel trace_level = TraceLevel::kNoTrace;
+  int64_t timeout_in_ms = 0;  // overrides operation_timeout_in_ms when > 0
+};
+
+struct RunMetadata {
+  // One entry per node that ran, when trace_level is kFullTrace.
+  std::vector<NodeExecStats> step_stats;
+  // Where every node of this step's graph runs and why.
+  std::vector<PlacementRecord> placement;
+};
+
+}  // namespace tessera

@@ -1,0 +1,114 @@
+#include "runtime/subgraph.h"
+
+#include <map>
+#include <set>
+
+namespace tessera {
+namespace {
+
+StatusOr<std::pair<const Node*, int>> Resolve(const Graph& g, const std::string& name,
+                                              std::string_view what, bool allow_control) {
+  ASSIGN_OR_RETURN(TensorId id, ParseTensorName(name));
+  if (id.is_control() && !allow_control) {
+    return errors::InvalidArgument(what, " '", name, "' must name a tensor, not a control input");
+  }
+  const Node* n = g.FindNode(id.node);
+  if (n == nullptr) {
+    return errors::NotFound(what, " '", name, "' names node '", id.node, "', which is not in the graph");
+  }
+  if (!id.is_control() && id.index >= n->num_outputs() && !(allow_control && id.index == 0)) {
+    return errors::InvalidArgument(what, " '", name, "': node ", n->DebugName(), " has only ",
+                                   n->num_outputs(), " outputs");
+  }
+  return std::make_pair(n, id.index);
+}
+
+std::string Key(const Node* n, int index) { return StrCat(n->name(), ":", index); }
+
+}  // namespace
+
+StatusOr<Subgraph> BuildSubgraph(const Graph& placed, const std::vector<std::string>& feeds,
+                                 const std::vector<std::string>& fetches,
+                                 const std::vector<std::string>& targets) {
+  Subgraph out;
+  std::map<std::string, int> fed;  // "node:index" -> feed position
+  for (const std::string& f : feeds) {
+    ASSIGN_OR_RETURN(auto t, Resolve(placed, f, "Feed", false));
+    std::string key = Key(t.first, t.second);
+    if (!fed.emplace(key, static_cast<int>(out.feeds.size())).second) {
+      return errors::InvalidArgument("Tensor '", key, "' is fed more than once");
+    }
+    out.feeds.push_back({t.first->name(), t.second, t.first->output_type(t.second),
+                         t.first->output_shape(t.second), t.first->assigned_device()});
+  }
+  std::vector<const Node*> roots;
+  for (const std::string& f : fetches) {
+    ASSIGN_OR_RETURN(auto t, Resolve(placed, f, "Fetch", false));
+    out.fetches.push_back({t.first->name(), t.second, t.first->output_type(t.second),
+                           t.first->output_shape(t.second), t.first->assigned_device()});
+    if (fed.count(Key(t.first, t.second)) == 0) roots.push_back(t.first);
+  }
+  for (const std::string& t : targets) {
+    std::string name = t.starts_with("^") ? t.substr(1) : t;
+    const Node* n = placed.FindNode(name);
+    if (n == nullptr) {
+      return errors::NotFound("Target '", t, "' names a node that is not in the graph");
+    }
+    roots.push_back(n);
+  }
+
+  // Walk back from the roots; fed edges are cut.
+  std::vector<bool> needed(placed.num_nodes(), false);
+  std::vector<const Node*> stack = roots;
+  while (!stack.empty()) {
+    const Node* n = stack.back();
+    stack.pop_back();
+    if (needed[n->id()]) continue;
+    needed[n->id()] = true;
+    for (int i = 0; i < n->num_inputs(); ++i) {
+      const Edge* e = n->input_edge(i);
+      if (fed.count(Key(e->src, e->src_output)) == 0) stack.push_back(e->src);
+    }
+    for (const Edge* e : n->control_inputs()) stack.push_back(e->src);
+  }
+
+  auto g = std::make_unique<Graph>(placed.op_registry());
+  std::vector<std::string> arg_names(out.feeds.size());
+  for (size_t i = 0; i < out.feeds.size(); ++i) {
+    const SubgraphTensor& f = out.feeds[i];
+    NodeDef def;
+    def.name = StrCat("_arg_", f.node, "_", f.index, "_", i);
+    def.op = "_Arg";
+    def.attrs = {{"T", f.dtype}, {"index", static_cast<int64_t>(i)}, {"shape", f.shape}};
+    ASSIGN_OR_RETURN(Node * arg, g->AddNode(def));
+    arg->set_assigned_device(f.device);
+    arg_names[i] = def.name;
+  }
+  for (const Node* n : placed.nodes()) {
+    if (!needed[n->id()]) continue;
+    NodeDef def = n->ToNodeDef();
+    def.colocate_with.clear();  // placement is done; the group may not be in the subgraph
+    for (int i = 0; i < n->num_inputs(); ++i) {
+      const Edge* e = n->input_edge(i);
+      auto it = fed.find(Key(e->src, e->src_output));
+      if (it != fed.end()) def.inputs[i] = arg_names[it->second];
+    }
+    ASSIGN_OR_RETURN(Node * copy, g->AddNode(def));
+    copy->set_assigned_device(n->assigned_device());
+  }
+  for (size_t i = 0; i < out.fetches.size(); ++i) {
+    const SubgraphTensor& f = out.fetches[i];
+    auto it = fed.find(StrCat(f.node, ":", f.index));
+    NodeDef def;
+    def.name = StrCat("_retval_", f.node, "_", f.index, "_", i);
+    def.op = "_Retval";
+    def.inputs = {it != fed.end() ? arg_names[it->second] : StrCat(f.node, ":", f.index)};
+    def.attrs = {{"index", static_cast<int64_t>(i)}};
+    ASSIGN_OR_RETURN(Node * ret, g->AddNode(def));
+    ret->set_assigned_device(f.device);
+  }
+  out.graph = std::move(g);
+  return out;
+}
+
+}  // namespace tessera

@@ -1,0 +1,189 @@
+#include "tools/cli.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "graph/dot.h"
+#include "graph/graph_json.h"
+#include "graph/logging.h"
+#include "runtime/session.h"
+#include "runtime/timeline.h"
+
+namespace tessera {
+namespace {
+
+constexpr const char* kUsage =
+    "usage:\n"
+    "  tessera run GRAPH.json --fetch y[,z:1] [--target t] [--feed x=FILE.json]...\n"
+    "              [--config CONFIG.json] [--log-device-placement] [--allow-soft-placement]\n"
+    "              [--trace OUT.json]\n"
+    "  tessera place GRAPH.json [--config CONFIG.json] [--allow-soft-placement]\n"
+    "  tessera dot GRAPH.json [--config CONFIG.json] [--allow-soft-placement]\n";
+
+struct Options {
+  std::string command;
+  std::string graph_path;
+  std::vector<std::string> fetches;
+  std::vector<std::string> targets;
+  std::vector<std::pair<std::string, std::string>> feeds;  // name, file or inline JSON
+  std::string config_path;
+  std::string trace_path;
+  bool log_device_placement = false;
+  bool allow_soft_placement = false;
+};
+
+// Routes log lines to the command's error stream.
+class StreamSink : public LogSink {
+ public:
+  explicit StreamSink(std::ostream& os) : os_(os) {}
+  void Write(LogSeverity, std::string_view message) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    os_ << message << "\n";
+  }
+
+ private:
+  std::mutex mu_;
+  std::ostream& os_;
+};
+
+std::vector<std::string> SplitCommas(const std::string& s) {
+  std::vector<std::string> parts;
+  std::stringstream ss(s);
+  std::string part;
+  while (std::getline(ss, part, ',')) {
+    if (!part.empty()) parts.push_back(part);
+  }
+  return parts;
+}
+
+StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return errors::NotFound("Cannot open '", path, "'");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+StatusOr<Options> ParseArgs(const std::vector<std::string>& args) {
+  Options o;
+  if (args.empty()) return errors::InvalidArgument("missing command");
+  o.command = args[0];
+  if (o.command != "run" && o.command != "place" && o.command != "dot") {
+    return errors::InvalidArgument("unknown command '", o.command, "'");
+  }
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> StatusOr<std::string> {
+      if (i + 1 >= args.size()) return errors::InvalidArgument(a, " needs a value");
+      return args[++i];
+    };
+    if (a == "--fetch") {
+      ASSIGN_OR_RETURN(std::string v, value());
+      for (auto& f : SplitCommas(v)) o.fetches.push_back(f);
+    } else if (a == "--target") {
+      ASSIGN_OR_RETURN(std::string v, value());
+      for (auto& t : SplitCommas(v)) o.targets.push_back(t);
+    } else if (a == "--feed") {
+      ASSIGN_OR_RETURN(std::string v, value());
+      size_t eq = v.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        return errors::InvalidArgument("--feed takes NAME=FILE.json, got '", v, "'");
+      }
+      o.feeds.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+    } else if (a == "--config") {
+      ASSIGN_OR_RETURN(o.config_path, value());
+    } else if (a == "--trace") {
+      ASSIGN_OR_RETURN(o.trace_path, value());
+    } else if (a == "--log-device-placement") {
+      o.log_device_placement = true;
+    } else if (a == "--allow-soft-placement") {
+      o.allow_soft_placement = true;
+    } else if (!a.starts_with("--") && o.graph_path.empty()) {
+      o.graph_path = a;
+    } else {
+      return errors::InvalidArgument("unexpected argument '", a, "'");
+    }
+  }
+  if (o.graph_path.empty()) return errors::InvalidArgument("missing GRAPH.json");
+  if (o.command == "run" && o.fetches.empty() && o.targets.empty()) {
+    return errors::InvalidArgument("run needs --fetch or --target");
+  }
+  return o;
+}
+
+StatusOr<std::unique_ptr<Session>> MakeSession(const Options& o) {
+  SessionConfig config;
+  if (!o.config_path.empty()) {
+    ASSIGN_OR_RETURN(std::string text, ReadFile(o.config_path));
+    ASSIGN_OR_RETURN(config, SessionConfig::FromJson(text));
+  }
+  config.log_device_placement |= o.log_device_placement;
+  config.allow_soft_placement |= o.allow_soft_placement;
+  ASSIGN_OR_RETURN(std::string text, ReadFile(o.graph_path));
+  ASSIGN_OR_RETURN(GraphDef def, GraphDefFromJson(text));
+  return Session::Create(config, def);
+}
+
+Status Execute(const Options& o, std::ostream& out) {
+  ASSIGN_OR_RETURN(std::unique_ptr<Session> session, MakeSession(o));
+  if (o.command == "dot") {
+    out << GraphToDot(session->graph());
+    return Status::OK();
+  }
+  if (o.command == "place") {
+    nlohmann::json records = nlohmann::json::array();
+    for (const PlacementRecord& r : session->placement()) {
+      records.push_back({{"node", r.node}, {"op", r.op}, {"device", r.device},
+                         {"reason", PlacementReasonName(r.reason)}, {"detail", r.detail}});
+    }
+    out << records.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    return Status::OK();
+  }
+  std::vector<std::pair<std::string, Tensor>> feeds;
+  for (const auto& [name, source] : o.feeds) {
+    std::string text = source;
+    if (!source.starts_with("{")) {
+      ASSIGN_OR_RETURN(text, ReadFile(source));
+    }
+    StatusOr<Tensor> t = TensorFromJsonText(text);
+    if (!t.ok()) return t.status().WithSuffix(StrCat(" (feed '", name, "')"));
+    feeds.emplace_back(name, std::move(*t));
+  }
+  RunOptions run_options;
+  if (!o.trace_path.empty()) run_options.trace_level = RunOptions::TraceLevel::kFullTrace;
+  RunMetadata metadata;
+  std::vector<Tensor> outputs;
+  RETURN_IF_ERROR(session->Run(run_options, feeds, o.fetches, o.targets, &outputs, &metadata));
+  if (!o.trace_path.empty()) {
+    std::ofstream trace(o.trace_path);
+    trace << ChromeTraceJson(metadata);
+    if (!trace) return errors::Unavailable("Cannot write trace to '", o.trace_path, "'");
+  }
+  nlohmann::json result = nlohmann::json::object();
+  for (size_t i = 0; i < outputs.size(); ++i) result[o.fetches[i]] = TensorToJson(outputs[i]);
+  out << result.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  return Status::OK();
+}
+
+}  // namespace
+
+int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  StatusOr<Options> o = ParseArgs(args);
+  if (!o.ok()) {
+    err << "tessera: " << o.status().message() << "\n" << kUsage;
+    return 2;
+  }
+  StreamSink sink(err);
+  SetLogSink(&sink);
+  Status s = Execute(*o, out);
+  SetLogSink(nullptr);
+  if (!s.ok()) {
+    err << s.ToString() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace tessera

@@ -1,0 +1,21 @@
+// The `tessera` command line, as a function so tests can drive it without a subprocess.
+//
+//   tessera run GRAPH.json --fetch y[,z:1] [--target t] [--feed x=FILE.json]...
+//               [--config CONFIG.json] [--log-device-placement] [--allow-soft-placement]
+//               [--trace OUT.json]
+//   tessera place GRAPH.json [--config CONFIG.json] [--allow-soft-placement]
+//   tessera dot GRAPH.json [--config CONFIG.json] [--allow-soft-placement]
+//
+// `run` prints the fetched tensors as one JSON object on stdout, the placement log on
+// stderr, and on error "<Code>: <message>" on stderr with exit status 1 (2 for bad usage).
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace tessera {
+
+int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+}  // namespace tessera
