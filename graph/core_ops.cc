@@ -49,6 +49,12 @@ Status AssignShape(InferenceContext& c) {
   return Status::OK();
 }
 
+Status AssignUpdateShape(InferenceContext& c) {
+  ASSIGN_OR_RETURN(TensorShape s, InferenceContext::Merge(c.input(0), c.input(1)));
+  c.set_output(0, s);
+  return Status::OK();
+}
+
 Status AddNShape(InferenceContext& c) {
   TensorShape s = c.input(0);
   for (int i = 1; i < c.num_inputs(); ++i) {
@@ -237,7 +243,7 @@ void RegisterCoreOps(OpRegistry& r) {
   for (const char* op : {"AssignAdd", "AssignSub"}) {
     Register(r, OpDefBuilder(op).Input("ref: Ref(T)").Input("value: T")
                     .Output("output_ref: Ref(T)").Attr(kNumeric).Attr("use_locking: bool = false")
-                    .SetShapeFn(AssignShape));
+                    .SetShapeFn(AssignUpdateShape));
   }
   for (const char* op : {"Add", "Sub", "Mul", "Div", "Maximum", "Minimum"}) {
     Register(r, OpDefBuilder(op).Input("x: T").Input("y: T").Output("z: T").Attr(kNumeric)

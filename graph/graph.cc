@@ -80,6 +80,7 @@ NodeDef Node::ToNodeDef() const {
   def.device = requested_device_;
   def.colocate_with = colocate_with_;
   def.attrs = attrs_;
+  def.device_from_function = requested_by_function_;
   return def;
 }
 
@@ -275,6 +276,7 @@ StatusOr<Node*> Graph::AddNode(const NodeDef& def) {
   n.output_shapes_ = ctx.outputs();
   n.requested_device_ = def.device;
   n.colocate_with_ = def.colocate_with;
+  n.requested_by_function_ = def.device_from_function;
   for (size_t i = 0; i < data.size(); ++i) {
     Edge& e = edges_.emplace_back(Edge{data[i].node, data[i].port, &n, static_cast<int>(i)});
     n.data_inputs_.push_back(&e);

@@ -19,6 +19,9 @@ struct NodeDef {
   std::string device;                      // requested device, possibly partial or empty
   std::vector<std::string> colocate_with;  // names of nodes this one must share a device with
   AttrMap attrs;
+  // A device function chose `device` (Scope::WithDeviceFunction); the placement log says
+  // so. Not part of the JSON form.
+  bool device_from_function = false;
 };
 
 struct GraphDef {

@@ -18,7 +18,9 @@ Output Build(const Scope& s, std::string_view op, std::vector<Input> inputs, Att
 
 }  // namespace
 
-Output Const(const Scope& s, const Tensor& value) { return s.AsOutput(value); }
+Output Const(const Scope& s, const Tensor& value) {
+  return Build(s, "Const", {}, {{"value", value}, {"dtype", value.dtype()}});
+}
 
 Output Placeholder(const Scope& s, DataType dtype, TensorShape shape) {
   return Build(s, "Placeholder", {}, {{"dtype", dtype}, {"shape", shape}});

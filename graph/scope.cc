@@ -85,6 +85,7 @@ Scope Scope::ColocateWith(const Operation& op) const {
   Scope s = *this;
   if (op.node() == nullptr) return s;
   s.colocate_with_.push_back(op.name());
+  s.devices_.clear();
   return s;
 }
 

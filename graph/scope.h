@@ -91,6 +91,8 @@ class Scope {
   Scope WithDeviceFunction(DeviceFunction fn) const;
   Scope WithControlDependencies(const std::vector<Operation>& deps) const;
   Scope WithNoControlDependencies() const;
+  // Ops created under it share op's device. As tf.colocate_with, it clears the device
+  // scopes and functions in force, so they cannot contradict the colocation.
   Scope ColocateWith(const Operation& op) const;
   Scope ColocateWith(const Output& out) const { return ColocateWith(out.op()); }
   // Stateful ops (VariableV2) created under it live in this resource container.

@@ -107,6 +107,7 @@ class ExecutorState {
   void Process(std::vector<int> stack, int completed) {
     std::vector<TensorValue> outputs(impl_.max_outputs);
     while (!stack.empty()) {
+      MaybeSpill(&stack);
       const int id = stack.back();
       stack.pop_back();
       const NodeItem& item = impl_.items[id];
@@ -119,7 +120,6 @@ class ExecutorState {
       PropagateOutputs(item, outputs.data(), &stack);
       ClearInputs(item, inputs);
       ++completed;
-      MaybeSpill(&stack);
     }
     active_workers_.fetch_sub(1, std::memory_order_relaxed);
     CountCompleted(completed);
@@ -253,18 +253,19 @@ class ExecutorState {
     for (int i = 0; i < item.num_inputs; ++i) inputs[i] = TensorValue();
   }
 
-  // Hands half of the local stack to another worker when that can help: at least two
-  // expensive nodes, or a large batch of cheap ones, and a free thread for them.
+  // Hands half of the local stack to another worker, repeatedly, while that can help: at
+  // least two expensive nodes, or a large batch of cheap ones, and a free thread for them.
   void MaybeSpill(std::vector<int>* stack) {
-    if (stack->size() < 2 || args_.runner == nullptr) return;
-    bool worth = stack->size() >= kCheapSpillThreshold || impl_.items[stack->back()].is_expensive;
-    if (!worth) return;
-    if (active_workers_.load(std::memory_order_relaxed) >= max_workers_) return;
-    active_workers_.fetch_add(1, std::memory_order_relaxed);
-    size_t half = stack->size() / 2;
-    std::vector<int> batch(stack->begin(), stack->begin() + half);
-    stack->erase(stack->begin(), stack->begin() + half);
-    args_.runner->Schedule([this, batch = std::move(batch)]() mutable { Process(std::move(batch), 0); });
+    if (args_.runner == nullptr) return;
+    while (stack->size() >= 2 &&
+           (stack->size() >= kCheapSpillThreshold || impl_.items[stack->back()].is_expensive) &&
+           active_workers_.load(std::memory_order_relaxed) < max_workers_) {
+      active_workers_.fetch_add(1, std::memory_order_relaxed);
+      size_t half = stack->size() / 2;
+      std::vector<int> batch(stack->begin(), stack->begin() + half);
+      stack->erase(stack->begin(), stack->begin() + half);
+      args_.runner->Schedule([this, batch = std::move(batch)]() mutable { Process(std::move(batch), 0); });
+    }
   }
 
   void CountCompleted(int n) {

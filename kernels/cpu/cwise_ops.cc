@@ -235,6 +235,35 @@ void RegisterUnary(KernelRegistry& r, const char* op) {
   });
 }
 
+template <typename T>
+class AddNOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const TensorShape& shape = ctx->input(0).shape();
+    for (int i = 1; i < ctx->num_inputs(); ++i) {
+      OP_REQUIRES(ctx, ctx->input(i).shape() == shape,
+                  errors::InvalidArgument("AddN inputs must have the same shape: input 0 is ",
+                                          shape.DebugString(), ", input ", i, " is ",
+                                          ctx->input(i).shape().DebugString()));
+    }
+    std::vector<const T*> in(ctx->num_inputs());
+    for (int i = 0; i < ctx->num_inputs(); ++i) in[i] = ctx->input(i).data<T>();
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output(0, 0, shape, &out));
+    T* op = out->data<T>();
+    const AddF add;
+    ctx->intra_op_pool()->ParallelFor(out->NumElements(), static_cast<int64_t>(in.size()),
+                                      [&](int64_t b, int64_t e) {
+                                        for (int64_t j = b; j < e; ++j) {
+                                          T acc = in[0][j];
+                                          for (size_t i = 1; i < in.size(); ++i) acc = add(acc, in[i][j]);
+                                          op[j] = acc;
+                                        }
+                                      });
+  }
+};
+
 // Equal on strings and bools compares without arithmetic.
 template <typename T>
 class EqualOp : public OpKernel {
@@ -270,6 +299,11 @@ void RegisterCwiseKernels(KernelRegistry& r) {
   r.Register<EqualOp<bool>>(KernelDefBuilder("Equal").Device(kDeviceCpu).TypeConstraint<bool>("T"));
   r.Register<EqualOp<std::string>>(
       KernelDefBuilder("Equal").Device(kDeviceCpu).TypeConstraint<std::string>("T"));
+
+  ForEachType<float, double, int32_t, int64_t>([&](auto zero) {
+    using T = decltype(zero);
+    r.Register<AddNOp<T>>(KernelDefBuilder("AddN").Device(kDeviceCpu).TypeConstraint<T>("T"));
+  });
 
   RegisterUnary<NegF, float, double, int32_t, int64_t>(r, "Neg");
   RegisterUnary<SquareF, float, double, int32_t, int64_t>(r, "Square");

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Sets up, builds and runs every test: the Release suite, then the same suite under
+# AddressSanitizer + UndefinedBehaviorSanitizer, then a short libFuzzer run on the JSON
+# graph loader. TESSERA_QUICK=1 runs the Release suite only.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+start=$(date +%s)
+
+scripts/build.sh release
+ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 300
+
+if [ "${TESSERA_QUICK:-0}" != 1 ]; then
+  scripts/build.sh asan
+  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir build-asan --output-on-failure -j "$(nproc)" --timeout 600
+  mkdir -p build-asan/fuzz-corpus
+  cp tests/fuzz/corpus/* build-asan/fuzz-corpus/
+  build-asan/tests/fuzz/graph_json_fuzzer -max_total_time="${TESSERA_FUZZ_SECONDS:-30}" \
+    -max_len=4096 -print_final_stats=1 build-asan/fuzz-corpus 2>&1 | tail -n 3
+fi
+echo "test.sh: done in $(( $(date +%s) - start )) s"

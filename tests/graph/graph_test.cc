@@ -1,0 +1,151 @@
+#include "graph/graph.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace tessera {
+namespace {
+
+using ::testing::HasSubstr;
+
+NodeDef ConstDef(std::string name, Tensor value) {
+  NodeDef d;
+  d.name = std::move(name);
+  d.op = "Const";
+  d.attrs["dtype"] = value.dtype();
+  d.attrs["value"] = std::move(value);
+  return d;
+}
+
+NodeDef OpDef2(std::string name, std::string op, std::vector<std::string> inputs) {
+  NodeDef d;
+  d.name = std::move(name);
+  d.op = std::move(op);
+  d.inputs = std::move(inputs);
+  return d;
+}
+
+TEST(GraphTest, InfersTypeAttrsAndShapes) {
+  Graph g;
+  ASSERT_TRUE(g.AddNode(ConstDef("a", Tensor::FromVector<float>({1, 2, 3, 4}, TensorShape({2, 2})))).ok());
+  ASSERT_TRUE(g.AddNode(ConstDef("b", Tensor::FromVector<float>({1, 2}))).ok());
+  StatusOr<Node*> add = g.AddNode(OpDef2("c", "Add", {"a", "b"}));
+  ASSERT_TRUE(add.ok()) << add.status();
+  DataType t;
+  ASSERT_TRUE((*add)->GetAttr("T", &t).ok());
+  EXPECT_EQ(t, DataType::kFloat);
+  EXPECT_EQ((*add)->output_shape(0), TensorShape({2, 2}));
+  EXPECT_EQ((*add)->input_edge(1)->src->name(), "b");
+}
+
+TEST(GraphTest, RejectsBadNodes) {
+  Graph g;
+  ASSERT_TRUE(g.AddNode(ConstDef("f", Tensor::Scalar(1.0f))).ok());
+  ASSERT_TRUE(g.AddNode(ConstDef("i", Tensor::Scalar(int32_t{1}))).ok());
+  ASSERT_TRUE(g.AddNode(ConstDef("m", Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, TensorShape({2, 3})))).ok());
+
+  auto err = [&](NodeDef d) { return g.AddNode(d).status(); };
+  EXPECT_EQ(err(OpDef2("x", "NoSuchOp", {})).code(), Code::kNotFound);
+  EXPECT_THAT(err(OpDef2("x", "NoSuchOp", {})).message(), HasSubstr("NoSuchOp"));
+  Status mismatch = err(OpDef2("x", "Add", {"f", "i"}));
+  EXPECT_EQ(mismatch.code(), Code::kInvalidArgument);
+  EXPECT_THAT(mismatch.message(), HasSubstr("'x' (Add)"));
+  EXPECT_THAT(mismatch.message(), HasSubstr("int32"));
+  EXPECT_THAT(err(OpDef2("x", "Add", {"f", "nope"})).message(), HasSubstr("unknown node 'nope'"));
+  EXPECT_THAT(err(OpDef2("x", "Add", {"f"})).message(), HasSubstr("expects 2 data inputs, got 1"));
+  EXPECT_THAT(err(OpDef2("x", "Add", {"f", "f:3"})).message(), HasSubstr("has only 1 outputs"));
+  EXPECT_THAT(err(OpDef2("f", "NoOp", {})).message(), HasSubstr("Duplicate node name 'f'"));
+  EXPECT_THAT(err(OpDef2("bad name", "NoOp", {})).message(), HasSubstr("not valid"));
+  EXPECT_THAT(err(OpDef2("x", "Add", {"^f", "f", "f"})).message(), HasSubstr("after a control input"));
+  Status dims = err(OpDef2("mm", "MatMul", {"m", "m"}));
+  EXPECT_THAT(dims.message(), HasSubstr("Dimensions must be equal, but are 3 and 2"));
+  EXPECT_THAT(dims.message(), HasSubstr("'mm' (op: 'MatMul') with input shapes: [2,3], [2,3]"));
+  NodeDef missing;
+  missing.name = "c";
+  missing.op = "Const";
+  EXPECT_THAT(err(missing).message(), HasSubstr("missing attr"));
+  NodeDef extra = OpDef2("x", "NoOp", {});
+  extra.attrs["bogus"] = 1;
+  EXPECT_THAT(err(extra).message(), HasSubstr("'bogus'"));
+  NodeDef string_add = ConstDef("s", Tensor::Scalar(std::string("a")));
+  ASSERT_TRUE(g.AddNode(string_add).ok());
+  EXPECT_THAT(err(OpDef2("x", "Add", {"s", "s"})).message(), HasSubstr("not in the list of allowed values"));
+  // Nothing was added by the failures.
+  EXPECT_EQ(g.num_nodes(), 4);
+}
+
+TEST(GraphTest, RefInputsNeedAVariable) {
+  Graph g;
+  ASSERT_TRUE(g.AddNode(ConstDef("c", Tensor::Scalar(1.0f))).ok());
+  Status s = g.AddNode(OpDef2("a", "Assign", {"c", "c"})).status();
+  EXPECT_THAT(s.message(), HasSubstr("must be a reference"));
+}
+
+TEST(GraphTest, FromGraphDefOrdersAndDetectsCycles) {
+  GraphDef def;
+  def.nodes.push_back(OpDef2("c", "Add", {"a", "b"}));
+  def.nodes.push_back(ConstDef("a", Tensor::Scalar(1.0f)));
+  def.nodes.push_back(ConstDef("b", Tensor::Scalar(2.0f)));
+  auto g = Graph::FromGraphDef(def);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ((*g)->nodes().back()->name(), "c");
+
+  GraphDef cyclic;
+  cyclic.nodes.push_back(OpDef2("x", "Identity", {"y"}));
+  cyclic.nodes.push_back(OpDef2("y", "Identity", {"x"}));
+  cyclic.nodes.push_back(ConstDef("k", Tensor::Scalar(1.0f)));
+  Status s = Graph::FromGraphDef(cyclic).status();
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("cycle"));
+  EXPECT_THAT(s.message(), HasSubstr("'x'"));
+
+  GraphDef self_loop;
+  self_loop.nodes.push_back(OpDef2("n", "NoOp", {"^n"}));
+  EXPECT_THAT(Graph::FromGraphDef(self_loop).status().message(), HasSubstr("cycle"));
+}
+
+TEST(GraphTest, AddNCountsItsInputs) {
+  Graph g;
+  ASSERT_TRUE(g.AddNode(ConstDef("a", Tensor::Scalar(1.0f))).ok());
+  auto n = g.AddNode(OpDef2("s", "AddN", {"a", "a", "a"}));
+  ASSERT_TRUE(n.ok()) << n.status();
+  EXPECT_EQ((*n)->num_inputs(), 3);
+  int64_t count = 0;
+  ASSERT_TRUE((*n)->GetAttr("N", &count).ok());
+  EXPECT_EQ(count, 3);
+}
+
+TEST(GraphTest, ReshapeAndReductionShapesUseConstInputs) {
+  Graph g;
+  ASSERT_TRUE(g.AddNode(ConstDef("x", Tensor(DataType::kFloat, TensorShape({2, 3, 4})))).ok());
+  ASSERT_TRUE(g.AddNode(ConstDef("shape", Tensor::FromVector<int32_t>({-1, 4}))).ok());
+  ASSERT_TRUE(g.AddNode(ConstDef("axes", Tensor::FromVector<int32_t>({0, -1}))).ok());
+  auto r = g.AddNode(OpDef2("r", "Reshape", {"x", "shape"}));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ((*r)->output_shape(0), TensorShape({6, 4}));
+  auto s = g.AddNode(OpDef2("s", "Sum", {"x", "axes"}));
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ((*s)->output_shape(0), TensorShape({3}));
+  ASSERT_TRUE(g.AddNode(ConstDef("bad", Tensor::FromVector<int32_t>({5, 5}))).ok());
+  EXPECT_THAT(g.AddNode(OpDef2("r2", "Reshape", {"x", "bad"})).status().message(),
+              HasSubstr("Cannot reshape a tensor with 24 elements"));
+}
+
+TEST(GraphTest, ToGraphDefRoundTrips) {
+  GraphDef def;
+  def.nodes.push_back(ConstDef("a", Tensor::Scalar(1.0f)));
+  NodeDef c = OpDef2("c", "Identity", {"a", "^a"});
+  c.device = "/cpu:1";
+  c.colocate_with = {"a"};
+  def.nodes.push_back(c);
+  auto g = Graph::FromGraphDef(def);
+  ASSERT_TRUE(g.ok());
+  GraphDef back = (*g)->ToGraphDef();
+  ASSERT_EQ(back.nodes.size(), 2u);
+  EXPECT_EQ(back.nodes[1].inputs, (std::vector<std::string>{"a", "^a"}));
+  EXPECT_EQ(back.nodes[1].device, "/cpu:1");
+  EXPECT_EQ(back.nodes[1].colocate_with, std::vector<std::string>{"a"});
+}
+
+}  // namespace
+}  // namespace tessera

@@ -1,0 +1,107 @@
+#include "graph/tensor.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace tessera {
+namespace {
+
+TEST(TensorShapeTest, UnknownDimsAndCompatibility) {
+  TensorShape partial({-1, 2});
+  EXPECT_FALSE(partial.IsFullyDefined());
+  EXPECT_EQ(partial.num_elements(), -1);
+  EXPECT_EQ(partial.DebugString(), "[?,2]");
+  EXPECT_TRUE(partial.IsCompatibleWith(TensorShape({5, 2})));
+  EXPECT_FALSE(partial.IsCompatibleWith(TensorShape({5, 3})));
+  EXPECT_FALSE(partial.IsCompatibleWith(TensorShape({2})));
+  EXPECT_TRUE(TensorShape::UnknownRank().IsCompatibleWith(TensorShape({1, 2, 3})));
+  EXPECT_EQ(TensorShape().num_elements(), 1);
+}
+
+TEST(TensorShapeTest, MakeRejectsBadInput) {
+  std::vector<int64_t> too_many(TensorShape::kMaxRank + 1, 1);
+  EXPECT_EQ(TensorShape::Make(too_many).status().code(), Code::kInvalidArgument);
+  std::vector<int64_t> negative = {2, -5};
+  EXPECT_EQ(TensorShape::Make(negative).status().code(), Code::kInvalidArgument);
+}
+
+TEST(TensorTest, SliceSharesBufferWithoutCopy) {
+  Tensor t = Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, TensorShape({3, 2}));
+  Tensor row = t.Slice(1, 3);
+  EXPECT_EQ(row.shape(), TensorShape({2, 2}));
+  EXPECT_TRUE(row.SharesBufferWith(t));
+  EXPECT_EQ(row.data<float>()[0], 3);
+  row.data<float>()[0] = 30;
+  EXPECT_EQ(t.data<float>()[2], 30);
+  EXPECT_FALSE(t.BufferIsUnshared());
+}
+
+TEST(TensorTest, DeepCopyIsIndependent) {
+  Tensor t = Tensor::FromVector<int32_t>({1, 2, 3});
+  Tensor c = t.DeepCopy();
+  c.data<int32_t>()[0] = 9;
+  EXPECT_EQ(t.data<int32_t>()[0], 1);
+  EXPECT_FALSE(c.SharesBufferWith(t));
+  EXPECT_TRUE(c.BufferIsUnshared());
+}
+
+TEST(TensorTest, StringsAreConstructedAndCopied) {
+  Tensor t = Tensor::FromVector<std::string>({"a", "bb", std::string(100, 'x')});
+  Tensor c = t.DeepCopy();
+  EXPECT_EQ(c.data<std::string>()[2].size(), 100u);
+  EXPECT_TRUE(t.Equals(c));
+  EXPECT_EQ(Tensor::Scalar(std::string("hi")).DebugString(), "Tensor<string, []: \"hi\">");
+}
+
+TEST(TensorTest, ReshapedChecksElementCount) {
+  Tensor t = Tensor::FromVector<float>({1, 2, 3, 4});
+  EXPECT_TRUE(t.Reshaped(TensorShape({2, 2})).ok());
+  EXPECT_EQ(t.Reshaped(TensorShape({3})).status().code(), Code::kInvalidArgument);
+}
+
+TEST(TensorTest, AllocationIsAlignedAndAccounted) {
+  auto alloc = std::make_shared<TrackingAllocator>("test", CpuAllocator());
+  {
+    Tensor t(alloc, DataType::kDouble, TensorShape({10}));
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(t.raw_data()) % Allocator::kAlignment, 0u);
+    EXPECT_EQ(alloc->stats().bytes_in_use, 80);
+  }
+  EXPECT_EQ(alloc->stats().bytes_in_use, 0);
+  EXPECT_EQ(alloc->stats().peak_bytes_in_use, 80);
+  EXPECT_EQ(alloc->stats().num_allocs, 1);
+}
+
+TEST(TensorTest, AllocateRejectsUndefinedShape) {
+  EXPECT_EQ(Tensor::Allocate(CpuAllocator(), DataType::kFloat, TensorShape({-1})).status().code(),
+            Code::kInvalidArgument);
+}
+
+TEST(TypesTest, HalfAndBFloat16RoundTrip) {
+  for (float f : {0.0f, 1.0f, -2.5f, 65504.0f, 1e-5f}) {
+    EXPECT_NEAR(HalfToFloat(FloatToHalf(f)), f, std::abs(f) * 1e-3f + 1e-7f) << f;
+  }
+  EXPECT_TRUE(std::isinf(HalfToFloat(FloatToHalf(1e6f))));
+  EXPECT_EQ(BFloat16ToFloat(FloatToBFloat16(1.0f)), 1.0f);
+  EXPECT_NEAR(BFloat16ToFloat(FloatToBFloat16(3.14159f)), 3.14159f, 0.02f);
+}
+
+TEST(TypesTest, NamesAndAliases) {
+  EXPECT_EQ(*DataTypeFromName("float"), DataType::kFloat);
+  EXPECT_EQ(*DataTypeFromName("DT_INT64"), DataType::kInt64);
+  EXPECT_EQ(DataTypeName(DataType::kHalf), "float16");
+  EXPECT_FALSE(DataTypeFromName("float128").ok());
+}
+
+TEST(StatusTest, CodesAndMessages) {
+  Status s = errors::NotFound("no node '", "x", "'");
+  EXPECT_EQ(s.ToString(), "NotFound: no node 'x'");
+  EXPECT_TRUE(Status::OK().ok());
+  StatusOr<int> v = 3;
+  EXPECT_EQ(*v, 3);
+  StatusOr<int> e = errors::Internal("boom");
+  EXPECT_EQ(e.status().code(), Code::kInternal);
+}
+
+}  // namespace
+}  // namespace tessera

@@ -1,0 +1,238 @@
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "tests/test_util.h"
+
+namespace tessera {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
+using ::testing::FloatNear;
+using ::testing::HasSubstr;
+using ::testing::Pointwise;
+using testing::Eval;
+using testing::Values;
+
+Tensor F(std::vector<float> v, TensorShape s) { return Tensor::FromVector(v, s); }
+
+TEST(CwiseTest, BroadcastingMatchesNumpy) {
+  Scope root = Scope::NewRootScope();
+  auto a = ops::Const(root, F({1, 2, 3, 4, 5, 6}, TensorShape({2, 3})));
+  auto row = ops::Const(root, F({10, 20, 30}, TensorShape({3})));
+  auto col = ops::Const(root, F({100, 200}, TensorShape({2, 1})));
+  auto add_row = ops::Add(root, a, row);
+  auto add_col = ops::Add(root, a, col);
+  auto outer = ops::Mul(root, col, ops::Const(root, F({1, 2, 3}, TensorShape({1, 3}))));
+  auto scalar = ops::Sub(root, 10.0f, a);
+  EXPECT_THAT(Values<float>(Eval(root, add_row)), ElementsAre(11, 22, 33, 14, 25, 36));
+  EXPECT_THAT(Values<float>(Eval(root, add_col)), ElementsAre(101, 102, 103, 204, 205, 206));
+  Tensor o = Eval(root, outer);
+  EXPECT_EQ(o.shape(), TensorShape({2, 3}));
+  EXPECT_THAT(Values<float>(o), ElementsAre(100, 200, 300, 200, 400, 600));
+  EXPECT_THAT(Values<float>(Eval(root, scalar)), ElementsAre(9, 8, 7, 6, 5, 4));
+}
+
+TEST(CwiseTest, BroadcastingRank4AgainstNaiveLoop) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> av(2 * 1 * 4 * 3), bv(3 * 1 * 3);
+  for (auto& x : av) x = u(rng);
+  for (auto& x : bv) x = u(rng);
+  Scope root = Scope::NewRootScope();
+  auto out = ops::Maximum(root, ops::Const(root, F(av, TensorShape({2, 1, 4, 3}))),
+                          ops::Const(root, F(bv, TensorShape({3, 1, 3}))));
+  Tensor t = Eval(root, out);
+  ASSERT_EQ(t.shape(), TensorShape({2, 3, 4, 3}));
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int k = 0; k < 4; ++k)
+        for (int l = 0; l < 3; ++l) {
+          float want = std::max(av[(i * 4 + k) * 3 + l], bv[j * 3 + l]);
+          ASSERT_EQ(t.data<float>()[((i * 3 + j) * 4 + k) * 3 + l], want);
+        }
+}
+
+TEST(CwiseTest, LargeTensorsUseTheIntraOpPoolCorrectly) {
+  const int n = 1 << 20;
+  std::vector<float> v(n);
+  for (int i = 0; i < n; ++i) v[i] = static_cast<float>(i % 1000);
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Const(root, F(v, TensorShape({n})));
+  auto y = ops::Sqrt(root, ops::Square(root, x));
+  Tensor t = Eval(root, y);
+  for (int i = 0; i < n; i += 4099) ASSERT_FLOAT_EQ(t.data<float>()[i], v[i]);
+}
+
+TEST(CwiseTest, ComparisonsAndIntegerArithmetic) {
+  Scope root = Scope::NewRootScope();
+  auto a = ops::Const(root, Tensor::FromVector<int32_t>({1, 5, -7}));
+  auto b = ops::Const(root, Tensor::FromVector<int32_t>({2, 5, 2}));
+  EXPECT_THAT(Values<bool>(Eval(root, ops::Less(root, a, b))), ElementsAre(true, false, true));
+  EXPECT_THAT(Values<bool>(Eval(root, ops::Equal(root, a, b))), ElementsAre(false, true, false));
+  EXPECT_THAT(Values<int32_t>(Eval(root, ops::Div(root, a, b))), ElementsAre(0, 1, -3));
+  auto big = ops::Const(root, Tensor::Scalar(std::numeric_limits<int32_t>::max()));
+  EXPECT_EQ(Eval(root, ops::Add(root, big, 1)).data<int32_t>()[0], std::numeric_limits<int32_t>::min());
+  auto s = ops::Const(root, Tensor::FromVector<std::string>({"a", "b"}));
+  EXPECT_THAT(Values<bool>(Eval(root, ops::Equal(root, s, "b"))), ElementsAre(false, true));
+}
+
+TEST(CwiseTest, IntegerDivisionByZeroIsAnErrorNamingTheNode) {
+  Scope root = Scope::NewRootScope();
+  ops::Div(root.WithOpName("div"), ops::Const(root, Tensor::FromVector<int32_t>({1})), 0);
+  auto s = testing::MakeSession(root);
+  std::vector<Tensor> out;
+  Status st = s->Run({}, {"div"}, {}, &out);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_THAT(st.message(), HasSubstr("Integer division by zero"));
+  EXPECT_THAT(st.message(), HasSubstr("[[node div (Div) on /job:localhost/replica:0/task:0/device:CPU:0]]"));
+}
+
+TEST(CwiseTest, UnaryMath) {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Const(root, Tensor::FromVector<double>({0.5, 1, 4}));
+  EXPECT_THAT(Values<double>(Eval(root, ops::Exp(root, x))),
+              Pointwise(::testing::DoubleNear(1e-12), std::vector<double>{std::exp(0.5), std::exp(1.0), std::exp(4.0)}));
+  EXPECT_THAT(Values<double>(Eval(root, ops::Log(root, x))),
+              Pointwise(::testing::DoubleNear(1e-12), std::vector<double>{std::log(0.5), 0, std::log(4.0)}));
+  EXPECT_THAT(Values<double>(Eval(root, ops::Neg(root, x))), ElementsAre(-0.5, -1, -4));
+  auto i = ops::Const(root, Tensor::FromVector<int64_t>({-3, 0, 3}));
+  EXPECT_THAT(Values<int64_t>(Eval(root, ops::Relu(root, i))), ElementsAre(0, 0, 3));
+  EXPECT_THAT(Values<int64_t>(Eval(root, ops::Square(root, i))), ElementsAre(9, 0, 9));
+  EXPECT_THAT(Values<float>(Eval(root, ops::AddN(root, {1.0f, 2.0f, 3.5f}))), ElementsAre(6.5f));
+}
+
+TEST(MatMulTest, TransposesAgainstNaive) {
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(-1, 1);
+  const int m = 37, k = 53, n = 29;
+  std::vector<float> a(m * k), b(k * n);
+  for (auto& x : a) x = u(rng);
+  for (auto& x : b) x = u(rng);
+  std::vector<float> want(m * n, 0);
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j)
+      for (int p = 0; p < k; ++p) want[i * n + j] += a[i * k + p] * b[p * n + j];
+  // a^T stored as [k, m], b^T as [n, k].
+  std::vector<float> at(k * m), bt(n * k);
+  for (int i = 0; i < m; ++i)
+    for (int p = 0; p < k; ++p) at[p * m + i] = a[i * k + p];
+  for (int p = 0; p < k; ++p)
+    for (int j = 0; j < n; ++j) bt[j * k + p] = b[p * n + j];
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      Scope root = Scope::NewRootScope();
+      auto ca = ops::Const(root, ta ? F(at, TensorShape({k, m})) : F(a, TensorShape({m, k})));
+      auto cb = ops::Const(root, tb ? F(bt, TensorShape({n, k})) : F(b, TensorShape({k, n})));
+      Tensor t = Eval(root, ops::MatMul(root, ca, cb, {.transpose_a = ta, .transpose_b = tb}));
+      ASSERT_EQ(t.shape(), TensorShape({m, n}));
+      EXPECT_THAT(Values<float>(t), Pointwise(FloatNear(1e-4f), want)) << ta << tb;
+    }
+  }
+}
+
+TEST(MatMulTest, RuntimeShapeMismatchIsAnError) {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DataType::kFloat);
+  ops::MatMul(root.WithOpName("mm"), x, x);
+  auto s = testing::MakeSession(root);
+  std::vector<Tensor> out;
+  Status st = s->Run({{"x", Tensor(DataType::kFloat, TensorShape({2, 3}))}}, {"mm"}, {}, &out);
+  EXPECT_THAT(st.message(), HasSubstr("Matrix size-incompatible: In[0]: [2,3], In[1]: [2,3]"));
+}
+
+TEST(ReductionTest, AxesKeepDimsAndKinds) {
+  std::vector<float> v(2 * 3 * 4);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i);
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Const(root, F(v, TensorShape({2, 3, 4})));
+  Tensor s02 = Eval(root, ops::Sum(root, x, {0, 2}));
+  EXPECT_EQ(s02.shape(), TensorShape({3}));
+  // sum over i,k of (i*12 + j*4 + k)
+  EXPECT_THAT(Values<float>(s02), ElementsAre(60 + 0, 60 + 32, 60 + 64));
+  Tensor m1 = Eval(root, ops::Mean(root, x, 1, {.keep_dims = true}));
+  EXPECT_EQ(m1.shape(), TensorShape({2, 1, 4}));
+  EXPECT_THAT(Values<float>(m1), ElementsAre(4, 5, 6, 7, 16, 17, 18, 19));
+  Tensor mx = Eval(root, ops::Max(root, x, {-1}));
+  EXPECT_THAT(Values<float>(mx), ElementsAre(3, 7, 11, 15, 19, 23));
+  Tensor all = Eval(root, ops::Sum(root, x, {0, 1, 2}));
+  EXPECT_EQ(all.shape(), TensorShape());
+  EXPECT_EQ(all.data<float>()[0], 276);
+  Tensor none = Eval(root, ops::Sum(root, x, ops::Const(root, Tensor(DataType::kInt32, TensorShape({0})))));
+  EXPECT_EQ(none.shape(), TensorShape({2, 3, 4}));
+  auto i = ops::Const(root, Tensor::FromVector<int32_t>({1, 2, 4}));
+  EXPECT_EQ(Eval(root, ops::Mean(root, i, 0)).data<int32_t>()[0], 2);
+}
+
+TEST(NnTest, SoftmaxAndBiasAdd) {
+  Scope root = Scope::NewRootScope();
+  auto logits = ops::Const(root, F({1, 2, 3, 1000, 1000, 1000}, TensorShape({2, 3})));
+  Tensor sm = Eval(root, ops::Softmax(root, logits));
+  float e1 = std::exp(1.f), e2 = std::exp(2.f), e3 = std::exp(3.f), z = e1 + e2 + e3;
+  EXPECT_THAT(Values<float>(sm), Pointwise(FloatNear(1e-6f), std::vector<float>{e1 / z, e2 / z, e3 / z, 1 / 3.f, 1 / 3.f, 1 / 3.f}));
+  auto v = ops::Const(root, F({1, 2, 3, 4, 5, 6, 7, 8}, TensorShape({2, 2, 2})));
+  auto bias = ops::Const(root, F({10, 20}, TensorShape({2})));
+  EXPECT_THAT(Values<float>(Eval(root, ops::BiasAdd(root, v, bias))), ElementsAre(11, 22, 13, 24, 15, 26, 17, 28));
+  EXPECT_THAT(Values<float>(Eval(root, ops::BiasAdd(root, v, bias, "NCHW"))), ElementsAre(11, 12, 23, 24, 15, 16, 27, 28));
+}
+
+TEST(ArrayTest, ReshapeFillShapeAndLikes) {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DataType::kFloat);
+  auto r = ops::Reshape(root.WithOpName("r"), x, {-1, 2});
+  auto shp = ops::Shape(root.WithOpName("shp"), r);
+  auto fill = ops::Fill(root.WithOpName("fill"), shp, 7.0f);
+  ops::OnesLike(root.WithOpName("ones"), fill);
+  ops::ZerosLike(root.WithOpName("zeros"), x);
+  auto s = testing::MakeSession(root);
+  std::vector<Tensor> out;
+  ASSERT_TRUE(s->Run({{"x", F({1, 2, 3, 4, 5, 6}, TensorShape({6}))}}, {"r", "shp", "fill", "ones", "zeros"}, {}, &out).ok());
+  EXPECT_EQ(out[0].shape(), TensorShape({3, 2}));
+  EXPECT_THAT(Values<int32_t>(out[1]), ElementsAre(3, 2));
+  EXPECT_THAT(Values<float>(out[2]), ElementsAre(7, 7, 7, 7, 7, 7));
+  EXPECT_THAT(Values<float>(out[3]), ElementsAre(1, 1, 1, 1, 1, 1));
+  EXPECT_THAT(Values<float>(out[4]), ElementsAre(0, 0, 0, 0, 0, 0));
+  Status bad = s->Run({{"x", F({1, 2, 3}, TensorShape({3}))}}, {"r"}, {}, &out);
+  EXPECT_THAT(bad.message(), HasSubstr("Input to reshape is a tensor with 3 values"));
+}
+
+TEST(CastTest, ConvertsTruncatesAndSaturates) {
+  Scope root = Scope::NewRootScope();
+  auto f = ops::Const(root, F({1.9f, -1.9f, 3e10f, NAN}, TensorShape({4})));
+  EXPECT_THAT(Values<int32_t>(Eval(root, ops::Cast(root, f, DataType::kInt32))),
+              ElementsAre(1, -1, std::numeric_limits<int32_t>::max(), 0));
+  EXPECT_THAT(Values<bool>(Eval(root, ops::Cast(root, f, DataType::kBool))), ElementsAre(true, true, true, true));
+  auto h = ops::Cast(root, ops::Const(root, F({0.5f, 65504.f}, TensorShape({2}))), DataType::kHalf);
+  Tensor back = Eval(root, ops::Cast(root, h, DataType::kDouble));
+  EXPECT_THAT(Values<double>(back), ElementsAre(0.5, 65504.0));
+}
+
+TEST(VariableTest, AssignAddSubKeepValueAcrossRuns) {
+  Scope root = Scope::NewRootScope();
+  auto v = ops::Variable(root.WithOpName("v"), TensorShape({2}), DataType::kFloat);
+  ops::Assign(root.WithOpName("init"), v, F({1, 2}, TensorShape({2})));
+  ops::AssignAdd(root.WithOpName("inc"), v, F({10, 10}, TensorShape({2})));
+  ops::AssignSub(root.WithOpName("dec"), v, F({1, 1}, TensorShape({2})));
+  auto s = testing::MakeSession(root);
+  std::vector<Tensor> out;
+  Status uninit = s->Run({}, {"v"}, {}, &out);
+  EXPECT_EQ(uninit.code(), Code::kFailedPrecondition);
+  EXPECT_THAT(uninit.message(), HasSubstr("Attempting to use uninitialized value v"));
+  ASSERT_TRUE(s->Run({}, {}, {"init"}, &out).ok());
+  ASSERT_TRUE(s->Run({}, {}, {"inc"}, &out).ok());
+  ASSERT_TRUE(s->Run({}, {}, {"inc"}, &out).ok());
+  ASSERT_TRUE(s->Run({}, {"dec"}, {}, &out).ok());
+  EXPECT_THAT(Values<float>(out[0]), ElementsAre(20, 21));
+  // A fetched value is a snapshot: later updates do not change it.
+  ASSERT_TRUE(s->Run({}, {}, {"inc"}, &out).ok());
+  Tensor snapshot = testing::Fetch(*s, "v");
+  ASSERT_TRUE(s->Run({}, {}, {"inc"}, &out).ok());
+  EXPECT_THAT(Values<float>(snapshot), ElementsAre(30, 31));
+  EXPECT_THAT(Values<float>(testing::Fetch(*s, "v")), ElementsAre(40, 41));
+}
+
+}  // namespace
+}  // namespace tessera

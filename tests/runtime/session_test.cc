@@ -1,0 +1,123 @@
+#include "runtime/session.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/timeline.h"
+#include "tests/test_ops.h"
+#include "tests/test_util.h"
+
+namespace tessera {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using testing::Values;
+
+TEST(SessionTest, FeedErrorsAreClearAndTheSessionKeepsWorking) {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DataType::kFloat, TensorShape({-1, 2}));
+  ops::Neg(root.WithOpName("y"), x);
+  ops::Const(root.WithOpName("k"), Tensor::Scalar(3.0f));
+  auto s = testing::MakeSession(root);
+  std::vector<Tensor> out;
+  Status missing = s->Run({}, {"y"}, {}, &out);
+  EXPECT_EQ(missing.code(), Code::kInvalidArgument);
+  EXPECT_THAT(missing.message(), HasSubstr("You must feed a value for placeholder tensor 'x' with dtype float32 and shape [?,2]"));
+  Status dtype = s->Run({{"x", Tensor(DataType::kInt32, TensorShape({1, 2}))}}, {"y"}, {}, &out);
+  EXPECT_THAT(dtype.message(), HasSubstr("Cannot feed a int32 tensor to 'x', which has dtype float32"));
+  Status shape = s->Run({{"x", Tensor(DataType::kFloat, TensorShape({3}))}}, {"y"}, {}, &out);
+  EXPECT_THAT(shape.message(), HasSubstr("Cannot feed value of shape [3] for tensor 'x', which has shape [?,2]"));
+  EXPECT_EQ(s->Run({{"nope", Tensor::Scalar(1.0f)}}, {"y"}, {}, &out).code(), Code::kNotFound);
+  EXPECT_EQ(s->Run({}, {"nope:0"}, {}, &out).code(), Code::kNotFound);
+  EXPECT_EQ(s->Run({}, {"k:5"}, {}, &out).code(), Code::kInvalidArgument);
+  EXPECT_EQ(s->Run({}, {"k:"}, {}, &out).code(), Code::kInvalidArgument);
+  EXPECT_EQ(s->Run({}, {}, {"ghost"}, &out).code(), Code::kNotFound);
+  EXPECT_EQ(testing::Fetch(*s, "k").data<float>()[0], 3.0f);
+  Tensor y = testing::Fetch(*s, "y", {{"x", Tensor::FromVector<float>({1, 2}, TensorShape({1, 2}))}});
+  EXPECT_THAT(Values<float>(y), ElementsAre(-1, -2));
+}
+
+TEST(SessionTest, PruningSkipsWhatTheFetchDoesNotNeed) {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DataType::kFloat);
+  ops::Neg(root.WithOpName("needs_x"), x);
+  ops::Const(root.WithOpName("k"), Tensor::Scalar(1.0f));
+  auto s = testing::MakeSession(root);
+  EXPECT_EQ(testing::Fetch(*s, "k").data<float>()[0], 1.0f);  // x is never run
+}
+
+TEST(SessionTest, FeedingAnyTensorReplacesItsProducer) {
+  Scope root = Scope::NewRootScope();
+  auto a = ops::Const(root.WithOpName("a"), Tensor::Scalar(1.0f));
+  auto b = ops::Mul(root.WithOpName("b"), a, 10.0f);
+  ops::Add(root.WithOpName("c"), b, 1.0f);
+  auto s = testing::MakeSession(root);
+  std::vector<Tensor> out;
+  ASSERT_TRUE(s->Run({{"b", Tensor::Scalar(5.0f)}}, {"c", "b"}, {}, &out).ok());
+  EXPECT_EQ(out[0].data<float>()[0], 6.0f);
+  EXPECT_EQ(out[1].data<float>()[0], 5.0f);
+}
+
+TEST(SessionTest, FedTensorsAreNeverWrittenInPlace) {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DataType::kFloat);
+  ops::Neg(root.WithOpName("y"), x);
+  auto s = testing::MakeSession(root);
+  Tensor in = Tensor::FromVector<float>({1, 2, 3});
+  Tensor y = testing::Fetch(*s, "y", {{"x", in}});
+  EXPECT_THAT(Values<float>(in), ElementsAre(1, 2, 3));
+  EXPECT_THAT(Values<float>(y), ElementsAre(-1, -2, -3));
+}
+
+TEST(SessionTest, ConfigFromJson) {
+  auto c = SessionConfig::FromJson(R"({"inter_op_parallelism_threads": 3, "device_count": {"CPU": 4},
+                                      "allow_soft_placement": true, "operation_timeout_in_ms": 5})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->inter_op_parallelism_threads, 3);
+  EXPECT_EQ(c->device_count.at("CPU"), 4);
+  EXPECT_TRUE(c->allow_soft_placement);
+  EXPECT_EQ(c->operation_timeout_in_ms, 5);
+  EXPECT_THAT(SessionConfig::FromJson(R"({"inter_op_threads": 3})").status().message(), HasSubstr("Unknown session config field"));
+  EXPECT_THAT(SessionConfig::FromJson(R"({"device_count": {"CPU": -1}})").status().message(), HasSubstr("device_count"));
+  EXPECT_FALSE(SessionConfig::FromJson("[").ok());
+  SessionConfig bad;
+  bad.device_count = {{"TPU", 1}};
+  GraphDef empty;
+  EXPECT_THAT(Session::Create(bad, empty).status().message(), HasSubstr("Unknown device type 'TPU'"));
+}
+
+TEST(SessionTest, DevicesHaveTheirOwnAllocatorAccounting) {
+  Scope root = Scope::NewRootScope();
+  auto big = ops::Fill(root.WithOpName("big").WithDevice("/cpu:2"), {256, 256}, 1.0f);
+  ops::Sum(root.WithOpName("s").WithDevice("/cpu:2"), big, {0, 1});
+  SessionConfig c;
+  c.device_count = {{"CPU", 3}};
+  auto s = testing::MakeSession(root, c);
+  EXPECT_EQ(testing::Fetch(*s, "s").data<float>()[0], 65536.0f);
+  auto stats = [&](int i) { return s->devices().devices()[i]->allocator()->stats(); };
+  EXPECT_GE(stats(2).peak_bytes_in_use, 256 * 256 * 4);
+  EXPECT_EQ(stats(1).num_allocs, 0);
+}
+
+TEST(SessionTest, TimelineIsChromeTraceJson) {
+  Scope root = Scope::NewRootScope();
+  ops::Neg(root.WithOpName("n"), 1.0f);
+  auto s = testing::MakeSession(root);
+  RunOptions o;
+  o.trace_level = RunOptions::TraceLevel::kFullTrace;
+  RunMetadata md;
+  std::vector<Tensor> out;
+  ASSERT_TRUE(s->Run(o, {}, {"n"}, {}, &out, &md).ok());
+  auto j = nlohmann::json::parse(ChromeTraceJson(md));
+  bool found = false;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "X" && e["name"] == "n") found = e["args"]["op"] == "Neg";
+  }
+  EXPECT_TRUE(found) << j.dump();
+}
+
+}  // namespace
+}  // namespace tessera

@@ -1,0 +1,31 @@
+// Ops that exist only in tests, to observe the executor: registered into the global
+// registries by RegisterTestOps() (idempotent, thread-safe).
+//
+//   TestRecord(tag, sleep_ms): appends tag to RecordedTags() after sleeping; stateful.
+//   TestMeet(group, expected):  waits (up to 2 s) until `expected` TestMeet kernels of the
+//                               group run at once; records the most that ever did.
+//   TestBlock():                async; completes only when its step is cancelled.
+//   TestFail(message):          fails with InvalidArgument(message).
+//   TestIntraThreads(n):        runs a ParallelFor of n heavy units and records the
+//                               distinct threads that ran them.
+#pragma once
+
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace tessera::testing {
+
+void RegisterTestOps();
+
+std::vector<std::string> RecordedTags();
+void ClearRecordedTags();
+
+int MaxMeetConcurrency();
+void ResetMeet();
+
+std::set<std::thread::id> IntraThreadsSeen();
+void ClearIntraThreadsSeen();
+
+}  // namespace tessera::testing

@@ -1,0 +1,43 @@
+// Helpers shared by the test suites: run a Scope-built graph in a session and fetch.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/ops.h"
+#include "runtime/session.h"
+
+namespace tessera::testing {
+
+inline std::unique_ptr<Session> MakeSession(const Scope& root, SessionConfig config = {}) {
+  GraphDef def;
+  Status s = root.ToGraphDef(&def);
+  EXPECT_TRUE(s.ok()) << s;
+  auto session = Session::Create(config, def);
+  EXPECT_TRUE(session.ok()) << session.status();
+  return session.ok() ? std::move(*session) : nullptr;
+}
+
+// Fetches one output; fails the test (and returns an empty tensor) on error.
+inline Tensor Fetch(Session& s, const std::string& name,
+                    const std::vector<std::pair<std::string, Tensor>>& feeds = {}) {
+  std::vector<Tensor> out;
+  Status st = s.Run(feeds, {name}, {}, &out);
+  EXPECT_TRUE(st.ok()) << st;
+  return st.ok() ? out[0] : Tensor();
+}
+
+inline Tensor Eval(const Scope& root, const Output& out) {
+  auto s = MakeSession(root);
+  return s == nullptr ? Tensor() : Fetch(*s, out.name());
+}
+
+template <typename T>
+std::vector<T> Values(const Tensor& t) {
+  return std::vector<T>(t.data<T>(), t.data<T>() + t.NumElements());
+}
+
+}  // namespace tessera::testing

@@ -1,0 +1,125 @@
+#include "tools/cli.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace tessera {
+namespace {
+
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("tessera_cli_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string Write(const std::string& name, const std::string& text) {
+    fs::path p = dir_ / name;
+    std::ofstream(p) << text;
+    return p.string();
+  }
+
+  int Run(std::vector<std::string> args) {
+    out_.str("");
+    err_.str("");
+    return RunCli(args, out_, err_);
+  }
+
+  fs::path dir_;
+  std::ostringstream out_, err_;
+};
+
+constexpr const char* kGraph = R"({"nodes": [
+  {"name": "x", "op": "Placeholder", "attrs": {"dtype": "float32", "shape": [null, 2]}},
+  {"name": "w", "op": "Const", "device": "/cpu:1",
+   "attrs": {"value": {"dtype": "float32", "shape": [2, 1], "data": [1, 2]}, "dtype": "float32"}},
+  {"name": "y", "op": "MatMul", "inputs": ["x", "w"]},
+  {"name": "two", "op": "Const", "attrs": {"value": {"dtype": "int32", "shape": [2], "data": [7, 8]}, "dtype": "int32"}}
+]})";
+
+TEST_F(CliTest, RunPrintsFetchesAsJsonAndThePlacementLog) {
+  std::string g = Write("g.json", kGraph);
+  std::string cfg = Write("c.json", R"({"device_count": {"CPU": 2}})");
+  std::string feed = Write("x.json", R"({"dtype": "float32", "shape": [1, 2], "data": [3, 4]})");
+  std::string trace = (dir_ / "trace.json").string();
+  int rc = Run({"run", g, "--fetch", "y,two", "--feed", "x=" + feed, "--config", cfg,
+                "--log-device-placement", "--trace", trace});
+  ASSERT_EQ(rc, 0) << err_.str();
+  auto j = nlohmann::json::parse(out_.str());
+  EXPECT_EQ(j["y"]["data"][0], 11.0);
+  EXPECT_EQ(j["y"]["shape"], nlohmann::json({1, 1}));
+  EXPECT_EQ(j["two"]["dtype"], "int32");
+  EXPECT_THAT(err_.str(), HasSubstr("Device mapping:\n"));
+  EXPECT_THAT(err_.str(), HasSubstr("w: (Const): /job:localhost/replica:0/task:0/device:CPU:1\n"));
+  std::ifstream t(trace);
+  auto tj = nlohmann::json::parse(t);
+  EXPECT_FALSE(tj["traceEvents"].empty());
+}
+
+TEST_F(CliTest, ErrorsPrintCodeAndMessageWithExitOne) {
+  std::string g = Write("g.json", kGraph);
+  EXPECT_EQ(Run({"run", g, "--fetch", "y"}), 1);
+  EXPECT_THAT(err_.str(), HasSubstr("InvalidArgument: Cannot assign a device for operation w"));
+  std::string cfg = Write("c.json", R"({"device_count": {"CPU": 2}})");
+  EXPECT_EQ(Run({"run", g, "--fetch", "y", "--config", cfg}), 1);
+  EXPECT_THAT(err_.str(), HasSubstr("InvalidArgument: You must feed a value for placeholder tensor 'x'"));
+  EXPECT_EQ(Run({"run", g, "--fetch", "y", "--config", cfg, "--feed",
+                 "x={\"dtype\": \"int32\", \"shape\": [1, 2], \"data\": [1, 2]}"}),
+            1);
+  EXPECT_THAT(err_.str(), HasSubstr("Cannot feed a int32 tensor"));
+  EXPECT_EQ(Run({"run", g, "--fetch", "nope", "--config", cfg}), 1);
+  EXPECT_THAT(err_.str(), HasSubstr("NotFound: "));
+  std::string bad = Write("bad.json", R"({"nodes": [{"name": "a", "op": "Nope"}]})");
+  EXPECT_EQ(Run({"run", bad, "--fetch", "a"}), 1);
+  EXPECT_THAT(err_.str(), HasSubstr("Op type not registered 'Nope'"));
+  EXPECT_EQ(Run({"run", (dir_ / "missing.json").string(), "--fetch", "a"}), 1);
+  std::string dev = Write("dev.json", R"({"nodes": [{"name": "a", "op": "NoOp", "device": "/gpu:x"}]})");
+  EXPECT_EQ(Run({"run", dev, "--target", "a"}), 1);
+  EXPECT_THAT(err_.str(), HasSubstr("Malformed device specification '/gpu:x'"));
+}
+
+TEST_F(CliTest, UsageErrorsExitTwo) {
+  EXPECT_EQ(Run({}), 2);
+  EXPECT_EQ(Run({"frob"}), 2);
+  EXPECT_EQ(Run({"run", "g.json"}), 2);
+  EXPECT_THAT(err_.str(), HasSubstr("usage:"));
+  EXPECT_EQ(Run({"run", "g.json", "--feed", "novalue", "--fetch", "y"}), 2);
+}
+
+TEST_F(CliTest, PlaceAndDot) {
+  std::string g = Write("g.json", kGraph);
+  std::string cfg = Write("c.json", R"({"device_count": {"CPU": 2}})");
+  ASSERT_EQ(Run({"place", g, "--config", cfg}), 0) << err_.str();
+  auto j = nlohmann::json::parse(out_.str());
+  ASSERT_EQ(j.size(), 4u);
+  EXPECT_EQ(j[1]["node"], "w");
+  EXPECT_EQ(j[1]["reason"], "requested");
+  ASSERT_EQ(Run({"dot", g, "--config", cfg}), 0) << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("digraph tessera"));
+  EXPECT_THAT(out_.str(), HasSubstr("label=\"/job:localhost/replica:0/task:0/device:CPU:1\""));
+  EXPECT_THAT(out_.str(), HasSubstr("\"w\" -> \"y\""));
+}
+
+TEST_F(CliTest, ExampleGraphRuns) {
+  ASSERT_EQ(Run({"run", std::string(TESSERA_SOURCE_DIR) + "/examples/linear.json", "--fetch", "loss",
+                 "--feed", R"(x={"dtype": "float32", "shape": [2, 3], "data": [1, 2, 3, 4, 5, 6]})",
+                 "--config", std::string(TESSERA_SOURCE_DIR) + "/examples/four_cpus.json"}),
+            0)
+      << err_.str();
+  auto j = nlohmann::json::parse(out_.str());
+  EXPECT_EQ(j["loss"]["shape"], nlohmann::json::array());
+}
+
+}  // namespace
+}  // namespace tessera
