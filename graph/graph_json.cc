@@ -322,7 +322,7 @@ StatusOr<GraphDef> GraphDefFromJson(std::string_view text, const OpRegistry* ops
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for huge numbers
     return errors::InvalidArgument("Malformed JSON graph: ", e.what());
   }
   if (!j.is_object() || !j.contains("nodes") || !j["nodes"].is_array()) {

@@ -15,6 +15,19 @@ bool IsGenerator(const Node& n) {
 
 bool IsMetadata(const Node& n) { return n.op() == "Shape"; }
 
+// TensorFlow places an Identity that has no request, one input and one consumer with its
+// input when the input and the consumer request the same device. Placement here happens
+// once for the whole graph, before fetches exist as edges, so an Identity with no consumer
+// (only ever fetched) counts as having one consumer with no request, as TF's _Retval.
+bool IsPassThroughIdentity(const Node& n) {
+  if (n.op() != "Identity" || !n.requested_device().empty()) return false;
+  if (n.num_inputs() != 1 || !n.control_inputs().empty() || n.out_edges().size() > 1) return false;
+  const std::string& input_request = n.input_edge(0)->src->requested_device();
+  const std::string consumer_request =
+      n.out_edges().empty() ? std::string() : n.out_edges().front()->dst->requested_device();
+  return input_request == consumer_request;
+}
+
 std::string TypesString(const std::vector<std::string>& types) {
   std::string s;
   for (const std::string& t : types) s += (s.empty() ? "" : ", ") + t;
@@ -161,14 +174,14 @@ StatusOr<std::vector<PlacementRecord>> Placer::Run() {
       continue;
     }
     ASSIGN_OR_RETURN(Choice c, choose(*node));
-    if (IsMetadata(*node)) {
+    if (IsMetadata(*node) || IsPassThroughIdentity(*node)) {
       const Node* input = node->input_edge(0)->src;
       auto same = std::find_if(c.devices.begin(), c.devices.end(), [&](const DeviceDescription* d) {
         return d->name == input->assigned_device();
       });
       if (same != c.devices.end()) {
         record(*node, (*same)->name, PlacementReason::kWithInput,
-               StrCat("metadata op placed with its input '", input->name(), "'"));
+               StrCat("placed with its input '", input->name(), "'"));
         continue;
       }
     }

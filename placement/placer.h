@@ -7,7 +7,7 @@
 //      type that has kernels for the whole group.
 //   TensorFlow's two heuristics apply: a generator (no inputs, one non-reference output)
 //   with no request goes with its consumers when they share one device, and a metadata op
-//   (Shape) goes with its input.
+//   (Shape) or a pass-through Identity goes with its input.
 //
 // A request no device can satisfy is InvalidArgument ("Cannot assign a device for operation
 // ..."), unless allow_soft_placement, which falls back to a supported device and says why.
@@ -34,7 +34,7 @@ enum class PlacementReason {
   kFunction,       // matched the device a device function requested
   kColocated,      // shares the device of its colocation group
   kWithConsumers,  // a generator placed with its consumers
-  kWithInput,      // a metadata op placed with its input
+  kWithInput,      // a metadata op or pass-through Identity placed with its input
   kDefault,        // no request: the first supported device
   kSoftFallback,   // its request could not be met; allow_soft_placement moved it
 };

@@ -11,7 +11,9 @@ StatusOr<SessionConfig> SessionConfig::FromJson(std::string_view text) {
     return errors::InvalidArgument("Session config must be a JSON object");
   }
   SessionConfig c;
-  for (const auto& [key, v] : j.items()) {
+  for (auto item = j.begin(); item != j.end(); ++item) {
+    const std::string& key = item.key();
+    const json& v = item.value();
     auto need = [&](bool ok, std::string_view type) -> Status {
       if (ok) return Status::OK();
       return errors::InvalidArgument("Session config field '", key, "' must be ", type);

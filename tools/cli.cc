@@ -20,7 +20,8 @@ constexpr const char* kUsage =
     "              [--config CONFIG.json] [--log-device-placement] [--allow-soft-placement]\n"
     "              [--trace OUT.json]\n"
     "  tessera place GRAPH.json [--config CONFIG.json] [--allow-soft-placement]\n"
-    "  tessera dot GRAPH.json [--config CONFIG.json] [--allow-soft-placement]\n";
+    "  tessera dot GRAPH.json [--config CONFIG.json] [--allow-soft-placement]\n"
+    "  tessera export GRAPH.json\n";
 
 struct Options {
   std::string command;
@@ -70,7 +71,7 @@ StatusOr<Options> ParseArgs(const std::vector<std::string>& args) {
   Options o;
   if (args.empty()) return errors::InvalidArgument("missing command");
   o.command = args[0];
-  if (o.command != "run" && o.command != "place" && o.command != "dot") {
+  if (o.command != "run" && o.command != "place" && o.command != "dot" && o.command != "export") {
     return errors::InvalidArgument("unknown command '", o.command, "'");
   }
   for (size_t i = 1; i < args.size(); ++i) {
@@ -127,6 +128,13 @@ StatusOr<std::unique_ptr<Session>> MakeSession(const Options& o) {
 }
 
 Status Execute(const Options& o, std::ostream& out) {
+  if (o.command == "export") {
+    ASSIGN_OR_RETURN(std::string text, ReadFile(o.graph_path));
+    ASSIGN_OR_RETURN(GraphDef def, GraphDefFromJson(text));
+    ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::FromGraphDef(def));
+    out << GraphDefToJson(graph->ToGraphDef()) << "\n";
+    return Status::OK();
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<Session> session, MakeSession(o));
   if (o.command == "dot") {
     out << GraphToDot(session->graph());

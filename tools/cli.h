@@ -5,6 +5,7 @@
 //               [--trace OUT.json]
 //   tessera place GRAPH.json [--config CONFIG.json] [--allow-soft-placement]
 //   tessera dot GRAPH.json [--config CONFIG.json] [--allow-soft-placement]
+//   tessera export GRAPH.json      (the validated graph, every attr filled in)
 //
 // `run` prints the fetched tensors as one JSON object on stdout, the placement log on
 // stderr, and on error "<Code>: <message>" on stderr with exit status 1 (2 for bad usage).

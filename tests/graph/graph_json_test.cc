@@ -86,6 +86,7 @@ TEST(GraphJsonTest, BadInputIsAClearError) {
   };
   const Case cases[] = {
       {R"({"nodes": [)", "Malformed JSON"},
+      {"2777e777", "Malformed JSON"},  // found by the fuzzer: a number that overflows a double
       {R"([])", "object with a list 'nodes'"},
       {R"({"nodes": [{"op": "NoOp"}]})", "needs a string 'name'"},
       {R"({"nodes": [{"name": "a", "op": "Frobnicate"}]})", "Op type not registered 'Frobnicate'"},

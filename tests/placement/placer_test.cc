@@ -193,6 +193,23 @@ TEST_F(PlacerTest, GeneratorsFollowConsumersAndMetadataFollowsInput) {
   EXPECT_EQ(DeviceOf("shared"), kGpu0);  // consumers disagree: the default
 }
 
+TEST_F(PlacerTest, PassThroughIdentityFollowsItsInput) {
+  Scope root = Scope::NewRootScope();
+  // `a` requests nothing but lands on CPU:1 through colocation, like TF's case of an input
+  // and a fetch that both request nothing.
+  auto k = ops::Const(root.WithOpName("k").WithDevice("/cpu:1"), Tensor::Scalar(1.0f));
+  auto a = ops::Neg(root.ColocateWith(k).WithOpName("a"), k);
+  ops::Identity(root.WithOpName("fetched_only"), a);
+  auto both = ops::Identity(root.WithOpName("two_consumers"), a);
+  ops::Neg(root.WithOpName("c1"), both);
+  ops::Neg(root.WithOpName("c2"), both);
+  auto records = Place(root);
+  ASSERT_TRUE(records.ok()) << records.status();
+  EXPECT_EQ(DeviceOf("fetched_only"), kCpu1);
+  EXPECT_EQ((*records)[graph_->FindNode("fetched_only")->id()].reason, PlacementReason::kWithInput);
+  EXPECT_EQ(DeviceOf("two_consumers"), kGpu0);  // not a pass-through: the default
+}
+
 TEST_F(PlacerTest, DeviceFunctionReasonAndLogFormat) {
   struct Capture : LogSink {
     void Write(LogSeverity, std::string_view m) override { text += std::string(m) + "\n"; }

@@ -111,6 +111,15 @@ TEST_F(CliTest, PlaceAndDot) {
   EXPECT_THAT(out_.str(), HasSubstr("\"w\" -> \"y\""));
 }
 
+TEST_F(CliTest, ExportFillsInEveryAttr) {
+  std::string g = Write("g.json", kGraph);
+  ASSERT_EQ(Run({"export", g}), 0) << err_.str();
+  auto j = nlohmann::json::parse(out_.str());
+  EXPECT_EQ(j["nodes"][2]["name"], "y");
+  EXPECT_EQ(j["nodes"][2]["attrs"]["T"], "float32");
+  EXPECT_EQ(j["nodes"][2]["attrs"]["transpose_a"], false);
+}
+
 TEST_F(CliTest, ExampleGraphRuns) {
   ASSERT_EQ(Run({"run", std::string(TESSERA_SOURCE_DIR) + "/examples/linear.json", "--fetch", "loss",
                  "--feed", R"(x={"dtype": "float32", "shape": [2, 3], "data": [1, 2, 3, 4, 5, 6]})",
