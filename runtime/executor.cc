@@ -269,7 +269,10 @@ class ExecutorState {
   }
 
   void CountCompleted(int n) {
-    if (completed_.fetch_add(n, std::memory_order_acq_rel) + n == num_nodes_) Finish();
+    // Read before the increment: once another worker's increment completes the step, it
+    // frees this object.
+    const int total = num_nodes_;
+    if (completed_.fetch_add(n, std::memory_order_acq_rel) + n == total) Finish();
   }
 
   void RecordStats(const NodeItem& item, int64_t start) {

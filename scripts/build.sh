@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Configures and builds one flavour of Tessera. Usage: scripts/build.sh [release|asan]
+# Configures and builds one flavour of Tessera, or only the named targets of it.
+# Usage: scripts/build.sh [release|asan|tsan] [TARGET...]
 #   release: build/       g++, Release, tests + benchmarks + examples
 #   asan:    build-asan/  clang, -fsanitize=address,undefined, tests + the libFuzzer target
+#   tsan:    build-tsan/  clang, -fsanitize=thread, tests
 set -euo pipefail
 cd "$(dirname "$0")/.."
 flavour=${1:-release}
+shift || true
 case "$flavour" in
   release)
     dir=build
@@ -13,7 +16,13 @@ case "$flavour" in
     dir=build-asan
     flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++
            -DTESSERA_SANITIZE=ON -DTESSERA_BUILD_FUZZ=ON -DTESSERA_BUILD_BENCH=OFF) ;;
-  *) echo "usage: $0 [release|asan]" >&2; exit 2 ;;
+  tsan)
+    dir=build-tsan
+    flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++
+           -DTESSERA_SANITIZE_THREAD=ON -DTESSERA_BUILD_BENCH=OFF) ;;
+  *) echo "usage: $0 [release|asan|tsan]" >&2; exit 2 ;;
 esac
 cmake -S . -B "$dir" -G Ninja "${flags[@]}" >/dev/null
-cmake --build "$dir" -j "$(nproc)"
+targets=()
+for t in "$@"; do targets+=(--target "$t"); done
+cmake --build "$dir" -j "$(nproc)" "${targets[@]}"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs every test: the Release suite, then the same suite under
-# AddressSanitizer + UndefinedBehaviorSanitizer, then a short libFuzzer run on the JSON
-# graph loader. TESSERA_QUICK=1 runs the Release suite only.
+# AddressSanitizer + UndefinedBehaviorSanitizer, a short libFuzzer run on the JSON graph
+# loader, and the concurrent suites (executor, session, scenarios) under ThreadSanitizer.
+# TESSERA_QUICK=1 runs the Release suite only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -17,6 +18,10 @@ if [ "${TESSERA_QUICK:-0}" != 1 ]; then
   mkdir -p build-asan/fuzz-corpus
   cp tests/fuzz/corpus/* build-asan/fuzz-corpus/
   build-asan/tests/fuzz/graph_json_fuzzer -max_total_time="${TESSERA_FUZZ_SECONDS:-30}" \
-    -max_len=4096 -print_final_stats=1 build-asan/fuzz-corpus 2>&1 | tail -n 3
+    -max_len=4096 build-asan/fuzz-corpus 2>&1 | tail -n 1
+
+  scripts/build.sh tsan executor_test session_test subgraph_test scenarios_test
+  TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure -j "$(nproc)" \
+    --timeout 600 -R 'Executor|Session|Scenario|Subgraph'
 fi
 echo "test.sh: done in $(( $(date +%s) - start )) s"
