@@ -2,7 +2,8 @@
 """TensorFlow's executor overhead per node, on the same three graphs of 100,000 NoOps joined
 by control edges that bench/executor_bench.cc runs (bench/graphs.h builds the same shapes
 with the same generator rules), in tf.compat.v1 graph mode with one Session.run per graph
-run so Python is not in the per-node path. Prints one JSON line per (shape, threads)."""
+run so Python is not in the per-node path, and graph optimizations off so every NoOp runs.
+Prints one JSON line per (shape, threads)."""
 import argparse, json, os, random, sys, time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -91,6 +92,10 @@ def main():
                 with tf1.control_dependencies([g.get_operation_by_name(s) for s in sinks]):
                     target = tf1.no_op(name="all_sinks")
             config = tf1.ConfigProto(inter_op_parallelism_threads=threads, intra_op_parallelism_threads=1)
+            # Grappler's dependency optimizer deletes NoOps joined by control edges, which
+            # would leave TensorFlow nothing to execute: keep the graph as written.
+            config.graph_options.rewrite_options.disable_meta_optimizer = True
+            config.graph_options.optimizer_options.opt_level = tf1.OptimizerOptions.L0
             with tf1.Session(graph=g, config=config) as sess:
                 sess.run(target)  # builds and caches the executor
                 times = []
