@@ -8,15 +8,6 @@
 namespace tessera {
 namespace {
 
-// Reads a small integer tensor (axes, dims, shapes) produced by a Const.
-std::vector<int64_t> IntValues(const Tensor& t) {
-  std::vector<int64_t> v(static_cast<size_t>(t.NumElements()));
-  for (int64_t i = 0; i < t.NumElements(); ++i) {
-    v[i] = t.dtype() == DataType::kInt64 ? t.data<int64_t>()[i] : t.data<int32_t>()[i];
-  }
-  return v;
-}
-
 Status ConstShape(InferenceContext& c) {
   Tensor value;
   DataType dtype = DataType::kInvalid;
@@ -100,7 +91,7 @@ Status ReshapeShape(InferenceContext& c) {
     }
     return Status::OK();
   }
-  std::vector<int64_t> dims = IntValues(*shape);
+  std::vector<int64_t> dims = IntTensorValues(*shape);
   int unknown = -1;
   int64_t known = 1;
   for (size_t i = 0; i < dims.size(); ++i) {
@@ -138,7 +129,7 @@ Status ReductionShape(InferenceContext& c) {
   const Tensor* axes = c.input_tensor(1);
   if (in.unknown_rank() || axes == nullptr) return Status::OK();
   std::vector<bool> reduce(in.rank(), false);
-  for (int64_t a : IntValues(*axes)) {
+  for (int64_t a : IntTensorValues(*axes)) {
     if (a < -in.rank() || a >= in.rank()) {
       return errors::InvalidArgument("Invalid reduction dimension ", a, " for input with ",
                                      in.rank(), " dimensions");
@@ -196,7 +187,7 @@ Status FillShape(InferenceContext& c) {
   }
   const Tensor* dims = c.input_tensor(0);
   if (dims != nullptr) {
-    std::vector<int64_t> d = IntValues(*dims);
+    std::vector<int64_t> d = IntTensorValues(*dims);
     for (int64_t x : d) {
       if (x < 0) return errors::InvalidArgument("Fill dimensions must be >= 0, got ", x);
     }

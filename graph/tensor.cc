@@ -126,6 +126,14 @@ std::string Tensor::DebugString(int max_entries) const {
   return os.str();
 }
 
+std::vector<int64_t> IntTensorValues(const Tensor& t) {
+  std::vector<int64_t> v(static_cast<size_t>(t.NumElements()));
+  for (int64_t i = 0; i < t.NumElements(); ++i) {
+    v[i] = t.dtype() == DataType::kInt64 ? t.data<int64_t>()[i] : t.data<int32_t>()[i];
+  }
+  return v;
+}
+
 bool Tensor::Equals(const Tensor& other) const {
   if (dtype_ != other.dtype_ || !(shape_ == other.shape_)) return false;
   return VisitDataType(dtype_, [&](auto zero) {

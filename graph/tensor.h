@@ -120,4 +120,8 @@ class Tensor {
   void* data_ = nullptr;
 };
 
+// The values of an int32 or int64 tensor (axes, dims, shapes) widened to int64.
+// Precondition: t.dtype() is kInt32 or kInt64.
+std::vector<int64_t> IntTensorValues(const Tensor& t);
+
 }  // namespace tessera

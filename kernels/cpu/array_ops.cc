@@ -85,14 +85,6 @@ class RetvalOp : public OpKernel {
   int index_ = 0;
 };
 
-std::vector<int64_t> IntValues(const Tensor& t) {
-  std::vector<int64_t> v(static_cast<size_t>(t.NumElements()));
-  for (int64_t i = 0; i < t.NumElements(); ++i) {
-    v[i] = t.dtype() == DataType::kInt64 ? t.data<int64_t>()[i] : t.data<int32_t>()[i];
-  }
-  return v;
-}
-
 class ReshapeOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
@@ -102,7 +94,7 @@ class ReshapeOp : public OpKernel {
     OP_REQUIRES(ctx, shape.rank() == 1,
                 errors::InvalidArgument("shape must be a vector, got shape ",
                                         shape.shape().DebugString()));
-    std::vector<int64_t> dims = IntValues(shape);
+    std::vector<int64_t> dims = IntTensorValues(shape);
     int64_t known = 1;
     int unknown = -1;
     for (size_t i = 0; i < dims.size(); ++i) {
@@ -154,7 +146,7 @@ class FillOp : public OpKernel {
     OP_REQUIRES(ctx, value.rank() == 0,
                 errors::InvalidArgument("value must be a scalar, got shape ",
                                         value.shape().DebugString()));
-    std::vector<int64_t> d = IntValues(dims);
+    std::vector<int64_t> d = IntTensorValues(dims);
     for (int64_t x : d) {
       OP_REQUIRES(ctx, x >= 0, errors::InvalidArgument("dims must be >= 0, got ", x));
     }

@@ -264,26 +264,6 @@ class AddNOp : public OpKernel {
   }
 };
 
-// Equal on strings and bools compares without arithmetic.
-template <typename T>
-class EqualOp : public OpKernel {
- public:
-  using OpKernel::OpKernel;
-  void Compute(OpKernelContext* ctx) override {
-    const Tensor& a = ctx->input(0);
-    const Tensor& b = ctx->input(1);
-    StatusOr<TensorShape> shape = InferenceContext::BroadcastShapes(a.shape(), b.shape());
-    OP_REQUIRES_OK(ctx, shape.status());
-    Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
-    if (out->NumElements() == 0) return;
-    BroadcastPlan plan = MakePlan(a.shape(), b.shape(), *shape);
-    int64_t n = plan.dims[plan.rank - 1];
-    RunPlan<T, bool>(plan, a.data<T>(), b.data<T>(), out->data<bool>(), 0, out->NumElements() / n,
-                     EqualF());
-  }
-};
-
 }  // namespace
 
 void RegisterCwiseKernels(KernelRegistry& r) {
@@ -293,12 +273,9 @@ void RegisterCwiseKernels(KernelRegistry& r) {
   RegisterBinary<DivF, float, double, int32_t, int64_t>(r, "Div");
   RegisterBinary<MaxF, float, double, int32_t, int64_t>(r, "Maximum");
   RegisterBinary<MinF, float, double, int32_t, int64_t>(r, "Minimum");
-  RegisterBinary<EqualF, float, double, int32_t, int64_t>(r, "Equal");
+  RegisterBinary<EqualF, float, double, int32_t, int64_t, bool, std::string>(r, "Equal");
   RegisterBinary<GreaterF, float, double, int32_t, int64_t>(r, "Greater");
   RegisterBinary<LessF, float, double, int32_t, int64_t>(r, "Less");
-  r.Register<EqualOp<bool>>(KernelDefBuilder("Equal").Device(kDeviceCpu).TypeConstraint<bool>("T"));
-  r.Register<EqualOp<std::string>>(
-      KernelDefBuilder("Equal").Device(kDeviceCpu).TypeConstraint<std::string>("T"));
 
   ForEachType<float, double, int32_t, int64_t>([&](auto zero) {
     using T = decltype(zero);

@@ -58,14 +58,6 @@ void ReduceMiddle(ThreadPool* pool, const T* in, T* out, int64_t outer, int64_t 
   });
 }
 
-std::vector<int64_t> IntValues(const Tensor& t) {
-  std::vector<int64_t> v(static_cast<size_t>(t.NumElements()));
-  for (int64_t i = 0; i < t.NumElements(); ++i) {
-    v[i] = t.dtype() == DataType::kInt64 ? t.data<int64_t>()[i] : t.data<int32_t>()[i];
-  }
-  return v;
-}
-
 enum class Kind { kSum, kMean, kMax };
 
 template <typename T, Kind kKind>
@@ -84,7 +76,7 @@ class ReductionOp : public OpKernel {
                                         axes_t.shape().DebugString()));
     const int rank = in.rank();
     std::vector<bool> reduce(rank, false);
-    for (int64_t a : IntValues(axes_t)) {
+    for (int64_t a : IntTensorValues(axes_t)) {
       OP_REQUIRES(ctx, a >= -rank && a < rank,
                   errors::InvalidArgument("Invalid reduction dimension ", a, " for input with ",
                                           rank, " dimensions."));
