@@ -10,11 +10,14 @@ names = {0: "chain", 1: "fanout", 2: "dag"}
 
 
 def find(rows, prefix):
-    return next((r for r in rows if r["name"].startswith(prefix)), None)
+    """The median aggregate of the benchmark whose name starts with prefix."""
+    return next((r for r in rows if r["name"].startswith(prefix) and r.get("aggregate_name") == "median"), None)
 
 
-print("Executor overhead, 100,000 NoOps with control edges (ns/node, lower is better)")
-print(f"{'shape':8} {'threads':>7} {'Tessera':>9} {'oneTBB':>9} {'TF 1.x':>9} {'TBB/Tess':>9} {'TF/Tess':>8}")
+tf_version = tf[0]["tf"] if tf else "-"
+print("Executor overhead, 100,000 NoOps with control edges (ns/node, median of 5, lower is better)")
+print(f"TF: TensorFlow {tf_version}, tf.compat.v1 Session, graph optimizations off")
+print(f"{'shape':8} {'threads':>7} {'Tessera':>9} {'oneTBB':>9} {'TF':>9} {'TBB/Tess':>9} {'TF/Tess':>8}")
 for kind in range(3):
     for threads in (1, 2):
         key = f"shape:{kind}/threads:{threads}/"

@@ -8,13 +8,15 @@ scripts/setup.sh
 scripts/build.sh release >/dev/null
 out=build/bench-results
 mkdir -p "$out"
-build/bench/executor_bench --benchmark_format=json --benchmark_out="$out/executor.json" \
+# Medians of five repetitions: single runs on a shared 2-core VM vary by tens of percent.
+reps=(--benchmark_repetitions=5 --benchmark_report_aggregates_only=true)
+build/bench/executor_bench "${reps[@]}" --benchmark_format=json --benchmark_out="$out/executor.json" \
   --benchmark_out_format=json >/dev/null
-build/bench/session_bench --benchmark_format=json --benchmark_out="$out/session.json" \
+build/bench/session_bench "${reps[@]}" --benchmark_format=json --benchmark_out="$out/session.json" \
   --benchmark_out_format=json >/dev/null
 : > "$out/tensorflow.jsonl"
 if [ "${TESSERA_BENCH_TF:-1}" = 1 ]; then
   py=$(scripts/peers.sh)
-  "$py" bench/tf_executor_overhead.py > "$out/tensorflow.jsonl"
+  "$py" bench/tf_executor_overhead.py > "$out/tensorflow.jsonl" 2> "$out/tensorflow.log"
 fi
 python3 bench/report.py "$out"
