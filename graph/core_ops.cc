@@ -28,25 +28,8 @@ Status ShapeFromAttr(InferenceContext& c) {
   return Status::OK();
 }
 
-Status AssignShape(InferenceContext& c) {
-  bool validate = true;
-  RETURN_IF_ERROR(c.GetAttr("validate_shape", &validate));
-  if (!validate) {
-    c.set_output(0, c.input(1));
-    return Status::OK();
-  }
-  ASSIGN_OR_RETURN(TensorShape s, InferenceContext::Merge(c.input(0), c.input(1)));
-  c.set_output(0, s);
-  return Status::OK();
-}
-
-Status AssignUpdateShape(InferenceContext& c) {
-  ASSIGN_OR_RETURN(TensorShape s, InferenceContext::Merge(c.input(0), c.input(1)));
-  c.set_output(0, s);
-  return Status::OK();
-}
-
-Status AddNShape(InferenceContext& c) {
+// Every input must have compatible shapes; the output has the most specific of them.
+Status MergedInputsShape(InferenceContext& c) {
   TensorShape s = c.input(0);
   for (int i = 1; i < c.num_inputs(); ++i) {
     ASSIGN_OR_RETURN(s, InferenceContext::Merge(s, c.input(i)));
@@ -54,6 +37,17 @@ Status AddNShape(InferenceContext& c) {
   c.set_output(0, s);
   return Status::OK();
 }
+
+Status AssignShape(InferenceContext& c) {
+  bool validate = true;
+  RETURN_IF_ERROR(c.GetAttr("validate_shape", &validate));
+  if (!validate) {
+    c.set_output(0, c.input(1));
+    return Status::OK();
+  }
+  return MergedInputsShape(c);
+}
+
 
 Status MatMulShape(InferenceContext& c) {
   bool ta = false, tb = false;
@@ -234,7 +228,7 @@ void RegisterCoreOps(OpRegistry& r) {
   for (const char* op : {"AssignAdd", "AssignSub"}) {
     Register(r, OpDefBuilder(op).Input("ref: Ref(T)").Input("value: T")
                     .Output("output_ref: Ref(T)").Attr(kNumeric).Attr("use_locking: bool = false")
-                    .SetShapeFn(AssignUpdateShape));
+                    .SetShapeFn(MergedInputsShape));
   }
   for (const char* op : {"Add", "Sub", "Mul", "Div", "Maximum", "Minimum"}) {
     Register(r, OpDefBuilder(op).Input("x: T").Input("y: T").Output("z: T").Attr(kNumeric)
@@ -248,7 +242,7 @@ void RegisterCoreOps(OpRegistry& r) {
                     .SetShapeFn(BroadcastBinaryShape));
   }
   Register(r, OpDefBuilder("AddN").Input("inputs: N * T").Output("sum: T").Attr("N: int >= 1")
-                  .Attr(kNumeric).SetShapeFn(AddNShape));
+                  .Attr(kNumeric).SetShapeFn(MergedInputsShape));
   for (const char* op : {"Neg", "Square"}) {
     Register(r, OpDefBuilder(op).Input("x: T").Output("y: T").Attr(kNumeric)
                     .SetShapeFn(UnchangedShape));

@@ -31,11 +31,10 @@ TensorBuffer::~TensorBuffer() {
 
 Tensor::Tensor(DataType dtype, const TensorShape& shape) : Tensor(CpuAllocator(), dtype, shape) {}
 
-Tensor::Tensor(std::shared_ptr<Allocator> allocator, DataType dtype, const TensorShape& shape)
-    : dtype_(dtype), shape_(shape), num_elements_(shape.num_elements()) {
-  buffer_ = std::make_shared<TensorBuffer>(std::move(allocator), dtype, num_elements_);
-  data_ = buffer_->data();
-  if (data_ == nullptr) throw std::bad_alloc();
+Tensor::Tensor(std::shared_ptr<Allocator> allocator, DataType dtype, const TensorShape& shape) {
+  StatusOr<Tensor> t = Allocate(std::move(allocator), dtype, shape);
+  if (!t.ok()) throw std::bad_alloc();  // like std::vector; Allocate reports it as a Status
+  *this = std::move(*t);
 }
 
 StatusOr<Tensor> Tensor::Allocate(std::shared_ptr<Allocator> allocator, DataType dtype,

@@ -103,18 +103,8 @@ Status ColocationGraph::Unite(const Node& a, const Node& b) {
   if (types.empty()) {
     return fail(errors::InvalidArgument(
         "no device type has kernels for both: ", a.op(), " supports [",
-        [&] {
-          std::string s;
-          for (const auto& t : ga.supported_types) s += (s.empty() ? "" : ", ") + t;
-          return s;
-        }(),
-        "], ", b.op(), " supports [",
-        [&] {
-          std::string s;
-          for (const auto& t : gb.supported_types) s += (s.empty() ? "" : ", ") + t;
-          return s;
-        }(),
-        "]"));
+        JoinDeviceTypes(ga.supported_types), "], ", b.op(), " supports [",
+        JoinDeviceTypes(gb.supported_types), "]"));
   }
   if (rank_[ra] < rank_[rb]) std::swap(ra, rb);
   Group& root = groups_[ra];

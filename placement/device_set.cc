@@ -42,4 +42,10 @@ std::string DeviceSet::NamesString() const {
   return s;
 }
 
+std::string JoinDeviceTypes(const std::vector<std::string>& types) {
+  std::string s;
+  for (const std::string& t : types) s += (s.empty() ? "" : ", ") + t;
+  return s;
+}
+
 }  // namespace tessera

@@ -34,4 +34,7 @@ class DeviceSet {
   std::vector<DeviceDescription> devices_;
 };
 
+// "CPU, GPU": device types joined for messages.
+std::string JoinDeviceTypes(const std::vector<std::string>& types);
+
 }  // namespace tessera

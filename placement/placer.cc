@@ -28,12 +28,6 @@ bool IsPassThroughIdentity(const Node& n) {
   return input_request == consumer_request;
 }
 
-std::string TypesString(const std::vector<std::string>& types) {
-  std::string s;
-  for (const std::string& t : types) s += (s.empty() ? "" : ", ") + t;
-  return s;
-}
-
 // The devices matching `spec` whose type is in `types`, in priority order.
 std::vector<const DeviceDescription*> Candidates(const DeviceSet& devices, const DeviceName& spec,
                                                  const std::vector<std::string>& types) {
@@ -102,7 +96,7 @@ StatusOr<std::vector<PlacementRecord>> Placer::Run() {
     if (g.supported_types.empty()) {
       return errors::InvalidArgument(
           "Cannot assign a device for operation ", node.name(), ": no device type in this process (",
-          TypesString(devices_.Types()), ") has a kernel for ", node.op(),
+          JoinDeviceTypes(devices_.Types()), ") has a kernel for ", node.op(),
           ". Registered kernels: ", kernels_->Describe(node.op()));
     }
     Choice c;

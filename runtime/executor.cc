@@ -129,10 +129,10 @@ class ExecutorState {
         StartAsync(id, item, inputs);
         continue;  // its done callback completes it
       }
-      if (!item.is_noop && !aborted_.load(std::memory_order_relaxed)) {
+      if (item.is_noop) {
+        if (args_.stats != nullptr) RecordStats(item, NowMicros());
+      } else if (!aborted_.load(std::memory_order_relaxed)) {
         RunSync(item, inputs, outputs.data());
-      } else if (item.is_noop && args_.stats != nullptr) {
-        RecordStats(item, NowMicros());
       }
       PropagateOutputs(item, outputs.data(), &stack);
       ClearInputs(item, inputs);
