@@ -197,6 +197,12 @@ Status ShapeShape(InferenceContext& c) {
   return Status::OK();
 }
 
+// Output i has the shape of input i.
+Status PairwiseUnchangedShapes(InferenceContext& c) {
+  for (int i = 0; i < c.num_outputs(); ++i) c.set_output(i, c.input(i));
+  return Status::OK();
+}
+
 void Register(OpRegistry& r, const OpDefBuilder& b) {
   Status s = r.Register(b);
   if (!s.ok()) {
@@ -282,6 +288,28 @@ void RegisterCoreOps(OpRegistry& r) {
   Register(r, OpDefBuilder("_Arg").Output("output: T").Attr("T: type").Attr("index: int >= 0")
                   .Attr("shape: shape = unknown").SetShapeFn(ShapeFromAttr));
   Register(r, OpDefBuilder("_Retval").Input("input: T").Attr("T: type").Attr("index: int >= 0"));
+
+  // Runtime-internal: partitioning turns every cross-device edge into a _Send on the
+  // producer's device and a _Recv on the consumer's, meeting in the step's rendezvous.
+  Register(r, OpDefBuilder("_Send").Input("tensor: T").Attr("T: type").Attr("tensor_name: string")
+                  .Attr("send_device: string").Attr("send_device_incarnation: int")
+                  .Attr("recv_device: string").Attr("client_terminated: bool = false")
+                  .SetIsStateful());
+  Register(r, OpDefBuilder("_Recv").Output("tensor: tensor_type").Attr("tensor_type: type")
+                  .Attr("tensor_name: string").Attr("send_device: string")
+                  .Attr("send_device_incarnation: int").Attr("recv_device: string")
+                  .Attr("client_terminated: bool = false").Attr("shape: shape = unknown")
+                  .SetIsStateful().SetShapeFn(ShapeFromAttr));
+
+  // One member per device of a group: the members of (group_key, instance_key) reduce
+  // their inputs elementwise and each gets the result. Several inputs are fused into one
+  // ring pass. The session assigns each member its place in the ring.
+  Register(r, OpDefBuilder("AllReduce").Input("input: N * T").Output("output: N * T")
+                  .Attr("T: {float32, float64, int32}").Attr("N: int >= 1")
+                  .Attr("reduction: string = \"sum\"").Attr("group_key: int")
+                  .Attr("group_size: int >= 1").Attr("instance_key: int")
+                  .Attr("wire_float16: bool = false").SetIsStateful()
+                  .SetShapeFn(PairwiseUnchangedShapes));
 }
 
 }  // namespace tessera

@@ -26,6 +26,7 @@
 
 #include "graph/graph.h"
 #include "kernels/device_base.h"
+#include "kernels/rendezvous.h"
 #include "kernels/resource_mgr.h"
 
 namespace tessera {
@@ -146,6 +147,7 @@ class OpKernelContext {
     ResourceMgr* resource_mgr = nullptr;
     CallFrame* call_frame = nullptr;
     CancellationManager* cancellation = nullptr;
+    Rendezvous* rendezvous = nullptr;  // where this step's tensors cross devices
     int64_t step_id = 0;
     TensorValue* inputs = nullptr;   // num_inputs entries, values already dereferenced
     TensorValue* outputs = nullptr;  // num_outputs entries, cleared
@@ -179,6 +181,8 @@ class OpKernelContext {
   ResourceMgr* resource_manager() const { return p_.resource_mgr; }
   CallFrame* call_frame() const { return p_.call_frame; }
   CancellationManager* cancellation_manager() const { return p_.cancellation; }
+  // nullptr when the step has no cross-device traffic to carry.
+  Rendezvous* rendezvous() const { return p_.rendezvous; }
   int64_t step_id() const { return p_.step_id; }
 
   void SetStatus(const Status& s) {

@@ -1,12 +1,30 @@
 #include "runtime/device.h"
 
+#include <mutex>
+#include <random>
+
 namespace tessera {
+namespace {
+
+// Random and never 0, so a device re-created in a restarted process never matches
+// rendezvous keys meant for its earlier self.
+uint64_t NewIncarnation() {
+  static std::mutex mu;
+  static std::mt19937_64 rng(std::random_device{}());
+  std::lock_guard<std::mutex> lock(mu);
+  uint64_t v = 0;
+  while (v == 0) v = rng();
+  return v;
+}
+
+}  // namespace
 
 Device::Device(DeviceName name, std::shared_ptr<Allocator> allocator, ThreadPool* intra_op_pool)
     : parsed_(std::move(name)),
       name_(parsed_.ToString()),
       allocator_(std::move(allocator)),
-      intra_op_pool_(intra_op_pool) {}
+      intra_op_pool_(intra_op_pool),
+      incarnation_(NewIncarnation()) {}
 
 Status CpuDevice::CopyFromHost(const Tensor& host, Tensor* device_tensor) {
   *device_tensor = host;

@@ -30,12 +30,15 @@ class Device : public DeviceBase {
   std::shared_ptr<Allocator> allocator() const override { return allocator_; }
   std::shared_ptr<Allocator> host_allocator() const override { return allocator_; }
   ThreadPool* intra_op_pool() const override { return intra_op_pool_; }
+  // Chosen at random when the device is created; part of every rendezvous key it sends.
+  uint64_t incarnation() const { return incarnation_; }
 
  private:
   const DeviceName parsed_;
   const std::string name_;
   const std::shared_ptr<Allocator> allocator_;
   ThreadPool* const intra_op_pool_;
+  const uint64_t incarnation_;
 };
 
 // A device on host memory: copies to and from the host share the buffer.

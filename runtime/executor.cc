@@ -166,6 +166,7 @@ class ExecutorState {
     p.resource_mgr = impl_.resource_mgr;
     p.call_frame = args_.call_frame;
     p.cancellation = args_.cancellation;
+    p.rendezvous = args_.rendezvous;
     p.step_id = args_.step_id;
     p.inputs = inputs;
     p.outputs = outputs;

@@ -55,6 +55,9 @@ class Executor {
     ThreadPool* runner = nullptr;
     // Cancelling it aborts the step. May be nullptr.
     CancellationManager* cancellation = nullptr;
+    // Where _Send/_Recv and collective kernels meet their peers on other devices. May be
+    // nullptr for a graph without them.
+    Rendezvous* rendezvous = nullptr;
     // When non-null, filled with one entry per node that ran (indexed by node id).
     std::vector<NodeExecStats>* stats = nullptr;
   };

@@ -4,6 +4,8 @@
 #include <condition_variable>
 #include <thread>
 
+#include "runtime/intra_process_rendezvous.h"
+#include "runtime/partition.h"
 #include "runtime/subgraph.h"
 
 namespace tessera {
@@ -45,7 +47,9 @@ class VectorCallFrame : public CallFrame {
 }  // namespace
 
 struct Session::ExecutorAndKeys {
-  std::unique_ptr<Executor> executor;
+  // One per device the step touches; they meet in the step's rendezvous.
+  std::vector<std::unique_ptr<Executor>> executors;
+  std::vector<GraphDef> partition_graphs;  // in the order of `executors`
   std::vector<SubgraphTensor> feeds;
   std::vector<SubgraphTensor> fetches;
   std::vector<PlacementRecord> placement;
@@ -109,13 +113,23 @@ StatusOr<std::shared_ptr<const Session::ExecutorAndKeys>> Session::GetOrCreateEx
                                                               PlacementReason::kColocated,
                                                               "feed or fetch of the step"});
   }
-  Executor::Params params;
-  params.resource_mgr = &resource_mgr_;
-  params.lookup_device = [this](const Node& n) -> StatusOr<DeviceBase*> {
-    ASSIGN_OR_RETURN(Device * d, devices_->Lookup(n.assigned_device()));
-    return static_cast<DeviceBase*>(d);
+  PartitionOptions popts;
+  popts.incarnation = [this](const std::string& device) -> uint64_t {
+    StatusOr<Device*> d = devices_->Lookup(device);
+    return d.ok() ? (*d)->incarnation() : 0;
   };
-  ASSIGN_OR_RETURN(ek->executor, Executor::Create(std::move(sub.graph), std::move(params)));
+  ASSIGN_OR_RETURN(auto partitions, Partition(*sub.graph, popts));
+  for (auto& [device_name, def] : partitions) {
+    ASSIGN_OR_RETURN(Device * device, devices_->Lookup(device_name));
+    ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::FromGraphDef(def));
+    for (Node* n : graph->nodes()) n->set_assigned_device(device_name);
+    Executor::Params params;
+    params.resource_mgr = &resource_mgr_;
+    params.lookup_device = [device](const Node&) -> StatusOr<DeviceBase*> { return static_cast<DeviceBase*>(device); };
+    ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, Executor::Create(std::move(graph), std::move(params)));
+    ek->executors.push_back(std::move(executor));
+    ek->partition_graphs.push_back(std::move(def));
+  }
   std::lock_guard<std::mutex> lock(executors_mu_);
   auto [it, inserted] = executors_.emplace(std::move(key), std::move(ek));
   return it->second;
@@ -148,40 +162,63 @@ Status Session::Run(const RunOptions& options, const std::vector<std::pair<std::
 
   VectorCallFrame frame(feeds, fetches.size());
   CancellationManager cancellation;
+  // Only a step spread over several devices has tensors to hand between them.
+  std::shared_ptr<IntraProcessRendezvous> rendezvous;
+  const size_t num_parts = ek->executors.size();
+  if (num_parts > 1) {
+    rendezvous = std::make_shared<IntraProcessRendezvous>();
+    // An error or deadline anywhere wakes every Recv still waiting, on every device.
+    cancellation.RegisterCallback(cancellation.NewToken(), [r = rendezvous.get()] {
+      r->StartAbort(errors::Cancelled("Step was cancelled"));
+    });
+  }
+  const bool trace = metadata != nullptr && options.trace_level == RunOptions::TraceLevel::kFullTrace;
+  std::vector<std::vector<NodeExecStats>> stats(trace ? num_parts : 0);
   Executor::Args args;
   args.step_id = next_step_id_.fetch_add(1, std::memory_order_relaxed);
   args.call_frame = &frame;
   args.runner = inter_op_pool_;
   args.cancellation = &cancellation;
-  if (metadata != nullptr && options.trace_level == RunOptions::TraceLevel::kFullTrace) {
-    args.stats = &metadata->step_stats;
-  }
+  args.rendezvous = rendezvous.get();
 
   int64_t timeout_ms = options.timeout_in_ms > 0 ? options.timeout_in_ms : config_.operation_timeout_in_ms;
   struct Waiter {
     std::mutex mu;
     std::condition_variable cv;
-    bool done = false;
-    Status status;
+    size_t pending = 0;
+    Status status;  // the first error, preferring a cause over the cancellations it caused
   } w;
-  ek->executor->RunAsync(args, [&w](const Status& s) {
+  w.pending = num_parts;
+  auto part_done = [&w](const Status& s) {
     std::lock_guard<std::mutex> lock(w.mu);
-    w.status = s;
-    w.done = true;
-    w.cv.notify_all();
-  });
+    if (!s.ok() && (w.status.ok() || (w.status.code() == Code::kCancelled && s.code() != Code::kCancelled))) {
+      w.status = s;
+    }
+    if (--w.pending == 0) w.cv.notify_all();
+  };
+  // Every partition but the first starts on the pool, the first on this thread.
+  for (size_t i = num_parts; i-- > 0;) {
+    Executor::Args part_args = args;
+    if (trace) part_args.stats = &stats[i];
+    const Executor* executor = ek->executors[i].get();
+    if (i == 0) {
+      executor->RunAsync(part_args, part_done);
+    } else {
+      inter_op_pool_->Schedule([executor, part_args, part_done] { executor->RunAsync(part_args, part_done); });
+    }
+  }
   bool timed_out = false;
   {
     std::unique_lock<std::mutex> lock(w.mu);
     if (timeout_ms > 0) {
-      timed_out = !w.cv.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return w.done; });
+      timed_out = !w.cv.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return w.pending == 0; });
     }
     if (timed_out) {
       lock.unlock();
       cancellation.StartCancel();
       lock.lock();
     }
-    w.cv.wait(lock, [&] { return w.done; });
+    w.cv.wait(lock, [&] { return w.pending == 0; });
   }
   Status status = w.status;
   if (timed_out && (status.ok() || status.code() == Code::kCancelled)) {
@@ -190,9 +227,14 @@ Status Session::Run(const RunOptions& options, const std::vector<std::pair<std::
   }
   if (metadata != nullptr) {
     metadata->placement = ek->placement;
-    if (args.stats != nullptr) std::erase_if(metadata->step_stats, [](const NodeExecStats& s) {
-      return s.node.empty();
-    });
+    metadata->step_stats.clear();
+    for (auto& part : stats) {
+      for (NodeExecStats& s : part) {
+        if (!s.node.empty()) metadata->step_stats.push_back(std::move(s));
+      }
+    }
+    metadata->partition_graphs.clear();
+    if (options.output_partition_graphs) metadata->partition_graphs = ek->partition_graphs;
   }
   RETURN_IF_ERROR(status);
   *outputs = std::move(frame.retvals());

@@ -35,6 +35,8 @@ struct RunOptions {
   enum class TraceLevel { kNoTrace, kFullTrace };
   TraceLevel trace_level = TraceLevel::kNoTrace;
   int64_t timeout_in_ms = 0;  // overrides operation_timeout_in_ms when > 0
+  // Report the per-device graphs the step ran (RunMetadata::partition_graphs).
+  bool output_partition_graphs = false;
 };
 
 struct RunMetadata {
@@ -42,6 +44,9 @@ struct RunMetadata {
   std::vector<NodeExecStats> step_stats;
   // Where every node of this step's graph runs and why.
   std::vector<PlacementRecord> placement;
+  // With output_partition_graphs: one graph per device, in device-name order, with the
+  // _Send/_Recv pairs partitioning added; each NodeDef's `device` is its device.
+  std::vector<GraphDef> partition_graphs;
 };
 
 }  // namespace tessera

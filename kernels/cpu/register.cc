@@ -10,6 +10,8 @@ void RegisterCpuKernels(KernelRegistry& r) {
   cpu::RegisterReductionKernels(r);
   cpu::RegisterNnKernels(r);
   cpu::RegisterCastKernels(r);
+  cpu::RegisterSendRecvKernels(r);
+  cpu::RegisterAllReduceKernels(r);
 }
 
 }  // namespace tessera

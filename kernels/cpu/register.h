@@ -13,6 +13,8 @@ void RegisterMatMulKernels(KernelRegistry& r);
 void RegisterReductionKernels(KernelRegistry& r);
 void RegisterNnKernels(KernelRegistry& r);
 void RegisterCastKernels(KernelRegistry& r);
+void RegisterSendRecvKernels(KernelRegistry& r);
+void RegisterAllReduceKernels(KernelRegistry& r);
 
 // Calls fn(T{}) for each type in Ts: registration loops over a kernel's types.
 template <typename... Ts, typename Fn>

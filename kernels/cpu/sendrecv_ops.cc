@@ -1,0 +1,85 @@
+// _Send and _Recv: the two ends of a cross-device edge, meeting in the step's rendezvous.
+// On host memory the tensor's buffer is handed over, not copied; a device with its own
+// memory copies through the host (CopyToHost / CopyFromHost).
+#include "kernels/cpu/register.h"
+
+namespace tessera::cpu {
+namespace {
+
+// The rendezvous key of a _Send/_Recv pair, from the attrs both ends carry.
+std::string KeyFromAttrs(OpKernelConstruction* c) {
+  std::string tensor_name, send_device, recv_device;
+  int64_t incarnation = 0;
+  Status s = c->GetAttr("tensor_name", &tensor_name);
+  if (s.ok()) s = c->GetAttr("send_device", &send_device);
+  if (s.ok()) s = c->GetAttr("send_device_incarnation", &incarnation);
+  if (s.ok()) s = c->GetAttr("recv_device", &recv_device);
+  if (!s.ok()) {
+    c->SetStatus(s);
+    return "";
+  }
+  return Rendezvous::CreateKey(send_device, static_cast<uint64_t>(incarnation), recv_device, tensor_name);
+}
+
+Status NeedRendezvous(OpKernelContext* ctx) {
+  if (ctx->rendezvous() != nullptr) return Status::OK();
+  return errors::Internal("No rendezvous in this step for ", ctx->op_kernel().type_string(),
+                          "; run it through a Session");
+}
+
+class SendOp : public OpKernel {
+ public:
+  explicit SendOp(OpKernelConstruction* c) : OpKernel(c), key_(KeyFromAttrs(c)) {}
+  void Compute(OpKernelContext* ctx) override {
+    OP_REQUIRES_OK(ctx, NeedRendezvous(ctx));
+    Tensor host;
+    OP_REQUIRES_OK(ctx, ctx->device()->CopyToHost(ctx->input(0), &host));
+    OP_REQUIRES_OK(ctx, ctx->rendezvous()->Send(key_, host));
+  }
+  bool IsExpensive() const override { return false; }
+
+ private:
+  const std::string key_;
+};
+
+class RecvOp : public AsyncOpKernel {
+ public:
+  explicit RecvOp(OpKernelConstruction* c) : AsyncOpKernel(c), key_(KeyFromAttrs(c)) {}
+  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
+    Status s = NeedRendezvous(ctx);
+    if (!s.ok()) {
+      ctx->SetStatus(s);
+      done();
+      return;
+    }
+    ctx->rendezvous()->RecvAsync(key_, [this, ctx, done = std::move(done)](const Status& st, const Tensor& value) {
+      if (!st.ok()) {
+        ctx->SetStatus(st);
+      } else if (value.dtype() != output_type(0)) {
+        ctx->SetStatus(errors::Internal("Received a ", DataTypeName(value.dtype()), " tensor under key '",
+                                        key_, "', expected ", DataTypeName(output_type(0))));
+      } else {
+        Tensor t;
+        Status copied = ctx->device()->CopyFromHost(value, &t);
+        if (copied.ok()) {
+          ctx->set_output(0, std::move(t));
+        } else {
+          ctx->SetStatus(copied);
+        }
+      }
+      done();
+    });
+  }
+
+ private:
+  const std::string key_;
+};
+
+}  // namespace
+
+void RegisterSendRecvKernels(KernelRegistry& r) {
+  r.Register<SendOp>(KernelDefBuilder("_Send").Device(kDeviceCpu));
+  r.Register<RecvOp>(KernelDefBuilder("_Recv").Device(kDeviceCpu));
+}
+
+}  // namespace tessera::cpu

@@ -1,0 +1,58 @@
+// Rendezvous: where one step's tensors meet between devices. A producer Sends a tensor
+// under a key; the consumer asks for it with RecvAsync and is called back when it arrives
+// (or at once if it already has). Send/Recv kernels and the ring all-reduce talk to other
+// devices only through this interface, so the same kernels work whether the peer is in
+// this process (runtime/'s IntraProcessRendezvous) or, later, in another one.
+//
+//   std::string key = Rendezvous::CreateKey("/job:localhost/replica:0/task:0/device:CPU:0", 7,
+//                                           "/job:localhost/replica:0/task:0/device:CPU:1", "x:0");
+//   rendezvous->Send(key, t);
+//   rendezvous->RecvAsync(key, [](const Status& s, const Tensor& t) { ... });
+//
+// Each key carries one tensor per step. Implementations are thread-safe: Send, RecvAsync
+// and StartAbort may be called concurrently from any thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "graph/status.h"
+#include "graph/tensor.h"
+
+namespace tessera {
+
+class Rendezvous {
+ public:
+  // `status` is not OK when the step was aborted; the tensor is then empty.
+  using DoneCallback = std::function<void(const Status& status, const Tensor& value)>;
+
+  virtual ~Rendezvous() = default;
+
+  // Hands `value` to the receiver of `key`; the error the step was aborted with, if it was.
+  virtual Status Send(std::string_view key, const Tensor& value) = 0;
+  // Calls `done` exactly once: with the tensor sent under `key`, or with the abort status.
+  // `done` may run on this thread (the value is already here) or on the sender's.
+  virtual void RecvAsync(std::string_view key, DoneCallback done) = 0;
+  // Fails every pending and future Recv and Send of the step with `status` (not OK).
+  virtual void StartAbort(const Status& status) = 0;
+
+  // "src_device;src_incarnation;dst_device;tensor_name;frame_and_iter", the key form
+  // TensorFlow uses; the incarnation (in hex) tells a restarted device from its earlier self.
+  static std::string CreateKey(std::string_view src_device, uint64_t src_incarnation,
+                               std::string_view dst_device, std::string_view tensor_name,
+                               std::string_view frame_and_iter = "0:0");
+
+  struct ParsedKey {
+    std::string_view src_device;
+    uint64_t src_incarnation = 0;
+    std::string_view dst_device;
+    std::string_view tensor_name;
+    std::string_view frame_and_iter;
+  };
+  // Views into `key`, which must outlive the result. InvalidArgument for a malformed key.
+  static StatusOr<ParsedKey> ParseKey(std::string_view key);
+};
+
+}  // namespace tessera

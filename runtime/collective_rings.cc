@@ -1,0 +1,83 @@
+#include "runtime/collective_rings.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "graph/device_name.h"
+
+namespace tessera {
+namespace {
+
+// Device order: job, replica, task, type, then the index as a number (CPU:2 before CPU:10).
+auto DeviceOrderKey(const std::string& device) {
+  StatusOr<DeviceName> parsed = DeviceName::Parse(device);
+  DeviceName n = parsed.ok() ? *parsed : DeviceName();
+  return std::make_tuple(n.job, n.replica, n.task, n.type, n.id, device);
+}
+
+std::string MemberList(const std::vector<NodeDef*>& members) {
+  std::string s;
+  for (const NodeDef* m : members) s += StrCat(s.empty() ? "" : ", ", "'", m->name, "' on ", m->device);
+  return s;
+}
+
+template <typename T>
+T AttrOr(const NodeDef& n, std::string_view name, T fallback) {
+  T v = fallback;
+  (void)GetAttr(n.attrs, n.name, name, &v);
+  return v;
+}
+
+}  // namespace
+
+Status AssignRingPlaces(const std::vector<NodeDef*>& nodes,
+                        const std::function<uint64_t(const std::string& device)>& incarnation) {
+  std::map<std::pair<int64_t, int64_t>, std::vector<NodeDef*>> groups;
+  for (NodeDef* n : nodes) {
+    if (n->op != "AllReduce") continue;
+    groups[{AttrOr<int64_t>(*n, "group_key", 0), AttrOr<int64_t>(*n, "instance_key", 0)}].push_back(n);
+  }
+  for (auto& [key, members] : groups) {
+    std::sort(members.begin(), members.end(), [](const NodeDef* a, const NodeDef* b) {
+      return DeviceOrderKey(a->device) < DeviceOrderKey(b->device);
+    });
+    const NodeDef& first = *members.front();
+    const std::string what = StrCat("AllReduce group_key=", key.first, " instance_key=", key.second);
+    const int64_t size = AttrOr<int64_t>(first, "group_size", 0);
+    if (static_cast<int64_t>(members.size()) != size) {
+      return errors::InvalidArgument(what, " has group_size ", size, " but ", members.size(),
+                                     " member(s) in this step: ", MemberList(members),
+                                     ". Run every member of a group in the same step.");
+    }
+    for (size_t i = 1; i < members.size(); ++i) {
+      const NodeDef& m = *members[i];
+      if (m.device == members[i - 1]->device) {
+        return errors::InvalidArgument(what, " has two members on ", m.device, ": '", members[i - 1]->name,
+                                       "' and '", m.name, "'");
+      }
+      for (const char* attr : {"T", "N", "reduction", "wire_float16", "group_size"}) {
+        auto a = first.attrs.find(attr);
+        auto b = m.attrs.find(attr);
+        if (a == first.attrs.end() || b == m.attrs.end() || a->second.DebugString() != b->second.DebugString()) {
+          return errors::InvalidArgument(what, ": members '", first.name, "' and '", m.name,
+                                         "' disagree on attr '", attr, "'");
+        }
+      }
+    }
+    if (size == 1) continue;
+    for (size_t r = 0; r < members.size(); ++r) {
+      NodeDef& m = *members[r];
+      const NodeDef& prev = *members[(r + members.size() - 1) % members.size()];
+      const NodeDef& next = *members[(r + 1) % members.size()];
+      m.attrs["_ring_rank"] = static_cast<int64_t>(r);
+      m.attrs["_ring_prev"] = prev.device;
+      m.attrs["_ring_next"] = next.device;
+      m.attrs["_ring_incarnation"] = static_cast<int64_t>(incarnation(m.device));
+      m.attrs["_ring_prev_incarnation"] = static_cast<int64_t>(incarnation(prev.device));
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace tessera

@@ -1,0 +1,27 @@
+// AssignRingPlaces: lowers each AllReduce group of a placed graph onto a ring. The members
+// of a group (same group_key and instance_key) are ordered by device, and each member
+// learns its rank and its neighbours' devices and incarnations through internal attrs
+// (_ring_rank, _ring_prev, _ring_next, _ring_incarnation, _ring_prev_incarnation), which
+// its kernel reads to run the ring all-reduce over the rendezvous.
+//
+//   RETURN_IF_ERROR(AssignRingPlaces(&node_defs, incarnation_of));
+//
+// InvalidArgument, naming the members, for a group with another number of members than
+// its group_size, two members on one device, or members that disagree on dtype, input
+// count, reduction or wire format. Pure function of its inputs; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "graph/node_def.h"
+
+namespace tessera {
+
+// `nodes` are placed NodeDefs: `device` holds the full assigned device name.
+Status AssignRingPlaces(const std::vector<NodeDef*>& nodes,
+                        const std::function<uint64_t(const std::string& device)>& incarnation);
+
+}  // namespace tessera

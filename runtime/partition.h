@@ -1,0 +1,36 @@
+// Partition: splits a placed graph into one graph per device. Every data edge between
+// devices becomes a _Send on the producer's device and a _Recv on the consumer's, keyed
+// "src_device;src_incarnation;dst_device;tensor_name;0:0" (tensor_name is "node:output");
+// all consumers of one tensor on one device share one pair. A control edge between
+// devices becomes a _Send of an empty tensor (from a Const run after the source) and a
+// _Recv the destination waits on. AllReduce groups get their ring places
+// (collective_rings.h).
+//
+//   auto parts = Partition(placed, {.incarnation = [&](const std::string& d) { ... }});
+//   for (const auto& [device, def] : *parts) ... Graph::FromGraphDef(def) ...
+//
+// A reference edge (a variable's ref output read through a ref input) never crosses
+// devices: the placer colocates them. A value read of a variable on another device is
+// taken when the _Send runs. Pure function; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "graph/graph.h"
+
+namespace tessera {
+
+struct PartitionOptions {
+  // The incarnation of a device, by its full name.
+  std::function<uint64_t(const std::string& device)> incarnation;
+};
+
+// Device name -> that device's graph, whose NodeDefs carry the assigned device in
+// `device`. InvalidArgument for a node without an assigned device or a reference edge
+// between devices.
+StatusOr<std::map<std::string, GraphDef>> Partition(const Graph& placed, const PartitionOptions& options);
+
+}  // namespace tessera
