@@ -89,4 +89,17 @@ Output Shape(const Scope& s, Input input, DataType out_type) {
   return Build(s, "Shape", {input}, {{"out_type", out_type}});
 }
 
+std::vector<Output> AllReduce(const Scope& s, const std::vector<Input>& inputs, const AllReduceAttrs& attrs) {
+  Output first = Build(s, "AllReduce", inputs,
+                       {{"reduction", attrs.reduction},
+                        {"group_key", attrs.group_key},
+                        {"group_size", attrs.group_size},
+                        {"instance_key", attrs.instance_key},
+                        {"wire_float16", attrs.wire_float16}});
+  if (first.node == nullptr) return {};
+  std::vector<Output> outputs;
+  for (int i = 0; i < first.node->num_outputs(); ++i) outputs.emplace_back(first.node, i);
+  return outputs;
+}
+
 }  // namespace tessera::ops

@@ -73,4 +73,15 @@ Output ZerosLike(const Scope& s, Input x);
 Output OnesLike(const Scope& s, Input x);
 Output Shape(const Scope& s, Input input, DataType out_type = DataType::kInt32);
 
+struct AllReduceAttrs {
+  std::string reduction = "sum";  // sum, mean, max or min
+  int64_t group_key = 0;
+  int64_t group_size = 1;  // members of the group, one per device
+  int64_t instance_key = 0;
+  bool wire_float16 = false;  // send float16 between devices: half the bytes
+};
+// This device's member of an all-reduce group: one output per input, each the reduction of
+// that input over every member. Several inputs are fused into one ring pass.
+std::vector<Output> AllReduce(const Scope& s, const std::vector<Input>& inputs, const AllReduceAttrs& attrs);
+
 }  // namespace tessera::ops

@@ -126,8 +126,8 @@ class ExecutorState {
       const NodeItem& item = impl_.item(id);
       TensorValue* inputs = slots_.get() + item.input_start;
       if (item.is_async && !aborted_.load(std::memory_order_relaxed)) {
-        StartAsync(id, item, inputs);
-        continue;  // its done callback completes it
+        if (StartAsync(id, item, inputs, &stack)) ++completed;
+        continue;  // otherwise its done callback completes it
       }
       if (item.is_noop) {
         if (args_.stats != nullptr) RecordStats(item, NowMicros());
@@ -201,15 +201,23 @@ class ExecutorState {
     }
   }
 
-  void StartAsync(int id, const NodeItem& item, TensorValue* inputs) {
+  // Starts async node `id`. Returns true when it completed before ComputeAsync returned
+  // (its value was ready, or its inputs were bad): its outputs then went into `ready` and
+  // the caller counts it, since finishing the step from inside this call would free the
+  // state under the caller's feet. Otherwise its done callback completes it later.
+  bool StartAsync(int id, const NodeItem& item, TensorValue* inputs, std::vector<int>* ready) {
     if (!PrepareInputs(item, inputs)) {
-      AsyncDone(id, nullptr);  // the error is recorded; complete it as a skipped node
-      return;
+      std::vector<TensorValue> none(impl_.max_outputs);
+      PropagateOutputs(item, none.data(), ready);  // the error is recorded; a skipped node
+      ClearInputs(item, inputs);
+      return true;
     }
+    enum Phase : int { kRunning, kReturned, kDoneEarly };
     struct AsyncCall {
       std::vector<TensorValue> outputs;
       std::unique_ptr<OpKernelContext> ctx;
       int64_t start = 0;
+      std::atomic<int> phase{kRunning};
     };
     auto* call = new AsyncCall;
     call->outputs.resize(impl_.max_outputs);
@@ -231,20 +239,21 @@ class ExecutorState {
       } else {
         CheckOutputs(it, call->outputs.data());
       }
-      AsyncDone(id, call->outputs.data());
-      delete call;
+      if (call->phase.exchange(kDoneEarly) == kReturned) {
+        AsyncDone(id, call->outputs.data());
+        delete call;
+      }
     });
+    if (call->phase.exchange(kReturned) == kRunning) return false;
+    PropagateOutputs(item, call->outputs.data(), ready);
+    ClearInputs(item, inputs);
+    delete call;
+    return true;
   }
 
-  // Completes async node `id` (outputs may be null for a skipped node) and goes on, on this
-  // thread, with the nodes it made ready.
+  // Completes async node `id` and goes on, on this thread, with the nodes it made ready.
   void AsyncDone(int id, TensorValue* outputs) {
     const NodeItem& item = impl_.item(id);
-    std::vector<TensorValue> none;
-    if (outputs == nullptr) {
-      none.resize(impl_.max_outputs);
-      outputs = none.data();
-    }
     std::vector<int> stack;
     PropagateOutputs(item, outputs, &stack);
     ClearInputs(item, slots_.get() + item.input_start);
