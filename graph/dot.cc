@@ -51,6 +51,27 @@ std::string GraphToDot(const Graph& graph) {
       os << ";\n";
     }
   }
+  // A _Send and its _Recv (same rendezvous attrs) are joined across their clusters.
+  auto rendezvous_of = [](const Node& n) {
+    std::string tensor, from, to;
+    (void)n.GetAttr("tensor_name", &tensor);
+    (void)n.GetAttr("send_device", &from);
+    (void)n.GetAttr("recv_device", &to);
+    return StrCat(from, ";", to, ";", tensor);
+  };
+  std::map<std::string, const Node*> recvs;
+  for (const Node* n : graph.nodes()) {
+    if (n->op() == "_Recv") recvs[rendezvous_of(*n)] = n;
+  }
+  for (const Node* n : graph.nodes()) {
+    if (n->op() != "_Send") continue;
+    auto it = recvs.find(rendezvous_of(*n));
+    if (it == recvs.end()) continue;
+    std::string tensor;
+    (void)n->GetAttr("tensor_name", &tensor);
+    os << "  \"" << Escape(n->name()) << "\" -> \"" << Escape(it->second->name())
+       << "\" [style=bold, color=\"#d62728\", label=\"" << Escape(tensor) << "\"];\n";
+  }
   os << "}\n";
   return os.str();
 }

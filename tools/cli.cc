@@ -8,6 +8,7 @@
 #include "graph/dot.h"
 #include "graph/graph_json.h"
 #include "graph/logging.h"
+#include "runtime/partition.h"
 #include "runtime/session.h"
 #include "runtime/timeline.h"
 
@@ -18,7 +19,7 @@ constexpr const char* kUsage =
     "usage:\n"
     "  tessera run GRAPH.json --fetch y[,z:1] [--target t] [--feed x=FILE.json]...\n"
     "              [--config CONFIG.json] [--log-device-placement] [--allow-soft-placement]\n"
-    "              [--trace OUT.json]\n"
+    "              [--trace OUT.json] [--show-partitions]\n"
     "  tessera place GRAPH.json [--config CONFIG.json] [--allow-soft-placement]\n"
     "  tessera dot GRAPH.json [--config CONFIG.json] [--allow-soft-placement]\n"
     "  tessera export GRAPH.json\n";
@@ -33,6 +34,7 @@ struct Options {
   std::string trace_path;
   bool log_device_placement = false;
   bool allow_soft_placement = false;
+  bool show_partitions = false;
 };
 
 // Routes log lines to the command's error stream.
@@ -101,6 +103,8 @@ StatusOr<Options> ParseArgs(const std::vector<std::string>& args) {
       o.log_device_placement = true;
     } else if (a == "--allow-soft-placement") {
       o.allow_soft_placement = true;
+    } else if (a == "--show-partitions") {
+      o.show_partitions = true;
     } else if (!a.starts_with("--") && o.graph_path.empty()) {
       o.graph_path = a;
     } else {
@@ -127,7 +131,51 @@ StatusOr<std::unique_ptr<Session>> MakeSession(const Options& o) {
   return Session::Create(config, def);
 }
 
-Status Execute(const Options& o, std::ostream& out) {
+// The whole placed graph split by device, every partition in one Graph, so that DOT draws
+// the device clusters with the _Send/_Recv pairs between them.
+StatusOr<std::unique_ptr<Graph>> PartitionedGraph(const Session& session) {
+  PartitionOptions options;
+  options.incarnation = [&session](const std::string& device) -> uint64_t {
+    StatusOr<Device*> d = session.devices().Lookup(device);
+    return d.ok() ? (*d)->incarnation() : 0;
+  };
+  ASSIGN_OR_RETURN(auto parts, Partition(session.graph(), options));
+  GraphDef all;
+  for (auto& [device, def] : parts) {
+    for (NodeDef& n : def.nodes) all.nodes.push_back(std::move(n));
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::FromGraphDef(all));
+  for (Node* n : graph->nodes()) n->set_assigned_device(n->requested_device());
+  return graph;
+}
+
+// One block per device: its nodes, then what it sends and receives.
+//   Partition /job:localhost/replica:0/task:0/device:CPU:0: 3 nodes
+//     nodes: x, w, xw
+//     send xw:0 -> /job:localhost/replica:0/task:0/device:CPU:1
+std::string PartitionSummary(const std::vector<GraphDef>& partitions) {
+  std::string s;
+  for (const GraphDef& def : partitions) {
+    if (def.nodes.empty()) continue;
+    std::string nodes, transfers;
+    for (const NodeDef& n : def.nodes) {
+      std::string tensor, peer;
+      if (n.op == "_Send" || n.op == "_Recv") {
+        (void)GetAttr(n.attrs, n.name, "tensor_name", &tensor);
+        (void)GetAttr(n.attrs, n.name, n.op == "_Send" ? "recv_device" : "send_device", &peer);
+        transfers += StrCat("    ", n.op == "_Send" ? "send " : "recv ", tensor, n.op == "_Send" ? " -> " : " <- ",
+                            peer, " (", n.name, ")\n");
+      } else {
+        nodes += StrCat(nodes.empty() ? "" : ", ", n.name);
+      }
+    }
+    s += StrCat("Partition ", def.nodes.front().device, ": ", def.nodes.size(), " nodes\n    nodes: ", nodes,
+                "\n", transfers);
+  }
+  return s;
+}
+
+Status Execute(const Options& o, std::ostream& out, std::ostream& err) {
   if (o.command == "export") {
     ASSIGN_OR_RETURN(std::string text, ReadFile(o.graph_path));
     ASSIGN_OR_RETURN(GraphDef def, GraphDefFromJson(text));
@@ -137,7 +185,8 @@ Status Execute(const Options& o, std::ostream& out) {
   }
   ASSIGN_OR_RETURN(std::unique_ptr<Session> session, MakeSession(o));
   if (o.command == "dot") {
-    out << GraphToDot(session->graph());
+    ASSIGN_OR_RETURN(std::unique_ptr<Graph> partitioned, PartitionedGraph(*session));
+    out << GraphToDot(*partitioned);
     return Status::OK();
   }
   if (o.command == "place") {
@@ -161,9 +210,11 @@ Status Execute(const Options& o, std::ostream& out) {
   }
   RunOptions run_options;
   if (!o.trace_path.empty()) run_options.trace_level = RunOptions::TraceLevel::kFullTrace;
+  run_options.output_partition_graphs = o.show_partitions;
   RunMetadata metadata;
   std::vector<Tensor> outputs;
   RETURN_IF_ERROR(session->Run(run_options, feeds, o.fetches, o.targets, &outputs, &metadata));
+  if (o.show_partitions) err << PartitionSummary(metadata.partition_graphs);
   if (!o.trace_path.empty()) {
     std::ofstream trace(o.trace_path);
     trace << ChromeTraceJson(metadata);
@@ -185,7 +236,7 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
   }
   StreamSink sink(err);
   SetLogSink(&sink);
-  Status s = Execute(*o, out);
+  Status s = Execute(*o, out, err);
   SetLogSink(nullptr);
   if (!s.ok()) {
     err << s.ToString() << "\n";

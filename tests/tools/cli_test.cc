@@ -108,7 +108,23 @@ TEST_F(CliTest, PlaceAndDot) {
   ASSERT_EQ(Run({"dot", g, "--config", cfg}), 0) << err_.str();
   EXPECT_THAT(out_.str(), HasSubstr("digraph tessera"));
   EXPECT_THAT(out_.str(), HasSubstr("label=\"/job:localhost/replica:0/task:0/device:CPU:1\""));
-  EXPECT_THAT(out_.str(), HasSubstr("\"w\" -> \"y\""));
+  // w (CPU:1) feeds y (CPU:0) through a _Send/_Recv pair drawn across the clusters.
+  EXPECT_THAT(out_.str(), HasSubstr("\"w\" -> \"_send_w_0\""));
+  EXPECT_THAT(out_.str(), HasSubstr("\"_send_w_0\" -> \"_recv_w_0\" [style=bold, color=\"#d62728\", label=\"w:0\"]"));
+  EXPECT_THAT(out_.str(), HasSubstr("\"_recv_w_0\" -> \"y\""));
+}
+
+TEST_F(CliTest, RunShowsThePartitions) {
+  std::string g = Write("g.json", kGraph);
+  std::string cfg = Write("c.json", R"({"device_count": {"CPU": 2}})");
+  ASSERT_EQ(Run({"run", g, "--fetch", "y", "--config", cfg, "--show-partitions", "--feed",
+                 R"(x={"dtype": "float32", "shape": [1, 2], "data": [3, 4]})"}),
+            0)
+      << err_.str();
+  EXPECT_THAT(err_.str(), HasSubstr("Partition /job:localhost/replica:0/task:0/device:CPU:1: 2 nodes\n"
+                                    "    nodes: w\n"
+                                    "    send w:0 -> /job:localhost/replica:0/task:0/device:CPU:0 (_send_w_0)\n"));
+  EXPECT_THAT(err_.str(), HasSubstr("    recv w:0 <- /job:localhost/replica:0/task:0/device:CPU:1 (_recv_w_0)\n"));
 }
 
 TEST_F(CliTest, ExportFillsInEveryAttr) {
