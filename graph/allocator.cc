@@ -3,24 +3,43 @@
 #include <cstdlib>
 #include <new>
 
+#ifndef TESSERA_LIBC_MALLOC
+#include <oneapi/tbb/scalable_allocator.h>
+#endif
+
 namespace tessera {
 namespace {
 
 class AlignedCpuAllocator final : public Allocator {
  public:
   std::string_view name() const override { return "cpu"; }
+#ifdef TESSERA_LIBC_MALLOC
+  // Sanitizer builds: libc's allocator, which AddressSanitizer watches.
   void* AllocateRaw(size_t bytes) override {
     // aligned_alloc needs a size that is a multiple of the alignment.
     size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
     return std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
   }
   void DeallocateRaw(void* ptr, size_t) override { std::free(ptr); }
+#else
+  // oneTBB's scalable allocator keeps freed large blocks for reuse, so a step that
+  // allocates the same big tensors as the last one does not fault their pages in afresh
+  // (glibc returns blocks over 32 MiB to the kernel on every free).
+  void* AllocateRaw(size_t bytes) override { return scalable_aligned_malloc(bytes == 0 ? 1 : bytes, kAlignment); }
+  void DeallocateRaw(void* ptr, size_t) override { scalable_aligned_free(ptr); }
+#endif
 };
 
 }  // namespace
 
 std::shared_ptr<Allocator> CpuAllocator() {
-  static auto* allocator = new std::shared_ptr<Allocator>(std::make_shared<AlignedCpuAllocator>());
+  static auto* allocator = [] {
+#ifndef TESSERA_LIBC_MALLOC
+    // Blocks from 16 MiB up are cached too (by default oneTBB returns them to the kernel).
+    scalable_allocation_mode(TBBMALLOC_SET_HUGE_SIZE_THRESHOLD, intptr_t{16} << 20);
+#endif
+    return new std::shared_ptr<Allocator>(std::make_shared<AlignedCpuAllocator>());
+  }();
   return *allocator;
 }
 

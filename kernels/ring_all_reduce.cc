@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <memory>
 #include <mutex>
 
@@ -15,22 +16,30 @@ constexpr int kMaxPieces = 8;
 constexpr int64_t kScheduleBytes = 64 << 10;
 
 template <typename T>
-T Combine(ReduceOp op, T a, T b) {
-  switch (op) {
-    case ReduceOp::kMax:
-      return std::max(a, b);
-    case ReduceOp::kMin:
-      return std::min(a, b);
-    case ReduceOp::kSum:
-    case ReduceOp::kMean:
-      break;
-  }
+T Add(T a, T b) {
   if constexpr (std::is_integral_v<T>) {
     // Wraps on overflow, like the engine's other integer arithmetic.
     using U = std::make_unsigned_t<T>;
     return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
   } else {
     return a + b;
+  }
+}
+
+// out[i] = mine[i] (op) theirs(i), with the op chosen outside the loop so it vectorises.
+template <typename T, typename Theirs>
+void ReduceInto(ReduceOp op, T* out, const T* mine, Theirs theirs, int64_t n) {
+  switch (op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kMean:
+      for (int64_t i = 0; i < n; ++i) out[i] = Add(mine[i], theirs(i));
+      return;
+    case ReduceOp::kMax:
+      for (int64_t i = 0; i < n; ++i) out[i] = std::max(mine[i], theirs(i));
+      return;
+    case ReduceOp::kMin:
+      for (int64_t i = 0; i < n; ++i) out[i] = std::min(mine[i], theirs(i));
+      return;
   }
 }
 
@@ -134,25 +143,24 @@ class Ring : public std::enable_shared_from_this<Ring<T>> {
       return;
     }
     T* out = out_ + r.begin;
+    const int64_t n = r.size();
     if (Scatter(step)) {
       const T* mine = in_ + r.begin;
-      ForEachReceived(value, r.size(), [&](int64_t i, T v) { out[i] = Combine(p_.op, mine[i], v); });
-      if (step == p_.size - 2) FinishChunk(out, r.size());
+      if (p_.wire_float16) {
+        const Half* h = value.data<Half>();
+        ReduceInto(p_.op, out, mine, [h](int64_t i) { return static_cast<T>(HalfToFloat(h[i])); }, n);
+      } else {
+        const T* v = value.data<T>();
+        ReduceInto(p_.op, out, mine, [v](int64_t i) { return v[i]; }, n);
+      }
+      if (step == p_.size - 2) FinishChunk(out, n);
+    } else if (p_.wire_float16) {
+      const Half* h = value.data<Half>();
+      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(HalfToFloat(h[i]));
     } else {
-      ForEachReceived(value, r.size(), [&](int64_t i, T v) { out[i] = v; });
+      std::memcpy(out, value.data<T>(), n * sizeof(T));
     }
     RunStep(piece, step + 1);
-  }
-
-  template <typename F>
-  void ForEachReceived(const Tensor& value, int64_t n, F f) const {
-    if (p_.wire_float16) {
-      const Half* h = value.data<Half>();
-      for (int64_t i = 0; i < n; ++i) f(i, static_cast<T>(HalfToFloat(h[i])));
-    } else {
-      const T* v = value.data<T>();
-      for (int64_t i = 0; i < n; ++i) f(i, v[i]);
-    }
   }
 
   // The owner of a fully reduced chunk applies what must happen once: the division of a

@@ -21,7 +21,7 @@ Status IntraProcessRendezvous::Send(std::string_view key, const Tensor& value) {
       return Status::OK();
     }
     waiter = std::move(it->second.waiters.front());
-    it->second.waiters.pop_front();
+    it->second.waiters.erase(it->second.waiters.begin());
     if (it->second.waiters.empty()) table_.erase(it);
   }
   waiter(Status::OK(), value);
@@ -45,7 +45,7 @@ void IntraProcessRendezvous::RecvAsync(std::string_view key, DoneCallback done) 
       return;
     }
     value = std::move(it->second.values.front());
-    it->second.values.pop_front();
+    it->second.values.erase(it->second.values.begin());
     if (it->second.values.empty()) table_.erase(it);
   }
   done(Status::OK(), value);

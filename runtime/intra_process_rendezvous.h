@@ -9,10 +9,10 @@
 // and every later Send and Recv. All methods are thread-safe.
 #pragma once
 
-#include <deque>
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "kernels/rendezvous.h"
 
@@ -28,10 +28,11 @@ class IntraProcessRendezvous final : public Rendezvous {
   void StartAbort(const Status& status) override;
 
  private:
-  // A key holds sent values nobody asked for yet, or receivers waiting, never both.
+  // A key holds sent values nobody asked for yet, or receivers waiting, never both;
+  // nearly always just one (vectors, unlike deques, allocate nothing until used).
   struct Slot {
-    std::deque<Tensor> values;
-    std::deque<DoneCallback> waiters;
+    std::vector<Tensor> values;
+    std::vector<DoneCallback> waiters;
   };
   struct KeyHash {
     using is_transparent = void;

@@ -70,6 +70,8 @@ class RecvOp : public AsyncOpKernel {
       done();
     });
   }
+  // Only registers a callback: not worth handing to another thread.
+  bool IsExpensive() const override { return false; }
 
  private:
   const std::string key_;
