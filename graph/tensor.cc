@@ -3,6 +3,7 @@
 #include <cstring>
 #include <new>
 #include <sstream>
+#include <utility>
 
 namespace tessera {
 
@@ -29,6 +30,42 @@ TensorBuffer::~TensorBuffer() {
   allocator_->DeallocateRaw(data_, bytes_);
 }
 
+Tensor::Tensor(const Tensor& other)
+    : dtype_(other.dtype_),
+      shape_(other.shape_),
+      num_elements_(other.num_elements_),
+      buffer_(other.buffer_),
+      data_(other.data_) {
+  if (buffer_ != nullptr) buffer_->Ref();
+}
+
+Tensor::Tensor(Tensor&& other) noexcept
+    : dtype_(other.dtype_),
+      shape_(other.shape_),
+      num_elements_(other.num_elements_),
+      buffer_(std::exchange(other.buffer_, nullptr)),
+      data_(other.data_) {}
+
+Tensor& Tensor::operator=(const Tensor& other) {
+  if (this != &other) *this = Tensor(other);
+  return *this;
+}
+
+Tensor& Tensor::operator=(Tensor&& other) noexcept {
+  if (this == &other) return *this;
+  if (buffer_ != nullptr && buffer_->Unref()) delete buffer_;
+  dtype_ = other.dtype_;
+  shape_ = other.shape_;
+  num_elements_ = other.num_elements_;
+  buffer_ = std::exchange(other.buffer_, nullptr);
+  data_ = other.data_;
+  return *this;
+}
+
+Tensor::~Tensor() {
+  if (buffer_ != nullptr && buffer_->Unref()) delete buffer_;
+}
+
 Tensor::Tensor(DataType dtype, const TensorShape& shape) : Tensor(CpuAllocator(), dtype, shape) {}
 
 Tensor::Tensor(std::shared_ptr<Allocator> allocator, DataType dtype, const TensorShape& shape) {
@@ -49,7 +86,7 @@ StatusOr<Tensor> Tensor::Allocate(std::shared_ptr<Allocator> allocator, DataType
   t.shape_ = shape;
   t.num_elements_ = shape.num_elements();
   std::string name(allocator->name());
-  t.buffer_ = std::make_shared<TensorBuffer>(std::move(allocator), dtype, t.num_elements_);
+  t.buffer_ = new TensorBuffer(std::move(allocator), dtype, t.num_elements_);
   t.data_ = t.buffer_->data();
   if (t.data_ == nullptr) {
     return errors::ResourceExhausted("OOM when allocating tensor with shape ", shape.DebugString(),

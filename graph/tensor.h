@@ -11,6 +11,7 @@
 // threads. Kernels see Eigen views through kernels/eigen_tensor.h.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <span>
 #include <string>
@@ -36,7 +37,16 @@ class TensorBuffer {
   size_t bytes() const { return bytes_; }
   const Allocator* allocator() const { return allocator_.get(); }
 
+  // Reference counting for Tensor. Dropping a reference releases, and RefCountIsOne
+  // acquires, so a holder that finds itself alone also sees every write and read the
+  // others made before letting go: it may then write the buffer in place.
+  void Ref() const { refs_.fetch_add(1, std::memory_order_relaxed); }
+  // True when that was the last reference.
+  bool Unref() const { return refs_.fetch_sub(1, std::memory_order_acq_rel) == 1; }
+  bool RefCountIsOne() const { return refs_.load(std::memory_order_acquire) == 1; }
+
  private:
+  mutable std::atomic<int64_t> refs_{1};
   std::shared_ptr<Allocator> allocator_;
   DataType dtype_;
   int64_t num_elements_;
@@ -48,6 +58,14 @@ class Tensor {
  public:
   // An uninitialised tensor (dtype kInvalid), as held by an unset slot.
   Tensor() = default;
+  Tensor(const Tensor& other);
+  // Takes `other`'s buffer reference; `other` keeps its dtype, shape and data pointer,
+  // which stays valid while the buffer lives (a kernel that forwarded its input to its
+  // output may still read the input's metadata).
+  Tensor(Tensor&& other) noexcept;
+  Tensor& operator=(const Tensor& other);
+  Tensor& operator=(Tensor&& other) noexcept;
+  ~Tensor();
   // Allocates from the process CPU allocator. Precondition: shape fully defined.
   Tensor(DataType dtype, const TensorShape& shape);
   Tensor(std::shared_ptr<Allocator> allocator, DataType dtype, const TensorShape& shape);
@@ -105,7 +123,7 @@ class Tensor {
     return buffer_ != nullptr && buffer_ == other.buffer_;
   }
   // True when no other Tensor shares the buffer, so it may be written in place.
-  bool BufferIsUnshared() const { return buffer_.use_count() == 1; }
+  bool BufferIsUnshared() const { return buffer_ != nullptr && buffer_->RefCountIsOne(); }
 
   // "Tensor<float32, [2,2]: 1 2 3 4>", eliding past `max_entries` elements.
   std::string DebugString(int max_entries = 16) const;
@@ -116,7 +134,7 @@ class Tensor {
   DataType dtype_ = DataType::kInvalid;
   TensorShape shape_;
   int64_t num_elements_ = 0;
-  std::shared_ptr<TensorBuffer> buffer_;
+  TensorBuffer* buffer_ = nullptr;  // one reference, dropped by the destructor
   void* data_ = nullptr;
 };
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs every test: the Release suite, then the same suite under
 # AddressSanitizer + UndefinedBehaviorSanitizer, a short libFuzzer run on the JSON graph
-# loader, and the concurrent suites (executor, session, scenarios) under ThreadSanitizer.
+# loader, and the concurrent suites (executor, session, scenarios, rendezvous, multi-device,
+# ring all-reduce, replication) under ThreadSanitizer.
 # TESSERA_QUICK=1 runs the Release suite only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,8 +21,9 @@ if [ "${TESSERA_QUICK:-0}" != 1 ]; then
   build-asan/tests/fuzz/graph_json_fuzzer -max_total_time="${TESSERA_FUZZ_SECONDS:-30}" \
     -max_len=4096 build-asan/fuzz-corpus 2>&1 | tail -n 1
 
-  scripts/build.sh tsan executor_test session_test subgraph_test scenarios_test
+  scripts/build.sh tsan executor_test session_test subgraph_test scenarios_test rendezvous_test \
+    multi_device_test ring_all_reduce_test replicate_test
   TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure -j "$(nproc)" \
-    --timeout 600 -R 'Executor|Session|Scenario|Subgraph'
+    --timeout 600 -R 'Executor|Session|Scenario|Subgraph|Rendezvous|MultiDevice|Ring|Replicate'
 fi
 echo "test.sh: done in $(( $(date +%s) - start )) s"

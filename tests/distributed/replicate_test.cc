@@ -204,7 +204,7 @@ TEST(ReplicateTest, BadUseIsAClearError) {
   {
     Scope root = Scope::NewRootScope();
     ReplicateOptions options{.devices = {"/cpu:0", "/cpu:1"}};
-    auto stranger = [&root](Tower& tower, TowerOutputs* out) {
+    auto stranger = [](Tower& tower, TowerOutputs* out) {
       auto v = tower.Variable("v", Tensor::Scalar(1.0f));
       auto other = ops::Const(tower.scope(), Tensor::Scalar(2.0f));
       out->grads.push_back({ops::Identity(tower.scope(), v), tower.index() == 0 ? v : other});

@@ -111,6 +111,25 @@ TEST(MultiDeviceTest, SameHostTransfersDoNotCopy) {
   EXPECT_EQ(out[0].raw_data(), big.raw_data());
 }
 
+TEST(MultiDeviceTest, WaitingRecvsHoldNoThread) {
+  // One inter-op thread, four devices, and a chain that visits them in turn: every device
+  // but the first waits on Recvs before its input exists. A Recv blocking its thread would
+  // deadlock the step.
+  Scope root = Scope::NewRootScope();
+  Output x = ops::Placeholder(root.WithOpName("x").WithDevice(Cpu(0)), DataType::kFloat);
+  for (int i = 1; i <= 24; ++i) x = ops::Add(root.WithDevice(Cpu(i % 4)), x, 1.0f);
+  SessionConfig config = Devices(4);
+  config.inter_op_parallelism_threads = 1;
+  config.use_per_session_threads = true;
+  config.operation_timeout_in_ms = 20000;
+  auto session = testing::MakeSession(root, config);
+  std::vector<Tensor> out;
+  for (int step = 0; step < 20; ++step) {
+    ASSERT_TRUE(session->Run({{"x", Tensor::Scalar(0.5f)}}, {x.name()}, {}, &out).ok());
+    EXPECT_EQ(out[0].flat<float>()[0], 24.5f);
+  }
+}
+
 NodeDef TestNode(std::string name, std::string op, std::string device, std::vector<std::string> inputs = {}) {
   NodeDef n;
   n.name = std::move(name);
