@@ -36,3 +36,25 @@ for threads in (1, 2):
     s = find(se, f"BM_MatMulSession/threads:{threads}/")["GFLOP/s"] / 1e0
     e = find(se, f"BM_MatMulEigenDirect/threads:{threads}/")["GFLOP/s"]
     print(f"  {threads} thread(s): session {s:6.1f}, Eigen direct {e:6.1f}, ratio {s / e:6.1%}")
+print()
+co = json.load(open(os.path.join(out, "collective.json")))["benchmarks"]
+one = find(co, "BM_Memcpy/67108864/real_time")["bytes_per_second"] / 1e9
+two = find(co, "BM_Memcpy/67108864/real_time/threads:2")["bytes_per_second"] / 1e9
+print(f"Ring all-reduce, float32 (median of 5); memcpy 64 MiB: {one:.1f} GB/s on one thread, {two:.1f} GB/s on two")
+print("  link bound: every device its own link at one thread's memcpy speed (NCCL's convention)")
+print("  shared bound: all devices' transfers through this machine's one memory system")
+print(f"{'devices':>7} {'size':>8} {'time':>10} {'algbw GB/s':>10} {'% link':>7} {'% shared':>8}")
+for devices in (2, 4):
+    for size, label in ((1 << 10, "1 KiB"), (1 << 20, "1 MiB"), (64 << 20, "64 MiB")):
+        r = find(co, f"BM_RingAllReduce/devices:{devices}/bytes:{size}/")
+        print(f"{devices:>7} {label:>8} {r['real_time']:8.1f}{r['time_unit']:>2} {r['bytes_per_second'] / 1e9:10.2f}"
+              f" {r['pct_of_link_bound']:6.0f}% {r['pct_of_shared_bound']:7.0f}%")
+hop1 = find(co, "BM_IdentityChain/devices:1/")["per_hop_us"]
+hop2 = find(co, "BM_IdentityChain/devices:2/")["per_hop_us"]
+print(f"Cross-device Send/Recv of a 16-float tensor: {hop2 - hop1:.2f} us per transfer "
+      f"(chain of Identity ops: {hop2:.2f} us per hop alternating two devices, {hop1:.2f} on one)")
+base = find(co, "BM_DataParallelMlpStep/devices:1/")["real_time"]
+steps = ", ".join(
+    f"{d} devices {find(co, f'BM_DataParallelMlpStep/devices:{d}/')['real_time']:.2f} ms "
+    f"({find(co, f'BM_DataParallelMlpStep/devices:{d}/')['real_time'] / base:.2f}x)" for d in (1, 2, 4))
+print(f"Mirrored MLP step (784-256-10, global batch 256, 2 cores): {steps}")

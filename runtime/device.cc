@@ -90,4 +90,9 @@ DeviceSet DeviceMgr::AsDeviceSet() const {
   return set;
 }
 
+uint64_t DeviceMgr::IncarnationOf(std::string_view name) const {
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? 0 : it->second->incarnation();
+}
+
 }  // namespace tessera

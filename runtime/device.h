@@ -63,6 +63,8 @@ class DeviceMgr {
   const std::vector<Device*>& devices() const { return device_ptrs_; }
   // By full name or any spec matching exactly one device ("/cpu:1"). NotFound otherwise.
   StatusOr<Device*> Lookup(std::string_view name) const;
+  // The incarnation of the device with this full name; 0 for a name it does not hold.
+  uint64_t IncarnationOf(std::string_view name) const;
   DeviceSet AsDeviceSet() const;
 
  private:

@@ -114,10 +114,7 @@ StatusOr<std::shared_ptr<const Session::ExecutorAndKeys>> Session::GetOrCreateEx
                                                               "feed or fetch of the step"});
   }
   PartitionOptions popts;
-  popts.incarnation = [this](const std::string& device) -> uint64_t {
-    StatusOr<Device*> d = devices_->Lookup(device);
-    return d.ok() ? (*d)->incarnation() : 0;
-  };
+  popts.incarnation = [this](const std::string& device) { return devices_->IncarnationOf(device); };
   ASSIGN_OR_RETURN(auto partitions, Partition(*sub.graph, popts));
   for (auto& [device_name, def] : partitions) {
     ASSIGN_OR_RETURN(Device * device, devices_->Lookup(device_name));

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds in Release, runs every benchmark and prints one table with the peers beside
-# Tessera: oneTBB's flow graph and Eigen in the same binaries, TensorFlow from its own
+# Tessera: oneTBB's flow graph, Eigen and memcpy in the same binaries, TensorFlow from its own
 # script (installed on first use by scripts/peers.sh; TESSERA_BENCH_TF=0 skips it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,6 +13,8 @@ reps=(--benchmark_repetitions=5 --benchmark_report_aggregates_only=true)
 build/bench/executor_bench "${reps[@]}" --benchmark_format=json --benchmark_out="$out/executor.json" \
   --benchmark_out_format=json >/dev/null
 build/bench/session_bench "${reps[@]}" --benchmark_format=json --benchmark_out="$out/session.json" \
+  --benchmark_out_format=json >/dev/null
+build/bench/collective_bench "${reps[@]}" --benchmark_format=json --benchmark_out="$out/collective.json" \
   --benchmark_out_format=json >/dev/null
 : > "$out/tensorflow.jsonl"
 if [ "${TESSERA_BENCH_TF:-1}" = 1 ]; then

@@ -135,10 +135,7 @@ StatusOr<std::unique_ptr<Session>> MakeSession(const Options& o) {
 // the device clusters with the _Send/_Recv pairs between them.
 StatusOr<std::unique_ptr<Graph>> PartitionedGraph(const Session& session) {
   PartitionOptions options;
-  options.incarnation = [&session](const std::string& device) -> uint64_t {
-    StatusOr<Device*> d = session.devices().Lookup(device);
-    return d.ok() ? (*d)->incarnation() : 0;
-  };
+  options.incarnation = [&session](const std::string& device) { return session.devices().IncarnationOf(device); };
   ASSIGN_OR_RETURN(auto parts, Partition(session.graph(), options));
   GraphDef all;
   for (auto& [device, def] : parts) {
