@@ -26,6 +26,18 @@ std::unique_ptr<Session> MakeSession(const Scope& root, int devices) {
   return s.ok() ? std::move(*s) : nullptr;
 }
 
+// Runs the benchmark's steps; returns their wall time in seconds.
+double TimedSteps(benchmark::State& state, Session& session,
+                  const std::vector<std::pair<std::string, Tensor>>& feeds, const std::vector<std::string>& fetches) {
+  std::vector<Tensor> out;
+  auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    Status s = session.Run(feeds, fetches, {}, &out);
+    if (!s.ok()) state.SkipWithError(s.ToString().c_str());
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 // Best of several 64 MiB copies, split over `threads` threads, in bytes copied per second.
 double MemcpyBandwidth(int threads) {
   const size_t bytes = size_t{64} << 20;
@@ -77,13 +89,7 @@ void BM_RingAllReduce(benchmark::State& state) {
     fetches.push_back(StrCat("r", d));
   }
   auto session = MakeSession(root, devices);
-  std::vector<Tensor> out;
-  auto start = std::chrono::steady_clock::now();
-  for (auto _ : state) {
-    Status s = session->Run(feeds, fetches, {}, &out);
-    if (!s.ok()) state.SkipWithError(s.ToString().c_str());
-  }
-  std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+  const double elapsed = TimedSteps(state, *session, feeds, fetches);
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * bytes);  // algorithm bandwidth
   // Two bounds. Per link: each device moves 2(N-1)/N of the tensor over its own link at
   // one thread's memcpy speed, all devices at once (the NCCL convention). Shared: the
@@ -93,7 +99,7 @@ void BM_RingAllReduce(benchmark::State& state) {
   static const double all_threads = MemcpyBandwidth(static_cast<int>(std::thread::hardware_concurrency()));
   const double per_link = one_thread * devices / (2.0 * (devices - 1));
   const double shared = all_threads / (2.0 * (devices - 1));
-  const double algbw = static_cast<double>(bytes) * state.iterations() / elapsed.count();
+  const double algbw = static_cast<double>(bytes) * state.iterations() / elapsed;
   state.counters["link_bound_GBps"] = per_link / 1e9;
   state.counters["pct_of_link_bound"] = 100 * algbw / per_link;
   state.counters["pct_of_shared_bound"] = 100 * algbw / shared;
@@ -116,14 +122,8 @@ void BM_IdentityChain(benchmark::State& state) {
   auto session = MakeSession(root, devices);
   std::vector<std::pair<std::string, Tensor>> feeds = {{"x", Tensor(DataType::kFloat, TensorShape({16}))}};
   std::vector<std::string> fetches = {x.name()};
-  std::vector<Tensor> out;
-  auto start = std::chrono::steady_clock::now();
-  for (auto _ : state) {
-    Status s = session->Run(feeds, fetches, {}, &out);
-    if (!s.ok()) state.SkipWithError(s.ToString().c_str());
-  }
-  std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
-  state.counters["per_hop_us"] = elapsed.count() * 1e6 / state.iterations() / kHops;
+  const double elapsed = TimedSteps(state, *session, feeds, fetches);
+  state.counters["per_hop_us"] = elapsed * 1e6 / state.iterations() / kHops;
 }
 BENCHMARK(BM_IdentityChain)->Arg(1)->Arg(2)->ArgName("devices")->UseRealTime()->Unit(benchmark::kMicrosecond);
 
