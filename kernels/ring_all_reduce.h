@@ -15,6 +15,7 @@
 // Every member of one reduction must use the same `name`, size, dtype and element count.
 // Start returns at once; `done` is called once, on some thread, when this member's output
 // is complete or the reduction failed (a rendezvous abort, a member with another size).
+// Any number of reductions may run at once, from any threads, as long as their names differ.
 #pragma once
 
 #include <cstdint>

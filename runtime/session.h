@@ -1,6 +1,7 @@
 // Session: runs a graph in this process. It places the graph once, then for each distinct
-// (feeds, fetches, targets) builds and caches an executor over the part of the graph
-// needed, and runs it.
+// (feeds, fetches, targets) takes the part of the graph needed, splits it into one graph
+// per device joined by _Send/_Recv pairs (partition.h), caches an executor per device, and
+// runs them together, each step with its own rendezvous.
 //
 //   SessionConfig config;
 //   config.device_count = {{"CPU", 4}};
