@@ -6,6 +6,7 @@
 
 #include "runtime/intra_process_rendezvous.h"
 #include "runtime/partition.h"
+#include "runtime/server.h"
 #include "runtime/subgraph.h"
 
 namespace tessera {
@@ -58,6 +59,15 @@ struct Session::ExecutorAndKeys {
 Session::~Session() = default;
 
 StatusOr<std::unique_ptr<Session>> Session::Create(const SessionConfig& config, const GraphDef& def) {
+  return Create("", config, def);
+}
+
+StatusOr<std::unique_ptr<Session>> Session::Create(const std::string& target, const SessionConfig& config,
+                                                   const GraphDef& def) {
+  std::shared_ptr<Server> server;
+  if (!target.empty()) {
+    ASSIGN_OR_RETURN(server, Server::Find(target));
+  }
   std::unique_ptr<Session> s(new Session());
   s->config_ = config;
   int inter = ResolveThreads(config.inter_op_parallelism_threads);
@@ -71,7 +81,13 @@ StatusOr<std::unique_ptr<Session>> Session::Create(const SessionConfig& config, 
     s->inter_op_pool_ = SharedPool("inter_op", inter);
     s->intra_op_pool_ = SharedPool("intra_op", intra);
   }
-  ASSIGN_OR_RETURN(s->devices_, DeviceMgr::CreateLocal(config.device_count, s->intra_op_pool_));
+  if (server != nullptr) {
+    s->devices_ = server->devices();
+    s->resource_mgr_ = server->resources();
+  } else {
+    ASSIGN_OR_RETURN(s->devices_, DeviceMgr::CreateLocal(config.device_count, s->intra_op_pool_));
+    s->resource_mgr_ = std::make_shared<ResourceMgr>();
+  }
   ASSIGN_OR_RETURN(s->graph_, Graph::FromGraphDef(def));
   DeviceSet device_set = s->devices_->AsDeviceSet();
   Placer placer(s->graph_.get(), device_set,
@@ -84,7 +100,13 @@ StatusOr<std::unique_ptr<Session>> Session::Create(const SessionConfig& config, 
 int Session::inter_op_threads() const { return inter_op_pool_->NumThreads(); }
 int Session::intra_op_threads() const { return intra_op_pool_->NumThreads(); }
 
-void Session::Reset(const std::vector<std::string>& containers) { resource_mgr_.Cleanup(containers); }
+void Session::Reset(const std::vector<std::string>& containers) { resource_mgr_->Cleanup(containers); }
+
+Status Session::Reset(const std::string& target, const std::vector<std::string>& containers) {
+  ASSIGN_OR_RETURN(std::shared_ptr<Server> server, Server::Find(target));
+  server->resources()->Cleanup(containers);
+  return Status::OK();
+}
 
 StatusOr<std::shared_ptr<const Session::ExecutorAndKeys>> Session::GetOrCreateExecutor(
     const std::vector<std::pair<std::string, Tensor>>& feeds, const std::vector<std::string>& fetches,
@@ -121,7 +143,7 @@ StatusOr<std::shared_ptr<const Session::ExecutorAndKeys>> Session::GetOrCreateEx
     ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::FromGraphDef(def));
     for (Node* n : graph->nodes()) n->set_assigned_device(device_name);
     Executor::Params params;
-    params.resource_mgr = &resource_mgr_;
+    params.resource_mgr = resource_mgr_.get();
     params.lookup_device = [device](const Node&) -> StatusOr<DeviceBase*> { return static_cast<DeviceBase*>(device); };
     ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, Executor::Create(std::move(graph), std::move(params)));
     ek->executors.push_back(std::move(executor));

@@ -10,7 +10,8 @@
 //   Status s = (*session)->Run({{"x", x}}, {"y"}, {}, &out);
 //
 // Variables live in the session's resource containers and keep their values across Run
-// calls; two sessions never share them. Run may be called concurrently from any number of
+// calls; two local sessions never share them. Sessions created with the target of an
+// in-process Server (server.h) use its devices and share its containers. Run may be called concurrently from any number of
 // threads; Reset may be called concurrently with Run (a running step keeps the variables it
 // already looked up). The Session must outlive every Run in flight.
 #pragma once
@@ -35,6 +36,11 @@ class Session {
   // Builds devices and thread pools, validates the graph and places it (placement errors
   // and the placement log come from here).
   static StatusOr<std::unique_ptr<Session>> Create(const SessionConfig& config, const GraphDef& graph);
+  // `target` "" is a local session as above; "local://<n>" a session on that Server, whose
+  // devices it uses (config.device_count is then ignored) and whose resources it shares.
+  // NotFound for a target no live server has.
+  static StatusOr<std::unique_ptr<Session>> Create(const std::string& target, const SessionConfig& config,
+                                                   const GraphDef& graph);
   ~Session();
 
   // feeds: {"x", tensor} or {"x:1", tensor}; fetches: "y", "y:1"; targets: node names run
@@ -48,6 +54,8 @@ class Session {
 
   // Drops the resources (variables) of the named containers; "" names the default one.
   void Reset(const std::vector<std::string>& containers);
+  // The same on the server behind `target`, for every session sharing it (tf.Session.reset).
+  static Status Reset(const std::string& target, const std::vector<std::string>& containers);
 
   // Where each node of the graph was placed and why, in node order.
   const std::vector<PlacementRecord>& placement() const { return placement_; }
@@ -69,10 +77,10 @@ class Session {
   std::unique_ptr<ThreadPool> own_intra_op_pool_;
   ThreadPool* inter_op_pool_ = nullptr;
   ThreadPool* intra_op_pool_ = nullptr;
-  std::unique_ptr<DeviceMgr> devices_;
+  std::shared_ptr<DeviceMgr> devices_;
   std::unique_ptr<Graph> graph_;
   std::vector<PlacementRecord> placement_;
-  ResourceMgr resource_mgr_;
+  std::shared_ptr<ResourceMgr> resource_mgr_;
   std::atomic<int64_t> next_step_id_{0};
 
   std::mutex executors_mu_;
