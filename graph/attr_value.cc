@@ -15,6 +15,7 @@ std::string_view AttrTypeName(AttrType t) {
     case AttrType::kTensor: return "tensor";
     case AttrType::kListInt: return "list(int)";
     case AttrType::kListType: return "list(type)";
+    case AttrType::kListShape: return "list(shape)";
   }
   return "unknown";
 }
@@ -41,6 +42,10 @@ std::string AttrValue::DebugString() const {
         } else if constexpr (std::is_same_v<T, std::vector<DataType>>) {
           os << "[";
           for (size_t i = 0; i < v.size(); ++i) os << (i ? "," : "") << DataTypeName(v[i]);
+          os << "]";
+        } else if constexpr (std::is_same_v<T, std::vector<TensorShape>>) {
+          os << "[";
+          for (size_t i = 0; i < v.size(); ++i) os << (i ? "," : "") << v[i].DebugString();
           os << "]";
         } else {
           os << v;

@@ -14,14 +14,14 @@
 
 namespace tessera {
 
-enum class AttrType { kInt, kFloat, kBool, kString, kType, kShape, kTensor, kListInt, kListType };
+enum class AttrType { kInt, kFloat, kBool, kString, kType, kShape, kTensor, kListInt, kListType, kListShape };
 
 std::string_view AttrTypeName(AttrType t);  // "int", "list(int)", ...
 
 class AttrValue {
  public:
   using Value = std::variant<int64_t, double, bool, std::string, DataType, TensorShape, Tensor,
-                             std::vector<int64_t>, std::vector<DataType>>;
+                             std::vector<int64_t>, std::vector<DataType>, std::vector<TensorShape>>;
 
   AttrValue() = default;
   AttrValue(int64_t v) : value_(v) {}                       // NOLINT
@@ -35,6 +35,7 @@ class AttrValue {
   AttrValue(Tensor v) : value_(std::move(v)) {}             // NOLINT
   AttrValue(std::vector<int64_t> v) : value_(std::move(v)) {}   // NOLINT
   AttrValue(std::vector<DataType> v) : value_(std::move(v)) {}  // NOLINT
+  AttrValue(std::vector<TensorShape> v) : value_(std::move(v)) {}  // NOLINT
 
   AttrType type() const { return static_cast<AttrType>(value_.index()); }
   template <typename T>

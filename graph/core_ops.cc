@@ -197,6 +197,11 @@ Status ShapeShape(InferenceContext& c) {
   return Status::OK();
 }
 
+Status QueueHandleShape(InferenceContext& c) {
+  c.set_output(0, TensorShape({2}));
+  return Status::OK();
+}
+
 // Output i has the shape of input i.
 Status PairwiseUnchangedShapes(InferenceContext& c) {
   for (int i = 0; i < c.num_outputs(); ++i) c.set_output(i, c.input(i));
@@ -288,6 +293,36 @@ void RegisterCoreOps(OpRegistry& r) {
   Register(r, OpDefBuilder("_Arg").Output("output: T").Attr("T: type").Attr("index: int >= 0")
                   .Attr("shape: shape = unknown").SetShapeFn(ShapeFromAttr));
   Register(r, OpDefBuilder("_Retval").Input("input: T").Attr("T: type").Attr("index: int >= 0"));
+
+  // Queues (TensorFlow 1.x's data_flow_ops). A queue op creates or finds the queue named
+  // by shared_name (its own name when empty) in its container and outputs a handle: the
+  // string vector [container, name].
+  constexpr const char* kQueueAttrs[] = {"component_types: list(type) >= 1", "shapes: list(shape) = []",
+                                         "capacity: int = -1", "container: string = \"\"",
+                                         "shared_name: string = \"\""};
+  for (const char* op : {"FIFOQueue", "PaddingFIFOQueue", "RandomShuffleQueue"}) {
+    OpDefBuilder b(op);
+    b.Output("handle: string").SetIsStateful().SetShapeFn(QueueHandleShape);
+    for (const char* a : kQueueAttrs) b.Attr(a);
+    if (std::string_view(op) == "RandomShuffleQueue") {
+      b.Attr("min_after_dequeue: int = 0").Attr("seed: int = 0").Attr("seed2: int = 0");
+    }
+    Register(r, b);
+  }
+  for (const char* op : {"QueueEnqueue", "QueueEnqueueMany"}) {
+    Register(r, OpDefBuilder(op).Input("handle: string").Input("components: Tcomponents")
+                    .Attr("Tcomponents: list(type) >= 1").SetIsStateful());
+  }
+  Register(r, OpDefBuilder("QueueDequeue").Input("handle: string").Output("components: component_types")
+                  .Attr("component_types: list(type) >= 1").SetIsStateful());
+  for (const char* op : {"QueueDequeueMany", "QueueDequeueUpTo"}) {
+    Register(r, OpDefBuilder(op).Input("handle: string").Input("n: int32").Output("components: component_types")
+                    .Attr("component_types: list(type) >= 1").SetIsStateful());
+  }
+  Register(r, OpDefBuilder("QueueClose").Input("handle: string").Attr("cancel_pending_enqueues: bool = false")
+                  .SetIsStateful());
+  Register(r, OpDefBuilder("QueueSize").Input("handle: string").Output("size: int32").SetIsStateful()
+                  .SetShapeFn(ScalarShape));
 
   // Runtime-internal: partitioning turns every cross-device edge into a _Send on the
   // producer's device and a _Recv on the consumer's, meeting in the step's rendezvous.

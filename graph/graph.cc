@@ -32,6 +32,19 @@ StatusOr<ArgTypes> ExpandArgs(const std::vector<ArgDef>& args, const AttrMap& at
                               std::string_view node) {
   ArgTypes out;
   for (const ArgDef& a : args) {
+    if (!a.type_attr.empty()) {
+      auto it = attrs.find(a.type_attr);
+      if (it != attrs.end()) {
+        if (const auto* list = it->second.get_if<std::vector<DataType>>()) {
+          // A list(type) attr: one arg per listed type.
+          for (DataType t : *list) {
+            out.types.push_back(t);
+            out.is_ref.push_back(a.is_ref);
+          }
+          continue;
+        }
+      }
+    }
     DataType dt = a.type;
     if (!a.type_attr.empty()) RETURN_IF_ERROR(GetAttr(attrs, node, a.type_attr, &dt));
     int64_t count = 1;
@@ -148,12 +161,30 @@ StatusOr<Node*> Graph::AddNode(const NodeDef& def) {
     }
   }
 
-  // List inputs ("N * T") take whatever the fixed inputs leave.
+  // List inputs ("N * T", or a list(type) attr) take whatever the fixed inputs leave.
+  auto is_type_list = [op](const ArgDef& a) {
+    const AttrDef* ad = a.type_attr.empty() ? nullptr : op->FindAttr(a.type_attr);
+    return ad != nullptr && ad->type == AttrType::kListType;
+  };
+  auto is_list = [&](const ArgDef& a) { return !a.number_attr.empty() || is_type_list(a); };
   int fixed = 0, lists = 0;
-  for (const ArgDef& a : op->inputs) (a.number_attr.empty() ? fixed : lists) += 1;
+  for (const ArgDef& a : op->inputs) (is_list(a) ? lists : fixed) += 1;
   int64_t list_len = lists == 0 ? 0 : static_cast<int64_t>(data.size()) - fixed;
   if (lists > 0) {
     for (const ArgDef& a : op->inputs) {
+      if (is_type_list(a)) {
+        auto it = attrs.find(a.type_attr);
+        const auto* list = it == attrs.end() ? nullptr : it->second.get_if<std::vector<DataType>>();
+        if (it != attrs.end() && list == nullptr) {
+          return errors::InvalidArgument("Node ", where, ": attr '", a.type_attr, "' must be a list of dtypes, got ",
+                                         it->second.DebugString());
+        }
+        if (list != nullptr && static_cast<int64_t>(list->size()) != list_len) {
+          return errors::InvalidArgument("Node ", where, " has attr ", a.type_attr, "=", it->second.DebugString(),
+                                         " but ", list_len, " inputs for it");
+        }
+        continue;
+      }
       if (a.number_attr.empty()) continue;
       auto it = attrs.find(a.number_attr);
       if (it == attrs.end()) {
@@ -175,7 +206,12 @@ StatusOr<Node*> Graph::AddNode(const NodeDef& def) {
   size_t k = 0;
   for (const ArgDef& a : op->inputs) {
     int64_t count = 1;
-    if (!a.number_attr.empty()) count = list_len;
+    if (is_list(a)) count = list_len;
+    if (is_type_list(a) && attrs.find(a.type_attr) == attrs.end()) {
+      std::vector<DataType> inferred;
+      for (int64_t j = 0; j < count; ++j) inferred.push_back(data[k + j].node->output_type(data[k + j].port));
+      attrs[a.type_attr] = AttrValue(std::move(inferred));
+    }
     for (int64_t j = 0; j < count; ++j, ++k) {
       const Source& s = data[k];
       DataType got = s.node->output_type(s.port);
@@ -187,7 +223,9 @@ StatusOr<Node*> Graph::AddNode(const NodeDef& def) {
                                        "' from ", s.node->DebugName(), " is a value");
       }
       DataType want = a.type;
-      if (!a.type_attr.empty()) {
+      if (is_type_list(a)) {
+        want = (*attrs.find(a.type_attr)->second.get_if<std::vector<DataType>>())[j];
+      } else if (!a.type_attr.empty()) {
         auto it = attrs.find(a.type_attr);
         if (it == attrs.end()) {
           attrs[a.type_attr] = AttrValue(got);
@@ -234,10 +272,18 @@ StatusOr<Node*> Graph::AddNode(const NodeDef& def) {
                                        TypeListString(ad.allowed_types));
       }
     }
-    if (ad.minimum && *it->second.get_if<int64_t>() < *ad.minimum) {
-      return errors::InvalidArgument("Node ", where, ": attr '", ad.name, "' is ",
-                                     *it->second.get_if<int64_t>(), ", must be at least ",
-                                     *ad.minimum);
+    if (ad.minimum) {
+      // An int's value, or a list's length.
+      const AttrValue& v = it->second;
+      int64_t n = v.get_if<int64_t>() != nullptr                   ? *v.get_if<int64_t>()
+                  : v.get_if<std::vector<DataType>>() != nullptr    ? v.get_if<std::vector<DataType>>()->size()
+                  : v.get_if<std::vector<int64_t>>() != nullptr     ? v.get_if<std::vector<int64_t>>()->size()
+                  : v.get_if<std::vector<TensorShape>>() != nullptr ? v.get_if<std::vector<TensorShape>>()->size()
+                                                                    : 0;
+      if (n < *ad.minimum) {
+        return errors::InvalidArgument("Node ", where, ": attr '", ad.name, "' is ", v.DebugString(),
+                                       ", must be at least ", *ad.minimum, v.get_if<int64_t>() ? "" : " long");
+      }
     }
   }
 

@@ -171,6 +171,16 @@ StatusOr<AttrValue> AttrFromJson(const json& j, const AttrDef* def) {
         return AttrValue(std::move(v));
       }
       break;
+    case AttrType::kListShape:
+      if (j.is_array()) {
+        std::vector<TensorShape> v;
+        for (const json& x : j) {
+          ASSIGN_OR_RETURN(TensorShape s, ShapeFromJson(x, true));
+          v.push_back(std::move(s));
+        }
+        return AttrValue(std::move(v));
+      }
+      break;
   }
   return errors::InvalidArgument("expected ", AttrTypeName(type), ", got ", j.dump());
 }
@@ -188,6 +198,10 @@ json AttrToJson(const AttrValue& v) {
         } else if constexpr (std::is_same_v<T, std::vector<DataType>>) {
           json j = json::array();
           for (DataType dt : x) j.push_back(std::string(DataTypeName(dt)));
+          return j;
+        } else if constexpr (std::is_same_v<T, std::vector<TensorShape>>) {
+          json j = json::array();
+          for (const TensorShape& s : x) j.push_back(ShapeToJson(s));
           return j;
         } else {
           return x;

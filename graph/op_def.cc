@@ -49,7 +49,7 @@ StatusOr<AttrType> ParseAttrType(std::string_view t) {
       {"int", AttrType::kInt},       {"float", AttrType::kFloat},    {"bool", AttrType::kBool},
       {"string", AttrType::kString}, {"type", AttrType::kType},      {"shape", AttrType::kShape},
       {"tensor", AttrType::kTensor}, {"list(int)", AttrType::kListInt},
-      {"list(type)", AttrType::kListType}};
+      {"list(type)", AttrType::kListType}, {"list(shape)", AttrType::kListShape}};
   for (const auto& [name, type] : kTypes) {
     if (t == name) return type;
   }
@@ -81,6 +81,9 @@ StatusOr<AttrValue> ParseDefault(AttrType type, std::string_view v) {
       break;
     case AttrType::kListInt:
       if (v == "[]") return AttrValue(std::vector<int64_t>{});
+      break;
+    case AttrType::kListShape:
+      if (v == "[]") return AttrValue(std::vector<TensorShape>{});
       break;
     default:
       break;
@@ -190,9 +193,13 @@ StatusOr<OpDef> OpDefBuilder::Finalize() const {
   auto check_arg = [&](const ArgDef& arg) -> Status {
     if (!arg.type_attr.empty()) {
       const AttrDef* a = def_.FindAttr(arg.type_attr);
-      if (a == nullptr || a->type != AttrType::kType) {
+      if (a == nullptr || (a->type != AttrType::kType && a->type != AttrType::kListType)) {
         return errors::InvalidArgument("Op '", def_.name, "': arg '", arg.name,
                                        "' names type attr '", arg.type_attr, "' which is not declared");
+      }
+      if (a->type == AttrType::kListType && !arg.number_attr.empty()) {
+        return errors::InvalidArgument("Op '", def_.name, "': arg '", arg.name,
+                                       "' cannot have both a count and a list of types");
       }
     }
     if (!arg.number_attr.empty()) {

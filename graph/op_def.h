@@ -8,9 +8,10 @@
 //       .SetShapeFn(MatMulShape);
 //
 // Input/output specs: "name: T" (type from attr T), "name: float" (fixed type),
-// "name: N * T" (a list of N inputs of type T), "ref: Ref(T)" (a mutable reference, as
+// "name: N * T" (a list of N inputs of type T), "name: Ts" with Ts a list(type) attr (one
+// input per listed type), "ref: Ref(T)" (a mutable reference, as
 // VariableV2's output and Assign's first input). Attr specs: "name: type", with optional
-// "{allowed, types}", "= default", and ">= minimum" for ints.
+// "{allowed, types}", "= default", and ">= minimum" for ints (a minimum length for lists).
 #pragma once
 
 #include <optional>

@@ -16,6 +16,14 @@ Output Build(const Scope& s, std::string_view op, std::vector<Input> inputs, Att
   return Output(s.AddNode(std::move(def)));
 }
 
+// Every output of the node behind `first`; empty when it failed.
+std::vector<Output> AllOutputs(Output first) {
+  std::vector<Output> outputs;
+  if (first.node == nullptr) return outputs;
+  for (int i = 0; i < first.node->num_outputs(); ++i) outputs.emplace_back(first.node, i);
+  return outputs;
+}
+
 }  // namespace
 
 Output Const(const Scope& s, const Tensor& value) {
@@ -96,10 +104,60 @@ std::vector<Output> AllReduce(const Scope& s, const std::vector<Input>& inputs, 
                         {"group_size", attrs.group_size},
                         {"instance_key", attrs.instance_key},
                         {"wire_float16", attrs.wire_float16}});
-  if (first.node == nullptr) return {};
-  std::vector<Output> outputs;
-  for (int i = 0; i < first.node->num_outputs(); ++i) outputs.emplace_back(first.node, i);
-  return outputs;
+  return AllOutputs(first);
 }
+
+namespace {
+
+Output MakeQueue(const Scope& s, std::string_view op, const std::vector<DataType>& types, const QueueAttrs& a) {
+  AttrMap attrs{{"component_types", types},
+                {"shapes", a.shapes},
+                {"capacity", a.capacity},
+                {"container", a.container},
+                {"shared_name", a.shared_name}};
+  if (op == "RandomShuffleQueue") {
+    attrs["min_after_dequeue"] = a.min_after_dequeue;
+    attrs["seed"] = a.seed;
+    attrs["seed2"] = a.seed2;
+  }
+  return Build(s, op, {}, std::move(attrs));
+}
+
+std::vector<Input> HandleAnd(Input handle, const std::vector<Input>& rest) {
+  std::vector<Input> inputs = {std::move(handle)};
+  inputs.insert(inputs.end(), rest.begin(), rest.end());
+  return inputs;
+}
+
+}  // namespace
+
+Output FIFOQueue(const Scope& s, const std::vector<DataType>& types, const QueueAttrs& attrs) {
+  return MakeQueue(s, "FIFOQueue", types, attrs);
+}
+Output PaddingFIFOQueue(const Scope& s, const std::vector<DataType>& types, const QueueAttrs& attrs) {
+  return MakeQueue(s, "PaddingFIFOQueue", types, attrs);
+}
+Output RandomShuffleQueue(const Scope& s, const std::vector<DataType>& types, const QueueAttrs& attrs) {
+  return MakeQueue(s, "RandomShuffleQueue", types, attrs);
+}
+Operation QueueEnqueue(const Scope& s, Input handle, const std::vector<Input>& components) {
+  return Build(s, "QueueEnqueue", HandleAnd(std::move(handle), components)).op();
+}
+Operation QueueEnqueueMany(const Scope& s, Input handle, const std::vector<Input>& components) {
+  return Build(s, "QueueEnqueueMany", HandleAnd(std::move(handle), components)).op();
+}
+std::vector<Output> QueueDequeue(const Scope& s, Input handle, const std::vector<DataType>& types) {
+  return AllOutputs(Build(s, "QueueDequeue", {std::move(handle)}, {{"component_types", types}}));
+}
+std::vector<Output> QueueDequeueMany(const Scope& s, Input handle, Input n, const std::vector<DataType>& types) {
+  return AllOutputs(Build(s, "QueueDequeueMany", {std::move(handle), std::move(n)}, {{"component_types", types}}));
+}
+std::vector<Output> QueueDequeueUpTo(const Scope& s, Input handle, Input n, const std::vector<DataType>& types) {
+  return AllOutputs(Build(s, "QueueDequeueUpTo", {std::move(handle), std::move(n)}, {{"component_types", types}}));
+}
+Operation QueueClose(const Scope& s, Input handle, bool cancel_pending_enqueues) {
+  return Build(s, "QueueClose", {std::move(handle)}, {{"cancel_pending_enqueues", cancel_pending_enqueues}}).op();
+}
+Output QueueSize(const Scope& s, Input handle) { return Build(s, "QueueSize", {std::move(handle)}); }
 
 }  // namespace tessera::ops

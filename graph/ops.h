@@ -84,4 +84,25 @@ struct AllReduceAttrs {
 // that input over every member. Several inputs are fused into one ring pass.
 std::vector<Output> AllReduce(const Scope& s, const std::vector<Input>& inputs, const AllReduceAttrs& attrs);
 
+struct QueueAttrs {
+  std::vector<TensorShape> shapes{};  // empty, or one per component
+  int64_t capacity = -1;              // -1: unbounded
+  std::string container{};
+  std::string shared_name{};          // "": the op's own name
+  int64_t min_after_dequeue = 0;      // RandomShuffleQueue only
+  int64_t seed = 0;                   // RandomShuffleQueue only
+  int64_t seed2 = 0;
+};
+// Queue ops (tf.FIFOQueue and friends): the queue op outputs a handle the others take.
+Output FIFOQueue(const Scope& s, const std::vector<DataType>& component_types, const QueueAttrs& attrs = {});
+Output PaddingFIFOQueue(const Scope& s, const std::vector<DataType>& component_types, const QueueAttrs& attrs = {});
+Output RandomShuffleQueue(const Scope& s, const std::vector<DataType>& component_types, const QueueAttrs& attrs = {});
+Operation QueueEnqueue(const Scope& s, Input handle, const std::vector<Input>& components);
+Operation QueueEnqueueMany(const Scope& s, Input handle, const std::vector<Input>& components);
+std::vector<Output> QueueDequeue(const Scope& s, Input handle, const std::vector<DataType>& component_types);
+std::vector<Output> QueueDequeueMany(const Scope& s, Input handle, Input n, const std::vector<DataType>& component_types);
+std::vector<Output> QueueDequeueUpTo(const Scope& s, Input handle, Input n, const std::vector<DataType>& component_types);
+Operation QueueClose(const Scope& s, Input handle, bool cancel_pending_enqueues = false);
+Output QueueSize(const Scope& s, Input handle);
+
 }  // namespace tessera::ops

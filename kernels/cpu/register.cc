@@ -12,6 +12,7 @@ void RegisterCpuKernels(KernelRegistry& r) {
   cpu::RegisterCastKernels(r);
   cpu::RegisterSendRecvKernels(r);
   cpu::RegisterAllReduceKernels(r);
+  cpu::RegisterQueueKernels(r);
 }
 
 }  // namespace tessera

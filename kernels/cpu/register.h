@@ -15,6 +15,7 @@ void RegisterNnKernels(KernelRegistry& r);
 void RegisterCastKernels(KernelRegistry& r);
 void RegisterSendRecvKernels(KernelRegistry& r);
 void RegisterAllReduceKernels(KernelRegistry& r);
+void RegisterQueueKernels(KernelRegistry& r);
 
 // Calls fn(T{}) for each type in Ts: registration loops over a kernel's types.
 template <typename... Ts, typename Fn>

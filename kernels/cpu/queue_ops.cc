@@ -1,0 +1,187 @@
+// The queue ops: FIFOQueue, RandomShuffleQueue and PaddingFIFOQueue create or find a Queue
+// resource; enqueue and dequeue are asynchronous kernels that never hold a thread while
+// the queue is full or empty.
+#include "kernels/cpu/register.h"
+#include "kernels/queue.h"
+
+namespace tessera::cpu {
+namespace {
+
+class QueueOp : public OpKernel {
+ public:
+  QueueOp(OpKernelConstruction* c, Queue::Kind kind) : OpKernel(c) {
+    options_.kind = kind;
+    Status s = c->GetAttr("component_types", &options_.dtypes);
+    if (s.ok()) s = c->GetAttr("shapes", &options_.shapes);
+    if (s.ok()) s = c->GetAttr("capacity", &options_.capacity);
+    if (s.ok()) s = c->GetAttr("container", &container_);
+    if (s.ok()) s = c->GetAttr("shared_name", &options_.name);
+    if (s.ok() && kind == Queue::Kind::kRandomShuffle) {
+      s = c->GetAttr("min_after_dequeue", &options_.min_after_dequeue);
+      if (s.ok()) s = c->GetAttr("seed", &options_.seed);
+      if (s.ok()) s = c->GetAttr("seed2", &options_.seed2);
+    }
+    if (options_.name.empty()) options_.name = name();
+    if (s.ok()) s = Queue::Validate(options_);
+    if (!s.ok()) c->SetStatus(s);
+  }
+  void Compute(OpKernelContext* ctx) override {
+    OP_REQUIRES(ctx, ctx->resource_manager() != nullptr, errors::Internal("A queue needs a resource manager"));
+    auto queue = ctx->resource_manager()->LookupOrCreate<Queue>(
+        container_, options_.name, [this] { return std::make_shared<Queue>(options_); });
+    OP_REQUIRES_OK(ctx, queue.status());
+    OP_REQUIRES_OK(ctx, (*queue)->CheckCompatible(options_));
+    Tensor* handle;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({2}), &handle));
+    handle->data<std::string>()[0] = container_;
+    handle->data<std::string>()[1] = options_.name;
+  }
+  bool IsExpensive() const override { return false; }
+
+ private:
+  Queue::Options options_;
+  std::string container_;
+};
+
+template <Queue::Kind kKind>
+class TypedQueueOp : public QueueOp {
+ public:
+  explicit TypedQueueOp(OpKernelConstruction* c) : QueueOp(c, kKind) {}
+};
+
+StatusOr<std::shared_ptr<Queue>> QueueFromHandle(OpKernelContext* ctx) {
+  const Tensor& h = ctx->input(0);
+  if (h.dtype() != DataType::kString || h.NumElements() != 2) {
+    return errors::InvalidArgument("A queue handle is a string vector [container, name], got ",
+                                   h.shape().DebugString());
+  }
+  if (ctx->resource_manager() == nullptr) return errors::Internal("A queue needs a resource manager");
+  return ctx->resource_manager()->Lookup<Queue>(h.data<std::string>()[0], h.data<std::string>()[1]);
+}
+
+// The base of the kernels that may wait: finds the queue, then hands over to Start.
+class QueueAsyncOp : public AsyncOpKernel {
+ public:
+  using AsyncOpKernel::AsyncOpKernel;
+  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) final {
+    StatusOr<std::shared_ptr<Queue>> queue = QueueFromHandle(ctx);
+    if (!queue.ok()) {
+      ctx->SetStatus(queue.status());
+      done();
+      return;
+    }
+    Start(ctx, **queue, std::move(done));
+  }
+  bool IsExpensive() const override { return false; }
+
+ protected:
+  virtual void Start(OpKernelContext* ctx, Queue& queue, DoneCallback done) = 0;
+};
+
+template <bool kMany>
+class EnqueueOp : public QueueAsyncOp {
+ public:
+  using QueueAsyncOp::QueueAsyncOp;
+
+ protected:
+  void Start(OpKernelContext* ctx, Queue& queue, DoneCallback done) override {
+    Queue::Tuple tuple;
+    for (int i = 1; i < num_inputs(); ++i) tuple.push_back(ctx->input(i));
+    auto finish = [ctx, done = std::move(done)](const Status& s) {
+      ctx->SetStatus(s);
+      done();
+    };
+    if (kMany) {
+      queue.EnqueueMany(std::move(tuple), ctx->cancellation_manager(), std::move(finish));
+    } else {
+      queue.Enqueue(std::move(tuple), ctx->cancellation_manager(), std::move(finish));
+    }
+  }
+};
+
+template <Queue::DequeueMode kMode>
+class DequeueOp : public QueueAsyncOp {
+ public:
+  using QueueAsyncOp::QueueAsyncOp;
+
+ protected:
+  void Start(OpKernelContext* ctx, Queue& queue, DoneCallback done) override {
+    int64_t n = 1;
+    if (kMode != Queue::kOne) {
+      const Tensor& count = ctx->input(1);
+      if (count.NumElements() != 1) {
+        ctx->SetStatus(errors::InvalidArgument("n must be a scalar, got shape ", count.shape().DebugString()));
+        done();
+        return;
+      }
+      n = count.data<int32_t>()[0];
+    }
+    if (static_cast<size_t>(num_outputs()) != queue.options().dtypes.size()) {
+      ctx->SetStatus(errors::InvalidArgument("Dequeue of ", num_outputs(), " components from ", queue.DebugString(),
+                                             ", which has ", queue.options().dtypes.size()));
+      done();
+      return;
+    }
+    queue.Dequeue(n, kMode, ctx->cancellation_manager(),
+                  [this, ctx, done = std::move(done)](const Status& s, Queue::Tuple tuple) {
+                    ctx->SetStatus(s);
+                    for (size_t i = 0; s.ok() && i < tuple.size(); ++i) {
+                      if (tuple[i].dtype() != output_type(static_cast<int>(i))) {
+                        ctx->SetStatus(errors::InvalidArgument("Dequeued component ", i, " is ",
+                                                               DataTypeName(tuple[i].dtype()), ", expected ",
+                                                               DataTypeName(output_type(static_cast<int>(i)))));
+                        break;
+                      }
+                      ctx->set_output(static_cast<int>(i), std::move(tuple[i]));
+                    }
+                    done();
+                  });
+  }
+};
+
+class CloseOp : public OpKernel {
+ public:
+  explicit CloseOp(OpKernelConstruction* c) : OpKernel(c) {
+    Status s = c->GetAttr("cancel_pending_enqueues", &cancel_pending_enqueues_);
+    if (!s.ok()) c->SetStatus(s);
+  }
+  void Compute(OpKernelContext* ctx) override {
+    auto queue = QueueFromHandle(ctx);
+    OP_REQUIRES_OK(ctx, queue.status());
+    (*queue)->Close(cancel_pending_enqueues_);
+  }
+  bool IsExpensive() const override { return false; }
+
+ private:
+  bool cancel_pending_enqueues_ = false;
+};
+
+class SizeOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    auto queue = QueueFromHandle(ctx);
+    OP_REQUIRES_OK(ctx, queue.status());
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape(), &out));
+    out->data<int32_t>()[0] = static_cast<int32_t>((*queue)->Size());
+  }
+  bool IsExpensive() const override { return false; }
+};
+
+}  // namespace
+
+void RegisterQueueKernels(KernelRegistry& r) {
+  r.Register<TypedQueueOp<Queue::Kind::kFifo>>(KernelDefBuilder("FIFOQueue").Device(kDeviceCpu));
+  r.Register<TypedQueueOp<Queue::Kind::kPaddingFifo>>(KernelDefBuilder("PaddingFIFOQueue").Device(kDeviceCpu));
+  r.Register<TypedQueueOp<Queue::Kind::kRandomShuffle>>(KernelDefBuilder("RandomShuffleQueue").Device(kDeviceCpu));
+  r.Register<EnqueueOp<false>>(KernelDefBuilder("QueueEnqueue").Device(kDeviceCpu));
+  r.Register<EnqueueOp<true>>(KernelDefBuilder("QueueEnqueueMany").Device(kDeviceCpu));
+  r.Register<DequeueOp<Queue::kOne>>(KernelDefBuilder("QueueDequeue").Device(kDeviceCpu));
+  r.Register<DequeueOp<Queue::kExactly>>(KernelDefBuilder("QueueDequeueMany").Device(kDeviceCpu));
+  r.Register<DequeueOp<Queue::kUpTo>>(KernelDefBuilder("QueueDequeueUpTo").Device(kDeviceCpu));
+  r.Register<CloseOp>(KernelDefBuilder("QueueClose").Device(kDeviceCpu));
+  r.Register<SizeOp>(KernelDefBuilder("QueueSize").Device(kDeviceCpu));
+}
+
+}  // namespace tessera::cpu
