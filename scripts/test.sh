@@ -2,7 +2,7 @@
 # Sets up, builds and runs every test: the Release suite, then the same suite under
 # AddressSanitizer + UndefinedBehaviorSanitizer, a short libFuzzer run on the JSON graph
 # loader, and the concurrent suites (executor, session, scenarios, rendezvous, multi-device,
-# ring all-reduce, replication) under ThreadSanitizer.
+# ring all-reduce, replication, queues, servers) under ThreadSanitizer.
 # TESSERA_QUICK=1 runs the Release suite only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,8 +22,8 @@ if [ "${TESSERA_QUICK:-0}" != 1 ]; then
     -max_len=4096 build-asan/fuzz-corpus 2>&1 | tail -n 1
 
   scripts/build.sh tsan executor_test session_test subgraph_test scenarios_test rendezvous_test \
-    multi_device_test ring_all_reduce_test replicate_test
+    multi_device_test ring_all_reduce_test replicate_test queue_test server_test
   TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure -j "$(nproc)" \
-    --timeout 600 -R 'Executor|Session|Scenario|Subgraph|Rendezvous|MultiDevice|Ring|Replicate'
+    --timeout 600 -R 'Executor|Session|Scenario|Subgraph|Rendezvous|MultiDevice|Ring|Replicate|Queue|Server'
 fi
 echo "test.sh: done in $(( $(date +%s) - start )) s"
