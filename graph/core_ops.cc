@@ -197,6 +197,12 @@ Status ShapeShape(InferenceContext& c) {
   return Status::OK();
 }
 
+// Every column has the shape of the records.
+Status DecodeCsvShape(InferenceContext& c) {
+  for (int i = 0; i < c.num_outputs(); ++i) c.set_output(i, c.input(0));
+  return Status::OK();
+}
+
 Status QueueHandleShape(InferenceContext& c) {
   c.set_output(0, TensorShape({2}));
   return Status::OK();
@@ -323,6 +329,13 @@ void RegisterCoreOps(OpRegistry& r) {
                   .SetIsStateful());
   Register(r, OpDefBuilder("QueueSize").Input("handle: string").Output("size: int32").SetIsStateful()
                   .SetShapeFn(ScalarShape));
+
+  // tf.io.decode_csv: each record string becomes one value per column, of the column's
+  // record_default dtype; an empty default makes the column required.
+  Register(r, OpDefBuilder("DecodeCSV").Input("records: string").Input("record_defaults: OUT_TYPE")
+                  .Output("output: OUT_TYPE").Attr("OUT_TYPE: list(type) >= 1")
+                  .Attr("field_delim: string = \",\"").Attr("use_quote_delim: bool = true")
+                  .Attr("na_value: string = \"\"").SetShapeFn(DecodeCsvShape));
 
   // Runtime-internal: partitioning turns every cross-device edge into a _Send on the
   // producer's device and a _Recv on the consumer's, meeting in the step's rendezvous.

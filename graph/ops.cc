@@ -123,7 +123,7 @@ Output MakeQueue(const Scope& s, std::string_view op, const std::vector<DataType
   return Build(s, op, {}, std::move(attrs));
 }
 
-std::vector<Input> HandleAnd(Input handle, const std::vector<Input>& rest) {
+std::vector<Input> Prepend(Input handle, const std::vector<Input>& rest) {
   std::vector<Input> inputs = {std::move(handle)};
   inputs.insert(inputs.end(), rest.begin(), rest.end());
   return inputs;
@@ -141,10 +141,10 @@ Output RandomShuffleQueue(const Scope& s, const std::vector<DataType>& types, co
   return MakeQueue(s, "RandomShuffleQueue", types, attrs);
 }
 Operation QueueEnqueue(const Scope& s, Input handle, const std::vector<Input>& components) {
-  return Build(s, "QueueEnqueue", HandleAnd(std::move(handle), components)).op();
+  return Build(s, "QueueEnqueue", Prepend(std::move(handle), components)).op();
 }
 Operation QueueEnqueueMany(const Scope& s, Input handle, const std::vector<Input>& components) {
-  return Build(s, "QueueEnqueueMany", HandleAnd(std::move(handle), components)).op();
+  return Build(s, "QueueEnqueueMany", Prepend(std::move(handle), components)).op();
 }
 std::vector<Output> QueueDequeue(const Scope& s, Input handle, const std::vector<DataType>& types) {
   return AllOutputs(Build(s, "QueueDequeue", {std::move(handle)}, {{"component_types", types}}));
@@ -159,5 +159,13 @@ Operation QueueClose(const Scope& s, Input handle, bool cancel_pending_enqueues)
   return Build(s, "QueueClose", {std::move(handle)}, {{"cancel_pending_enqueues", cancel_pending_enqueues}}).op();
 }
 Output QueueSize(const Scope& s, Input handle) { return Build(s, "QueueSize", {std::move(handle)}); }
+
+std::vector<Output> DecodeCSV(const Scope& s, Input records, const std::vector<Input>& record_defaults,
+                              const DecodeCSVAttrs& attrs) {
+  return AllOutputs(Build(s, "DecodeCSV", Prepend(std::move(records), record_defaults),
+                          {{"field_delim", attrs.field_delim},
+                           {"use_quote_delim", attrs.use_quote_delim},
+                           {"na_value", attrs.na_value}}));
+}
 
 }  // namespace tessera::ops

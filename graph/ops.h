@@ -103,6 +103,16 @@ std::vector<Output> QueueDequeue(const Scope& s, Input handle, const std::vector
 std::vector<Output> QueueDequeueMany(const Scope& s, Input handle, Input n, const std::vector<DataType>& component_types);
 std::vector<Output> QueueDequeueUpTo(const Scope& s, Input handle, Input n, const std::vector<DataType>& component_types);
 Operation QueueClose(const Scope& s, Input handle, bool cancel_pending_enqueues = false);
+
+struct DecodeCSVAttrs {
+  std::string field_delim = ",";
+  bool use_quote_delim = true;  // fields may be "quoted", with "" for a quote inside
+  std::string na_value{};       // a field equal to this counts as missing
+};
+// One output per column, of its default's dtype (float32, float64, int32, int64, string)
+// and the records' shape. A default with no element makes the column required.
+std::vector<Output> DecodeCSV(const Scope& s, Input records, const std::vector<Input>& record_defaults,
+                              const DecodeCSVAttrs& attrs = {});
 Output QueueSize(const Scope& s, Input handle);
 
 }  // namespace tessera::ops

@@ -13,6 +13,7 @@ void RegisterCpuKernels(KernelRegistry& r) {
   cpu::RegisterSendRecvKernels(r);
   cpu::RegisterAllReduceKernels(r);
   cpu::RegisterQueueKernels(r);
+  cpu::RegisterDecodeCsvKernels(r);
 }
 
 }  // namespace tessera

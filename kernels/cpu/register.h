@@ -16,6 +16,7 @@ void RegisterCastKernels(KernelRegistry& r);
 void RegisterSendRecvKernels(KernelRegistry& r);
 void RegisterAllReduceKernels(KernelRegistry& r);
 void RegisterQueueKernels(KernelRegistry& r);
+void RegisterDecodeCsvKernels(KernelRegistry& r);
 
 // Calls fn(T{}) for each type in Ts: registration loops over a kernel's types.
 template <typename... Ts, typename Fn>
