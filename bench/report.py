@@ -58,3 +58,9 @@ steps = ", ".join(
     f"{d} devices {find(co, f'BM_DataParallelMlpStep/devices:{d}/')['real_time']:.2f} ms "
     f"({find(co, f'BM_DataParallelMlpStep/devices:{d}/')['real_time'] / base:.2f}x)" for d in (1, 2, 4))
 print(f"Mirrored MLP step (784-256-10, global batch 256, 2 cores): {steps}")
+print()
+qu = json.load(open(os.path.join(out, "queue.json")))["benchmarks"]
+via = find(qu, "BM_FifoQueueThroughSessions")["items_per_second"]
+direct = find(qu, "BM_FifoQueueDirect")["items_per_second"]
+print(f"FIFOQueue of float32[4], producer and consumer threads (median of 5): "
+      f"{via / 1e3:.0f}k dequeues/s through Session::Run, {direct / 1e3:.0f}k/s on the Queue directly")

@@ -16,6 +16,8 @@ build/bench/session_bench "${reps[@]}" --benchmark_format=json --benchmark_out="
   --benchmark_out_format=json >/dev/null
 build/bench/collective_bench "${reps[@]}" --benchmark_format=json --benchmark_out="$out/collective.json" \
   --benchmark_out_format=json >/dev/null
+build/bench/queue_bench "${reps[@]}" --benchmark_format=json --benchmark_out="$out/queue.json" \
+  --benchmark_out_format=json >/dev/null
 : > "$out/tensorflow.jsonl"
 if [ "${TESSERA_BENCH_TF:-1}" = 1 ]; then
   py=$(scripts/peers.sh)
