@@ -17,7 +17,7 @@ using ::testing::HasSubstr;
 
 constexpr DataType kI = DataType::kInt32;
 
-// "enqueue" puts the next value of a counter into q (capacity 4); "dequeue" takes one;
+// "enqueue" counts up a counter and puts its value into q (capacity 4); "dequeue" takes one;
 // "source_*" is a finite queue that "move" drains into q.
 struct Pipeline {
   Scope root = Scope::NewRootScope();
@@ -52,12 +52,16 @@ TEST(QueueRunnerTest, ThreadsFeedTheQueueUntilTheCoordinatorStops) {
   Coordinator coord;
   QueueRunner runner({.enqueue_ops = {"enqueue", "enqueue"}, .close_op = "close", .cancel_op = "cancel"});
   ASSERT_TRUE(runner.Start(p.session.get(), &coord).ok());
-  std::set<int> seen;
+  // The enqueue reads the counter's reference when it runs, so two threads may enqueue
+  // the same value (as in TensorFlow 1.x); every value is a count the threads reached.
+  int largest = 0;
   for (int i = 0; i < 50; ++i) {
     auto v = p.Dequeue();
     ASSERT_TRUE(v.ok()) << v.status();
-    EXPECT_TRUE(seen.insert(*v).second) << "value " << *v << " twice";
+    EXPECT_GE(*v, 1);
+    largest = std::max(largest, *v);
   }
+  EXPECT_GE(largest, 50);
   EXPECT_TRUE(runner.IsRunning());
   coord.RequestStop();
   // Both threads are blocked on the full queue; the cancel op frees them.
