@@ -71,6 +71,22 @@ class BlockOp : public AsyncOpKernel {
   }
 };
 
+// Completes before ComputeAsync returns, as a _Recv whose tensor is already there does.
+class InlineAsyncOp : public AsyncOpKernel {
+ public:
+  explicit InlineAsyncOp(OpKernelConstruction* c) : AsyncOpKernel(c) {
+    Status s = c->GetAttr("value", &value_);
+    if (!s.ok()) c->SetStatus(s);
+  }
+  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
+    ctx->set_output(0, Tensor::Scalar(static_cast<float>(value_)));
+    done();
+  }
+
+ private:
+  double value_ = 0;
+};
+
 class FailOp : public OpKernel {
  public:
   explicit FailOp(OpKernelConstruction* c) : OpKernel(c) {
@@ -116,11 +132,13 @@ void RegisterTestOps() {
     (void)ops->Register(OpDefBuilder("TestBlock").SetIsStateful());
     (void)ops->Register(OpDefBuilder("TestFail").Attr("message: string").SetIsStateful());
     (void)ops->Register(OpDefBuilder("TestIntraThreads").Attr("n: int").SetIsStateful());
+    (void)ops->Register(OpDefBuilder("TestInlineAsync").Output("y: float").Attr("value: float"));
     k->Register<RecordOp>(KernelDefBuilder("TestRecord").Device(kDeviceCpu));
     k->Register<MeetOp>(KernelDefBuilder("TestMeet").Device(kDeviceCpu));
     k->Register<BlockOp>(KernelDefBuilder("TestBlock").Device(kDeviceCpu));
     k->Register<FailOp>(KernelDefBuilder("TestFail").Device(kDeviceCpu));
     k->Register<IntraThreadsOp>(KernelDefBuilder("TestIntraThreads").Device(kDeviceCpu));
+    k->Register<InlineAsyncOp>(KernelDefBuilder("TestInlineAsync").Device(kDeviceCpu));
   });
 }
 

@@ -6,6 +6,8 @@
 //                               group run at once; records the most that ever did.
 //   TestBlock():                async; completes only when its step is cancelled.
 //   TestFail(message):          fails with InvalidArgument(message).
+//   TestInlineAsync(value):     async; outputs the scalar value, calling done before
+//                               ComputeAsync returns.
 //   TestIntraThreads(n):        runs a ParallelFor of n heavy units and records the
 //                               distinct threads that ran them.
 #pragma once

@@ -122,6 +122,28 @@ TEST_P(ExecutorTest, DeadlineCancelsABlockedAsyncNode) {
   EXPECT_EQ(s->Run(options, {}, {}, {"block"}, &out, nullptr).code(), Code::kDeadlineExceeded);
 }
 
+TEST_P(ExecutorTest, AsyncNodesThatFinishInsideComputeAsync) {
+  // The only root is an async node that completes inline, so the whole step, including
+  // its end, runs while that node is still inside ComputeAsync; then several such roots.
+  for (int roots : {1, 6}) {
+    Scope root = Scope::NewRootScope();
+    std::vector<Input> ends;
+    for (int i = 0; i < roots; ++i) {
+      NodeDef def;
+      def.op = "TestInlineAsync";
+      def.attrs = {{"value", static_cast<double>(i + 1)}};
+      Output x(root.AddNode(def));
+      for (int j = 0; j < 16; ++j) x = ops::Neg(root, x);
+      ends.push_back(x);
+    }
+    ops::AddN(root.WithOpName("sum"), ends);
+    auto s = testing::MakeSession(root, Config());
+    for (int step = 0; step < 50; ++step) {
+      EXPECT_EQ(testing::Fetch(*s, "sum").data<float>()[0], static_cast<float>(roots * (roots + 1) / 2));
+    }
+  }
+}
+
 TEST_P(ExecutorTest, StepStatsCoverEveryNode) {
   Scope root = Scope::NewRootScope();
   ops::Add(root.WithOpName("y"), ops::Const(root.WithOpName("a"), Tensor::Scalar(1.0f)), 2.0f);
