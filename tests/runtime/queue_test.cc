@@ -317,6 +317,24 @@ TEST(QueueSharingTest, ASecondQueueWithTheSameSharedNameMustMatch) {
   EXPECT_TRUE(session->Run({}, {q4.name()}, {}, &out).ok());
 }
 
+TEST(QueueSharingTest, AnotherKindOfQueueOrAWrongComponentTypeIsAnError) {
+  Scope root = Scope::NewRootScope();
+  auto fifo = ops::FIFOQueue(root.WithOpName("fifo"), {kF}, {.shared_name = "shared"});
+  auto shuffle = ops::RandomShuffleQueue(root.WithOpName("shuffle"), {kF}, {.shared_name = "shared"});
+  ops::QueueEnqueue(root.WithOpName("wrong_type"), fifo, {Tensor::Scalar<int32_t>(1)});
+  ops::QueueEnqueue(root.WithOpName("right_type"), fifo, {Tensor::Scalar(1.0f)});
+  auto session = testing::MakeSession(root);
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session->Run({}, {fifo.name()}, {}, &out).ok());
+  Status s = session->Run({}, {shuffle.name()}, {}, &out);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("Shared queue 'shared' is a FIFOQueue"));
+  s = session->Run({}, {}, {"wrong_type"}, &out);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("Type mismatch in tuple component 0. Expected float32, got int32"));
+  EXPECT_TRUE(session->Run({}, {}, {"right_type"}, &out).ok());  // the queue stays usable
+}
+
 TEST(QueueSharingTest, MalformedQueuesAreRejectedWhenTheStepIsBuilt) {
   Scope root = Scope::NewRootScope();
   auto q = ops::FIFOQueue(root.WithOpName("q"), {kF}, {.shapes = {TensorShape({-1})}});
