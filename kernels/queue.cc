@@ -109,6 +109,15 @@ std::string Queue::KindName() const {
 
 std::string Queue::DebugString() const { return StrCat(KindName(), " '", options_.name, "'"); }
 
+std::function<void()> Queue::FinishEnqueue(Attempt& a, Status s) {
+  return [cm = a.cancellation, token = a.token, done = std::move(a.enqueue_done), s] {
+    if (cm != nullptr) cm->DeregisterCallback(token);
+    done(s);
+  };
+}
+
+Status Queue::ClosedError() const { return errors::Cancelled(KindName(), " '", options_.name, "' is closed."); }
+
 Status Queue::CheckCompatible(const Options& r) const {
   const Options& o = options_;
   const std::string who = StrCat("Shared queue '", o.name, "'");
@@ -228,21 +237,22 @@ void Queue::Add(Attempt attempt, CancellationManager* cancellation) {
   if (cancellation != nullptr) attempt.token = cancellation->NewToken();
   const CancellationManager::Token token = attempt.token;
   int64_t id = 0;
+  bool queued = false;
   std::vector<std::function<void()>> callbacks;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (is_enqueue && closed_) {
-      Status closed = errors::Cancelled(KindName(), " '", options_.name, "' is closed.");
-      callbacks.push_back([done = std::move(attempt.enqueue_done), closed] { done(closed); });
+      callbacks.push_back(FinishEnqueue(attempt, ClosedError()));
     } else {
       id = attempt.id = next_id_++;
+      queued = true;
       (is_enqueue ? enqueues_ : dequeues_).push_back(std::move(attempt));
-      callbacks = FlushLocked();
+      FlushLocked(&callbacks);
     }
   }
   // Registered after the attempt is queued (a cancel finding nothing is harmless) and
   // before any callback runs (the step, and its CancellationManager, may end with one).
-  if (cancellation != nullptr) {
+  if (cancellation != nullptr && queued) {
     std::weak_ptr<Queue> weak = weak_from_this();
     if (!cancellation->RegisterCallback(token, [weak, id] {
           if (auto q = weak.lock()) q->Cancel(id);
@@ -267,8 +277,7 @@ void Queue::Cancel(int64_t id) {
       }
       list->erase(it);
       // A dequeue that was first in line may have held back smaller ones behind it.
-      auto more = FlushLocked();
-      callbacks.insert(callbacks.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+      FlushLocked(&callbacks);
       break;
     }
   }
@@ -281,17 +290,10 @@ void Queue::Close(bool cancel_pending_enqueues) {
     std::lock_guard<std::mutex> lock(mu_);
     closed_ = true;
     if (cancel_pending_enqueues) {
-      Status closed = errors::Cancelled(KindName(), " '", options_.name, "' is closed.");
-      for (Attempt& a : enqueues_) {
-        callbacks.push_back([cm = a.cancellation, token = a.token, done = std::move(a.enqueue_done), closed] {
-          if (cm != nullptr) cm->DeregisterCallback(token);
-          done(closed);
-        });
-      }
+      for (Attempt& a : enqueues_) callbacks.push_back(FinishEnqueue(a, ClosedError()));
       enqueues_.clear();
     }
-    auto more = FlushLocked();
-    callbacks.insert(callbacks.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+    FlushLocked(&callbacks);
   }
   for (auto& cb : callbacks) cb();
 }
@@ -301,13 +303,7 @@ int64_t Queue::Size() const {
   return static_cast<int64_t>(elements_.size());
 }
 
-bool Queue::IsClosed() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return closed_;
-}
-
-std::vector<std::function<void()>> Queue::FlushLocked() {
-  std::vector<std::function<void()>> callbacks;
+void Queue::FlushLocked(std::vector<std::function<void()>>* callbacks) {
   bool progress = true;
   while (progress) {
     progress = false;
@@ -317,19 +313,15 @@ std::vector<std::function<void()>> Queue::FlushLocked() {
       bool done = TryEnqueueLocked(a);
       progress |= a.pending.size() != before;
       if (!done) break;
-      callbacks.push_back([cm = a.cancellation, token = a.token, done_cb = std::move(a.enqueue_done)] {
-        if (cm != nullptr) cm->DeregisterCallback(token);
-        done_cb(Status::OK());
-      });
+      callbacks->push_back(FinishEnqueue(a, Status::OK()));
       enqueues_.pop_front();
       progress = true;
     }
-    while (!dequeues_.empty() && TryDequeueLocked(dequeues_.front(), &callbacks)) {
+    while (!dequeues_.empty() && TryDequeueLocked(dequeues_.front(), callbacks)) {
       dequeues_.pop_front();
       progress = true;
     }
   }
-  return callbacks;
 }
 
 bool Queue::TryEnqueueLocked(Attempt& a) {

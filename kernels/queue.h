@@ -75,15 +75,18 @@ class Queue : public ResourceBase, public std::enable_shared_from_this<Queue> {
   void Close(bool cancel_pending_enqueues);
 
   int64_t Size() const;
-  bool IsClosed() const;
   const Options& options() const { return options_; }
   std::string DebugString() const override;
 
  private:
   struct Attempt;
   Status CheckElement(const Tuple& element, std::string_view what) const;
-  // Runs pending attempts while they make progress; returns the callbacks to run.
-  std::vector<std::function<void()>> FlushLocked();
+  // Runs pending attempts while they make progress, adding the callbacks to run once the
+  // lock is released.
+  void FlushLocked(std::vector<std::function<void()>>* callbacks);
+  // The callback that ends enqueue `a` with `s`, to run outside the lock.
+  static std::function<void()> FinishEnqueue(Attempt& a, Status s);
+  Status ClosedError() const;  // "FIFOQueue 'q' is closed."
   bool TryEnqueueLocked(Attempt& a);
   bool TryDequeueLocked(Attempt& a, std::vector<std::function<void()>>* done);
   StatusOr<Tuple> Batch(std::vector<Tuple> elements) const;

@@ -116,22 +116,22 @@ class DequeueOp : public QueueAsyncOp {
       }
       n = count.data<int32_t>()[0];
     }
-    if (static_cast<size_t>(num_outputs()) != queue.options().dtypes.size()) {
-      ctx->SetStatus(errors::InvalidArgument("Dequeue of ", num_outputs(), " components from ", queue.DebugString(),
-                                             ", which has ", queue.options().dtypes.size()));
+    // Checked before dequeuing, so a mismatched op takes nothing from the queue.
+    const std::vector<DataType>& have = queue.options().dtypes;
+    bool same = static_cast<int>(have.size()) == num_outputs();
+    for (int i = 0; same && i < num_outputs(); ++i) same = have[i] == output_type(i);
+    if (!same) {
+      std::string want;
+      for (int i = 0; i < num_outputs(); ++i) want += StrCat(i ? ", " : "", DataTypeName(output_type(i)));
+      ctx->SetStatus(errors::InvalidArgument("Dequeue of components (", want, ") from ", queue.DebugString(),
+                                             ", whose components differ"));
       done();
       return;
     }
     queue.Dequeue(n, kMode, ctx->cancellation_manager(),
-                  [this, ctx, done = std::move(done)](const Status& s, Queue::Tuple tuple) {
+                  [ctx, done = std::move(done)](const Status& s, Queue::Tuple tuple) {
                     ctx->SetStatus(s);
                     for (size_t i = 0; s.ok() && i < tuple.size(); ++i) {
-                      if (tuple[i].dtype() != output_type(static_cast<int>(i))) {
-                        ctx->SetStatus(errors::InvalidArgument("Dequeued component ", i, " is ",
-                                                               DataTypeName(tuple[i].dtype()), ", expected ",
-                                                               DataTypeName(output_type(static_cast<int>(i)))));
-                        break;
-                      }
                       ctx->set_output(static_cast<int>(i), std::move(tuple[i]));
                     }
                     done();

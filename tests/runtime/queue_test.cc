@@ -224,6 +224,36 @@ TEST_F(QueueTest, PendingEnqueuesFinishAfterCloseUnlessCancelled) {
   EXPECT_EQ(Size(), 1);
 }
 
+TEST_F(QueueTest, AnEnqueueRefusedByAClosedQueueCancelsNothingElse) {
+  // The first attempt on the queue stays pending across the close; a later enqueue
+  // refused as closed fails its own step, whose cancellation must not reach it.
+  Open(Fifo(1));
+  Status pending;
+  std::thread producer([&] {
+    std::vector<Tensor> o;
+    pending = session_->Run({{"xs", Rows({1, 2, 3, 4})}}, {}, {"enqueue_many"}, &o);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE(Run({}, {}, {"close"}).ok());
+  EXPECT_EQ(Run({{"x", Pair(5, 6)}}, {}, {"enqueue"}).code(), Code::kCancelled);
+  ASSERT_TRUE(Run({}, {"dequeue"}, {}).ok());  // room for the pending second row
+  producer.join();
+  EXPECT_TRUE(pending.ok()) << pending;
+  ASSERT_TRUE(Run({}, {"dequeue"}, {}).ok());
+  EXPECT_EQ(Values<float>(out_[0]), (std::vector<float>{3, 4}));
+}
+
+TEST_F(QueueTest, ADequeueOfOtherComponentTypesTakesNothing) {
+  QueueGraph g = Fifo();
+  ops::QueueDequeue(g.root.WithOpName("wrong"), g.q, {DataType::kInt32});
+  Open(g);
+  ASSERT_TRUE(Run({{"x", Pair(1, 2)}}, {}, {"enqueue"}).ok());
+  Status s = Run({}, {"wrong"}, {});
+  EXPECT_EQ(s.code(), Code::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(), HasSubstr("Dequeue of components (int32) from FIFOQueue 'q'"));
+  EXPECT_EQ(Size(), 1);
+}
+
 TEST_F(QueueTest, PaddingQueuePadsDynamicDimensionsWithZeros) {
   QueueGraph g;
   auto q = ops::PaddingFIFOQueue(g.root.WithOpName("q"), {kF, DataType::kInt32},
