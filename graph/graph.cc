@@ -28,22 +28,22 @@ struct ArgTypes {
   std::vector<bool> is_ref;
 };
 
-StatusOr<ArgTypes> ExpandArgs(const std::vector<ArgDef>& args, const AttrMap& attrs,
+// An arg typed by a list(type) attr: one input or output per listed type.
+bool IsTypeListArg(const OpDef& op, const ArgDef& a) {
+  const AttrDef* ad = a.type_attr.empty() ? nullptr : op.FindAttr(a.type_attr);
+  return ad != nullptr && ad->type == AttrType::kListType;
+}
+
+StatusOr<ArgTypes> ExpandArgs(const OpDef& op, const std::vector<ArgDef>& args, const AttrMap& attrs,
                               std::string_view node) {
   ArgTypes out;
   for (const ArgDef& a : args) {
-    if (!a.type_attr.empty()) {
-      auto it = attrs.find(a.type_attr);
-      if (it != attrs.end()) {
-        if (const auto* list = it->second.get_if<std::vector<DataType>>()) {
-          // A list(type) attr: one arg per listed type.
-          for (DataType t : *list) {
-            out.types.push_back(t);
-            out.is_ref.push_back(a.is_ref);
-          }
-          continue;
-        }
-      }
+    if (IsTypeListArg(op, a)) {
+      std::vector<DataType> list;
+      RETURN_IF_ERROR(GetAttr(attrs, node, a.type_attr, &list));
+      out.types.insert(out.types.end(), list.begin(), list.end());
+      out.is_ref.insert(out.is_ref.end(), list.size(), a.is_ref);
+      continue;
     }
     DataType dt = a.type;
     if (!a.type_attr.empty()) RETURN_IF_ERROR(GetAttr(attrs, node, a.type_attr, &dt));
@@ -162,10 +162,7 @@ StatusOr<Node*> Graph::AddNode(const NodeDef& def) {
   }
 
   // List inputs ("N * T", or a list(type) attr) take whatever the fixed inputs leave.
-  auto is_type_list = [op](const ArgDef& a) {
-    const AttrDef* ad = a.type_attr.empty() ? nullptr : op->FindAttr(a.type_attr);
-    return ad != nullptr && ad->type == AttrType::kListType;
-  };
+  auto is_type_list = [op](const ArgDef& a) { return IsTypeListArg(*op, a); };
   auto is_list = [&](const ArgDef& a) { return !a.number_attr.empty() || is_type_list(a); };
   int fixed = 0, lists = 0;
   for (const ArgDef& a : op->inputs) (is_list(a) ? lists : fixed) += 1;
@@ -273,13 +270,20 @@ StatusOr<Node*> Graph::AddNode(const NodeDef& def) {
       }
     }
     if (ad.minimum) {
-      // An int's value, or a list's length.
       const AttrValue& v = it->second;
-      int64_t n = v.get_if<int64_t>() != nullptr                   ? *v.get_if<int64_t>()
-                  : v.get_if<std::vector<DataType>>() != nullptr    ? v.get_if<std::vector<DataType>>()->size()
-                  : v.get_if<std::vector<int64_t>>() != nullptr     ? v.get_if<std::vector<int64_t>>()->size()
-                  : v.get_if<std::vector<TensorShape>>() != nullptr ? v.get_if<std::vector<TensorShape>>()->size()
-                                                                    : 0;
+      // An int's value, or a list's length.
+      const int64_t n = std::visit(
+          [](const auto& x) -> int64_t {
+            using T = std::decay_t<decltype(x)>;
+            if constexpr (std::is_same_v<T, int64_t>) {
+              return x;
+            } else if constexpr (requires { x.size(); } && !std::is_same_v<T, std::string>) {
+              return static_cast<int64_t>(x.size());
+            } else {
+              return 0;
+            }
+          },
+          v.value());
       if (n < *ad.minimum) {
         return errors::InvalidArgument("Node ", where, ": attr '", ad.name, "' is ", v.DebugString(),
                                        ", must be at least ", *ad.minimum, v.get_if<int64_t>() ? "" : " long");
@@ -287,8 +291,8 @@ StatusOr<Node*> Graph::AddNode(const NodeDef& def) {
     }
   }
 
-  ASSIGN_OR_RETURN(ArgTypes in_types, ExpandArgs(op->inputs, attrs, def.name));
-  ASSIGN_OR_RETURN(ArgTypes out_types, ExpandArgs(op->outputs, attrs, def.name));
+  ASSIGN_OR_RETURN(ArgTypes in_types, ExpandArgs(*op, op->inputs, attrs, def.name));
+  ASSIGN_OR_RETURN(ArgTypes out_types, ExpandArgs(*op, op->outputs, attrs, def.name));
 
   std::vector<TensorShape> in_shapes;
   std::vector<const Tensor*> in_values;

@@ -43,16 +43,6 @@ class Rendezvous {
   static std::string CreateKey(std::string_view src_device, uint64_t src_incarnation,
                                std::string_view dst_device, std::string_view tensor_name,
                                std::string_view frame_and_iter = "0:0");
-
-  struct ParsedKey {
-    std::string_view src_device;
-    uint64_t src_incarnation = 0;
-    std::string_view dst_device;
-    std::string_view tensor_name;
-    std::string_view frame_and_iter;
-  };
-  // Views into `key`, which must outlive the result. InvalidArgument for a malformed key.
-  static StatusOr<ParsedKey> ParseKey(std::string_view key);
 };
 
 }  // namespace tessera

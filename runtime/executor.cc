@@ -134,8 +134,7 @@ class ExecutorState {
       } else if (!aborted_.load(std::memory_order_relaxed)) {
         RunSync(item, inputs, outputs.data());
       }
-      PropagateOutputs(item, outputs.data(), &stack);
-      ClearInputs(item, inputs);
+      Complete(item, outputs.data(), &stack);
       ++completed;
     }
     active_workers_.fetch_sub(1, std::memory_order_relaxed);
@@ -208,8 +207,7 @@ class ExecutorState {
   bool StartAsync(int id, const NodeItem& item, TensorValue* inputs, std::vector<int>* ready) {
     if (!PrepareInputs(item, inputs)) {
       std::vector<TensorValue> none(impl_.max_outputs);
-      PropagateOutputs(item, none.data(), ready);  // the error is recorded; a skipped node
-      ClearInputs(item, inputs);
+      Complete(item, none.data(), ready);  // the error is recorded; a skipped node
       return true;
     }
     enum Phase : int { kRunning, kReturned, kDoneEarly };
@@ -245,8 +243,7 @@ class ExecutorState {
       }
     });
     if (call->phase.exchange(kReturned) == kRunning) return false;
-    PropagateOutputs(item, call->outputs.data(), ready);
-    ClearInputs(item, inputs);
+    Complete(item, call->outputs.data(), ready);
     delete call;
     return true;
   }
@@ -255,8 +252,7 @@ class ExecutorState {
   void AsyncDone(int id, TensorValue* outputs) {
     const NodeItem& item = impl_.item(id);
     std::vector<int> stack;
-    PropagateOutputs(item, outputs, &stack);
-    ClearInputs(item, slots_.get() + item.input_start);
+    Complete(item, outputs, &stack);
     active_workers_.fetch_add(1, std::memory_order_relaxed);
     Process(std::move(stack), 1);
   }
@@ -284,7 +280,10 @@ class ExecutorState {
     for (int i = 0; i < item.num_outputs; ++i) outputs[i] = TensorValue();
   }
 
-  void ClearInputs(const NodeItem& item, TensorValue* inputs) {
+  // Hands a finished node's outputs to its successors and releases its inputs.
+  void Complete(const NodeItem& item, TensorValue* outputs, std::vector<int>* ready) {
+    PropagateOutputs(item, outputs, ready);
+    TensorValue* inputs = slots_.get() + item.input_start;
     for (int i = 0; i < item.num_inputs; ++i) inputs[i] = TensorValue();
   }
 

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <optional>
 #include <thread>
 
 #include "runtime/intra_process_rendezvous.h"
@@ -182,12 +183,12 @@ Status Session::Run(const RunOptions& options, const std::vector<std::pair<std::
   VectorCallFrame frame(feeds, fetches.size());
   CancellationManager cancellation;
   // Only a step spread over several devices has tensors to hand between them.
-  std::shared_ptr<IntraProcessRendezvous> rendezvous;
+  std::optional<IntraProcessRendezvous> rendezvous;
   const size_t num_parts = ek->executors.size();
   if (num_parts > 1) {
-    rendezvous = std::make_shared<IntraProcessRendezvous>();
+    rendezvous.emplace();
     // An error or deadline anywhere wakes every Recv still waiting, on every device.
-    cancellation.RegisterCallback(cancellation.NewToken(), [r = rendezvous.get()] {
+    cancellation.RegisterCallback(cancellation.NewToken(), [r = &*rendezvous] {
       r->StartAbort(errors::Cancelled("Step was cancelled"));
     });
   }
@@ -198,7 +199,7 @@ Status Session::Run(const RunOptions& options, const std::vector<std::pair<std::
   args.call_frame = &frame;
   args.runner = inter_op_pool_;
   args.cancellation = &cancellation;
-  args.rendezvous = rendezvous.get();
+  args.rendezvous = rendezvous ? &*rendezvous : nullptr;
 
   int64_t timeout_ms = options.timeout_in_ms > 0 ? options.timeout_in_ms : config_.operation_timeout_in_ms;
   struct Waiter {

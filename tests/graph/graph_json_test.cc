@@ -55,6 +55,8 @@ TEST(GraphJsonTest, ScopeGraphRoundTrips) {
   auto v = ops::Variable(root.WithOpName("v").WithDevice("/cpu:0"), TensorShape({2}), DataType::kFloat);
   auto a = ops::Assign(root.WithOpName("a"), v, Tensor::FromVector<float>({1, 2}));
   ops::Sum(root.WithOpName("s"), ops::Square(root, a), 0, {.keep_dims = true});
+  ops::PaddingFIFOQueue(root.WithOpName("q"), {DataType::kFloat, DataType::kInt32},
+                        {.shapes = {TensorShape({-1, 3}), TensorShape({})}});
   GraphDef def;
   ASSERT_TRUE(root.ToGraphDef(&def).ok()) << root.status();
   auto back = GraphDefFromJson(GraphDefToJson(def));

@@ -38,6 +38,32 @@ TEST(GraphTest, InfersTypeAttrsAndShapes) {
   EXPECT_EQ((*add)->input_edge(1)->src->name(), "b");
 }
 
+TEST(GraphTest, ListTypeArgsInferCheckAndCountTheirTypes) {
+  Graph g;
+  ASSERT_TRUE(g.AddNode(ConstDef("q", Tensor::FromVector<std::string>({"", "q"}))).ok());
+  ASSERT_TRUE(g.AddNode(ConstDef("f", Tensor::Scalar(1.0f))).ok());
+  ASSERT_TRUE(g.AddNode(ConstDef("i", Tensor::Scalar<int32_t>(2))).ok());
+  // Tcomponents is inferred from the inputs after the handle.
+  StatusOr<Node*> enq = g.AddNode(OpDef2("enq", "QueueEnqueue", {"q", "f", "i"}));
+  ASSERT_TRUE(enq.ok()) << enq.status();
+  std::vector<DataType> types;
+  ASSERT_TRUE((*enq)->GetAttr("Tcomponents", &types).ok());
+  EXPECT_EQ(types, (std::vector<DataType>{DataType::kFloat, DataType::kInt32}));
+  // Outputs expand the list; a given list must match the inputs; a minimum bounds its length.
+  NodeDef deq = OpDef2("deq", "QueueDequeue", {"q"});
+  deq.attrs["component_types"] = std::vector<DataType>{DataType::kInt32, DataType::kFloat};
+  StatusOr<Node*> d = g.AddNode(deq);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ((*d)->num_outputs(), 2);
+  EXPECT_EQ((*d)->output_type(1), DataType::kFloat);
+  NodeDef wrong = OpDef2("wrong", "QueueEnqueue", {"q", "f", "i"});
+  wrong.attrs["Tcomponents"] = std::vector<DataType>{DataType::kFloat, DataType::kFloat};
+  EXPECT_THAT(g.AddNode(wrong).status().message(), HasSubstr("expects float32 but 'i' is int32"));
+  NodeDef empty = OpDef2("empty", "FIFOQueue", {});
+  empty.attrs["component_types"] = std::vector<DataType>{};
+  EXPECT_THAT(g.AddNode(empty).status().message(), HasSubstr("must be at least 1 long"));
+}
+
 TEST(GraphTest, RejectsBadNodes) {
   Graph g;
   ASSERT_TRUE(g.AddNode(ConstDef("f", Tensor::Scalar(1.0f))).ok());
