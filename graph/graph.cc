@@ -161,49 +161,60 @@ StatusOr<Node*> Graph::AddNode(const NodeDef& def) {
     }
   }
 
-  // List inputs ("N * T", or a list(type) attr) take whatever the fixed inputs leave.
+  // A list input ("N * T", or a list(type) attr) has the length its attr gives; at most one
+  // list whose attr is unset takes whatever the other inputs leave.
   auto is_type_list = [op](const ArgDef& a) { return IsTypeListArg(*op, a); };
   auto is_list = [&](const ArgDef& a) { return !a.number_attr.empty() || is_type_list(a); };
-  int fixed = 0, lists = 0;
-  for (const ArgDef& a : op->inputs) (is_list(a) ? lists : fixed) += 1;
-  int64_t list_len = lists == 0 ? 0 : static_cast<int64_t>(data.size()) - fixed;
-  if (lists > 0) {
-    for (const ArgDef& a : op->inputs) {
-      if (is_type_list(a)) {
-        auto it = attrs.find(a.type_attr);
-        const auto* list = it == attrs.end() ? nullptr : it->second.get_if<std::vector<DataType>>();
-        if (it != attrs.end() && list == nullptr) {
-          return errors::InvalidArgument("Node ", where, ": attr '", a.type_attr, "' must be a list of dtypes, got ",
-                                         it->second.DebugString());
-        }
-        if (list != nullptr && static_cast<int64_t>(list->size()) != list_len) {
-          return errors::InvalidArgument("Node ", where, " has attr ", a.type_attr, "=", it->second.DebugString(),
-                                         " but ", list_len, " inputs for it");
-        }
-        continue;
-      }
-      if (a.number_attr.empty()) continue;
-      auto it = attrs.find(a.number_attr);
-      if (it == attrs.end()) {
-        attrs[a.number_attr] = AttrValue(list_len);
-      } else if (it->second.get_if<int64_t>() == nullptr || *it->second.get_if<int64_t>() != list_len) {
-        return errors::InvalidArgument("Node ", where, " has attr ", a.number_attr, "=",
-                                       it->second.DebugString(), " but ", list_len,
-                                       " inputs for it");
-      }
+  std::vector<int64_t> lengths(op->inputs.size(), 1);
+  int open_list = -1;
+  int64_t given = 0;
+  for (size_t i = 0; i < op->inputs.size(); ++i) {
+    const ArgDef& a = op->inputs[i];
+    if (!is_list(a)) {
+      given += 1;
+      continue;
     }
+    auto it = attrs.find(is_type_list(a) ? a.type_attr : a.number_attr);
+    if (it == attrs.end()) {
+      if (open_list >= 0) {
+        return errors::InvalidArgument("Node ", where, " has several list inputs; set the attrs of all but one");
+      }
+      open_list = static_cast<int>(i);
+      continue;
+    }
+    if (is_type_list(a)) {
+      const auto* list = it->second.get_if<std::vector<DataType>>();
+      if (list == nullptr) {
+        return errors::InvalidArgument("Node ", where, ": attr '", a.type_attr, "' must be a list of dtypes, got ",
+                                       it->second.DebugString());
+      }
+      lengths[i] = static_cast<int64_t>(list->size());
+    } else {
+      const int64_t* n = it->second.get_if<int64_t>();
+      if (n == nullptr || *n < 0) {
+        return errors::InvalidArgument("Node ", where, ": attr '", a.number_attr,
+                                       "' must be a non-negative int, got ", it->second.DebugString());
+      }
+      lengths[i] = *n;
+    }
+    given += lengths[i];
   }
-  if (static_cast<int>(data.size()) != fixed + (lists > 0 ? list_len : 0) || list_len < 0) {
-    return errors::InvalidArgument("Node ", where, " expects ", fixed,
-                                   lists > 0 ? " or more" : "", " data inputs, got ",
-                                   data.size());
+  const int64_t have = static_cast<int64_t>(data.size());
+  if (open_list >= 0) {
+    lengths[open_list] = have - given;
+    const ArgDef& a = op->inputs[open_list];
+    if (lengths[open_list] >= 0 && !is_type_list(a)) attrs[a.number_attr] = AttrValue(lengths[open_list]);
+  }
+  if (open_list >= 0 ? have < given : have != given) {
+    return errors::InvalidArgument("Node ", where, " expects ", given, open_list >= 0 ? " or more" : "",
+                                   " data inputs, got ", data.size());
   }
 
   // Infer type attrs from the inputs and check fixed types.
   size_t k = 0;
-  for (const ArgDef& a : op->inputs) {
-    int64_t count = 1;
-    if (is_list(a)) count = list_len;
+  for (size_t i = 0; i < op->inputs.size(); ++i) {
+    const ArgDef& a = op->inputs[i];
+    const int64_t count = lengths[i];
     if (is_type_list(a) && attrs.find(a.type_attr) == attrs.end()) {
       std::vector<DataType> inferred;
       for (int64_t j = 0; j < count; ++j) inferred.push_back(data[k + j].node->output_type(data[k + j].port));
