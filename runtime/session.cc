@@ -257,7 +257,7 @@ Status Session::Run(const RunOptions& options, const std::vector<std::pair<std::
     if (options.output_partition_graphs) metadata->partition_graphs = ek->partition_graphs;
   }
   RETURN_IF_ERROR(status);
-  *outputs = std::move(frame.retvals());
+  if (outputs != nullptr) *outputs = std::move(frame.retvals());
   return Status::OK();
 }
 

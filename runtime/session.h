@@ -44,7 +44,8 @@ class Session {
   ~Session();
 
   // feeds: {"x", tensor} or {"x:1", tensor}; fetches: "y", "y:1"; targets: node names run
-  // for their effects. On success, `outputs` holds one tensor per fetch, in order.
+  // for their effects. On success, `outputs` holds one tensor per fetch, in order; it may be
+  // null when nothing is fetched.
   Status Run(const std::vector<std::pair<std::string, Tensor>>& feeds,
              const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
              std::vector<Tensor>* outputs);
