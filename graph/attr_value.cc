@@ -16,6 +16,7 @@ std::string_view AttrTypeName(AttrType t) {
     case AttrType::kListInt: return "list(int)";
     case AttrType::kListType: return "list(type)";
     case AttrType::kListShape: return "list(shape)";
+    case AttrType::kFunc: return "func";
   }
   return "unknown";
 }
@@ -47,6 +48,8 @@ std::string AttrValue::DebugString() const {
           os << "[";
           for (size_t i = 0; i < v.size(); ++i) os << (i ? "," : "") << v[i].DebugString();
           os << "]";
+        } else if constexpr (std::is_same_v<T, std::shared_ptr<const FunctionDef>>) {
+          os << "<function>";
         } else {
           os << v;
         }

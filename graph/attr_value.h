@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <variant>
 #include <vector>
@@ -14,14 +15,19 @@
 
 namespace tessera {
 
-enum class AttrType { kInt, kFloat, kBool, kString, kType, kShape, kTensor, kListInt, kListType, kListShape };
+enum class AttrType {
+  kInt, kFloat, kBool, kString, kType, kShape, kTensor, kListInt, kListType, kListShape, kFunc
+};
+
+struct FunctionDef;  // graph/function.h
 
 std::string_view AttrTypeName(AttrType t);  // "int", "list(int)", ...
 
 class AttrValue {
  public:
   using Value = std::variant<int64_t, double, bool, std::string, DataType, TensorShape, Tensor,
-                             std::vector<int64_t>, std::vector<DataType>, std::vector<TensorShape>>;
+                             std::vector<int64_t>, std::vector<DataType>, std::vector<TensorShape>,
+                             std::shared_ptr<const FunctionDef>>;
 
   AttrValue() = default;
   AttrValue(int64_t v) : value_(v) {}                       // NOLINT
@@ -36,6 +42,7 @@ class AttrValue {
   AttrValue(std::vector<int64_t> v) : value_(std::move(v)) {}   // NOLINT
   AttrValue(std::vector<DataType> v) : value_(std::move(v)) {}  // NOLINT
   AttrValue(std::vector<TensorShape> v) : value_(std::move(v)) {}  // NOLINT
+  AttrValue(std::shared_ptr<const FunctionDef> v) : value_(std::move(v)) {}  // NOLINT
 
   AttrType type() const { return static_cast<AttrType>(value_.index()); }
   template <typename T>

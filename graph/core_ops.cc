@@ -214,91 +214,90 @@ Status PairwiseUnchangedShapes(InferenceContext& c) {
   return Status::OK();
 }
 
-void Register(OpRegistry& r, const OpDefBuilder& b) {
-  Status s = r.Register(b);
-  if (!s.ok()) {
-    // A malformed core schema is a bug in this file, not a user error.
-    std::cerr << "tessera: bad core op schema: " << s << "\n";
-    std::abort();
-  }
-}
-
 constexpr const char* kNumeric = "T: {float32, float64, int32, int64}";
 constexpr const char* kFloating = "T: {float32, float64}";
 
 }  // namespace
 
+void RegisterCoreOp(OpRegistry& r, const OpDefBuilder& b) {
+  Status s = r.Register(b);
+  if (!s.ok()) {
+    std::cerr << "tessera: bad core op schema: " << s << "\n";
+    std::abort();
+  }
+}
+
 void RegisterCoreOps(OpRegistry& r) {
-  Register(r, OpDefBuilder("Const").Output("output: dtype").Attr("value: tensor").Attr("dtype: type")
+  RegisterCoreOp(r, OpDefBuilder("Const").Output("output: dtype").Attr("value: tensor").Attr("dtype: type")
                   .SetShapeFn(ConstShape));
-  Register(r, OpDefBuilder("Placeholder").Output("output: dtype").Attr("dtype: type")
+  RegisterCoreOp(r, OpDefBuilder("Placeholder").Output("output: dtype").Attr("dtype: type")
                   .Attr("shape: shape = unknown").SetShapeFn(ShapeFromAttr));
-  Register(r, OpDefBuilder("Identity").Input("input: T").Output("output: T").Attr("T: type")
+  RegisterCoreOp(r, OpDefBuilder("Identity").Input("input: T").Output("output: T").Attr("T: type")
                   .SetShapeFn(UnchangedShape));
-  Register(r, OpDefBuilder("NoOp").SetShapeFn(ScalarShape));
-  Register(r, OpDefBuilder("VariableV2").Output("ref: Ref(dtype)").Attr("shape: shape")
+  RegisterCoreOp(r, OpDefBuilder("NoOp").SetShapeFn(ScalarShape));
+  RegisterCoreOp(r, OpDefBuilder("VariableV2").Output("ref: Ref(dtype)").Attr("shape: shape")
                   .Attr("dtype: type").Attr("container: string = \"\"")
                   .Attr("shared_name: string = \"\"").SetIsStateful().SetShapeFn(ShapeFromAttr));
-  Register(r, OpDefBuilder("Assign").Input("ref: Ref(T)").Input("value: T")
+  RegisterCoreOp(r, OpDefBuilder("Assign").Input("ref: Ref(T)").Input("value: T")
                   .Output("output_ref: Ref(T)").Attr("T: type").Attr("validate_shape: bool = true")
                   .Attr("use_locking: bool = true").SetShapeFn(AssignShape));
   for (const char* op : {"AssignAdd", "AssignSub"}) {
-    Register(r, OpDefBuilder(op).Input("ref: Ref(T)").Input("value: T")
+    RegisterCoreOp(r, OpDefBuilder(op).Input("ref: Ref(T)").Input("value: T")
                     .Output("output_ref: Ref(T)").Attr(kNumeric).Attr("use_locking: bool = false")
                     .SetShapeFn(MergedInputsShape));
   }
   for (const char* op : {"Add", "Sub", "Mul", "Div", "Maximum", "Minimum"}) {
-    Register(r, OpDefBuilder(op).Input("x: T").Input("y: T").Output("z: T").Attr(kNumeric)
+    RegisterCoreOp(r, OpDefBuilder(op).Input("x: T").Input("y: T").Output("z: T").Attr(kNumeric)
                     .SetShapeFn(BroadcastBinaryShape));
   }
-  Register(r, OpDefBuilder("Equal").Input("x: T").Input("y: T").Output("z: bool")
+  RegisterCoreOp(r, OpDefBuilder("Equal").Input("x: T").Input("y: T").Output("z: bool")
                   .Attr("T: {float32, float64, int32, int64, bool, string}")
                   .SetShapeFn(BroadcastBinaryShape));
   for (const char* op : {"Greater", "Less"}) {
-    Register(r, OpDefBuilder(op).Input("x: T").Input("y: T").Output("z: bool").Attr(kNumeric)
+    RegisterCoreOp(r, OpDefBuilder(op).Input("x: T").Input("y: T").Output("z: bool").Attr(kNumeric)
                     .SetShapeFn(BroadcastBinaryShape));
   }
-  Register(r, OpDefBuilder("AddN").Input("inputs: N * T").Output("sum: T").Attr("N: int >= 1")
+  RegisterCoreOp(r, OpDefBuilder("AddN").Input("inputs: N * T").Output("sum: T").Attr("N: int >= 1")
                   .Attr(kNumeric).SetShapeFn(MergedInputsShape));
   for (const char* op : {"Neg", "Square"}) {
-    Register(r, OpDefBuilder(op).Input("x: T").Output("y: T").Attr(kNumeric)
+    RegisterCoreOp(r, OpDefBuilder(op).Input("x: T").Output("y: T").Attr(kNumeric)
                     .SetShapeFn(UnchangedShape));
   }
   for (const char* op : {"Sqrt", "Exp", "Log"}) {
-    Register(r, OpDefBuilder(op).Input("x: T").Output("y: T").Attr(kFloating)
+    RegisterCoreOp(r, OpDefBuilder(op).Input("x: T").Output("y: T").Attr(kFloating)
                     .SetShapeFn(UnchangedShape));
   }
-  Register(r, OpDefBuilder("MatMul").Input("a: T").Input("b: T").Output("product: T").Attr(kNumeric)
+  RegisterCoreOp(r, OpDefBuilder("MatMul").Input("a: T").Input("b: T").Output("product: T").Attr(kNumeric)
                   .Attr("transpose_a: bool = false").Attr("transpose_b: bool = false")
                   .SetShapeFn(MatMulShape));
-  Register(r, OpDefBuilder("Reshape").Input("tensor: T").Input("shape: Tshape").Output("output: T")
+  RegisterCoreOp(r, OpDefBuilder("Reshape").Input("tensor: T").Input("shape: Tshape").Output("output: T")
                   .Attr("T: type").Attr("Tshape: {int32, int64} = int32").SetShapeFn(ReshapeShape));
-  Register(r, OpDefBuilder("Cast").Input("x: SrcT").Output("y: DstT").Attr("SrcT: type")
+  RegisterCoreOp(r, OpDefBuilder("Cast").Input("x: SrcT").Output("y: DstT").Attr("SrcT: type")
                   .Attr("DstT: type").Attr("Truncate: bool = false").SetShapeFn(UnchangedShape));
   for (const char* op : {"Sum", "Mean", "Max"}) {
-    Register(r, OpDefBuilder(op).Input("input: T").Input("reduction_indices: Tidx")
+    RegisterCoreOp(r, OpDefBuilder(op).Input("input: T").Input("reduction_indices: Tidx")
                     .Output("output: T").Attr("keep_dims: bool = false").Attr(kNumeric)
                     .Attr("Tidx: {int32, int64} = int32").SetShapeFn(ReductionShape));
   }
-  Register(r, OpDefBuilder("Relu").Input("features: T").Output("activations: T").Attr(kNumeric)
+  RegisterCoreOp(r, OpDefBuilder("Relu").Input("features: T").Output("activations: T").Attr(kNumeric)
                   .SetShapeFn(UnchangedShape));
-  Register(r, OpDefBuilder("Softmax").Input("logits: T").Output("softmax: T").Attr(kFloating)
+  RegisterCoreOp(r, OpDefBuilder("Softmax").Input("logits: T").Output("softmax: T").Attr(kFloating)
                   .SetShapeFn(SoftmaxShape));
-  Register(r, OpDefBuilder("BiasAdd").Input("value: T").Input("bias: T").Output("output: T")
+  RegisterCoreOp(r, OpDefBuilder("BiasAdd").Input("value: T").Input("bias: T").Output("output: T")
                   .Attr(kNumeric).Attr("data_format: string = \"NHWC\"").SetShapeFn(BiasAddShape));
-  Register(r, OpDefBuilder("Fill").Input("dims: index_type").Input("value: T").Output("output: T")
+  RegisterCoreOp(r, OpDefBuilder("Fill").Input("dims: index_type").Input("value: T").Output("output: T")
                   .Attr("T: type").Attr("index_type: {int32, int64} = int32").SetShapeFn(FillShape));
   for (const char* op : {"ZerosLike", "OnesLike"}) {
-    Register(r, OpDefBuilder(op).Input("x: T").Output("y: T")
+    RegisterCoreOp(r, OpDefBuilder(op).Input("x: T").Output("y: T")
                     .Attr("T: {float32, float64, int32, int64, bool}").SetShapeFn(UnchangedShape));
   }
-  Register(r, OpDefBuilder("Shape").Input("input: T").Output("output: out_type").Attr("T: type")
+  RegisterCoreOp(r, OpDefBuilder("Shape").Input("input: T").Output("output: out_type").Attr("T: type")
                   .Attr("out_type: {int32, int64} = int32").SetShapeFn(ShapeShape));
 
   // Runtime-internal: a session's feeds and fetches become _Arg and _Retval nodes.
-  Register(r, OpDefBuilder("_Arg").Output("output: T").Attr("T: type").Attr("index: int >= 0")
+  RegisterCoreOp(r, OpDefBuilder("_Arg").Output("output: T").Attr("T: type").Attr("index: int >= 0")
                   .Attr("shape: shape = unknown").SetShapeFn(ShapeFromAttr));
-  Register(r, OpDefBuilder("_Retval").Input("input: T").Attr("T: type").Attr("index: int >= 0"));
+  RegisterCoreOp(r, OpDefBuilder("_Retval").Input("input: T").Attr("T: type").Attr("index: int >= 0"));
 
   // Queues (TensorFlow 1.x's data_flow_ops). A queue op creates or finds the queue named
   // by shared_name (its own name when empty) in its container and outputs a handle: the
@@ -313,37 +312,37 @@ void RegisterCoreOps(OpRegistry& r) {
     if (std::string_view(op) == "RandomShuffleQueue") {
       b.Attr("min_after_dequeue: int = 0").Attr("seed: int = 0").Attr("seed2: int = 0");
     }
-    Register(r, b);
+    RegisterCoreOp(r, b);
   }
   for (const char* op : {"QueueEnqueue", "QueueEnqueueMany"}) {
-    Register(r, OpDefBuilder(op).Input("handle: string").Input("components: Tcomponents")
+    RegisterCoreOp(r, OpDefBuilder(op).Input("handle: string").Input("components: Tcomponents")
                     .Attr("Tcomponents: list(type) >= 1").SetIsStateful());
   }
-  Register(r, OpDefBuilder("QueueDequeue").Input("handle: string").Output("components: component_types")
+  RegisterCoreOp(r, OpDefBuilder("QueueDequeue").Input("handle: string").Output("components: component_types")
                   .Attr("component_types: list(type) >= 1").SetIsStateful());
   for (const char* op : {"QueueDequeueMany", "QueueDequeueUpTo"}) {
-    Register(r, OpDefBuilder(op).Input("handle: string").Input("n: int32").Output("components: component_types")
+    RegisterCoreOp(r, OpDefBuilder(op).Input("handle: string").Input("n: int32").Output("components: component_types")
                     .Attr("component_types: list(type) >= 1").SetIsStateful());
   }
-  Register(r, OpDefBuilder("QueueClose").Input("handle: string").Attr("cancel_pending_enqueues: bool = false")
+  RegisterCoreOp(r, OpDefBuilder("QueueClose").Input("handle: string").Attr("cancel_pending_enqueues: bool = false")
                   .SetIsStateful());
-  Register(r, OpDefBuilder("QueueSize").Input("handle: string").Output("size: int32").SetIsStateful()
+  RegisterCoreOp(r, OpDefBuilder("QueueSize").Input("handle: string").Output("size: int32").SetIsStateful()
                   .SetShapeFn(ScalarShape));
 
   // tf.io.decode_csv: each record string becomes one value per column, of the column's
   // record_default dtype; an empty default makes the column required.
-  Register(r, OpDefBuilder("DecodeCSV").Input("records: string").Input("record_defaults: OUT_TYPE")
+  RegisterCoreOp(r, OpDefBuilder("DecodeCSV").Input("records: string").Input("record_defaults: OUT_TYPE")
                   .Output("output: OUT_TYPE").Attr("OUT_TYPE: list(type) >= 1")
                   .Attr("field_delim: string = \",\"").Attr("use_quote_delim: bool = true")
                   .Attr("na_value: string = \"\"").SetShapeFn(DecodeCsvShape));
 
   // Runtime-internal: partitioning turns every cross-device edge into a _Send on the
   // producer's device and a _Recv on the consumer's, meeting in the step's rendezvous.
-  Register(r, OpDefBuilder("_Send").Input("tensor: T").Attr("T: type").Attr("tensor_name: string")
+  RegisterCoreOp(r, OpDefBuilder("_Send").Input("tensor: T").Attr("T: type").Attr("tensor_name: string")
                   .Attr("send_device: string").Attr("send_device_incarnation: int")
                   .Attr("recv_device: string").Attr("client_terminated: bool = false")
                   .SetIsStateful());
-  Register(r, OpDefBuilder("_Recv").Output("tensor: tensor_type").Attr("tensor_type: type")
+  RegisterCoreOp(r, OpDefBuilder("_Recv").Output("tensor: tensor_type").Attr("tensor_type: type")
                   .Attr("tensor_name: string").Attr("send_device: string")
                   .Attr("send_device_incarnation: int").Attr("recv_device: string")
                   .Attr("client_terminated: bool = false").Attr("shape: shape = unknown")
@@ -352,12 +351,13 @@ void RegisterCoreOps(OpRegistry& r) {
   // One member per device of a group: the members of (group_key, instance_key) reduce
   // their inputs elementwise and each gets the result. Several inputs are fused into one
   // ring pass. The session assigns each member its place in the ring.
-  Register(r, OpDefBuilder("AllReduce").Input("input: N * T").Output("output: N * T")
+  RegisterCoreOp(r, OpDefBuilder("AllReduce").Input("input: N * T").Output("output: N * T")
                   .Attr("T: {float32, float64, int32}").Attr("N: int >= 1")
                   .Attr("reduction: string = \"sum\"").Attr("group_key: int")
                   .Attr("group_size: int >= 1").Attr("instance_key: int")
                   .Attr("wire_float16: bool = false").SetIsStateful()
                   .SetShapeFn(PairwiseUnchangedShapes));
+  RegisterDataOps(r);
 }
 
 }  // namespace tessera

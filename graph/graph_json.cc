@@ -7,6 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "graph/function.h"
+#include "graph/variant.h"
+
 namespace tessera {
 namespace {
 
@@ -108,7 +111,32 @@ json WriteElement(const T& v) {
   }
 }
 
-StatusOr<AttrValue> AttrFromJson(const json& j, const AttrDef* def) {
+// Function bodies nest (an interleave's function holding a map); past this depth a graph is
+// refused rather than risk the stack.
+constexpr int kMaxFunctionDepth = 16;
+
+StatusOr<GraphDef> GraphDefFromJsonValue(const json& j, const OpRegistry* ops, int depth);
+json GraphDefToJsonValue(const GraphDef& def);
+Status CheckKeys(const json& obj, std::initializer_list<std::string_view> allowed, std::string_view what);
+StatusOr<std::vector<std::string>> StringList(const json& obj, const char* key, std::string_view where);
+
+// {"args": [...], "rets": [...], "nodes": [...]}
+StatusOr<AttrValue> FunctionFromJson(const json& j, const OpRegistry* ops, int depth) {
+  if (!j.is_object()) return errors::InvalidArgument("a function must be an object {args, rets, nodes}");
+  if (depth >= kMaxFunctionDepth) {
+    return errors::InvalidArgument("functions nest deeper than ", kMaxFunctionDepth, " levels");
+  }
+  RETURN_IF_ERROR(CheckKeys(j, {"args", "rets", "nodes"}, "function"));
+  auto fn = std::make_shared<FunctionDef>();
+  ASSIGN_OR_RETURN(fn->args, StringList(j, "args", "function"));
+  ASSIGN_OR_RETURN(fn->rets, StringList(j, "rets", "function"));
+  StatusOr<GraphDef> body = GraphDefFromJsonValue(j, ops, depth + 1);
+  if (!body.ok()) return body.status().WithPrefix("in a function body: ");
+  fn->body = std::move(*body);
+  return AttrValue(std::shared_ptr<const FunctionDef>(std::move(fn)));
+}
+
+StatusOr<AttrValue> AttrFromJson(const json& j, const AttrDef* def, const OpRegistry* ops, int depth) {
   AttrType type;
   if (def != nullptr) {
     type = def->type;
@@ -181,6 +209,8 @@ StatusOr<AttrValue> AttrFromJson(const json& j, const AttrDef* def) {
         return AttrValue(std::move(v));
       }
       break;
+    case AttrType::kFunc:
+      return FunctionFromJson(j, ops, depth);
   }
   return errors::InvalidArgument("expected ", AttrTypeName(type), ", got ", j.dump());
 }
@@ -202,6 +232,11 @@ json AttrToJson(const AttrValue& v) {
         } else if constexpr (std::is_same_v<T, std::vector<TensorShape>>) {
           json j = json::array();
           for (const TensorShape& s : x) j.push_back(ShapeToJson(s));
+          return j;
+        } else if constexpr (std::is_same_v<T, std::shared_ptr<const FunctionDef>>) {
+          json j = GraphDefToJsonValue(x->body);
+          j["args"] = x->args;
+          j["rets"] = x->rets;
           return j;
         } else {
           return x;
@@ -235,7 +270,7 @@ StatusOr<std::vector<std::string>> StringList(const json& obj, const char* key,
   return out;
 }
 
-StatusOr<NodeDef> NodeFromJson(const json& j, size_t index, const OpRegistry* ops) {
+StatusOr<NodeDef> NodeFromJson(const json& j, size_t index, const OpRegistry* ops, int depth) {
   if (!j.is_object()) return errors::InvalidArgument("nodes[", index, "] is not an object");
   std::string where = StrCat("nodes[", index, "]");
   RETURN_IF_ERROR(CheckKeys(j, {"name", "op", "inputs", "device", "colocate_with", "attrs"}, where));
@@ -268,7 +303,7 @@ StatusOr<NodeDef> NodeFromJson(const json& j, size_t index, const OpRegistry* op
         return errors::InvalidArgument(where, " has attr '", key, "' which op ", def.op,
                                        " does not declare");
       }
-      StatusOr<AttrValue> v = AttrFromJson(value, ad);
+      StatusOr<AttrValue> v = AttrFromJson(value, ad, ops, depth);
       if (!v.ok()) {
         return v.status().WithSuffix(StrCat(" (attr '", key, "' of ", where, ")"));
       }
@@ -276,6 +311,37 @@ StatusOr<NodeDef> NodeFromJson(const json& j, size_t index, const OpRegistry* op
     }
   }
   return def;
+}
+
+StatusOr<GraphDef> GraphDefFromJsonValue(const json& j, const OpRegistry* ops, int depth) {
+  if (!j.is_object() || !j.contains("nodes") || !j["nodes"].is_array()) {
+    return errors::InvalidArgument("A JSON graph must be an object with a list 'nodes'");
+  }
+  GraphDef def;
+  for (size_t i = 0; i < j["nodes"].size(); ++i) {
+    ASSIGN_OR_RETURN(NodeDef n, NodeFromJson(j["nodes"][i], i, ops, depth));
+    def.nodes.push_back(std::move(n));
+  }
+  return def;
+}
+
+json GraphDefToJsonValue(const GraphDef& def) {
+  json nodes = json::array();
+  for (const NodeDef& n : def.nodes) {
+    json node;
+    node["name"] = n.name;
+    node["op"] = n.op;
+    if (!n.inputs.empty()) node["inputs"] = n.inputs;
+    if (!n.device.empty()) node["device"] = n.device;
+    if (!n.colocate_with.empty()) node["colocate_with"] = n.colocate_with;
+    json attrs = json::object();
+    for (const auto& [name, value] : n.attrs) attrs[name] = AttrToJson(value);
+    if (!attrs.empty()) node["attrs"] = std::move(attrs);
+    nodes.push_back(std::move(node));
+  }
+  json j;
+  j["nodes"] = std::move(nodes);
+  return j;
 }
 
 }  // namespace
@@ -287,6 +353,7 @@ StatusOr<Tensor> TensorFromJson(const json& j) {
     return errors::InvalidArgument("tensor needs a string 'dtype'");
   }
   ASSIGN_OR_RETURN(DataType dtype, DataTypeFromName(j["dtype"].get<std::string>()));
+  if (dtype == DataType::kVariant) return errors::InvalidArgument("a variant tensor cannot be read from JSON");
   TensorShape shape;
   if (j.contains("shape")) {
     ASSIGN_OR_RETURN(shape, ShapeFromJson(j["shape"], false));
@@ -324,10 +391,15 @@ json TensorToJson(const Tensor& t) {
   j["dtype"] = std::string(DataTypeName(t.dtype()));
   j["shape"] = ShapeToJson(t.shape());
   json data = json::array();
-  VisitDataType(t.dtype(), [&](auto zero) {
-    using T = decltype(zero);
-    for (const T& v : t.flat<T>()) data.push_back(WriteElement(v));
-  });
+  if (t.dtype() == DataType::kVariant) {
+    // Shown, not serialised: TensorFromJson refuses variants.
+    for (const Variant& v : t.flat<Variant>()) data.push_back(v != nullptr ? v->DebugString() : "null");
+  } else {
+    VisitDataType(t.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      for (const T& v : t.flat<T>()) data.push_back(WriteElement(v));
+    });
+  }
   j["data"] = std::move(data);
   return j;
 }
@@ -339,35 +411,12 @@ StatusOr<GraphDef> GraphDefFromJson(std::string_view text, const OpRegistry* ops
   } catch (const json::exception& e) {  // parse_error, and out_of_range for huge numbers
     return errors::InvalidArgument("Malformed JSON graph: ", e.what());
   }
-  if (!j.is_object() || !j.contains("nodes") || !j["nodes"].is_array()) {
-    return errors::InvalidArgument("A JSON graph must be an object with a list 'nodes'");
-  }
-  RETURN_IF_ERROR(CheckKeys(j, {"nodes"}, "the graph"));
-  GraphDef def;
-  for (size_t i = 0; i < j["nodes"].size(); ++i) {
-    ASSIGN_OR_RETURN(NodeDef n, NodeFromJson(j["nodes"][i], i, ops));
-    def.nodes.push_back(std::move(n));
-  }
-  return def;
+  if (j.is_object()) RETURN_IF_ERROR(CheckKeys(j, {"nodes"}, "the graph"));
+  return GraphDefFromJsonValue(j, ops, 0);
 }
 
 std::string GraphDefToJson(const GraphDef& def) {
-  json nodes = json::array();
-  for (const NodeDef& n : def.nodes) {
-    json node;
-    node["name"] = n.name;
-    node["op"] = n.op;
-    if (!n.inputs.empty()) node["inputs"] = n.inputs;
-    if (!n.device.empty()) node["device"] = n.device;
-    if (!n.colocate_with.empty()) node["colocate_with"] = n.colocate_with;
-    json attrs = json::object();
-    for (const auto& [name, value] : n.attrs) attrs[name] = AttrToJson(value);
-    if (!attrs.empty()) node["attrs"] = std::move(attrs);
-    nodes.push_back(std::move(node));
-  }
-  json j;
-  j["nodes"] = std::move(nodes);
-  return j.dump(1, ' ', false, json::error_handler_t::replace);
+  return GraphDefToJsonValue(def).dump(1, ' ', false, json::error_handler_t::replace);
 }
 
 }  // namespace tessera

@@ -49,7 +49,8 @@ StatusOr<AttrType> ParseAttrType(std::string_view t) {
       {"int", AttrType::kInt},       {"float", AttrType::kFloat},    {"bool", AttrType::kBool},
       {"string", AttrType::kString}, {"type", AttrType::kType},      {"shape", AttrType::kShape},
       {"tensor", AttrType::kTensor}, {"list(int)", AttrType::kListInt},
-      {"list(type)", AttrType::kListType}, {"list(shape)", AttrType::kListShape}};
+      {"list(type)", AttrType::kListType}, {"list(shape)", AttrType::kListShape},
+      {"func", AttrType::kFunc}};
   for (const auto& [name, type] : kTypes) {
     if (t == name) return type;
   }

@@ -33,5 +33,10 @@ class OpRegistry {
 
 // Registers every op of the core library (the ops with CPU kernels) into `registry`.
 void RegisterCoreOps(OpRegistry& registry);
+// The tf.data ops (datasets and iterators); RegisterCoreOps calls it.
+void RegisterDataOps(OpRegistry& registry);
+// Registers a schema of the core library, aborting when it is malformed: that is a bug in
+// Tessera, not a user error.
+void RegisterCoreOp(OpRegistry& registry, const OpDefBuilder& builder);
 
 }  // namespace tessera

@@ -1,10 +1,10 @@
 #include "graph/ops.h"
 
-namespace tessera::ops {
-namespace {
+#include "graph/op_builder.h"
 
-// Builds a node of `op` with the given inputs and attrs; returns its output 0.
-Output Build(const Scope& s, std::string_view op, std::vector<Input> inputs, AttrMap attrs = {}) {
+namespace tessera::ops {
+
+Output Build(const Scope& s, std::string_view op, std::vector<Input> inputs, AttrMap attrs) {
   NodeDef def;
   def.op = std::string(op);
   def.attrs = std::move(attrs);
@@ -16,15 +16,12 @@ Output Build(const Scope& s, std::string_view op, std::vector<Input> inputs, Att
   return Output(s.AddNode(std::move(def)));
 }
 
-// Every output of the node behind `first`; empty when it failed.
 std::vector<Output> AllOutputs(Output first) {
   std::vector<Output> outputs;
   if (first.node == nullptr) return outputs;
   for (int i = 0; i < first.node->num_outputs(); ++i) outputs.emplace_back(first.node, i);
   return outputs;
 }
-
-}  // namespace
 
 Output Const(const Scope& s, const Tensor& value) {
   return Build(s, "Const", {}, {{"value", value}, {"dtype", value.dtype()}});

@@ -61,6 +61,7 @@ class Input {
   Input(int64_t v) : tensor_(Tensor::Scalar(v)) {}               // NOLINT
   Input(bool v) : tensor_(Tensor::Scalar(v)) {}                  // NOLINT
   Input(const char* v) : tensor_(Tensor::Scalar(std::string(v))) {}  // NOLINT
+  Input(const std::string& v) : tensor_(Tensor::Scalar(v)) {}        // NOLINT
   Input(std::initializer_list<float> v) : tensor_(Tensor::FromVector(std::vector<float>(v))) {}  // NOLINT
   Input(std::initializer_list<int32_t> v)                                                          // NOLINT
       : tensor_(Tensor::FromVector(std::vector<int32_t>(v))) {}

@@ -18,6 +18,7 @@ std::string_view CodeName(Code code) {
     case Code::kUnimplemented: return "Unimplemented";
     case Code::kInternal: return "Internal";
     case Code::kUnavailable: return "Unavailable";
+    case Code::kDataLoss: return "DataLoss";
   }
   return "Unknown";
 }
@@ -34,6 +35,11 @@ const std::string& Status::message() const {
 std::string Status::ToString() const {
   if (ok()) return "OK";
   return StrCat(CodeName(state_->code), ": ", state_->message);
+}
+
+Status Status::WithPrefix(std::string_view prefix) const {
+  if (ok()) return *this;
+  return Status(state_->code, StrCat(prefix, state_->message));
 }
 
 Status Status::WithSuffix(std::string_view suffix) const {

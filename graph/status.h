@@ -33,6 +33,7 @@ enum class Code {
   kUnimplemented,
   kInternal,
   kUnavailable,
+  kDataLoss,
 };
 
 // "InvalidArgument", "NotFound", ... as TensorFlow spells them in its error classes.
@@ -54,6 +55,8 @@ class [[nodiscard]] Status {
 
   // Returns a copy with `suffix` appended to the message (the code is kept).
   Status WithSuffix(std::string_view suffix) const;
+  // Returns a copy with `prefix` put before the message (the code is kept).
+  Status WithPrefix(std::string_view prefix) const;
 
   friend bool operator==(const Status& a, const Status& b) {
     return a.code() == b.code() && a.message() == b.message();
@@ -96,6 +99,7 @@ TESSERA_ERROR_FACTORY(OutOfRange)
 TESSERA_ERROR_FACTORY(Unimplemented)
 TESSERA_ERROR_FACTORY(Internal)
 TESSERA_ERROR_FACTORY(Unavailable)
+TESSERA_ERROR_FACTORY(DataLoss)
 #undef TESSERA_ERROR_FACTORY
 }  // namespace errors
 

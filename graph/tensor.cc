@@ -1,5 +1,7 @@
 #include "graph/tensor.h"
 
+#include "graph/variant.h"
+
 #include <cstring>
 #include <new>
 #include <sstream>
@@ -12,20 +14,22 @@ TensorBuffer::TensorBuffer(std::shared_ptr<Allocator> allocator, DataType dtype,
     : allocator_(std::move(allocator)),
       dtype_(dtype),
       num_elements_(num_elements),
-      bytes_(static_cast<size_t>(num_elements) *
-             (dtype == DataType::kString ? sizeof(std::string) : DataTypeSize(dtype))) {
+      bytes_(static_cast<size_t>(num_elements) * DataTypeStorageSize(dtype)) {
   data_ = allocator_->AllocateRaw(bytes_);
-  if (data_ != nullptr && dtype_ == DataType::kString) {
-    auto* s = static_cast<std::string*>(data_);
-    for (int64_t i = 0; i < num_elements_; ++i) new (s + i) std::string();
+  if (data_ == nullptr) return;
+  if (dtype_ == DataType::kString) {
+    std::uninitialized_value_construct_n(static_cast<std::string*>(data_), num_elements_);
+  } else if (dtype_ == DataType::kVariant) {
+    std::uninitialized_value_construct_n(static_cast<Variant*>(data_), num_elements_);
   }
 }
 
 TensorBuffer::~TensorBuffer() {
   if (data_ == nullptr) return;
   if (dtype_ == DataType::kString) {
-    auto* s = static_cast<std::string*>(data_);
-    for (int64_t i = 0; i < num_elements_; ++i) s[i].~basic_string();
+    std::destroy_n(static_cast<std::string*>(data_), num_elements_);
+  } else if (dtype_ == DataType::kVariant) {
+    std::destroy_n(static_cast<Variant*>(data_), num_elements_);
   }
   allocator_->DeallocateRaw(data_, bytes_);
 }
@@ -100,7 +104,7 @@ Tensor Tensor::Slice(int64_t start, int64_t limit) const {
   int64_t row = shape_.dim(0) == 0 ? 0 : num_elements_ / shape_.dim(0);
   t.shape_.set_dim(0, limit - start);
   t.num_elements_ = row * (limit - start);
-  size_t elem = dtype_ == DataType::kString ? sizeof(std::string) : DataTypeSize(dtype_);
+  size_t elem = DataTypeStorageSize(dtype_);
   t.data_ = static_cast<char*>(data_) + start * row * static_cast<int64_t>(elem);
   return t;
 }
@@ -120,6 +124,8 @@ Tensor Tensor::DeepCopy() const {
   Tensor t(dtype_, shape_);
   if (dtype_ == DataType::kString) {
     std::copy(data<std::string>(), data<std::string>() + num_elements_, t.data<std::string>());
+  } else if (dtype_ == DataType::kVariant) {
+    std::copy(data<Variant>(), data<Variant>() + num_elements_, t.data<Variant>());
   } else if (num_elements_ > 0) {
     std::memcpy(t.data_, data_, TotalBytes());
   }
@@ -149,14 +155,21 @@ std::string Tensor::DebugString(int max_entries) const {
   if (!IsInitialized()) return "Tensor<uninitialized>";
   std::ostringstream os;
   os << "Tensor<" << DataTypeName(dtype_) << ", " << shape_.DebugString() << ":";
-  VisitDataType(dtype_, [&](auto zero) {
-    using T = decltype(zero);
-    const T* p = data<T>();
+  if (dtype_ == DataType::kVariant) {
     for (int64_t i = 0; i < num_elements_ && i < max_entries; ++i) {
-      os << " ";
-      PrintElement(os, p[i]);
+      const Variant& v = data<Variant>()[i];
+      os << " " << (v != nullptr ? v->DebugString() : "null");
     }
-  });
+  } else {
+    VisitDataType(dtype_, [&](auto zero) {
+      using T = decltype(zero);
+      const T* p = data<T>();
+      for (int64_t i = 0; i < num_elements_ && i < max_entries; ++i) {
+        os << " ";
+        PrintElement(os, p[i]);
+      }
+    });
+  }
   if (num_elements_ > max_entries) os << " ...";
   os << ">";
   return os.str();
@@ -172,6 +185,9 @@ std::vector<int64_t> IntTensorValues(const Tensor& t) {
 
 bool Tensor::Equals(const Tensor& other) const {
   if (dtype_ != other.dtype_ || !(shape_ == other.shape_)) return false;
+  if (dtype_ == DataType::kVariant) {
+    return std::equal(data<Variant>(), data<Variant>() + num_elements_, other.data<Variant>());
+  }
   return VisitDataType(dtype_, [&](auto zero) {
     using T = decltype(zero);
     if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {

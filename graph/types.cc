@@ -27,6 +27,7 @@ std::string_view DataTypeName(DataType dt) {
     case DataType::kUInt8: return "uint8";
     case DataType::kBool: return "bool";
     case DataType::kString: return "string";
+    case DataType::kVariant: return "variant";
     case DataType::kInvalid: break;
   }
   return "invalid";
@@ -45,13 +46,14 @@ StatusOr<DataType> DataTypeFromName(std::string_view name) {
       {"double", DataType::kDouble},  {"float16", DataType::kHalf},    {"half", DataType::kHalf},
       {"bfloat16", DataType::kBFloat16}, {"int32", DataType::kInt32},  {"int64", DataType::kInt64},
       {"uint8", DataType::kUInt8},    {"bool", DataType::kBool},       {"string", DataType::kString},
+      {"variant", DataType::kVariant},
   };
   for (const Alias& a : kAliases) {
     if (n == a.name) return a.dt;
   }
   return errors::InvalidArgument("Unknown dtype '", name,
                                  "'; expected one of float32, float64, float16, bfloat16, int32, "
-                                 "int64, uint8, bool, string");
+                                 "int64, uint8, bool, string, variant");
 }
 
 size_t DataTypeSize(DataType dt) {
@@ -65,13 +67,21 @@ size_t DataTypeSize(DataType dt) {
     case DataType::kUInt8: return 1;
     case DataType::kBool: return 1;
     case DataType::kString:
+    case DataType::kVariant:
     case DataType::kInvalid: break;
   }
   return 0;
 }
 
+size_t DataTypeStorageSize(DataType dt) {
+  if (dt == DataType::kString) return sizeof(std::string);
+  if (dt == DataType::kVariant) return sizeof(Variant);
+  return DataTypeSize(dt);
+}
+
 bool DataTypeIsNumeric(DataType dt) {
-  return dt != DataType::kString && dt != DataType::kBool && dt != DataType::kInvalid;
+  return dt != DataType::kString && dt != DataType::kVariant && dt != DataType::kBool &&
+         dt != DataType::kInvalid;
 }
 
 }  // namespace tessera

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -24,7 +25,11 @@ enum class DataType : uint8_t {
   kUInt8,
   kBool,
   kString,
+  kVariant,  // an opaque object, such as a dataset (graph/variant.h)
 };
+
+class VariantValue;
+using Variant = std::shared_ptr<const VariantValue>;
 
 // IEEE binary16 and bfloat16, stored as raw bits.
 struct Half {
@@ -39,12 +44,14 @@ float BFloat16ToFloat(BFloat16 b);
 BFloat16 FloatToBFloat16(float f);
 
 // The JSON and user-facing name: "float32", "float64", "float16", "bfloat16", "int32",
-// "int64", "uint8", "bool", "string".
+// "int64", "uint8", "bool", "string", "variant".
 std::string_view DataTypeName(DataType dt);
 // Accepts the names above and TensorFlow's aliases ("float", "double", "half", "DT_FLOAT").
 StatusOr<DataType> DataTypeFromName(std::string_view name);
-// Bytes per element; 0 for kString (elements are std::string objects) and kInvalid.
+// Bytes per element; 0 for kString and kVariant (elements are C++ objects) and kInvalid.
 size_t DataTypeSize(DataType dt);
+// Bytes one element takes in a tensor buffer: DataTypeSize, or the object's size.
+size_t DataTypeStorageSize(DataType dt);
 bool DataTypeIsNumeric(DataType dt);
 
 template <typename T>
@@ -63,9 +70,11 @@ TESSERA_MATCH_TYPE(int64_t, kInt64)
 TESSERA_MATCH_TYPE(uint8_t, kUInt8)
 TESSERA_MATCH_TYPE(bool, kBool)
 TESSERA_MATCH_TYPE(std::string, kString)
+TESSERA_MATCH_TYPE(Variant, kVariant)
 #undef TESSERA_MATCH_TYPE
 
-// Calls fn(T{}) with the C++ type of `dt`; returns fn's result.
+// Calls fn(T{}) with the C++ type of `dt`; returns fn's result. Variant is not visited:
+// callers handle kVariant first.
 template <typename Fn>
 auto VisitDataType(DataType dt, Fn&& fn) {
   switch (dt) {

@@ -87,7 +87,7 @@ Status OpKernelContext::forward_input_or_allocate_output(int in, int i, const Te
   Tensor& input = p_.inputs[in].tensor;
   if (p_.inputs[in].ref == nullptr && input.BufferIsUnshared() &&
       input.dtype() == p_.kernel->output_type(i) && input.shape() == shape &&
-      input.dtype() != DataType::kString) {
+      DataTypeSize(input.dtype()) > 0) {  // not strings or variants
     p_.outputs[i].tensor = std::move(input);
     *out = &p_.outputs[i].tensor;
     return Status::OK();

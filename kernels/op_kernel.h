@@ -34,6 +34,7 @@ namespace tessera {
 class Variable;
 class OpKernelContext;
 class AsyncOpKernel;
+class FunctionRuntime;
 
 // One input or output slot: a value, or a reference to a variable (VariableV2's output,
 // Assign's first input). A consumer that wants a value gets the variable's current value
@@ -148,6 +149,7 @@ class OpKernelContext {
     CallFrame* call_frame = nullptr;
     CancellationManager* cancellation = nullptr;
     Rendezvous* rendezvous = nullptr;  // where this step's tensors cross devices
+    const FunctionRuntime* function_runtime = nullptr;
     int64_t step_id = 0;
     TensorValue* inputs = nullptr;   // num_inputs entries, values already dereferenced
     TensorValue* outputs = nullptr;  // num_outputs entries, cleared
@@ -183,6 +185,8 @@ class OpKernelContext {
   CancellationManager* cancellation_manager() const { return p_.cancellation; }
   // nullptr when the step has no cross-device traffic to carry.
   Rendezvous* rendezvous() const { return p_.rendezvous; }
+  // Runs the bodies of function attrs; nullptr outside an executor.
+  const FunctionRuntime* function_runtime() const { return p_.function_runtime; }
   int64_t step_id() const { return p_.step_id; }
 
   void SetStatus(const Status& s) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/batch_util.h"
+
 namespace tessera {
 
 struct Queue::Attempt {
@@ -22,41 +24,15 @@ namespace {
 
 bool Compatible(const TensorShape& want, const TensorShape& got) { return want.IsCompatibleWith(got); }
 
-// Copies `src` (shape `from`) into the zeroed row `dst` (shape `to`, each dim at least
-// `from`'s), element size `size`, strings by assignment.
-void CopyPadded(const char* src, const TensorShape& from, char* dst, const TensorShape& to, size_t size,
-                bool is_string) {
-  const int rank = from.rank();
-  if (from == to) {
-    if (is_string) {
-      auto* d = reinterpret_cast<std::string*>(dst);
-      const auto* s = reinterpret_cast<const std::string*>(src);
-      for (int64_t i = 0; i < from.num_elements(); ++i) d[i] = s[i];
-    } else {
-      std::memcpy(dst, src, from.num_elements() * size);
-    }
-    return;
-  }
-  if (rank == 0) return;
-  int64_t src_stride = 1, dst_stride = 1;
-  for (int i = 1; i < rank; ++i) {
-    src_stride *= from.dim(i);
-    dst_stride *= to.dim(i);
-  }
-  TensorShape inner_from, inner_to;
-  for (int i = 1; i < rank; ++i) {
-    inner_from.AddDim(from.dim(i));
-    inner_to.AddDim(to.dim(i));
-  }
-  for (int64_t r = 0; r < from.dim(0); ++r) {
-    CopyPadded(src + r * src_stride * size, inner_from, dst + r * dst_stride * size, inner_to, size, is_string);
-  }
-}
-
 }  // namespace
 
 Status Queue::Validate(const Options& o) {
   if (o.dtypes.empty()) return errors::InvalidArgument("A queue needs at least one component type");
+  for (DataType dt : o.dtypes) {
+    if (dt == DataType::kVariant || dt == DataType::kInvalid) {
+      return errors::Unimplemented("Queue '", o.name, "' cannot hold ", DataTypeName(dt), " components");
+    }
+  }
   if (!o.shapes.empty() && o.shapes.size() != o.dtypes.size()) {
     return errors::InvalidArgument("Queue '", o.name, "' has ", o.dtypes.size(), " component types but ",
                                    o.shapes.size(), " shapes");
@@ -410,15 +386,8 @@ StatusOr<Queue::Tuple> Queue::Batch(std::vector<Tuple> elements) const {
     TensorShape shape({k});
     for (int d = 0; d < row.rank(); ++d) shape.AddDim(row.dim(d));
     ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(CpuAllocator(), options_.dtypes[c], shape));
-    const bool is_string = t.dtype() == DataType::kString;
-    const size_t size = is_string ? sizeof(std::string) : DataTypeSize(t.dtype());
-    if (!is_string) std::memset(t.raw_data(), 0, t.TotalBytes());
-    char* dst = static_cast<char*>(t.raw_data());
-    for (int64_t i = 0; i < k; ++i) {
-      const Tensor& e = elements[i][c];
-      CopyPadded(static_cast<const char*>(e.raw_data()), e.shape(), dst + i * row.num_elements() * size, row, size,
-                 is_string);
-    }
+    if (t.dtype() != DataType::kString) std::memset(t.raw_data(), 0, t.TotalBytes());
+    for (int64_t i = 0; i < k; ++i) CopyElementIntoBatch(elements[i][c], i, &t);
     batch.push_back(std::move(t));
   }
   return batch;

@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "kernels/variable.h"
+#include "runtime/function_runtime.h"
 
 namespace tessera {
 namespace {
@@ -166,6 +167,7 @@ class ExecutorState {
     p.call_frame = args_.call_frame;
     p.cancellation = args_.cancellation;
     p.rendezvous = args_.rendezvous;
+    p.function_runtime = LocalFunctionRuntime();
     p.step_id = args_.step_id;
     p.inputs = inputs;
     p.outputs = outputs;

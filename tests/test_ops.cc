@@ -11,7 +11,7 @@ namespace tessera::testing {
 namespace {
 
 std::mutex g_mu;
-std::vector<std::string> g_tags;
+std::vector<RecordedSpan> g_spans;
 std::condition_variable g_meet_cv;
 int g_meet_now = 0;
 int g_meet_max = 0;
@@ -25,9 +25,11 @@ class RecordOp : public OpKernel {
     if (!s.ok()) c->SetStatus(s);
   }
   void Compute(OpKernelContext*) override {
+    const auto start = std::chrono::steady_clock::now();
     std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms_));
+    const auto end = std::chrono::steady_clock::now();
     std::lock_guard<std::mutex> lock(g_mu);
-    g_tags.push_back(tag_);
+    g_spans.push_back({tag_, start, end});
   }
 
  private:
@@ -144,11 +146,17 @@ void RegisterTestOps() {
 
 std::vector<std::string> RecordedTags() {
   std::lock_guard<std::mutex> lock(g_mu);
-  return g_tags;
+  std::vector<std::string> tags;
+  for (const RecordedSpan& s : g_spans) tags.push_back(s.tag);
+  return tags;
+}
+std::vector<RecordedSpan> RecordedSpans() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return g_spans;
 }
 void ClearRecordedTags() {
   std::lock_guard<std::mutex> lock(g_mu);
-  g_tags.clear();
+  g_spans.clear();
 }
 int MaxMeetConcurrency() {
   std::lock_guard<std::mutex> lock(g_mu);

@@ -1,7 +1,8 @@
 // Ops that exist only in tests, to observe the executor: registered into the global
 // registries by RegisterTestOps() (idempotent, thread-safe).
 //
-//   TestRecord(tag, sleep_ms): appends tag to RecordedTags() after sleeping; stateful.
+//   TestRecord(tag, sleep_ms): sleeps, then appends tag and when it slept to RecordedSpans();
+//                               stateful.
 //   TestMeet(group, expected):  waits (up to 2 s) until `expected` TestMeet kernels of the
 //                               group run at once; records the most that ever did.
 //   TestBlock():                async; completes only when its step is cancelled.
@@ -12,6 +13,7 @@
 //                               distinct threads that ran them.
 #pragma once
 
+#include <chrono>
 #include <set>
 #include <string>
 #include <thread>
@@ -21,7 +23,12 @@ namespace tessera::testing {
 
 void RegisterTestOps();
 
+struct RecordedSpan {
+  std::string tag;
+  std::chrono::steady_clock::time_point start, end;
+};
 std::vector<std::string> RecordedTags();
+std::vector<RecordedSpan> RecordedSpans();
 void ClearRecordedTags();
 
 int MaxMeetConcurrency();

@@ -152,6 +152,8 @@ class FillOp : public OpKernel {
     }
     StatusOr<TensorShape> shape = TensorShape::Make(d);
     OP_REQUIRES_OK(ctx, shape.status());
+    OP_REQUIRES(ctx, value.dtype() != DataType::kVariant,
+                errors::Unimplemented("Fill of a variant is not supported"));
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
     VisitDataType(value.dtype(), [&](auto zero) {
@@ -166,6 +168,8 @@ class ConstantLikeOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
+    OP_REQUIRES(ctx, DataTypeIsNumeric(ctx->input(0).dtype()) || ctx->input(0).dtype() == DataType::kBool,
+                errors::Unimplemented("No ", kValue, "s of dtype ", DataTypeName(ctx->input(0).dtype())));
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, ctx->input(0).shape(), &out));
     VisitDataType(out->dtype(), [&](auto zero) {

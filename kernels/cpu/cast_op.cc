@@ -53,9 +53,9 @@ class CastOp : public OpKernel {
       ctx->set_output(0, in);
       return;
     }
-    OP_REQUIRES(ctx, in.dtype() != DataType::kString && output_type(0) != DataType::kString,
-                errors::Unimplemented("Cast string to ", DataTypeName(output_type(0)),
-                                      " is not supported"));
+    OP_REQUIRES(ctx, DataTypeSize(in.dtype()) > 0 && DataTypeSize(output_type(0)) > 0,
+                errors::Unimplemented("Cast ", DataTypeName(in.dtype()), " to ",
+                                      DataTypeName(output_type(0)), " is not supported"));
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, in.shape(), &out));
     VisitDataType(in.dtype(), [&](auto src_zero) {

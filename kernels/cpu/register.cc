@@ -14,6 +14,11 @@ void RegisterCpuKernels(KernelRegistry& r) {
   cpu::RegisterAllReduceKernels(r);
   cpu::RegisterQueueKernels(r);
   cpu::RegisterDecodeCsvKernels(r);
+  cpu::RegisterSourceDatasetKernels(r);
+  cpu::RegisterTransformDatasetKernels(r);
+  cpu::RegisterPrefetchDatasetKernels(r);
+  cpu::RegisterFunctionDatasetKernels(r);
+  cpu::RegisterIteratorKernels(r);
 }
 
 }  // namespace tessera

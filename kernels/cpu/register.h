@@ -17,6 +17,11 @@ void RegisterSendRecvKernels(KernelRegistry& r);
 void RegisterAllReduceKernels(KernelRegistry& r);
 void RegisterQueueKernels(KernelRegistry& r);
 void RegisterDecodeCsvKernels(KernelRegistry& r);
+void RegisterSourceDatasetKernels(KernelRegistry& r);
+void RegisterTransformDatasetKernels(KernelRegistry& r);
+void RegisterPrefetchDatasetKernels(KernelRegistry& r);
+void RegisterFunctionDatasetKernels(KernelRegistry& r);
+void RegisterIteratorKernels(KernelRegistry& r);
 
 // Calls fn(T{}) for each type in Ts: registration loops over a kernel's types.
 template <typename... Ts, typename Fn>

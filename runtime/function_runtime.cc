@@ -1,0 +1,86 @@
+#include "runtime/function_runtime.h"
+
+#include "runtime/executor.h"
+#include "runtime/subgraph.h"
+
+namespace tessera {
+namespace {
+
+class ArgsFrame : public CallFrame {
+ public:
+  ArgsFrame(std::vector<Tensor> args, size_t num_rets) : args_(std::move(args)), rets_(num_rets) {}
+  StatusOr<Tensor> GetArg(int index) const override { return args_[index]; }
+  Status SetRetval(int index, const Tensor& value) override {
+    rets_[index] = value;
+    return Status::OK();
+  }
+  std::vector<Tensor>& rets() { return rets_; }
+
+ private:
+  std::vector<Tensor> args_;
+  std::vector<Tensor> rets_;
+};
+
+class LocalFunction : public InstantiatedFunction {
+ public:
+  LocalFunction(std::unique_ptr<Executor> executor, std::vector<DataType> arg_types, FunctionSignature signature)
+      : executor_(std::move(executor)), arg_types_(std::move(arg_types)), signature_(std::move(signature)) {}
+
+  Status Run(std::vector<Tensor> args, std::vector<Tensor>* rets) const override {
+    if (args.size() != arg_types_.size()) {
+      return errors::InvalidArgument("A function of ", arg_types_.size(), " arguments was called with ",
+                                     args.size());
+    }
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (args[i].dtype() != arg_types_[i]) {
+        return errors::InvalidArgument("Argument ", i, " of a function must be ", DataTypeName(arg_types_[i]),
+                                       ", got ", DataTypeName(args[i].dtype()));
+      }
+    }
+    ArgsFrame frame(std::move(args), signature_.ret_types.size());
+    Executor::Args exec_args;
+    exec_args.call_frame = &frame;
+    RETURN_IF_ERROR(executor_->Run(exec_args));
+    *rets = std::move(frame.rets());
+    return Status::OK();
+  }
+  const std::vector<DataType>& arg_types() const override { return arg_types_; }
+  const FunctionSignature& signature() const override { return signature_; }
+
+ private:
+  std::unique_ptr<Executor> executor_;
+  std::vector<DataType> arg_types_;
+  FunctionSignature signature_;
+};
+
+class LocalRuntime : public FunctionRuntime {
+ public:
+  StatusOr<std::unique_ptr<const InstantiatedFunction>> Instantiate(const FunctionDef& fn, DeviceBase* device,
+                                                                     ResourceMgr* resources) const override {
+    FunctionSignature signature;
+    ASSIGN_OR_RETURN(std::unique_ptr<Graph> body, FunctionBodyGraph(fn, &signature));
+    for (Node* n : body->nodes()) n->set_assigned_device(device->name());
+    std::vector<DataType> arg_types;
+    std::vector<std::string> feeds;
+    for (const std::string& a : fn.args) {
+      arg_types.push_back(body->FindNode(a)->output_type(0));
+      feeds.push_back(a);
+    }
+    ASSIGN_OR_RETURN(Subgraph sub, BuildSubgraph(*body, feeds, fn.rets, {}));
+    Executor::Params params;
+    params.resource_mgr = resources;
+    params.lookup_device = [device](const Node&) -> StatusOr<DeviceBase*> { return device; };
+    ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, Executor::Create(std::move(sub.graph), std::move(params)));
+    return std::unique_ptr<const InstantiatedFunction>(
+        std::make_unique<LocalFunction>(std::move(executor), std::move(arg_types), std::move(signature)));
+  }
+};
+
+}  // namespace
+
+const FunctionRuntime* LocalFunctionRuntime() {
+  static const LocalRuntime runtime;
+  return &runtime;
+}
+
+}  // namespace tessera
