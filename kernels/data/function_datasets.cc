@@ -3,6 +3,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <utility>
 
 #include "kernels/cpu/register.h"
 #include "kernels/data/dataset_op_kernel.h"
@@ -35,29 +36,39 @@ class MapDataset : public Dataset {
   }
 
  private:
-  // Keeps up to `parallelism` calls of f in flight on the intra-op pool and hands out their
-  // results in input order.
+  // Keeps calls of f in flight, up to kWindow per unit of parallelism, and hands out their
+  // results in input order. Up to parallelism - 1 pool workers take calls in order while any
+  // are waiting, and the consumer runs its next call itself when no worker has started it,
+  // so a cheap f costs no thread hand-off per element.
+  static constexpr int kWindow = 4;
+
   class Iterator : public DatasetIterator {
    public:
     Iterator(const MapDataset& ds, ThreadPool* pool, std::unique_ptr<DatasetIterator> in)
-        : ds_(ds), pool_(pool), in_(std::move(in)) {}
+        : ds_(ds), pool_(pool), in_(std::move(in)), pending_(std::make_shared<Pending>()) {}
     ~Iterator() override {
-      for (const auto& call : calls_) call->Wait();
+      for (const auto& call : calls_) {
+        if (call->TryStart()) {
+          call->Finish(errors::Cancelled("The iterator was destroyed"), {});
+        } else {
+          call->Wait();
+        }
+      }
     }
 
     Status GetNext(Element* out, bool* end) override {
-      while (!in_end_ && static_cast<int>(calls_.size()) < ds_.parallelism_) {
+      const bool parallel = ds_.parallelism_ > 1 && pool_ != nullptr;
+      const size_t window = parallel ? static_cast<size_t>(ds_.parallelism_) * kWindow : 1;
+      while (!in_end_ && calls_.size() < window) {
         auto call = std::make_shared<Call>();
-        Element args;
-        Status s = in_->GetNext(&args, &in_end_);
+        Status s = in_->GetNext(&call->args, &in_end_);
         if (s.ok() && in_end_) break;
         calls_.push_back(call);
         if (!s.ok()) {
+          call->TryStart();
           call->Finish(s, {});
-        } else if (ds_.parallelism_ == 1 || pool_ == nullptr) {
-          Run(ds_.f_, call, std::move(args));
-        } else {
-          pool_->Schedule([f = ds_.f_, call, args = std::move(args)]() mutable { Run(f, call, std::move(args)); });
+        } else if (parallel) {
+          Offer(std::move(call));
         }
       }
       if (calls_.empty()) {
@@ -66,19 +77,30 @@ class MapDataset : public Dataset {
       }
       std::shared_ptr<Call> call = std::move(calls_.front());
       calls_.pop_front();
-      call->Wait();
+      if (call->TryStart()) {
+        Run(*ds_.f_, *call);
+      } else {
+        call->Wait();
+      }
       if (!call->status.ok()) return call->status;
       *out = std::move(call->result);
       return Status::OK();
     }
 
    private:
+    // One element's call of f, run by whichever thread starts it first.
     struct Call {
+      Element args;
       std::mutex mu;
       std::condition_variable cv;
-      bool done = false;  // guarded by mu; status and result are written before it is set
+      bool started = false;  // guarded by mu
+      bool done = false;     // guarded by mu; status and result are written before it is set
       Status status;
       Element result;
+      bool TryStart() {
+        std::lock_guard<std::mutex> lock(mu);
+        return !std::exchange(started, true);
+      }
       void Finish(Status s, Element r) {
         std::lock_guard<std::mutex> lock(mu);
         status = std::move(s);
@@ -91,17 +113,49 @@ class MapDataset : public Dataset {
         cv.wait(lock, [this] { return done; });
       }
     };
-    static void Run(const FunctionPtr& f, const std::shared_ptr<Call>& call, Element args) {
+    // Calls not yet taken by a worker, shared with the workers, which may outlive the
+    // iterator by a moment.
+    struct Pending {
+      std::mutex mu;
+      std::deque<std::shared_ptr<Call>> calls;  // guarded by mu
+      int workers = 0;                           // guarded by mu
+    };
+
+    void Offer(std::shared_ptr<Call> call) {
+      {
+        std::lock_guard<std::mutex> lock(pending_->mu);
+        pending_->calls.push_back(std::move(call));
+        if (pending_->workers >= ds_.parallelism_ - 1) return;
+        ++pending_->workers;
+      }
+      pool_->Schedule([f = ds_.f_, pending = pending_] {
+        while (true) {
+          std::shared_ptr<Call> next;
+          {
+            std::lock_guard<std::mutex> lock(pending->mu);
+            if (pending->calls.empty()) {
+              --pending->workers;
+              return;
+            }
+            next = std::move(pending->calls.front());
+            pending->calls.pop_front();
+          }
+          if (next->TryStart()) Run(*f, *next);
+        }
+      });
+    }
+    static void Run(const InstantiatedFunction& f, Call& call) {
       Element rets;
-      Status s = f->Run(std::move(args), &rets);
-      call->Finish(s.WithPrefix("In the function of a MapDataset: "), std::move(rets));
+      Status s = f.Run(std::move(call.args), &rets);
+      call.Finish(s.WithPrefix("In the function of a MapDataset: "), std::move(rets));
     }
 
     const MapDataset& ds_;
     ThreadPool* pool_;
     std::unique_ptr<DatasetIterator> in_;
     bool in_end_ = false;
-    std::deque<std::shared_ptr<Call>> calls_;
+    std::deque<std::shared_ptr<Call>> calls_;  // in input order
+    std::shared_ptr<Pending> pending_;
   };
 
   DatasetPtr input_;
