@@ -10,6 +10,7 @@ Status IteratorResource::Initialize(DatasetPtr dataset, const IteratorEnv& env, 
     std::swap(dataset_, dataset);
     std::swap(iterator_, iterator);
   }
+  initialized_ = true;
   // The previous pass ends here, outside the lock: its background threads are joined.
   iterator.reset();
   return Status::OK();
@@ -17,15 +18,11 @@ Status IteratorResource::Initialize(DatasetPtr dataset, const IteratorEnv& env, 
 
 Status IteratorResource::InitializeOnce(const std::function<StatusOr<DatasetPtr>()>& make, const IteratorEnv& env,
                                         std::string_view who) {
+  if (initialized_) return Status::OK();
   std::lock_guard<std::mutex> lock(init_mu_);
-  if (IsInitialized()) return Status::OK();
+  if (initialized_) return Status::OK();
   ASSIGN_OR_RETURN(DatasetPtr dataset, make());
   return Initialize(std::move(dataset), env, who);
-}
-
-bool IteratorResource::IsInitialized() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return iterator_ != nullptr;
 }
 
 Status IteratorResource::GetNext(std::vector<Tensor>* out) {

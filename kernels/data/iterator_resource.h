@@ -5,6 +5,7 @@
 // and Initialize may run while another thread waits in GetNext.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <mutex>
 
@@ -28,7 +29,6 @@ class IteratorResource : public ResourceBase {
   // The next element; OutOfRange "End of sequence" after the last, FailedPrecondition before
   // Initialize.
   Status GetNext(std::vector<Tensor>* out);
-  bool IsInitialized() const;
 
   const std::vector<DataType>& dtypes() const { return dtypes_; }
   const std::vector<TensorShape>& shapes() const { return shapes_; }
@@ -38,6 +38,8 @@ class IteratorResource : public ResourceBase {
   const std::vector<DataType> dtypes_;
   const std::vector<TensorShape> shapes_;
   std::mutex init_mu_;  // serialises InitializeOnce
+  // Read without mu_, so a one-shot iterator's every step need not wait for a GetNext.
+  std::atomic<bool> initialized_{false};
   // Held through a whole GetNext, which may wait for a prefetching thread.
   mutable std::mutex mu_;
   DatasetPtr dataset_;                          // guarded by mu_

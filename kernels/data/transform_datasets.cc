@@ -374,24 +374,15 @@ class ZipDataset : public Dataset {
   std::vector<DatasetPtr> inputs_;
 };
 
-class RepeatDatasetOp : public DatasetOpKernel {
+// RepeatDataset, SkipDataset and TakeDataset: an input dataset and a count.
+template <typename D>
+class CountDatasetOp : public DatasetOpKernel {
  public:
   using DatasetOpKernel::DatasetOpKernel;
   StatusOr<DatasetPtr> MakeDataset(OpKernelContext* ctx) override {
     ASSIGN_OR_RETURN(DatasetPtr input, InputDataset(ctx, 0));
     ASSIGN_OR_RETURN(int64_t count, ScalarInt64(ctx, 1, "count"));
-    return DatasetPtr(std::make_shared<RepeatDataset>(std::move(input), count));
-  }
-};
-
-template <bool kSkip>
-class SkipTakeDatasetOp : public DatasetOpKernel {
- public:
-  using DatasetOpKernel::DatasetOpKernel;
-  StatusOr<DatasetPtr> MakeDataset(OpKernelContext* ctx) override {
-    ASSIGN_OR_RETURN(DatasetPtr input, InputDataset(ctx, 0));
-    ASSIGN_OR_RETURN(int64_t count, ScalarInt64(ctx, 1, "count"));
-    return DatasetPtr(std::make_shared<SkipTakeDataset<kSkip>>(std::move(input), count));
+    return DatasetPtr(std::make_shared<D>(std::move(input), count));
   }
 };
 
@@ -503,9 +494,9 @@ class ZipDatasetOp : public DatasetOpKernel {
 }  // namespace
 
 void RegisterTransformDatasetKernels(KernelRegistry& r) {
-  r.Register<RepeatDatasetOp>(KernelDefBuilder("RepeatDataset").Device(kDeviceCpu));
-  r.Register<SkipTakeDatasetOp<true>>(KernelDefBuilder("SkipDataset").Device(kDeviceCpu));
-  r.Register<SkipTakeDatasetOp<false>>(KernelDefBuilder("TakeDataset").Device(kDeviceCpu));
+  r.Register<CountDatasetOp<RepeatDataset>>(KernelDefBuilder("RepeatDataset").Device(kDeviceCpu));
+  r.Register<CountDatasetOp<SkipTakeDataset<true>>>(KernelDefBuilder("SkipDataset").Device(kDeviceCpu));
+  r.Register<CountDatasetOp<SkipTakeDataset<false>>>(KernelDefBuilder("TakeDataset").Device(kDeviceCpu));
   r.Register<BatchDatasetOp>(KernelDefBuilder("BatchDatasetV2").Device(kDeviceCpu));
   r.Register<PaddedBatchDatasetOp>(KernelDefBuilder("PaddedBatchDatasetV2").Device(kDeviceCpu));
   r.Register<ShuffleDatasetOp>(KernelDefBuilder("ShuffleDataset").Device(kDeviceCpu));
