@@ -64,3 +64,15 @@ via = find(qu, "BM_FifoQueueThroughSessions")["items_per_second"]
 direct = find(qu, "BM_FifoQueueDirect")["items_per_second"]
 print(f"FIFOQueue of float32[4], producer and consumer threads (median of 5): "
       f"{via / 1e3:.0f}k dequeues/s through Session::Run, {direct / 1e3:.0f}k/s on the Queue directly")
+print()
+da = json.load(open(os.path.join(out, "dataset.json")))["benchmarks"]
+tfd = [json.loads(l) for l in open(os.path.join(out, "tf_data.jsonl")) if l.strip()]
+print("Fashion-MNIST pipeline map(normalise) -> shuffle(10,000) -> batch(128) -> prefetch, "
+      "one batch per Session::Run (images/s, median of 5, higher is better)")
+print(f"{'threads':>7} {'Tessera':>10} {'tf.data':>10} {'Tess/TF':>8}")
+for threads in (1, 2):
+    t = find(da, f"BM_FashionMnistPipeline/threads:{threads}/")["items_per_second"]
+    f = next((r["images_per_second"] for r in tfd if r["threads"] == threads), None)
+    fs = f"{f / 1e3:9.1f}k" if f else f"{'-':>10}"
+    fr = f"{t / f:7.1f}x" if f else f"{'-':>8}"
+    print(f"{threads:>7} {t / 1e3:9.1f}k {fs} {fr}")

@@ -18,9 +18,13 @@ build/bench/collective_bench "${reps[@]}" --benchmark_format=json --benchmark_ou
   --benchmark_out_format=json >/dev/null
 build/bench/queue_bench "${reps[@]}" --benchmark_format=json --benchmark_out="$out/queue.json" \
   --benchmark_out_format=json >/dev/null
+build/bench/dataset_bench "${reps[@]}" --benchmark_format=json --benchmark_out="$out/dataset.json" \
+  --benchmark_out_format=json >/dev/null
 : > "$out/tensorflow.jsonl"
+: > "$out/tf_data.jsonl"
 if [ "${TESSERA_BENCH_TF:-1}" = 1 ]; then
   py=$(scripts/peers.sh)
   "$py" bench/tf_executor_overhead.py > "$out/tensorflow.jsonl" 2> "$out/tensorflow.log"
+  "$py" bench/tf_data_pipeline.py > "$out/tf_data.jsonl" 2>> "$out/tensorflow.log"
 fi
 python3 bench/report.py "$out"
