@@ -13,7 +13,8 @@
 // An ops::Dataset carries the element it yields (dtypes and static shapes) along with its
 // handle, as tf.data's Python classes do, and each wrapper writes it into the node's
 // output_types and output_shapes. Functions (map, filter, interleave) are built into their
-// own graphs by calling the given C++ callable once, at graph-building time.
+// own graphs by calling the given C++ callable once, at graph-building time. Like every
+// wrapper, call them from the one thread building the graph.
 #pragma once
 
 #include <functional>

@@ -10,6 +10,7 @@
 //
 // Each argument is a Placeholder of the body; each result names a tensor of the body. The
 // runtime runs a body on the device of the op that holds it (kernels/function_runtime.h).
+// Both functions here are thread-safe; `body` builds in a graph of its own.
 #pragma once
 
 #include <functional>

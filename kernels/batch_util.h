@@ -4,6 +4,8 @@
 //   Tensor batch(DataType::kFloat, TensorShape({2, 3}));
 //   FillWithScalar(zero, &batch);
 //   CopyElementIntoBatch(a, 0, &batch);   // a: [2] -> row 0, third column stays padding
+//
+// Thread-safe for distinct destination tensors.
 #pragma once
 
 #include "graph/tensor.h"
