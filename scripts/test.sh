@@ -26,8 +26,8 @@ if [ "${TESSERA_QUICK:-0}" != 1 ]; then
     -max_len=1024 build-asan/csv-corpus 2>&1 | tail -n 1
 
   scripts/build.sh tsan executor_test session_test subgraph_test scenarios_test rendezvous_test \
-    multi_device_test ring_all_reduce_test replicate_test queue_test server_test queue_runner_test
+    multi_device_test ring_all_reduce_test replicate_test queue_test server_test queue_runner_test dataset_test
   TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure -j "$(nproc)" \
-    --timeout 600 -R 'Executor|Session|Scenario|Subgraph|Rendezvous|MultiDevice|Ring|Replicate|Queue|Server|Coordinator'
+    --timeout 600 -R 'Executor|Session|Scenario|Subgraph|Rendezvous|MultiDevice|Ring|Replicate|Queue|Server|Coordinator|Dataset'
 fi
 echo "test.sh: done in $(( $(date +%s) - start )) s"

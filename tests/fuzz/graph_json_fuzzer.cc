@@ -1,5 +1,7 @@
 // Feeds arbitrary bytes to the JSON graph loader, then builds, places and (for small
-// graphs) runs what loads: nothing may crash, hang or trip a sanitizer.
+// graphs) runs what loads: nothing may crash, hang or trip a sanitizer. Graphs with an
+// iterator are not run: a dataset may rightly never end (a repeat of a filter that passes
+// nothing), which no timeout interrupts.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -19,6 +21,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   config.operation_timeout_in_ms = 1000;
   StatusOr<std::unique_ptr<Session>> session = Session::Create(config, *def);
   if (!session.ok()) return 0;
+  for (const Node* n : (*session)->graph().nodes()) {
+    if (n->op() == "IteratorGetNext") return 0;
+  }
   // Fetch every output whose size is known and modest, so kernels meet fuzzed values.
   std::vector<std::string> fetches;
   for (const Node* n : (*session)->graph().nodes()) {
