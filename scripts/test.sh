@@ -24,6 +24,10 @@ if [ "${TESSERA_QUICK:-0}" != 1 ]; then
   cp tests/fuzz/csv_corpus/* build-asan/csv-corpus/
   build-asan/tests/fuzz/decode_csv_fuzzer -max_total_time="${TESSERA_CSV_FUZZ_SECONDS:-15}" \
     -max_len=1024 build-asan/csv-corpus 2>&1 | tail -n 1
+  mkdir -p build-asan/idx-corpus
+  cp tests/fuzz/idx_corpus/* build-asan/idx-corpus/
+  build-asan/tests/fuzz/idx_fuzzer -max_total_time="${TESSERA_IDX_FUZZ_SECONDS:-10}" \
+    -max_len=4096 build-asan/idx-corpus 2>&1 | tail -n 1
 
   scripts/build.sh tsan executor_test session_test subgraph_test scenarios_test rendezvous_test \
     multi_device_test ring_all_reduce_test replicate_test queue_test server_test queue_runner_test dataset_test

@@ -1,12 +1,11 @@
 // Source datasets: TensorDataset, TensorSliceDataset, RangeDataset, TextLineDataset and
-// IdxDataset (the MNIST file format, gzipped or not).
-#include <zlib.h>
-
+// IdxDataset (the records of an IDX file, kernels/data/idx_file.h).
 #include <fstream>
 #include <mutex>
 
 #include "kernels/cpu/register.h"
 #include "kernels/data/dataset_op_kernel.h"
+#include "kernels/data/idx_file.h"
 
 namespace tessera::cpu {
 namespace {
@@ -222,68 +221,10 @@ class TextLineDatasetOp : public DatasetOpKernel {
   }
 };
 
-// An IDX file: a big-endian header (two zero bytes, a type code, the rank, one uint32 per
-// dimension) and then the data. Only unsigned bytes (code 0x08), which is what MNIST uses.
-struct IdxHeader {
-  std::vector<int64_t> dims;
-};
-
-class GzFile {
- public:
-  explicit GzFile(const std::string& name) : file_(gzopen(name.c_str(), "rb")) {}
-  ~GzFile() {
-    if (file_ != nullptr) gzclose(file_);
-  }
-  GzFile(const GzFile&) = delete;
-  GzFile& operator=(const GzFile&) = delete;
-  bool is_open() const { return file_ != nullptr; }
-  // Bytes read; fewer than `n` at the end of the file or on a corrupt stream.
-  int64_t Read(void* dst, int64_t n) {
-    int64_t total = 0;
-    while (total < n) {
-      const unsigned chunk = static_cast<unsigned>(std::min<int64_t>(n - total, 1 << 30));
-      const int got = gzread(file_, static_cast<char*>(dst) + total, chunk);
-      if (got <= 0) break;
-      total += got;
-    }
-    return total;
-  }
-
- private:
-  gzFile file_;
-};
-
-StatusOr<IdxHeader> ReadIdxHeader(GzFile& file, const std::string& name) {
-  unsigned char magic[4];
-  if (file.Read(magic, 4) != 4 || magic[0] != 0 || magic[1] != 0) {
-    return errors::InvalidArgument("'", name, "' is not an IDX file (bad magic number)");
-  }
-  if (magic[2] != 0x08) {
-    return errors::Unimplemented("IDX file '", name, "' holds type code 0x", std::to_string(magic[2]),
-                                 "; only unsigned bytes (0x08) are supported");
-  }
-  if (magic[3] < 1 || magic[3] > 4) {
-    return errors::InvalidArgument("IDX file '", name, "' has rank ", int{magic[3]}, "; expected 1 to 4");
-  }
-  IdxHeader header;
-  int64_t total = 1;
-  for (int d = 0; d < magic[3]; ++d) {
-    unsigned char b[4];
-    if (file.Read(b, 4) != 4) return errors::DataLoss("IDX file '", name, "' is truncated in its header");
-    const int64_t dim = (int64_t{b[0]} << 24) | (int64_t{b[1]} << 16) | (int64_t{b[2]} << 8) | b[3];
-    total *= std::max<int64_t>(dim, 1);
-    if (dim > (int64_t{1} << 31) || total > (int64_t{1} << 40)) {
-      return errors::InvalidArgument("IDX file '", name, "' declares an implausible size");
-    }
-    header.dims.push_back(dim);
-  }
-  return header;
-}
-
 class IdxDataset : public Dataset {
  public:
-  IdxDataset(std::string file, const IdxHeader& header)
-      : Dataset("IdxDataset", {DataType::kUInt8}, {RecordShape(header)}), file_(std::move(file)) {}
+  IdxDataset(std::string file, TensorShape record_shape)
+      : Dataset("IdxDataset", {DataType::kUInt8}, {std::move(record_shape)}), file_(std::move(file)) {}
 
   StatusOr<std::unique_ptr<DatasetIterator>> MakeIterator(const IteratorEnv&) const override {
     ASSIGN_OR_RETURN(Tensor records, Load());
@@ -291,29 +232,14 @@ class IdxDataset : public Dataset {
   }
 
  private:
-  static TensorShape RecordShape(const IdxHeader& header) {
-    TensorShape s;
-    for (size_t d = 1; d < header.dims.size(); ++d) s.AddDim(header.dims[d]);
-    return s;
-  }
   // The whole file, read once per dataset and shared by its iterators (each epoch of a
   // repeat makes a new one).
   StatusOr<Tensor> Load() const {
     std::lock_guard<std::mutex> lock(mu_);
-    if (records_.IsInitialized()) return records_;
-    GzFile file(file_);
-    if (!file.is_open()) return errors::NotFound(file_, "; No such file or directory");
-    ASSIGN_OR_RETURN(IdxHeader header, ReadIdxHeader(file, file_));
-    StatusOr<TensorShape> shape = TensorShape::Make(header.dims);
-    RETURN_IF_ERROR(shape.status());
-    ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(CpuAllocator(), DataType::kUInt8, *shape));
-    const int64_t got = file.Read(t.raw_data(), t.NumElements());
-    if (got != t.NumElements()) {
-      return errors::DataLoss("IDX file '", file_, "' is truncated: ", shape->DebugString(), " needs ",
-                              t.NumElements(), " bytes of data, it has ", got);
+    if (!records_.IsInitialized()) {
+      ASSIGN_OR_RETURN(records_, ReadIdxFile(file_));
     }
-    records_ = t;
-    return t;
+    return records_;
   }
 
   std::string file_;
@@ -333,15 +259,14 @@ class IdxDatasetOp : public DatasetOpKernel {
       return errors::InvalidArgument("filename must be a string scalar");
     }
     const std::string& name = t.data<std::string>()[0];
-    GzFile file(name);
-    if (!file.is_open()) return errors::NotFound(name, "; No such file or directory");
-    ASSIGN_OR_RETURN(IdxHeader header, ReadIdxHeader(file, name));
-    auto ds = std::make_shared<IdxDataset>(name, header);
-    if (!element_shape_.IsCompatibleWith(ds->output_shapes()[0])) {
-      return errors::InvalidArgument("IDX file '", name, "' holds records of shape ",
-                                     ds->output_shapes()[0].DebugString(), ", not ", element_shape_.DebugString());
+    ASSIGN_OR_RETURN(TensorShape file_shape, ReadIdxShape(name));
+    TensorShape record_shape;
+    for (int d = 1; d < file_shape.rank(); ++d) record_shape.AddDim(file_shape.dim(d));
+    if (!element_shape_.IsCompatibleWith(record_shape)) {
+      return errors::InvalidArgument("IDX file '", name, "' holds records of shape ", record_shape.DebugString(),
+                                     ", not ", element_shape_.DebugString());
     }
-    return DatasetPtr(std::move(ds));
+    return DatasetPtr(std::make_shared<IdxDataset>(name, record_shape));
   }
 
  private:

@@ -1,0 +1,95 @@
+#include "kernels/data/idx_file.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+
+namespace tessera {
+namespace {
+
+// gzread reads plain files too, so one path serves both.
+class GzFile {
+ public:
+  explicit GzFile(const std::string& path) : file_(gzopen(path.c_str(), "rb")) {}
+  ~GzFile() {
+    if (file_ != nullptr) gzclose(file_);
+  }
+  GzFile(const GzFile&) = delete;
+  GzFile& operator=(const GzFile&) = delete;
+  bool is_open() const { return file_ != nullptr; }
+  // Bytes read; fewer than `n` at the end of the file or on a corrupt stream.
+  int64_t Read(void* dst, int64_t n) {
+    int64_t total = 0;
+    while (total < n) {
+      const unsigned chunk = static_cast<unsigned>(std::min<int64_t>(n - total, int64_t{1} << 30));
+      const int got = gzread(file_, static_cast<char*>(dst) + total, chunk);
+      if (got <= 0) break;
+      total += got;
+    }
+    return total;
+  }
+
+ private:
+  gzFile file_;
+};
+
+// Opens `path` and reads its header, leaving the file at the data.
+StatusOr<TensorShape> ReadHeader(GzFile& file, const std::string& path) {
+  if (!file.is_open()) return errors::NotFound(path, "; No such file or directory");
+  unsigned char magic[4];
+  if (file.Read(magic, 4) != 4 || magic[0] != 0 || magic[1] != 0) {
+    return errors::InvalidArgument("'", path, "' is not an IDX file (bad magic number)");
+  }
+  if (magic[2] != 0x08) {
+    return errors::Unimplemented("IDX file '", path, "' holds type code ", int{magic[2]},
+                                 "; only unsigned bytes (8) are supported");
+  }
+  if (magic[3] < 1 || magic[3] > 4) {
+    return errors::InvalidArgument("IDX file '", path, "' has rank ", int{magic[3]}, "; expected 1 to 4");
+  }
+  std::vector<int64_t> dims;
+  int64_t total = 1;
+  for (int d = 0; d < magic[3]; ++d) {
+    unsigned char b[4];
+    if (file.Read(b, 4) != 4) return errors::DataLoss("IDX file '", path, "' is truncated in its header");
+    const int64_t dim = (int64_t{b[0]} << 24) | (int64_t{b[1]} << 16) | (int64_t{b[2]} << 8) | b[3];
+    total *= std::max<int64_t>(dim, 1);
+    // 64 GiB: far beyond any IDX dataset, and it keeps the product from overflowing.
+    if (total > (int64_t{1} << 36)) return errors::InvalidArgument("IDX file '", path, "' declares an implausible size");
+    dims.push_back(dim);
+  }
+  return TensorShape::Make(dims);
+}
+
+}  // namespace
+
+StatusOr<TensorShape> ReadIdxShape(const std::string& path) {
+  GzFile file(path);
+  return ReadHeader(file, path);
+}
+
+StatusOr<Tensor> ReadIdxFile(const std::string& path) {
+  GzFile file(path);
+  ASSIGN_OR_RETURN(TensorShape shape, ReadHeader(file, path));
+  // Read before allocating: a corrupt header may declare far more data than the file has.
+  const int64_t want = shape.num_elements();
+  std::string data;
+  constexpr int64_t kChunk = int64_t{16} << 20;
+  while (static_cast<int64_t>(data.size()) < want) {
+    const int64_t n = std::min(kChunk, want - static_cast<int64_t>(data.size()));
+    const size_t old = data.size();
+    data.resize(old + n);
+    const int64_t got = file.Read(data.data() + old, n);
+    data.resize(old + got);
+    if (got < n) break;
+  }
+  if (static_cast<int64_t>(data.size()) != want) {
+    return errors::DataLoss("IDX file '", path, "' is truncated: ", shape.DebugString(), " needs ", want,
+                            " bytes of data, it has ", data.size());
+  }
+  ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(CpuAllocator(), DataType::kUInt8, shape));
+  std::copy(data.begin(), data.end(), t.data<uint8_t>());
+  return t;
+}
+
+}  // namespace tessera
