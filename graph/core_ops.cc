@@ -116,6 +116,39 @@ Status ReshapeShape(InferenceContext& c) {
   return Status::OK();
 }
 
+Status BiasAddGradShape(InferenceContext& c) {
+  std::string format;
+  RETURN_IF_ERROR(c.GetAttr("data_format", &format));
+  const TensorShape& in = c.input(0);
+  if (in.unknown_rank()) {
+    c.set_output(0, TensorShape({-1}));
+  } else if (in.rank() < 2) {
+    return errors::InvalidArgument("Input tensor must be at least 2D: ", in.DebugString());
+  } else {
+    c.set_output(0, TensorShape({in.dim(format == "NCHW" ? 1 : in.rank() - 1)}));
+  }
+  return Status::OK();
+}
+
+Status TwoVectorsShape(InferenceContext& c) {
+  c.set_output(0, TensorShape({-1}));
+  c.set_output(1, TensorShape({-1}));
+  return Status::OK();
+}
+
+// The shape is the value of input 1 when it is a constant; else of its length's rank.
+Status BroadcastToShape(InferenceContext& c) {
+  const Tensor* shape = c.input_tensor(1);
+  if (shape != nullptr) {
+    ASSIGN_OR_RETURN(TensorShape s, TensorShape::Make(IntTensorValues(*shape)));
+    c.set_output(0, s);
+  } else if (!c.input(1).unknown_rank() && c.input(1).rank() == 1 && c.input(1).dim(0) >= 0 &&
+             c.input(1).dim(0) <= TensorShape::kMaxRank) {
+    c.set_output(0, TensorShape(std::vector<int64_t>(c.input(1).dim(0), -1)));
+  }
+  return Status::OK();
+}
+
 Status ReductionShape(InferenceContext& c) {
   bool keep_dims = false;
   RETURN_IF_ERROR(c.GetAttr("keep_dims", &keep_dims));
@@ -285,6 +318,18 @@ void RegisterCoreOps(OpRegistry& r) {
                   .SetShapeFn(SoftmaxShape));
   RegisterCoreOp(r, OpDefBuilder("BiasAdd").Input("value: T").Input("bias: T").Output("output: T")
                   .Attr(kNumeric).Attr("data_format: string = \"NHWC\"").SetShapeFn(BiasAddShape));
+
+  // The ops gradient functions (graph/math_grad.cc, graph/nn_grad.cc) build on.
+  RegisterCoreOp(r, OpDefBuilder("ReluGrad").Input("gradients: T").Input("features: T").Output("backprops: T")
+                  .Attr(kNumeric).SetShapeFn(UnchangedShape));
+  RegisterCoreOp(r, OpDefBuilder("BiasAddGrad").Input("out_backprop: T").Output("output: T").Attr(kNumeric)
+                  .Attr("data_format: string = \"NHWC\"").SetShapeFn(BiasAddGradShape));
+  RegisterCoreOp(r, OpDefBuilder("BroadcastGradientArgs").Input("s0: T").Input("s1: T").Output("r0: T")
+                  .Output("r1: T").Attr("T: {int32, int64} = int32").SetShapeFn(TwoVectorsShape));
+  RegisterCoreOp(r, OpDefBuilder("BroadcastTo").Input("input: T").Input("shape: Tidx").Output("output: T")
+                  .Attr("T: type").Attr("Tidx: {int32, int64} = int32").SetShapeFn(BroadcastToShape));
+  RegisterCoreOp(r, OpDefBuilder("Size").Input("input: T").Output("output: out_type").Attr("T: type")
+                  .Attr("out_type: {int32, int64} = int32").SetShapeFn(ScalarShape));
   RegisterCoreOp(r, OpDefBuilder("Fill").Input("dims: index_type").Input("value: T").Output("output: T")
                   .Attr("T: type").Attr("index_type: {int32, int64} = int32").SetShapeFn(FillShape));
   for (const char* op : {"ZerosLike", "OnesLike"}) {

@@ -93,6 +93,20 @@ Output OnesLike(const Scope& s, Input x) { return Build(s, "OnesLike", {x}); }
 Output Shape(const Scope& s, Input input, DataType out_type) {
   return Build(s, "Shape", {input}, {{"out_type", out_type}});
 }
+Output Size(const Scope& s, Input input, DataType out_type) {
+  return Build(s, "Size", {input}, {{"out_type", out_type}});
+}
+Output BroadcastTo(const Scope& s, Input input, Input shape) { return Build(s, "BroadcastTo", {input, shape}); }
+
+Output ReluGrad(const Scope& s, Input gradients, Input features) {
+  return Build(s, "ReluGrad", {gradients, features});
+}
+Output BiasAddGrad(const Scope& s, Input out_backprop, std::string data_format) {
+  return Build(s, "BiasAddGrad", {out_backprop}, {{"data_format", std::move(data_format)}});
+}
+std::vector<Output> BroadcastGradientArgs(const Scope& s, Input s0, Input s1) {
+  return AllOutputs(Build(s, "BroadcastGradientArgs", {s0, s1}));
+}
 
 std::vector<Output> AllReduce(const Scope& s, const std::vector<Input>& inputs, const AllReduceAttrs& attrs) {
   Output first = Build(s, "AllReduce", inputs,

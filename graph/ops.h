@@ -72,6 +72,14 @@ Output Fill(const Scope& s, Input dims, Input value);
 Output ZerosLike(const Scope& s, Input x);
 Output OnesLike(const Scope& s, Input x);
 Output Shape(const Scope& s, Input input, DataType out_type = DataType::kInt32);
+Output Size(const Scope& s, Input input, DataType out_type = DataType::kInt32);
+Output BroadcastTo(const Scope& s, Input input, Input shape);
+
+// The building blocks of gradients (graph/gradients.h).
+Output ReluGrad(const Scope& s, Input gradients, Input features);
+Output BiasAddGrad(const Scope& s, Input out_backprop, std::string data_format = "NHWC");
+// r0, r1: the axes to sum the gradients of operands of shapes s0 and s1 over.
+std::vector<Output> BroadcastGradientArgs(const Scope& s, Input s0, Input s1);
 
 struct AllReduceAttrs {
   std::string reduction = "sum";  // sum, mean, max or min

@@ -168,6 +168,8 @@ TESSERA_BINARY_FUNCTOR(MinF, x < y ? x : y, x < y ? x : y, 1, false)
 TESSERA_BINARY_FUNCTOR(EqualF, x == y, x == y, 1, false)
 TESSERA_BINARY_FUNCTOR(GreaterF, x > y, x > y, 1, false)
 TESSERA_BINARY_FUNCTOR(LessF, x < y, x < y, 1, false)
+// x: the gradient, y: the forward input.
+TESSERA_BINARY_FUNCTOR(ReluGradF, y > 0 ? x : T(0), y > 0 ? x : T(0), 1, false)
 #undef TESSERA_BINARY_FUNCTOR
 
 // Unary math through Eigen's vectorised array functions.
@@ -276,6 +278,7 @@ void RegisterCwiseKernels(KernelRegistry& r) {
   RegisterBinary<EqualF, float, double, int32_t, int64_t, bool, std::string>(r, "Equal");
   RegisterBinary<GreaterF, float, double, int32_t, int64_t>(r, "Greater");
   RegisterBinary<LessF, float, double, int32_t, int64_t>(r, "Less");
+  RegisterBinary<ReluGradF, float, double, int32_t, int64_t>(r, "ReluGrad");
 
   ForEachType<float, double, int32_t, int64_t>([&](auto zero) {
     using T = decltype(zero);

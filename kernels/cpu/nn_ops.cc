@@ -1,5 +1,6 @@
-// Softmax over the last axis and BiasAdd.
+// Softmax over the last axis, BiasAdd and its gradient.
 #include <Eigen/Core>
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/cpu/register.h"
@@ -80,6 +81,41 @@ class BiasAddOp : public OpKernel {
   bool nchw_ = false;
 };
 
+// The sum of the gradient over every dimension but the channels'.
+template <typename T>
+class BiasAddGradOp : public OpKernel {
+ public:
+  explicit BiasAddGradOp(OpKernelConstruction* c) : OpKernel(c) {
+    std::string format;
+    Status s = c->GetAttr("data_format", &format);
+    if (!s.ok()) c->SetStatus(s);
+    nchw_ = format == "NCHW";
+  }
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& g = ctx->input(0);
+    OP_REQUIRES(ctx, g.rank() >= 2,
+                errors::InvalidArgument("Input tensor must be at least 2D: ", g.shape().DebugString()));
+    const int axis = nchw_ ? 1 : g.rank() - 1;
+    const int64_t channels = g.dim(axis);
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({channels}), &out));
+    T* op = out->data<T>();
+    std::fill(op, op + channels, T(0));
+    int64_t inner = 1;
+    for (int d = axis + 1; d < g.rank(); ++d) inner *= g.dim(d);
+    const T* gp = g.data<T>();
+    const int64_t rows = channels == 0 || inner == 0 ? 0 : g.NumElements() / inner;
+    for (int64_t r = 0; r < rows; ++r) {
+      T sum = 0;
+      for (int64_t i = 0; i < inner; ++i) sum += gp[r * inner + i];
+      op[r % channels] += sum;
+    }
+  }
+
+ private:
+  bool nchw_ = false;
+};
+
 }  // namespace
 
 void RegisterNnKernels(KernelRegistry& r) {
@@ -90,6 +126,7 @@ void RegisterNnKernels(KernelRegistry& r) {
   ForEachType<float, double, int32_t, int64_t>([&](auto zero) {
     using T = decltype(zero);
     r.Register<BiasAddOp<T>>(KernelDefBuilder("BiasAdd").Device(kDeviceCpu).TypeConstraint<T>("T"));
+    r.Register<BiasAddGradOp<T>>(KernelDefBuilder("BiasAddGrad").Device(kDeviceCpu).TypeConstraint<T>("T"));
   });
 }
 

@@ -19,6 +19,7 @@ void RegisterCpuKernels(KernelRegistry& r) {
   cpu::RegisterPrefetchDatasetKernels(r);
   cpu::RegisterFunctionDatasetKernels(r);
   cpu::RegisterIteratorKernels(r);
+  cpu::RegisterShapeKernels(r);
 }
 
 }  // namespace tessera
