@@ -1,0 +1,185 @@
+// Gradients of the element-wise, matrix and reduction ops: registered into
+// GradientRegistry::Global() by name, following TensorFlow's math_grad.
+#include "graph/gradients.h"
+#include "graph/ops.h"
+
+namespace tessera {
+namespace {
+
+Output In(const Operation& op, int i) { return OpInput(op, i); }
+Output Out(const Operation& op, int i = 0) { return Output(op.node(), i); }
+
+const TensorShape& StaticShape(const Output& o) { return o.node->output_shape(o.index); }
+
+// The gradient `g` of a broadcasting op's result, summed back to the shape of operand `x`
+// (`y` being the other operand).
+Output Unbroadcast(const Scope& s, const Output& g, const Output& x, const Output& y) {
+  const TensorShape& sx = StaticShape(x);
+  const TensorShape& sy = StaticShape(y);
+  if (sx.IsFullyDefined() && sx == sy) return g;
+  auto shape_x = ops::Shape(s, x);
+  auto axes = ops::BroadcastGradientArgs(s, shape_x, ops::Shape(s, y));
+  if (axes.empty()) return Output();
+  return ops::Reshape(s, ops::Sum(s, g, axes[0]), shape_x);
+}
+
+Status BinaryGrads(const Scope& s, const Operation& op, const Output& gx, const Output& gy,
+                   std::vector<Output>* grads) {
+  *grads = {Unbroadcast(s, gx, In(op, 0), In(op, 1)), Unbroadcast(s, gy, In(op, 1), In(op, 0))};
+  return s.status();
+}
+
+Status AddGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
+  return BinaryGrads(s, op, g[0], g[0], grads);
+}
+
+Status SubGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
+  return BinaryGrads(s, op, g[0], ops::Neg(s, g[0]), grads);
+}
+
+Status MulGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
+  return BinaryGrads(s, op, ops::Mul(s, g[0], In(op, 1)), ops::Mul(s, In(op, 0), g[0]), grads);
+}
+
+// d(x/y)/dx = 1/y, d(x/y)/dy = -x/y^2.
+Status DivGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
+  Output x = In(op, 0), y = In(op, 1);
+  return BinaryGrads(s, op, ops::Div(s, g[0], y), ops::Neg(s, ops::Mul(s, g[0], ops::Div(s, ops::Div(s, x, y), y))),
+                     grads);
+}
+
+Status AddNGrad(const Scope&, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
+  grads->assign(op.node()->num_inputs(), g[0]);
+  return Status::OK();
+}
+
+Status IdentityGrad(const Scope&, const Operation&, const std::vector<Output>& g, std::vector<Output>* grads) {
+  *grads = {g[0]};
+  return Status::OK();
+}
+
+Status NegGrad(const Scope& s, const Operation&, const std::vector<Output>& g, std::vector<Output>* grads) {
+  *grads = {ops::Neg(s, g[0])};
+  return s.status();
+}
+
+Status SquareGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
+  Output x = In(op, 0);
+  *grads = {ops::Mul(s, g[0], ops::Add(s, x, x))};
+  return s.status();
+}
+
+// d sqrt(x) = 1 / (2 sqrt(x)) = 0.5 / y.
+Status SqrtGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
+  Output y = Out(op);
+  *grads = {ops::Div(s, g[0], ops::Add(s, y, y))};
+  return s.status();
+}
+
+Status ExpGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
+  *grads = {ops::Mul(s, g[0], Out(op))};
+  return s.status();
+}
+
+Status LogGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
+  *grads = {ops::Div(s, g[0], In(op, 0))};
+  return s.status();
+}
+
+// For y = op(a, b) with the transposes applied: da = g b^T, db = a^T g, each written as one
+// MatMul of the original operands.
+Status MatMulGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
+  bool ta = false, tb = false;
+  RETURN_IF_ERROR(op.node()->GetAttr("transpose_a", &ta));
+  RETURN_IF_ERROR(op.node()->GetAttr("transpose_b", &tb));
+  Output a = In(op, 0), b = In(op, 1), dy = g[0];
+  if (!ta && !tb) {
+    *grads = {ops::MatMul(s, dy, b, {.transpose_b = true}), ops::MatMul(s, a, dy, {.transpose_a = true})};
+  } else if (!ta && tb) {
+    *grads = {ops::MatMul(s, dy, b), ops::MatMul(s, dy, a, {.transpose_a = true})};
+  } else if (ta && !tb) {
+    *grads = {ops::MatMul(s, b, dy, {.transpose_b = true}), ops::MatMul(s, a, dy)};
+  } else {
+    *grads = {ops::MatMul(s, b, dy, {.transpose_a = true, .transpose_b = true}),
+              ops::MatMul(s, dy, a, {.transpose_a = true, .transpose_b = true})};
+  }
+  return s.status();
+}
+
+// The gradient of a reduction's result, broadcast back over the reduced axes. The axes
+// must be a constant and the input's rank known, as they are in nearly every model.
+StatusOr<Output> SpreadOverReducedAxes(const Scope& s, const Operation& op, const Output& g) {
+  Output x = In(op, 0), axes = In(op, 1);
+  const TensorShape& sx = StaticShape(x);
+  const Tensor* axes_value = nullptr;
+  if (axes.node->op() == "Const") axes_value = axes.node->attrs().find("value")->second.get_if<Tensor>();
+  if (axes_value == nullptr || sx.unknown_rank()) {
+    return errors::Unimplemented("The gradient of ", op.node()->op(),
+                                 " needs constant reduction axes and an input of known rank");
+  }
+  // The result's shape with the reduced axes kept as 1: the input's shape times a 0/1 mask,
+  // plus the mask's complement.
+  std::vector<int32_t> keep(sx.rank(), 1), ones(sx.rank(), 0);
+  for (int64_t a : IntTensorValues(*axes_value)) {
+    const int64_t axis = a < 0 ? a + sx.rank() : a;
+    if (axis < 0 || axis >= sx.rank()) return errors::InvalidArgument("Reduction axis ", a, " out of range");
+    keep[axis] = 0;
+    ones[axis] = 1;
+  }
+  Output shape_x = ops::Shape(s, x);
+  Output kept = ops::Add(s, ops::Mul(s, shape_x, Tensor::FromVector(keep)), Tensor::FromVector(ones));
+  return ops::BroadcastTo(s, ops::Reshape(s, g, kept), shape_x);
+}
+
+Status SumGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
+  ASSIGN_OR_RETURN(Output spread, SpreadOverReducedAxes(s, op, g[0]));
+  *grads = {spread, Output()};
+  return s.status();
+}
+
+Status MeanGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
+  ASSIGN_OR_RETURN(Output spread, SpreadOverReducedAxes(s, op, g[0]));
+  // Elements averaged into each result: size(x) / size(y).
+  Output count = ops::Div(s, ops::Size(s, In(op, 0)), ops::Size(s, Out(op)));
+  *grads = {ops::Div(s, spread, ops::Cast(s, count, Out(op).type())), Output()};
+  return s.status();
+}
+
+Status ReshapeGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
+  *grads = {ops::Reshape(s, g[0], ops::Shape(s, In(op, 0))), Output()};
+  return s.status();
+}
+
+bool IsFloating(DataType dt) {
+  return dt == DataType::kFloat || dt == DataType::kDouble || dt == DataType::kHalf || dt == DataType::kBFloat16;
+}
+
+// Only between floating types: an integer has no gradient.
+Status CastGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
+  const DataType src = In(op, 0).type();
+  *grads = {IsFloating(src) && IsFloating(Out(op).type()) ? ops::Cast(s, g[0], src) : Output()};
+  return s.status();
+}
+
+}  // namespace
+
+void RegisterMathGradients(GradientRegistry& r) {
+  RegisterCoreGradient(r, "Add", AddGrad);
+  RegisterCoreGradient(r, "Sub", SubGrad);
+  RegisterCoreGradient(r, "Mul", MulGrad);
+  RegisterCoreGradient(r, "Div", DivGrad);
+  RegisterCoreGradient(r, "AddN", AddNGrad);
+  RegisterCoreGradient(r, "Identity", IdentityGrad);
+  RegisterCoreGradient(r, "Neg", NegGrad);
+  RegisterCoreGradient(r, "Square", SquareGrad);
+  RegisterCoreGradient(r, "Sqrt", SqrtGrad);
+  RegisterCoreGradient(r, "Exp", ExpGrad);
+  RegisterCoreGradient(r, "Log", LogGrad);
+  RegisterCoreGradient(r, "MatMul", MatMulGrad);
+  RegisterCoreGradient(r, "Sum", SumGrad);
+  RegisterCoreGradient(r, "Mean", MeanGrad);
+  RegisterCoreGradient(r, "Reshape", ReshapeGrad);
+  RegisterCoreGradient(r, "Cast", CastGrad);
+}
+
+}  // namespace tessera

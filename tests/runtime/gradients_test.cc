@@ -1,0 +1,260 @@
+// Symbolic gradients against central finite differences in float64, for every op with a
+// gradient function, with broadcasting, several paths, and the error cases.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <random>
+
+#include "graph/gradients.h"
+#include "graph/ops.h"
+#include "runtime/session.h"
+#include "tests/test_util.h"
+
+namespace tessera {
+namespace {
+
+using ::testing::HasSubstr;
+constexpr DataType kD = DataType::kDouble;
+
+using Builder = std::function<Output(const Scope&, const std::vector<Output>&)>;
+
+Tensor Random(const TensorShape& shape, std::mt19937& rng, double lo, double hi) {
+  Tensor t(kD, shape);
+  std::uniform_real_distribution<double> u(lo, hi);
+  for (double& v : t.flat<double>()) v = u(rng);
+  return t;
+}
+
+// Checks d(sum(w * f(xs)))/d xs, with w random, against central differences at xs drawn
+// from [lo, hi]. Returns the largest error relative to max(1, |numeric|).
+double MaxGradientError(const std::vector<TensorShape>& shapes, const Builder& f, double lo = -2, double hi = 2) {
+  std::mt19937 rng(42);
+  Scope root = Scope::NewRootScope();
+  std::vector<Output> xs;
+  std::vector<Tensor> values;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    xs.push_back(ops::Placeholder(root.WithOpName(StrCat("x", i)), kD, shapes[i]));
+    values.push_back(Random(shapes[i], rng, lo, hi));
+  }
+  Output y = f(root, xs);
+  // The weights need y's shape, known only by running f once.
+  std::vector<std::pair<std::string, Tensor>> feeds;
+  for (size_t i = 0; i < xs.size(); ++i) feeds.emplace_back(xs[i].name(), values[i]);
+  Tensor y0;
+  {
+    auto s = testing::MakeSession(root);
+    y0 = testing::Fetch(*s, y.name(), feeds);
+  }
+  if (!y0.IsInitialized()) return 1e9;
+  Output w = ops::Const(root.WithOpName("w"), Random(y0.shape(), rng, -1, 1));
+  Output rank_axes = ops::Const(root.WithOpName("all_axes"), [&] {
+    std::vector<int32_t> a(y0.rank());
+    for (int i = 0; i < y0.rank(); ++i) a[i] = i;
+    return Tensor::FromVector<int32_t>(a);
+  }());
+  Output loss = ops::Sum(root.WithOpName("loss"), ops::Mul(root, w, y), rank_axes);
+  std::vector<Output> grads;
+  Status st = AddSymbolicGradients(root, {loss}, xs, &grads);
+  EXPECT_TRUE(st.ok()) << st;
+  if (!st.ok()) return 1e9;
+  auto session = testing::MakeSession(root);
+  std::vector<std::string> fetches;
+  for (const Output& g : grads) fetches.push_back(g.name());
+  std::vector<Tensor> analytic;
+  st = session->Run(feeds, fetches, {}, &analytic);
+  EXPECT_TRUE(st.ok()) << st;
+  if (!st.ok()) return 1e9;
+  auto loss_at = [&](size_t i, int64_t k, double delta) {
+    std::vector<std::pair<std::string, Tensor>> f2 = feeds;
+    f2[i].second = values[i].DeepCopy();
+    f2[i].second.data<double>()[k] += delta;
+    return testing::Fetch(*session, "loss", f2).data<double>()[0];
+  };
+  double worst = 0;
+  constexpr double kEps = 1e-6;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    EXPECT_EQ(analytic[i].shape(), values[i].shape()) << "gradient " << i;
+    if (analytic[i].shape() != values[i].shape()) return 1e9;
+    for (int64_t k = 0; k < values[i].NumElements(); ++k) {
+      const double numeric = (loss_at(i, k, kEps) - loss_at(i, k, -kEps)) / (2 * kEps);
+      const double err = std::abs(numeric - analytic[i].data<double>()[k]) / std::max(1.0, std::abs(numeric));
+      worst = std::max(worst, err);
+    }
+  }
+  return worst;
+}
+
+constexpr double kTolerance = 1e-6;
+
+TEST(GradientsTest, BinaryOpsWithBroadcasting) {
+  const std::vector<std::pair<TensorShape, TensorShape>> shapes = {
+      {{2, 3}, {2, 3}}, {{2, 3}, {3}}, {{2, 1}, {1, 3}}, {{}, {2, 3}}, {{4, 1, 3}, {2, 1}}};
+  for (const auto& [a, b] : shapes) {
+    SCOPED_TRACE(a.DebugString() + " and " + b.DebugString());
+    EXPECT_LT(MaxGradientError({a, b}, [](const Scope& s, const auto& x) { return ops::Add(s, x[0], x[1]); }), kTolerance);
+    EXPECT_LT(MaxGradientError({a, b}, [](const Scope& s, const auto& x) { return ops::Sub(s, x[0], x[1]); }), kTolerance);
+    EXPECT_LT(MaxGradientError({a, b}, [](const Scope& s, const auto& x) { return ops::Mul(s, x[0], x[1]); }), kTolerance);
+    EXPECT_LT(MaxGradientError({a, b}, [](const Scope& s, const auto& x) { return ops::Div(s, x[0], x[1]); }, 0.5, 2),
+              kTolerance);
+  }
+}
+
+TEST(GradientsTest, UnaryOps) {
+  const TensorShape shape({3, 4});
+  EXPECT_LT(MaxGradientError({shape}, [](const Scope& s, const auto& x) { return ops::Neg(s, x[0]); }), kTolerance);
+  EXPECT_LT(MaxGradientError({shape}, [](const Scope& s, const auto& x) { return ops::Square(s, x[0]); }), kTolerance);
+  EXPECT_LT(MaxGradientError({shape}, [](const Scope& s, const auto& x) { return ops::Sqrt(s, x[0]); }, 0.5, 3),
+            kTolerance);
+  EXPECT_LT(MaxGradientError({shape}, [](const Scope& s, const auto& x) { return ops::Exp(s, x[0]); }), kTolerance);
+  EXPECT_LT(MaxGradientError({shape}, [](const Scope& s, const auto& x) { return ops::Log(s, x[0]); }, 0.5, 3),
+            kTolerance);
+  EXPECT_LT(MaxGradientError({shape}, [](const Scope& s, const auto& x) { return ops::Identity(s, x[0]); }), kTolerance);
+  // Inputs kept away from the kink at 0, where the derivative jumps.
+  EXPECT_LT(MaxGradientError({shape}, [](const Scope& s, const auto& x) { return ops::Relu(s, ops::Add(s, x[0], 0.0)); },
+                             0.1, 2),
+            kTolerance);
+  EXPECT_LT(MaxGradientError({shape}, [](const Scope& s, const auto& x) { return ops::Relu(s, ops::Neg(s, x[0])); },
+                             0.1, 2),
+            kTolerance);
+  EXPECT_LT(MaxGradientError({shape}, [](const Scope& s, const auto& x) { return ops::Softmax(s, x[0]); }), kTolerance);
+}
+
+TEST(GradientsTest, MatMulWithEveryTranspose) {
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      SCOPED_TRACE(std::to_string(ta) + std::to_string(tb));
+      TensorShape a = ta ? TensorShape({4, 3}) : TensorShape({3, 4});
+      TensorShape b = tb ? TensorShape({2, 4}) : TensorShape({4, 2});
+      EXPECT_LT(MaxGradientError({a, b},
+                                 [=](const Scope& s, const auto& x) {
+                                   return ops::MatMul(s, x[0], x[1], {.transpose_a = ta, .transpose_b = tb});
+                                 }),
+                kTolerance);
+    }
+  }
+}
+
+TEST(GradientsTest, Reductions) {
+  const TensorShape shape({2, 3, 4});
+  for (const std::vector<int32_t>& axes : std::vector<std::vector<int32_t>>{{0}, {1}, {-1}, {0, 2}, {0, 1, 2}}) {
+    for (bool keep : {false, true}) {
+      SCOPED_TRACE(::testing::PrintToString(axes) + (keep ? " keep_dims" : ""));
+      EXPECT_LT(MaxGradientError({shape},
+                                 [&](const Scope& s, const auto& x) {
+                                   return ops::Sum(s, x[0], Tensor::FromVector(axes), {.keep_dims = keep});
+                                 }),
+                kTolerance);
+      EXPECT_LT(MaxGradientError({shape},
+                                 [&](const Scope& s, const auto& x) {
+                                   return ops::Mean(s, x[0], Tensor::FromVector(axes), {.keep_dims = keep});
+                                 }),
+                kTolerance);
+    }
+  }
+}
+
+TEST(GradientsTest, ArrayAndNnOps) {
+  EXPECT_LT(MaxGradientError({{2, 6}}, [](const Scope& s, const auto& x) { return ops::Reshape(s, x[0], {3, 4}); }),
+            kTolerance);
+  EXPECT_LT(MaxGradientError({{2, 3}, {2, 3}, {2, 3}},
+                             [](const Scope& s, const auto& x) { return ops::AddN(s, {x[0], x[1], x[2]}); }),
+            kTolerance);
+  EXPECT_LT(MaxGradientError({{2, 5, 3}, {3}}, [](const Scope& s, const auto& x) { return ops::BiasAdd(s, x[0], x[1]); }),
+            kTolerance);
+  EXPECT_LT(MaxGradientError({{2, 3, 5}, {3}},
+                             [](const Scope& s, const auto& x) { return ops::BiasAdd(s, x[0], x[1], "NCHW"); }),
+            kTolerance);
+  EXPECT_LT(MaxGradientError({{2, 3}},
+                             [](const Scope& s, const auto& x) {
+                               return ops::Cast(s, ops::Cast(s, x[0], DataType::kDouble), DataType::kDouble);
+                             }),
+            kTolerance);
+}
+
+TEST(GradientsTest, PathsThatMeetAreSummed) {
+  // y = x*x + x*w + relu-free composition through two consumers of x.
+  EXPECT_LT(MaxGradientError({{3}, {3}},
+                             [](const Scope& s, const auto& x) {
+                               auto sq = ops::Mul(s, x[0], x[0]);
+                               return ops::Add(s, ops::Add(s, sq, ops::Mul(s, x[0], x[1])), ops::Exp(s, sq));
+                             },
+                             -1, 1),
+            kTolerance);
+}
+
+TEST(GradientsTest, TwoLayerNetwork) {
+  EXPECT_LT(MaxGradientError({{4, 5}, {5, 3}, {3}, {3, 2}},
+                             [](const Scope& s, const auto& x) {
+                               auto h = ops::Relu(s, ops::BiasAdd(s, ops::MatMul(s, x[0], x[1]), x[2]));
+                               return ops::Softmax(s, ops::MatMul(s, h, x[3]));
+                             }),
+            1e-5);
+}
+
+TEST(GradientsTest, InputsTheOutputsDoNotDependOnGetZeros) {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Const(root.WithOpName("x"), Tensor::FromVector<double>({1, 2}));
+  auto unused = ops::Const(root.WithOpName("unused"), Tensor::FromVector<double>({5, 6, 7}));
+  auto y = ops::Sum(root.WithOpName("y"), ops::Square(root, x), {0});
+  std::vector<Output> grads;
+  ASSERT_TRUE(AddSymbolicGradients(root, {y}, {x, unused}, &grads).ok());
+  auto s = testing::MakeSession(root);
+  EXPECT_EQ(testing::Values<double>(testing::Fetch(*s, grads[0].name())), (std::vector<double>{2, 4}));
+  EXPECT_EQ(testing::Values<double>(testing::Fetch(*s, grads[1].name())), (std::vector<double>{0, 0, 0}));
+}
+
+TEST(GradientsTest, GradOutputsSeedTheBackwardPass) {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Const(root.WithOpName("x"), Tensor::FromVector<double>({1, 2}));
+  auto y = ops::Mul(root.WithOpName("y"), x, 3.0);
+  std::vector<Output> grads;
+  auto seed = ops::Const(root.WithOpName("seed"), Tensor::FromVector<double>({10, 100}));
+  ASSERT_TRUE(AddSymbolicGradients(root, {y}, {x}, &grads, {.grad_outputs = {seed}}).ok());
+  auto s = testing::MakeSession(root);
+  EXPECT_EQ(testing::Values<double>(testing::Fetch(*s, grads[0].name())), (std::vector<double>{30, 300}));
+}
+
+TEST(GradientsTest, AnOpWithoutGradientIsNotFoundNamingIt) {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Const(root.WithOpName("x"), Tensor::FromVector<double>({1, 2}));
+  auto m = ops::Max(root.WithOpName("biggest"), x, {0});
+  std::vector<Output> grads;
+  Status s = AddSymbolicGradients(root, {m}, {x}, &grads);
+  EXPECT_EQ(s.code(), Code::kNotFound);
+  EXPECT_THAT(s.message(), HasSubstr("No gradient defined for op: Max"));
+  EXPECT_THAT(s.message(), HasSubstr("'biggest'"));
+}
+
+TEST(GradientsTest, GradientOpsAreColocatedWithTheirForwardOps) {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), kD, TensorShape({2, 3}));
+  auto w = ops::Placeholder(root.WithOpName("w"), kD, TensorShape({3, 1}));
+  auto y = ops::MatMul(root.WithOpName("y").WithDevice("/cpu:1"), x, w);
+  std::vector<Output> grads;
+  ASSERT_TRUE(AddSymbolicGradients(root, {y}, {w}, &grads).ok());
+  EXPECT_THAT(grads[0].node->name(), HasSubstr("gradients/y_grad"));
+  EXPECT_THAT(grads[0].node->colocate_with(), ::testing::Contains("y"));
+
+  Scope free = Scope::NewRootScope();
+  auto x2 = ops::Placeholder(free.WithOpName("x"), kD, TensorShape({2, 3}));
+  auto w2 = ops::Placeholder(free.WithOpName("w"), kD, TensorShape({3, 1}));
+  auto y2 = ops::MatMul(free.WithOpName("y").WithDevice("/cpu:1"), x2, w2);
+  ASSERT_TRUE(AddSymbolicGradients(free, {y2}, {w2}, &grads, {.grad_outputs = {}, .colocate_gradients_with_ops = false}).ok());
+  EXPECT_TRUE(grads[0].node->colocate_with().empty());
+}
+
+TEST(GradientsTest, ReductionWithRuntimeAxesIsUnimplemented) {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), kD, TensorShape({2, 3}));
+  auto axes = ops::Placeholder(root.WithOpName("axes"), DataType::kInt32);
+  auto y = ops::Sum(root.WithOpName("y"), x, axes);
+  std::vector<Output> grads;
+  Status s = AddSymbolicGradients(root, {y}, {x}, &grads);
+  EXPECT_EQ(s.code(), Code::kUnimplemented);
+  EXPECT_THAT(s.message(), HasSubstr("constant reduction axes"));
+  EXPECT_THAT(s.message(), HasSubstr("'y' (Sum)"));
+}
+
+}  // namespace
+}  // namespace tessera
