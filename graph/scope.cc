@@ -112,11 +112,13 @@ Node* Scope::AddNode(NodeDef def) const {
   if (!ok()) return nullptr;
   if (!op_name_.empty()) {
     def.name = prefix_ + op_name_;
-    if (shared_->name_counts.count(def.name) != 0) {
+    // A node may share its name with a sub-scope ("Adam" beside "Adam/update_w"), as in
+    // TensorFlow, but not with another node.
+    if (shared_->graph->FindNode(def.name) != nullptr) {
       UpdateStatus(errors::InvalidArgument("Duplicate node name '", def.name, "'"));
       return nullptr;
     }
-    shared_->name_counts.emplace(def.name, 0);
+    shared_->name_counts.try_emplace(def.name, 0);
   } else {
     def.name = UniqueName(prefix_ + def.op);
   }
