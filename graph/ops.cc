@@ -48,6 +48,21 @@ Output Assign(const Scope& s, Input ref, Input value, const AssignAttrs& attrs) 
 Output AssignAdd(const Scope& s, Input ref, Input value) { return Build(s, "AssignAdd", {ref, value}); }
 Output AssignSub(const Scope& s, Input ref, Input value) { return Build(s, "AssignSub", {ref, value}); }
 
+Output ApplyGradientDescent(const Scope& s, Input var, Input alpha, Input delta) {
+  return Build(s, "ApplyGradientDescent", {var, alpha, delta});
+}
+Output ApplyMomentum(const Scope& s, Input var, Input accum, Input lr, Input grad, Input momentum, bool use_nesterov) {
+  return Build(s, "ApplyMomentum", {var, accum, lr, grad, momentum}, {{"use_nesterov", use_nesterov}});
+}
+Output ApplyRMSProp(const Scope& s, Input var, Input ms, Input mom, Input lr, Input rho, Input momentum,
+                    Input epsilon, Input grad) {
+  return Build(s, "ApplyRMSProp", {var, ms, mom, lr, rho, momentum, epsilon, grad});
+}
+Output ApplyAdam(const Scope& s, Input var, Input m, Input v, Input beta1_power, Input beta2_power, Input lr,
+                 Input beta1, Input beta2, Input epsilon, Input grad) {
+  return Build(s, "ApplyAdam", {var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad});
+}
+
 Output Add(const Scope& s, Input x, Input y) { return Build(s, "Add", {x, y}); }
 Output Sub(const Scope& s, Input x, Input y) { return Build(s, "Sub", {x, y}); }
 Output Mul(const Scope& s, Input x, Input y) { return Build(s, "Mul", {x, y}); }

@@ -33,6 +33,15 @@ Output Assign(const Scope& s, Input ref, Input value, const AssignAttrs& attrs =
 Output AssignAdd(const Scope& s, Input ref, Input value);
 Output AssignSub(const Scope& s, Input ref, Input value);
 
+// In-place optimizer updates (graph/optimizers.h builds them); each returns the variable.
+Output ApplyGradientDescent(const Scope& s, Input var, Input alpha, Input delta);
+Output ApplyMomentum(const Scope& s, Input var, Input accum, Input lr, Input grad, Input momentum,
+                     bool use_nesterov = false);
+Output ApplyRMSProp(const Scope& s, Input var, Input ms, Input mom, Input lr, Input rho, Input momentum,
+                    Input epsilon, Input grad);
+Output ApplyAdam(const Scope& s, Input var, Input m, Input v, Input beta1_power, Input beta2_power, Input lr,
+                 Input beta1, Input beta2, Input epsilon, Input grad);
+
 Output Add(const Scope& s, Input x, Input y);
 Output Sub(const Scope& s, Input x, Input y);
 Output Mul(const Scope& s, Input x, Input y);

@@ -20,6 +20,7 @@ void RegisterCpuKernels(KernelRegistry& r) {
   cpu::RegisterFunctionDatasetKernels(r);
   cpu::RegisterIteratorKernels(r);
   cpu::RegisterShapeKernels(r);
+  cpu::RegisterTrainingKernels(r);
 }
 
 }  // namespace tessera

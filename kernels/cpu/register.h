@@ -23,6 +23,7 @@ void RegisterPrefetchDatasetKernels(KernelRegistry& r);
 void RegisterFunctionDatasetKernels(KernelRegistry& r);
 void RegisterIteratorKernels(KernelRegistry& r);
 void RegisterShapeKernels(KernelRegistry& r);
+void RegisterTrainingKernels(KernelRegistry& r);
 
 // Calls fn(T{}) for each type in Ts: registration loops over a kernel's types.
 template <typename... Ts, typename Fn>

@@ -1,0 +1,178 @@
+// Optimizer updates applied in place to a variable and its accumulators: TensorFlow's
+// ApplyGradientDescent, ApplyMomentum, ApplyRMSProp and ApplyAdam, with its formulas.
+#include <cmath>
+
+#include "kernels/cpu/register.h"
+#include "kernels/variable.h"
+
+namespace tessera::cpu {
+namespace {
+
+template <typename T>
+StatusOr<T> Scalar(OpKernelContext* ctx, int i, std::string_view what) {
+  const Tensor& t = ctx->input(i);
+  if (t.NumElements() != 1) {
+    return errors::InvalidArgument(what, " is not a scalar: ", t.shape().DebugString());
+  }
+  return t.data<T>()[0];
+}
+
+// Locks the reference inputs `refs` (accumulators first, the variable last: every apply op
+// takes them in this order) and calls fn with their buffers, after checking each has the
+// gradient's shape.
+template <typename T>
+Status UpdateRefs(OpKernelContext* ctx, std::vector<int> refs, const Tensor& grad,
+                  const std::function<void(const std::vector<T*>&)>& fn, std::vector<T*> bufs = {}) {
+  if (refs.empty()) {
+    fn(bufs);
+    return Status::OK();
+  }
+  const int i = refs.back();
+  refs.pop_back();
+  return ctx->input_ref(i)->Update(ctx->input_ref_name(i), [&](Tensor* value) -> Status {
+    if (value->shape() != grad.shape()) {
+      return errors::InvalidArgument(ctx->input_ref_name(i), " and grad do not have the same shape: ",
+                                     value->shape().DebugString(), " ", grad.shape().DebugString());
+    }
+    bufs.insert(bufs.begin(), value->data<T>());
+    return UpdateRefs<T>(ctx, refs, grad, fn, bufs);
+  });
+}
+
+// Runs body(i) for every element on the intra-op pool.
+template <typename F>
+void ForEachElement(OpKernelContext* ctx, int64_t n, int64_t cost, F body) {
+  ctx->intra_op_pool()->ParallelFor(n, cost, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) body(i);
+  });
+}
+
+template <typename T>
+class ApplyGradientDescentOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    auto alpha = Scalar<T>(ctx, 1, "alpha");
+    OP_REQUIRES_OK(ctx, alpha.status());
+    const Tensor& delta = ctx->input(2);
+    const T* d = delta.data<T>();
+    OP_REQUIRES_OK(ctx, UpdateRefs<T>(ctx, {0}, delta, [&](const std::vector<T*>& v) {
+                     ForEachElement(ctx, delta.NumElements(), 2, [&](int64_t i) { v[0][i] -= *alpha * d[i]; });
+                   }));
+    ctx->forward_ref_input_to_ref_output(0, 0);
+  }
+};
+
+// accum = momentum * accum + grad; var -= lr * accum (Nesterov: lr * (grad + momentum * accum)).
+template <typename T>
+class ApplyMomentumOp : public OpKernel {
+ public:
+  explicit ApplyMomentumOp(OpKernelConstruction* c) : OpKernel(c) {
+    Status s = c->GetAttr("use_nesterov", &nesterov_);
+    if (!s.ok()) c->SetStatus(s);
+  }
+  void Compute(OpKernelContext* ctx) override {
+    auto lr = Scalar<T>(ctx, 2, "lr");
+    OP_REQUIRES_OK(ctx, lr.status());
+    auto momentum = Scalar<T>(ctx, 4, "momentum");
+    OP_REQUIRES_OK(ctx, momentum.status());
+    const Tensor& grad = ctx->input(3);
+    const T* g = grad.data<T>();
+    OP_REQUIRES_OK(ctx, UpdateRefs<T>(ctx, {0, 1}, grad, [&](const std::vector<T*>& b) {
+                     T* var = b[0];
+                     T* accum = b[1];
+                     ForEachElement(ctx, grad.NumElements(), 4, [&](int64_t i) {
+                       accum[i] = accum[i] * *momentum + g[i];
+                       var[i] -= nesterov_ ? (g[i] + accum[i] * *momentum) * *lr : accum[i] * *lr;
+                     });
+                   }));
+    ctx->forward_ref_input_to_ref_output(0, 0);
+  }
+
+ private:
+  bool nesterov_ = false;
+};
+
+// ms = rho * ms + (1 - rho) * grad^2; mom = momentum * mom + lr * grad / sqrt(ms + epsilon);
+// var -= mom.
+template <typename T>
+class ApplyRMSPropOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    T hp[4];
+    const char* names[4] = {"lr", "rho", "momentum", "epsilon"};
+    for (int k = 0; k < 4; ++k) {
+      auto v = Scalar<T>(ctx, 3 + k, names[k]);
+      OP_REQUIRES_OK(ctx, v.status());
+      hp[k] = *v;
+    }
+    const T lr = hp[0], rho = hp[1], momentum = hp[2], eps = hp[3];
+    const Tensor& grad = ctx->input(7);
+    const T* g = grad.data<T>();
+    OP_REQUIRES_OK(ctx, UpdateRefs<T>(ctx, {0, 1, 2}, grad, [&](const std::vector<T*>& b) {
+                     T* var = b[0];
+                     T* ms = b[1];
+                     T* mom = b[2];
+                     ForEachElement(ctx, grad.NumElements(), 16, [&](int64_t i) {
+                       ms[i] = rho * ms[i] + (1 - rho) * g[i] * g[i];
+                       mom[i] = momentum * mom[i] + lr * g[i] / std::sqrt(ms[i] + eps);
+                       var[i] -= mom[i];
+                     });
+                   }));
+    ctx->forward_ref_input_to_ref_output(0, 0);
+  }
+};
+
+// m = beta1 m + (1 - beta1) g; v = beta2 v + (1 - beta2) g^2;
+// var -= lr sqrt(1 - beta2^t) / (1 - beta1^t) * m / (sqrt(v) + epsilon).
+template <typename T>
+class ApplyAdamOp : public OpKernel {
+ public:
+  explicit ApplyAdamOp(OpKernelConstruction* c) : OpKernel(c) {
+    Status s = c->GetAttr("use_nesterov", &nesterov_);
+    if (!s.ok()) c->SetStatus(s);
+  }
+  void Compute(OpKernelContext* ctx) override {
+    T hp[6];
+    const char* names[6] = {"beta1_power", "beta2_power", "lr", "beta1", "beta2", "epsilon"};
+    for (int k = 0; k < 6; ++k) {
+      auto v = Scalar<T>(ctx, 3 + k, names[k]);
+      OP_REQUIRES_OK(ctx, v.status());
+      hp[k] = *v;
+    }
+    const T b1p = hp[0], b2p = hp[1], lr = hp[2], b1 = hp[3], b2 = hp[4], eps = hp[5];
+    const T lr_t = lr * std::sqrt(1 - b2p) / (1 - b1p);
+    const Tensor& grad = ctx->input(9);
+    const T* g = grad.data<T>();
+    OP_REQUIRES_OK(ctx, UpdateRefs<T>(ctx, {0, 1, 2}, grad, [&](const std::vector<T*>& b) {
+                     T* var = b[0];
+                     T* m = b[1];
+                     T* v = b[2];
+                     ForEachElement(ctx, grad.NumElements(), 16, [&](int64_t i) {
+                       m[i] += (g[i] - m[i]) * (1 - b1);
+                       v[i] += (g[i] * g[i] - v[i]) * (1 - b2);
+                       const T step = nesterov_ ? m[i] * b1 + (1 - b1) * g[i] : m[i];
+                       var[i] -= lr_t * step / (std::sqrt(v[i]) + eps);
+                     });
+                   }));
+    ctx->forward_ref_input_to_ref_output(0, 0);
+  }
+
+ private:
+  bool nesterov_ = false;
+};
+
+}  // namespace
+
+void RegisterTrainingKernels(KernelRegistry& r) {
+  ForEachType<float, double>([&](auto zero) {
+    using T = decltype(zero);
+    r.Register<ApplyGradientDescentOp<T>>(KernelDefBuilder("ApplyGradientDescent").Device(kDeviceCpu).TypeConstraint<T>("T"));
+    r.Register<ApplyMomentumOp<T>>(KernelDefBuilder("ApplyMomentum").Device(kDeviceCpu).TypeConstraint<T>("T"));
+    r.Register<ApplyRMSPropOp<T>>(KernelDefBuilder("ApplyRMSProp").Device(kDeviceCpu).TypeConstraint<T>("T"));
+    r.Register<ApplyAdamOp<T>>(KernelDefBuilder("ApplyAdam").Device(kDeviceCpu).TypeConstraint<T>("T"));
+  });
+}
+
+}  // namespace tessera::cpu
