@@ -149,6 +149,45 @@ Status BroadcastToShape(InferenceContext& c) {
   return Status::OK();
 }
 
+Status SparseXentShape(InferenceContext& c) {
+  const TensorShape& logits = c.input(0);
+  if (!logits.unknown_rank() && logits.rank() != 2) {
+    return errors::InvalidArgument("logits must be 2-D, but got shape ", logits.DebugString());
+  }
+  const int64_t batch = logits.unknown_rank() ? -1 : logits.dim(0);
+  c.set_output(0, TensorShape({batch}));
+  c.set_output(1, logits.unknown_rank() ? TensorShape({-1, -1}) : logits);
+  return Status::OK();
+}
+
+// The input's shape without the reduced dimension.
+Status ArgMaxShape(InferenceContext& c) {
+  const TensorShape& in = c.input(0);
+  const Tensor* dim = c.input_tensor(1);
+  if (in.unknown_rank() || dim == nullptr || dim->NumElements() != 1) return Status::OK();
+  int64_t d = IntTensorValues(*dim)[0];
+  if (d < -in.rank() || d >= in.rank()) {
+    return errors::InvalidArgument("Expected dimension in the range [", -in.rank(), ", ", in.rank(), "), but got ", d);
+  }
+  if (d < 0) d += in.rank();
+  TensorShape out;
+  for (int i = 0; i < in.rank(); ++i) {
+    if (i != d) out.AddDim(in.dim(i));
+  }
+  c.set_output(0, out);
+  return Status::OK();
+}
+
+// A shape given as the value of input 0.
+Status ShapeFromInput0(InferenceContext& c) {
+  const Tensor* shape = c.input_tensor(0);
+  if (shape != nullptr) {
+    ASSIGN_OR_RETURN(TensorShape s, TensorShape::Make(IntTensorValues(*shape)));
+    c.set_output(0, s);
+  }
+  return Status::OK();
+}
+
 Status ReductionShape(InferenceContext& c) {
   bool keep_dims = false;
   RETURN_IF_ERROR(c.GetAttr("keep_dims", &keep_dims));
@@ -316,6 +355,21 @@ void RegisterCoreOps(OpRegistry& r) {
                   .SetShapeFn(UnchangedShape));
   RegisterCoreOp(r, OpDefBuilder("Softmax").Input("logits: T").Output("softmax: T").Attr(kFloating)
                   .SetShapeFn(SoftmaxShape));
+  RegisterCoreOp(r, OpDefBuilder("LogSoftmax").Input("logits: T").Output("logsoftmax: T").Attr(kFloating)
+                  .SetShapeFn(SoftmaxShape));
+  RegisterCoreOp(r, OpDefBuilder("SparseSoftmaxCrossEntropyWithLogits").Input("features: T").Input("labels: Tlabels")
+                  .Output("loss: T").Output("backprop: T").Attr(kFloating).Attr("Tlabels: {int32, int64} = int64")
+                  .SetShapeFn(SparseXentShape));
+  RegisterCoreOp(r, OpDefBuilder("ArgMax").Input("input: T").Input("dimension: Tidx").Output("output: output_type")
+                  .Attr(kNumeric).Attr("Tidx: {int32, int64} = int32").Attr("output_type: {int32, int64} = int64")
+                  .SetShapeFn(ArgMaxShape));
+  // Random tensors of a given shape; both seeds 0 means a fresh random sequence, otherwise
+  // the sequence is the same in every session.
+  for (const char* op : {"RandomUniform", "RandomStandardNormal", "TruncatedNormal"}) {
+    RegisterCoreOp(r, OpDefBuilder(op).Input("shape: T").Output("output: dtype").Attr("seed: int = 0")
+                    .Attr("seed2: int = 0").Attr("dtype: {float32, float64}").Attr("T: {int32, int64}")
+                    .SetIsStateful().SetShapeFn(ShapeFromInput0));
+  }
   RegisterCoreOp(r, OpDefBuilder("BiasAdd").Input("value: T").Input("bias: T").Output("output: T")
                   .Attr(kNumeric).Attr("data_format: string = \"NHWC\"").SetShapeFn(BiasAddShape));
 

@@ -18,6 +18,23 @@ Status SoftmaxGrad(const Scope& s, const Operation& op, const std::vector<Output
   return s.status();
 }
 
+// dx = g - sum(g, last axis) * softmax, with softmax = exp(y).
+Status LogSoftmaxGrad(const Scope& s, const Operation& op, const std::vector<Output>& g,
+                      std::vector<Output>* grads) {
+  Output total = ops::Sum(s, g[0], Tensor::FromVector<int32_t>({-1}), {.keep_dims = true});
+  *grads = {ops::Sub(s, g[0], ops::Mul(s, total, ops::Exp(s, Output(op.node(), 0))))};
+  return s.status();
+}
+
+// The op computes its own gradient (backprop); the loss's gradient scales each row of it.
+// Labels have none, and the gradient of backprop itself is not propagated.
+Status SparseXentGrad(const Scope& s, const Operation& op, const std::vector<Output>& g,
+                      std::vector<Output>* grads) {
+  Output per_row = ops::Reshape(s, g[0], {-1, 1});
+  *grads = {ops::Mul(s, per_row, Output(op.node(), 1)), Output()};
+  return s.status();
+}
+
 Status BiasAddGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
   std::string format;
   RETURN_IF_ERROR(op.node()->GetAttr("data_format", &format));
@@ -30,6 +47,8 @@ Status BiasAddGrad(const Scope& s, const Operation& op, const std::vector<Output
 void RegisterNnGradients(GradientRegistry& r) {
   RegisterCoreGradient(r, "Relu", ReluGrad);
   RegisterCoreGradient(r, "Softmax", SoftmaxGrad);
+  RegisterCoreGradient(r, "LogSoftmax", LogSoftmaxGrad);
+  RegisterCoreGradient(r, "SparseSoftmaxCrossEntropyWithLogits", SparseXentGrad);
   RegisterCoreGradient(r, "BiasAdd", BiasAddGrad);
 }
 

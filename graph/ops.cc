@@ -81,6 +81,22 @@ Output Exp(const Scope& s, Input x) { return Build(s, "Exp", {x}); }
 Output Log(const Scope& s, Input x) { return Build(s, "Log", {x}); }
 Output Relu(const Scope& s, Input features) { return Build(s, "Relu", {features}); }
 Output Softmax(const Scope& s, Input logits) { return Build(s, "Softmax", {logits}); }
+Output LogSoftmax(const Scope& s, Input logits) { return Build(s, "LogSoftmax", {logits}); }
+std::vector<Output> SparseSoftmaxCrossEntropyWithLogits(const Scope& s, Input features, Input labels) {
+  return AllOutputs(Build(s, "SparseSoftmaxCrossEntropyWithLogits", {features, labels}));
+}
+Output ArgMax(const Scope& s, Input input, Input dimension, DataType output_type) {
+  return Build(s, "ArgMax", {input, dimension}, {{"output_type", output_type}});
+}
+Output RandomUniform(const Scope& s, Input shape, DataType dtype, const RandomAttrs& a) {
+  return Build(s, "RandomUniform", {shape}, {{"dtype", dtype}, {"seed", a.seed}, {"seed2", a.seed2}});
+}
+Output RandomNormal(const Scope& s, Input shape, DataType dtype, const RandomAttrs& a) {
+  return Build(s, "RandomStandardNormal", {shape}, {{"dtype", dtype}, {"seed", a.seed}, {"seed2", a.seed2}});
+}
+Output TruncatedNormal(const Scope& s, Input shape, DataType dtype, const RandomAttrs& a) {
+  return Build(s, "TruncatedNormal", {shape}, {{"dtype", dtype}, {"seed", a.seed}, {"seed2", a.seed2}});
+}
 
 Output MatMul(const Scope& s, Input a, Input b, const MatMulAttrs& attrs) {
   return Build(s, "MatMul", {a, b},

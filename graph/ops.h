@@ -60,6 +60,20 @@ Output Exp(const Scope& s, Input x);
 Output Log(const Scope& s, Input x);
 Output Relu(const Scope& s, Input features);
 Output Softmax(const Scope& s, Input logits);
+Output LogSoftmax(const Scope& s, Input logits);
+// {loss per row, backprop}: softmax cross-entropy of logits [batch, classes] against class
+// indices [batch].
+std::vector<Output> SparseSoftmaxCrossEntropyWithLogits(const Scope& s, Input features, Input labels);
+Output ArgMax(const Scope& s, Input input, Input dimension, DataType output_type = DataType::kInt64);
+
+struct RandomAttrs {
+  int64_t seed = 0;  // seed and seed2 both 0: a fresh random sequence
+  int64_t seed2 = 0;
+};
+// U[0, 1), N(0, 1), and N(0, 1) redrawn beyond two standard deviations.
+Output RandomUniform(const Scope& s, Input shape, DataType dtype, const RandomAttrs& attrs = {});
+Output RandomNormal(const Scope& s, Input shape, DataType dtype, const RandomAttrs& attrs = {});
+Output TruncatedNormal(const Scope& s, Input shape, DataType dtype, const RandomAttrs& attrs = {});
 
 struct MatMulAttrs {
   bool transpose_a = false;

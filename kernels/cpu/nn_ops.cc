@@ -1,4 +1,5 @@
-// Softmax over the last axis, BiasAdd and its gradient.
+// Softmax and LogSoftmax over the last axis, sparse softmax cross-entropy, BiasAdd and its
+// gradient.
 #include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
@@ -8,7 +9,8 @@
 namespace tessera::cpu {
 namespace {
 
-template <typename T>
+// Softmax, or LogSoftmax when kLog, over the last axis.
+template <typename T, bool kLog>
 class SoftmaxOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
@@ -29,8 +31,13 @@ class SoftmaxOp : public OpKernel {
       for (int64_t r = b; r < e; ++r) {
         Row x(ip + r * depth, depth);
         OutRow y(op + r * depth, depth);
-        y = (x - x.maxCoeff()).exp();  // shifted by the max so exp never overflows
-        y /= y.sum();
+        y = x - x.maxCoeff();  // shifted by the max so exp never overflows
+        if constexpr (kLog) {
+          y -= std::log(y.exp().sum());
+        } else {
+          y = y.exp();
+          y /= y.sum();
+        }
       }
     });
   }
@@ -81,6 +88,50 @@ class BiasAddOp : public OpKernel {
   bool nchw_ = false;
 };
 
+// Per row: loss = logsumexp(logits) - logits[label]; backprop = softmax(logits) - onehot.
+template <typename T, typename L>
+class SparseXentOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& logits = ctx->input(0);
+    const Tensor& labels = ctx->input(1);
+    OP_REQUIRES(ctx, logits.rank() == 2,
+                errors::InvalidArgument("logits must be 2-D, but got shape ", logits.shape().DebugString()));
+    OP_REQUIRES(ctx, labels.rank() == 1 && labels.dim(0) == logits.dim(0),
+                errors::InvalidArgument("labels must be 1-D with as many entries as logits has rows: logits ",
+                                        logits.shape().DebugString(), ", labels ", labels.shape().DebugString()));
+    const int64_t rows = logits.dim(0), depth = logits.dim(1);
+    const L* lp = labels.data<L>();
+    for (int64_t r = 0; r < rows; ++r) {
+      OP_REQUIRES(ctx, lp[r] >= 0 && lp[r] < depth,
+                  errors::InvalidArgument("Received a label value of ", lp[r], " which is outside the valid range of [0, ",
+                                          depth, ").  Label values: ", labels.DebugString(8)));
+    }
+    Tensor *loss, *backprop;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({rows}), &loss));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(1, logits.shape(), &backprop));
+    if (rows == 0 || depth == 0) return;
+    const T* ip = logits.data<T>();
+    T* lossp = loss->data<T>();
+    T* bp = backprop->data<T>();
+    using Row = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+    using OutRow = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
+    ctx->intra_op_pool()->ParallelFor(rows, depth * 20, [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        Row x(ip + r * depth, depth);
+        OutRow g(bp + r * depth, depth);
+        const T max = x.maxCoeff();
+        g = (x - max).exp();
+        const T sum = g.sum();
+        lossp[r] = std::log(sum) - (x[lp[r]] - max);
+        g /= sum;
+        g[lp[r]] -= T(1);
+      }
+    });
+  }
+};
+
 // The sum of the gradient over every dimension but the channels'.
 template <typename T>
 class BiasAddGradOp : public OpKernel {
@@ -121,7 +172,15 @@ class BiasAddGradOp : public OpKernel {
 void RegisterNnKernels(KernelRegistry& r) {
   ForEachType<float, double>([&](auto zero) {
     using T = decltype(zero);
-    r.Register<SoftmaxOp<T>>(KernelDefBuilder("Softmax").Device(kDeviceCpu).TypeConstraint<T>("T"));
+    r.Register<SoftmaxOp<T, false>>(KernelDefBuilder("Softmax").Device(kDeviceCpu).TypeConstraint<T>("T"));
+    r.Register<SoftmaxOp<T, true>>(KernelDefBuilder("LogSoftmax").Device(kDeviceCpu).TypeConstraint<T>("T"));
+    ForEachType<int32_t, int64_t>([&](auto label_zero) {
+      using L = decltype(label_zero);
+      r.Register<SparseXentOp<T, L>>(KernelDefBuilder("SparseSoftmaxCrossEntropyWithLogits")
+                                         .Device(kDeviceCpu)
+                                         .TypeConstraint("T", {DataTypeToEnum<T>::value})
+                                         .TypeConstraint("Tlabels", {DataTypeToEnum<L>::value}));
+    });
   });
   ForEachType<float, double, int32_t, int64_t>([&](auto zero) {
     using T = decltype(zero);

@@ -1,4 +1,4 @@
-// Sum, Mean and Max over any set of axes, with keep_dims.
+// Sum, Mean and Max over any set of axes, with keep_dims, and ArgMax.
 //
 // Adjacent axes that are all reduced (or all kept) are merged, which turns the input into
 // alternating kept/reduced groups; each reduced group is then folded with one
@@ -141,6 +141,51 @@ class ReductionOp : public OpKernel {
   bool keep_dims_ = false;
 };
 
+// The index of the largest value along one dimension; the first on ties, as TensorFlow.
+template <typename T>
+class ArgMaxOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& in = ctx->input(0);
+    const Tensor& dim = ctx->input(1);
+    OP_REQUIRES(ctx, dim.NumElements() == 1, errors::InvalidArgument("dimension must be a scalar"));
+    int64_t d = IntTensorValues(dim)[0];
+    OP_REQUIRES(ctx, d >= -in.rank() && d < in.rank(),
+                errors::InvalidArgument("Expected dimension in the range [", -in.rank(), ", ", in.rank(),
+                                        "), but got ", d));
+    if (d < 0) d += in.rank();
+    OP_REQUIRES(ctx, in.dim(static_cast<int>(d)) > 0,
+                errors::InvalidArgument("Reduction axis ", d, " is empty in shape ", in.shape().DebugString()));
+    TensorShape out_shape;
+    int64_t outer = 1, inner = 1;
+    for (int i = 0; i < in.rank(); ++i) {
+      if (i == d) continue;
+      out_shape.AddDim(in.dim(i));
+      (i < d ? outer : inner) *= in.dim(i);
+    }
+    const int64_t n = in.dim(static_cast<int>(d));
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, out_shape, &out));
+    const T* ip = in.data<T>();
+    const bool wide = out->dtype() == DataType::kInt64;
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t k = 0; k < inner; ++k) {
+        const T* base = ip + o * n * inner + k;
+        int64_t best = 0;
+        for (int64_t j = 1; j < n; ++j) {
+          if (base[j * inner] > base[best * inner]) best = j;
+        }
+        if (wide) {
+          out->data<int64_t>()[o * inner + k] = best;
+        } else {
+          out->data<int32_t>()[o * inner + k] = static_cast<int32_t>(best);
+        }
+      }
+    }
+  }
+};
+
 }  // namespace
 
 void RegisterReductionKernels(KernelRegistry& r) {
@@ -149,6 +194,7 @@ void RegisterReductionKernels(KernelRegistry& r) {
     r.Register<ReductionOp<T, Kind::kSum>>(KernelDefBuilder("Sum").Device(kDeviceCpu).TypeConstraint<T>("T"));
     r.Register<ReductionOp<T, Kind::kMean>>(KernelDefBuilder("Mean").Device(kDeviceCpu).TypeConstraint<T>("T"));
     r.Register<ReductionOp<T, Kind::kMax>>(KernelDefBuilder("Max").Device(kDeviceCpu).TypeConstraint<T>("T"));
+    r.Register<ArgMaxOp<T>>(KernelDefBuilder("ArgMax").Device(kDeviceCpu).TypeConstraint<T>("T"));
   });
 }
 

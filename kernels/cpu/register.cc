@@ -21,6 +21,7 @@ void RegisterCpuKernels(KernelRegistry& r) {
   cpu::RegisterIteratorKernels(r);
   cpu::RegisterShapeKernels(r);
   cpu::RegisterTrainingKernels(r);
+  cpu::RegisterRandomKernels(r);
 }
 
 }  // namespace tessera

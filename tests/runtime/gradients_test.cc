@@ -120,6 +120,17 @@ TEST(GradientsTest, UnaryOps) {
   EXPECT_LT(MaxGradientError({shape}, [](const Scope& s, const auto& x) { return ops::Softmax(s, x[0]); }), kTolerance);
 }
 
+TEST(GradientsTest, LogSoftmaxAndSparseCrossEntropy) {
+  EXPECT_LT(MaxGradientError({{3, 4}}, [](const Scope& s, const auto& x) { return ops::LogSoftmax(s, x[0]); }),
+            kTolerance);
+  EXPECT_LT(MaxGradientError({{3, 4}},
+                             [](const Scope& s, const auto& x) {
+                               auto labels = ops::Const(s, Tensor::FromVector<int32_t>({2, 0, 3}));
+                               return ops::SparseSoftmaxCrossEntropyWithLogits(s, x[0], labels)[0];
+                             }),
+            kTolerance);
+}
+
 TEST(GradientsTest, MatMulWithEveryTranspose) {
   for (bool ta : {false, true}) {
     for (bool tb : {false, true}) {
