@@ -53,9 +53,13 @@ StatusOr<TensorShape> ReadHeader(GzFile& file, const std::string& path) {
     unsigned char b[4];
     if (file.Read(b, 4) != 4) return errors::DataLoss("IDX file '", path, "' is truncated in its header");
     const int64_t dim = (int64_t{b[0]} << 24) | (int64_t{b[1]} << 16) | (int64_t{b[2]} << 8) | b[3];
+    // 64 GiB: far beyond any IDX dataset. Checked before multiplying, so the product
+    // never overflows.
+    constexpr int64_t kMaxElements = int64_t{1} << 36;
+    if (std::max<int64_t>(dim, 1) > kMaxElements / total) {
+      return errors::InvalidArgument("IDX file '", path, "' declares an implausible size");
+    }
     total *= std::max<int64_t>(dim, 1);
-    // 64 GiB: far beyond any IDX dataset, and it keeps the product from overflowing.
-    if (total > (int64_t{1} << 36)) return errors::InvalidArgument("IDX file '", path, "' declares an implausible size");
     dims.push_back(dim);
   }
   return TensorShape::Make(dims);
