@@ -188,6 +188,51 @@ Status ShapeFromInput0(InferenceContext& c) {
   return Status::OK();
 }
 
+Status ShapeFromInput1(InferenceContext& c) {
+  const Tensor* shape = c.input_tensor(1);
+  if (shape != nullptr) {
+    ASSIGN_OR_RETURN(TensorShape s, TensorShape::Make(IntTensorValues(*shape)));
+    c.set_output(0, s);
+  }
+  return Status::OK();
+}
+
+// NHWC input, a window of kh x kw (-1: unknown), and `depth` output channels.
+Status WindowedShape(InferenceContext& c, int64_t kh, int64_t kw, int64_t depth) {
+  std::vector<int64_t> strides;
+  std::string padding;
+  RETURN_IF_ERROR(c.GetAttr("strides", &strides));
+  RETURN_IF_ERROR(c.GetAttr("padding", &padding));
+  if (strides.size() != 4) return errors::InvalidArgument("strides must have 4 elements, got ", strides.size());
+  const TensorShape& in = c.input(0);
+  if (in.unknown_rank()) return Status::OK();
+  if (in.rank() != 4) return errors::InvalidArgument("input must be 4-D (NHWC), got ", in.DebugString());
+  int64_t oh = -1, ow = -1, pad;
+  if (in.dim(1) >= 0 && kh >= 0) RETURN_IF_ERROR(WindowedOutputSize(in.dim(1), kh, strides[1], padding, &oh, &pad));
+  if (in.dim(2) >= 0 && kw >= 0) RETURN_IF_ERROR(WindowedOutputSize(in.dim(2), kw, strides[2], padding, &ow, &pad));
+  c.set_output(0, TensorShape({in.dim(0), oh, ow, depth}));
+  return Status::OK();
+}
+
+Status Conv2DShape(InferenceContext& c) {
+  const TensorShape& f = c.input(1);
+  if (!f.unknown_rank() && f.rank() != 4) return errors::InvalidArgument("filter must be 4-D, got ", f.DebugString());
+  if (f.unknown_rank()) return WindowedShape(c, -1, -1, -1);
+  const TensorShape& in = c.input(0);
+  if (!in.unknown_rank() && in.rank() == 4 && in.dim(3) >= 0 && f.dim(2) >= 0 && in.dim(3) != f.dim(2)) {
+    return errors::InvalidArgument("input depth must match filter depth: ", in.dim(3), " vs ", f.dim(2));
+  }
+  return WindowedShape(c, f.dim(0), f.dim(1), f.dim(3));
+}
+
+Status PoolShape(InferenceContext& c) {
+  std::vector<int64_t> ksize;
+  RETURN_IF_ERROR(c.GetAttr("ksize", &ksize));
+  if (ksize.size() != 4) return errors::InvalidArgument("ksize must have 4 elements, got ", ksize.size());
+  const TensorShape& in = c.input(0);
+  return WindowedShape(c, ksize[1], ksize[2], in.unknown_rank() || in.rank() != 4 ? -1 : in.dim(3));
+}
+
 Status ReductionShape(InferenceContext& c) {
   bool keep_dims = false;
   RETURN_IF_ERROR(c.GetAttr("keep_dims", &keep_dims));
@@ -372,6 +417,30 @@ void RegisterCoreOps(OpRegistry& r) {
   }
   RegisterCoreOp(r, OpDefBuilder("BiasAdd").Input("value: T").Input("bias: T").Output("output: T")
                   .Attr(kNumeric).Attr("data_format: string = \"NHWC\"").SetShapeFn(BiasAddShape));
+
+  // Convolution and pooling, NHWC, with TensorFlow's SAME/VALID windows.
+  RegisterCoreOp(r, OpDefBuilder("Conv2D").Input("input: T").Input("filter: T").Output("output: T").Attr(kFloating)
+                  .Attr("strides: list(int)").Attr("padding: string").Attr("data_format: string = \"NHWC\"")
+                  .Attr("dilations: list(int) = [1, 1, 1, 1]").SetShapeFn(Conv2DShape));
+  RegisterCoreOp(r, OpDefBuilder("Conv2DBackpropInput").Input("input_sizes: int32").Input("filter: T")
+                  .Input("out_backprop: T").Output("output: T").Attr(kFloating).Attr("strides: list(int)")
+                  .Attr("padding: string").Attr("data_format: string = \"NHWC\"")
+                  .Attr("dilations: list(int) = [1, 1, 1, 1]").SetShapeFn(ShapeFromInput0));
+  RegisterCoreOp(r, OpDefBuilder("Conv2DBackpropFilter").Input("input: T").Input("filter_sizes: int32")
+                  .Input("out_backprop: T").Output("output: T").Attr(kFloating).Attr("strides: list(int)")
+                  .Attr("padding: string").Attr("data_format: string = \"NHWC\"")
+                  .Attr("dilations: list(int) = [1, 1, 1, 1]").SetShapeFn(ShapeFromInput1));
+  for (const char* op : {"MaxPool", "AvgPool"}) {
+    RegisterCoreOp(r, OpDefBuilder(op).Input(std::string_view(op) == "MaxPool" ? "input: T" : "value: T")
+                    .Output("output: T").Attr(kFloating).Attr("ksize: list(int) >= 4").Attr("strides: list(int) >= 4")
+                    .Attr("padding: string").Attr("data_format: string = \"NHWC\"").SetShapeFn(PoolShape));
+  }
+  RegisterCoreOp(r, OpDefBuilder("MaxPoolGrad").Input("orig_input: T").Input("orig_output: T").Input("grad: T")
+                  .Output("output: T").Attr(kFloating).Attr("ksize: list(int) >= 4").Attr("strides: list(int) >= 4")
+                  .Attr("padding: string").Attr("data_format: string = \"NHWC\"").SetShapeFn(UnchangedShape));
+  RegisterCoreOp(r, OpDefBuilder("AvgPoolGrad").Input("orig_input_shape: int32").Input("grad: T").Output("output: T")
+                  .Attr(kFloating).Attr("ksize: list(int) >= 4").Attr("strides: list(int) >= 4")
+                  .Attr("padding: string").Attr("data_format: string = \"NHWC\"").SetShapeFn(ShapeFromInput0));
 
   // Optimizer updates, in place through references to the variable and its accumulators,
   // with TensorFlow's formulas (training/optimizers.h builds them).

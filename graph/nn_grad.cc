@@ -35,6 +35,38 @@ Status SparseXentGrad(const Scope& s, const Operation& op, const std::vector<Out
   return s.status();
 }
 
+struct Window {
+  std::vector<int64_t> ksize, strides;
+  std::string padding;
+};
+StatusOr<Window> WindowOf(const Operation& op, bool pool) {
+  Window w;
+  if (pool) RETURN_IF_ERROR(op.node()->GetAttr("ksize", &w.ksize));
+  RETURN_IF_ERROR(op.node()->GetAttr("strides", &w.strides));
+  RETURN_IF_ERROR(op.node()->GetAttr("padding", &w.padding));
+  return w;
+}
+
+Status Conv2DGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
+  ASSIGN_OR_RETURN(Window w, WindowOf(op, false));
+  Output x = OpInput(op, 0), f = OpInput(op, 1);
+  *grads = {ops::Conv2DBackpropInput(s, ops::Shape(s, x), f, g[0], w.strides, w.padding),
+            ops::Conv2DBackpropFilter(s, x, ops::Shape(s, f), g[0], w.strides, w.padding)};
+  return s.status();
+}
+
+Status MaxPoolGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
+  ASSIGN_OR_RETURN(Window w, WindowOf(op, true));
+  *grads = {ops::MaxPoolGrad(s, OpInput(op, 0), Output(op.node(), 0), g[0], w.ksize, w.strides, w.padding)};
+  return s.status();
+}
+
+Status AvgPoolGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
+  ASSIGN_OR_RETURN(Window w, WindowOf(op, true));
+  *grads = {ops::AvgPoolGrad(s, ops::Shape(s, OpInput(op, 0)), g[0], w.ksize, w.strides, w.padding)};
+  return s.status();
+}
+
 Status BiasAddGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
   std::string format;
   RETURN_IF_ERROR(op.node()->GetAttr("data_format", &format));
@@ -50,6 +82,9 @@ void RegisterNnGradients(GradientRegistry& r) {
   RegisterCoreGradient(r, "LogSoftmax", LogSoftmaxGrad);
   RegisterCoreGradient(r, "SparseSoftmaxCrossEntropyWithLogits", SparseXentGrad);
   RegisterCoreGradient(r, "BiasAdd", BiasAddGrad);
+  RegisterCoreGradient(r, "Conv2D", Conv2DGrad);
+  RegisterCoreGradient(r, "MaxPool", MaxPoolGrad);
+  RegisterCoreGradient(r, "AvgPool", AvgPoolGrad);
 }
 
 }  // namespace tessera

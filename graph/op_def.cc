@@ -81,7 +81,17 @@ StatusOr<AttrValue> ParseDefault(AttrType type, std::string_view v) {
       if (v == "[]") return AttrValue(TensorShape());
       break;
     case AttrType::kListInt:
-      if (v == "[]") return AttrValue(std::vector<int64_t>{});
+      if (v.size() >= 2 && v.front() == '[' && v.back() == ']') {
+        std::vector<int64_t> list;
+        std::string_view rest = Trim(v.substr(1, v.size() - 2));
+        while (!rest.empty()) {
+          std::string_view item = rest, tail;
+          if (!SplitOnce(rest, ',', &item, &tail)) tail = {};
+          list.push_back(std::stoll(std::string(Trim(item))));
+          rest = Trim(tail);
+        }
+        return AttrValue(std::move(list));
+      }
       break;
     case AttrType::kListShape:
       if (v == "[]") return AttrValue(std::vector<TensorShape>{});

@@ -82,6 +82,51 @@ Output Log(const Scope& s, Input x) { return Build(s, "Log", {x}); }
 Output Relu(const Scope& s, Input features) { return Build(s, "Relu", {features}); }
 Output Softmax(const Scope& s, Input logits) { return Build(s, "Softmax", {logits}); }
 Output LogSoftmax(const Scope& s, Input logits) { return Build(s, "LogSoftmax", {logits}); }
+
+Output Conv2D(const Scope& s, Input input, Input filter, const std::vector<int64_t>& strides, std::string padding) {
+  return Build(s, "Conv2D", {input, filter}, {{"strides", strides}, {"padding", std::move(padding)}});
+}
+Output Conv2DBackpropInput(const Scope& s, Input input_sizes, Input filter, Input out_backprop,
+                           const std::vector<int64_t>& strides, std::string padding) {
+  return Build(s, "Conv2DBackpropInput", {input_sizes, filter, out_backprop},
+               {{"strides", strides}, {"padding", std::move(padding)}});
+}
+Output Conv2DBackpropFilter(const Scope& s, Input input, Input filter_sizes, Input out_backprop,
+                            const std::vector<int64_t>& strides, std::string padding) {
+  return Build(s, "Conv2DBackpropFilter", {input, filter_sizes, out_backprop},
+               {{"strides", strides}, {"padding", std::move(padding)}});
+}
+Output MaxPool(const Scope& s, Input input, const std::vector<int64_t>& ksize, const std::vector<int64_t>& strides,
+               std::string padding) {
+  return Build(s, "MaxPool", {input}, {{"ksize", ksize}, {"strides", strides}, {"padding", std::move(padding)}});
+}
+Output AvgPool(const Scope& s, Input value, const std::vector<int64_t>& ksize, const std::vector<int64_t>& strides,
+               std::string padding) {
+  return Build(s, "AvgPool", {value}, {{"ksize", ksize}, {"strides", strides}, {"padding", std::move(padding)}});
+}
+Output MaxPoolGrad(const Scope& s, Input orig_input, Input orig_output, Input grad, const std::vector<int64_t>& ksize,
+                   const std::vector<int64_t>& strides, std::string padding) {
+  return Build(s, "MaxPoolGrad", {orig_input, orig_output, grad},
+               {{"ksize", ksize}, {"strides", strides}, {"padding", std::move(padding)}});
+}
+Output AvgPoolGrad(const Scope& s, Input orig_input_shape, Input grad, const std::vector<int64_t>& ksize,
+                   const std::vector<int64_t>& strides, std::string padding) {
+  return Build(s, "AvgPoolGrad", {orig_input_shape, grad},
+               {{"ksize", ksize}, {"strides", strides}, {"padding", std::move(padding)}});
+}
+Output Flatten(const Scope& s, Input x) {
+  Output in = s.AsOutput(x);
+  if (in.node == nullptr) return Output();
+  const TensorShape& shape = in.node->output_shape(in.index);
+  int64_t rest = 1;
+  for (int d = 1; !shape.unknown_rank() && d < shape.rank(); ++d) rest = shape.dim(d) < 0 ? -1 : rest * shape.dim(d);
+  if (shape.unknown_rank() || shape.rank() < 1 || rest < 0) {
+    s.UpdateStatus(errors::InvalidArgument("Flatten needs the dimensions past the first known, got ",
+                                           shape.DebugString(), " for ", in.name()));
+    return Output();
+  }
+  return Reshape(s, in, Tensor::FromVector<int64_t>({-1, rest}));
+}
 std::vector<Output> SparseSoftmaxCrossEntropyWithLogits(const Scope& s, Input features, Input labels) {
   return AllOutputs(Build(s, "SparseSoftmaxCrossEntropyWithLogits", {features, labels}));
 }

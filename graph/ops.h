@@ -61,6 +61,26 @@ Output Log(const Scope& s, Input x);
 Output Relu(const Scope& s, Input features);
 Output Softmax(const Scope& s, Input logits);
 Output LogSoftmax(const Scope& s, Input logits);
+
+// NHWC convolution of input [N, H, W, C] by filter [KH, KW, C, O]; strides [1, sh, sw, 1],
+// padding "SAME" or "VALID".
+Output Conv2D(const Scope& s, Input input, Input filter, const std::vector<int64_t>& strides, std::string padding);
+Output Conv2DBackpropInput(const Scope& s, Input input_sizes, Input filter, Input out_backprop,
+                           const std::vector<int64_t>& strides, std::string padding);
+Output Conv2DBackpropFilter(const Scope& s, Input input, Input filter_sizes, Input out_backprop,
+                            const std::vector<int64_t>& strides, std::string padding);
+// ksize and strides [1, kh, kw, 1].
+Output MaxPool(const Scope& s, Input input, const std::vector<int64_t>& ksize, const std::vector<int64_t>& strides,
+               std::string padding);
+Output AvgPool(const Scope& s, Input value, const std::vector<int64_t>& ksize, const std::vector<int64_t>& strides,
+               std::string padding);
+Output MaxPoolGrad(const Scope& s, Input orig_input, Input orig_output, Input grad, const std::vector<int64_t>& ksize,
+                   const std::vector<int64_t>& strides, std::string padding);
+Output AvgPoolGrad(const Scope& s, Input orig_input_shape, Input grad, const std::vector<int64_t>& ksize,
+                   const std::vector<int64_t>& strides, std::string padding);
+// Reshape to [batch, everything else], from the static shape of x (its dims past the first
+// must be known).
+Output Flatten(const Scope& s, Input x);
 // {loss per row, backprop}: softmax cross-entropy of logits [batch, classes] against class
 // indices [batch].
 std::vector<Output> SparseSoftmaxCrossEntropyWithLogits(const Scope& s, Input features, Input labels);

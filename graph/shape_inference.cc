@@ -76,4 +76,20 @@ Status ScalarShape(InferenceContext& c) {
   return Status::OK();
 }
 
+Status WindowedOutputSize(int64_t in, int64_t k, int64_t stride, std::string_view padding, int64_t* out,
+                          int64_t* pad_before) {
+  if (k < 1 || stride < 1) return errors::InvalidArgument("Window size and stride must be positive");
+  if (padding == "SAME") {
+    *out = (in + stride - 1) / stride;
+    *pad_before = std::max<int64_t>((*out - 1) * stride + k - in, 0) / 2;
+  } else if (padding == "VALID") {
+    if (in < k) return errors::InvalidArgument("A window of ", k, " does not fit an input of ", in, " with VALID padding");
+    *out = (in - k) / stride + 1;
+    *pad_before = 0;
+  } else {
+    return errors::InvalidArgument("Unknown padding '", padding, "'; expected SAME or VALID");
+  }
+  return Status::OK();
+}
+
 }  // namespace tessera

@@ -64,4 +64,10 @@ Status BroadcastBinaryShape(InferenceContext& c);    // output 0 = broadcast(inp
 Status UnknownShape(InferenceContext& c);            // every output of unknown rank
 Status ScalarShape(InferenceContext& c);             // every output a scalar
 
+// The output length of a window of `k` sliding by `stride` over `in`, and the padding
+// before the first window, by TensorFlow's rules: "VALID" keeps windows inside the input,
+// "SAME" gives ceil(in / stride) outputs with the padding split evenly (the extra after).
+Status WindowedOutputSize(int64_t in, int64_t k, int64_t stride, std::string_view padding, int64_t* out,
+                          int64_t* pad_before);
+
 }  // namespace tessera

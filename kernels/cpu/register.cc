@@ -22,6 +22,7 @@ void RegisterCpuKernels(KernelRegistry& r) {
   cpu::RegisterShapeKernels(r);
   cpu::RegisterTrainingKernels(r);
   cpu::RegisterRandomKernels(r);
+  cpu::RegisterConvKernels(r);
 }
 
 }  // namespace tessera

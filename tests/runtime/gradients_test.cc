@@ -183,6 +183,33 @@ TEST(GradientsTest, ArrayAndNnOps) {
             kTolerance);
 }
 
+TEST(GradientsTest, ConvolutionAndPooling) {
+  struct Case {
+    std::vector<int64_t> strides;
+    std::string padding;
+  };
+  for (const Case& c : {Case{{1, 1, 1, 1}, "SAME"}, Case{{1, 1, 1, 1}, "VALID"}, Case{{1, 2, 2, 1}, "SAME"},
+                        Case{{1, 2, 1, 1}, "VALID"}}) {
+    SCOPED_TRACE(StrCat(c.padding, " stride ", c.strides[1], "x", c.strides[2]));
+    EXPECT_LT(MaxGradientError({{2, 5, 4, 2}, {3, 2, 2, 3}},
+                               [&](const Scope& s, const auto& x) {
+                                 return ops::Conv2D(s, x[0], x[1], c.strides, c.padding);
+                               }),
+              kTolerance);
+    const std::vector<int64_t> ksize = {1, 2, 3, 1};
+    EXPECT_LT(MaxGradientError({{2, 5, 4, 2}},
+                               [&](const Scope& s, const auto& x) {
+                                 return ops::MaxPool(s, x[0], ksize, c.strides, c.padding);
+                               }),
+              kTolerance);
+    EXPECT_LT(MaxGradientError({{2, 5, 4, 2}},
+                               [&](const Scope& s, const auto& x) {
+                                 return ops::AvgPool(s, x[0], ksize, c.strides, c.padding);
+                               }),
+              kTolerance);
+  }
+}
+
 TEST(GradientsTest, PathsThatMeetAreSummed) {
   // y = x*x + x*w + relu-free composition through two consumers of x.
   EXPECT_LT(MaxGradientError({{3}, {3}},

@@ -1,0 +1,202 @@
+// Conv2D, MaxPool and AvgPool against direct loops written from TensorFlow's definitions,
+// their static shapes, and the errors for mismatched or malformed inputs.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "graph/ops.h"
+#include "runtime/session.h"
+#include "tests/test_util.h"
+
+namespace tessera {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::Values;
+
+Tensor RandomTensor(const TensorShape& shape, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(-1, 1);
+  Tensor t(DataType::kDouble, shape);
+  for (double& v : t.flat<double>()) v = u(rng);
+  return t;
+}
+
+struct Window {
+  int64_t kh, kw, sh, sw;
+  bool same;
+};
+
+// TensorFlow's rule: SAME gives ceil(n / s) outputs with the padding split low-first.
+void OutputSize(int64_t n, int64_t k, int64_t s, bool same, int64_t* out, int64_t* pad_before) {
+  *out = same ? (n + s - 1) / s : (n - k + s) / s;
+  *pad_before = same ? std::max<int64_t>((*out - 1) * s + k - n, 0) / 2 : 0;
+}
+
+std::vector<double> DirectConv(const Tensor& in, const Tensor& f, const Window& w) {
+  const int64_t n = in.dim(0), h = in.dim(1), wd = in.dim(2), c = in.dim(3), o = f.dim(3);
+  int64_t oh, ow, pt, pl;
+  OutputSize(h, w.kh, w.sh, w.same, &oh, &pt);
+  OutputSize(wd, w.kw, w.sw, w.same, &ow, &pl);
+  std::vector<double> out(n * oh * ow * o, 0.0);
+  const double* x = in.data<double>();
+  const double* k = f.data<double>();
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t y = 0; y < oh; ++y)
+      for (int64_t xo = 0; xo < ow; ++xo)
+        for (int64_t oc = 0; oc < o; ++oc) {
+          double sum = 0;
+          for (int64_t ky = 0; ky < w.kh; ++ky)
+            for (int64_t kx = 0; kx < w.kw; ++kx) {
+              const int64_t iy = y * w.sh + ky - pt, ix = xo * w.sw + kx - pl;
+              if (iy < 0 || iy >= h || ix < 0 || ix >= wd) continue;
+              for (int64_t ic = 0; ic < c; ++ic) {
+                sum += x[((b * h + iy) * wd + ix) * c + ic] * k[((ky * w.kw + kx) * c + ic) * o + oc];
+              }
+            }
+          out[((b * oh + y) * ow + xo) * o + oc] = sum;
+        }
+  return out;
+}
+
+// Max, or the mean over the window's cells inside the input.
+std::vector<double> DirectPool(const Tensor& in, const Window& w, bool max) {
+  const int64_t n = in.dim(0), h = in.dim(1), wd = in.dim(2), c = in.dim(3);
+  int64_t oh, ow, pt, pl;
+  OutputSize(h, w.kh, w.sh, w.same, &oh, &pt);
+  OutputSize(wd, w.kw, w.sw, w.same, &ow, &pl);
+  std::vector<double> out;
+  const double* x = in.data<double>();
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t y = 0; y < oh; ++y)
+      for (int64_t xo = 0; xo < ow; ++xo)
+        for (int64_t ic = 0; ic < c; ++ic) {
+          double acc = max ? -1e300 : 0;
+          int count = 0;
+          for (int64_t ky = 0; ky < w.kh; ++ky)
+            for (int64_t kx = 0; kx < w.kw; ++kx) {
+              const int64_t iy = y * w.sh + ky - pt, ix = xo * w.sw + kx - pl;
+              if (iy < 0 || iy >= h || ix < 0 || ix >= wd) continue;
+              const double v = x[((b * h + iy) * wd + ix) * c + ic];
+              acc = max ? std::max(acc, v) : acc + v;
+              ++count;
+            }
+          out.push_back(max ? acc : acc / count);
+        }
+  return out;
+}
+
+class ConvTest : public ::testing::TestWithParam<Window> {};
+
+TEST_P(ConvTest, Conv2DMatchesTheDirectSumAndItsStaticShape) {
+  const Window w = GetParam();
+  Tensor in = RandomTensor({2, 7, 6, 3}, 1), f = RandomTensor({w.kh, w.kw, 3, 4}, 2);
+  Scope root = Scope::NewRootScope();
+  auto y = ops::Conv2D(root.WithOpName("y"), ops::Const(root, in), ops::Const(root, f), {1, w.sh, w.sw, 1},
+                       w.same ? "SAME" : "VALID");
+  ASSERT_TRUE(root.ok()) << root.status();
+  Tensor got = testing::Eval(root, y);
+  ASSERT_TRUE(got.IsInitialized());
+  EXPECT_EQ(y.node->output_shape(0), got.shape());
+  std::vector<double> want = DirectConv(in, f, w);
+  std::vector<double> values = Values<double>(got);
+  ASSERT_EQ(values.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(values[i], want[i], 1e-12) << i;
+}
+
+TEST_P(ConvTest, PoolsMatchTheDirectLoops) {
+  const Window w = GetParam();
+  Tensor in = RandomTensor({2, 7, 6, 3}, 3);
+  for (bool max : {true, false}) {
+    SCOPED_TRACE(max ? "MaxPool" : "AvgPool");
+    Scope root = Scope::NewRootScope();
+    auto pool = max ? ops::MaxPool : ops::AvgPool;
+    auto y = pool(root.WithOpName("y"), ops::Const(root, in), {1, w.kh, w.kw, 1}, {1, w.sh, w.sw, 1},
+                  w.same ? "SAME" : "VALID");
+    Tensor got = testing::Eval(root, y);
+    ASSERT_TRUE(got.IsInitialized());
+    EXPECT_EQ(y.node->output_shape(0), got.shape());
+    std::vector<double> want = DirectPool(in, w, max);
+    std::vector<double> values = Values<double>(got);
+    ASSERT_EQ(values.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(values[i], want[i], 1e-12) << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Windows, ConvTest,
+                         ::testing::Values(Window{3, 3, 1, 1, true}, Window{3, 3, 1, 1, false},
+                                           Window{3, 2, 2, 2, true}, Window{2, 2, 2, 2, false},
+                                           Window{1, 1, 1, 1, true}, Window{4, 3, 3, 2, true}));
+
+TEST(ConvOpsTest, StaticShapesFollowSameAndValid) {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root, DataType::kFloat, TensorShape({-1, 28, 28, 1}));
+  auto f = ops::Placeholder(root, DataType::kFloat, TensorShape({3, 3, 1, 32}));
+  auto valid = ops::Conv2D(root, x, f, {1, 1, 1, 1}, "VALID");
+  auto pooled = ops::MaxPool(root, valid, {1, 2, 2, 1}, {1, 2, 2, 1}, "VALID");
+  auto same = ops::Conv2D(root, x, f, {1, 2, 2, 1}, "SAME");
+  auto flat = ops::Flatten(root, pooled);
+  ASSERT_TRUE(root.ok()) << root.status();
+  EXPECT_EQ(valid.node->output_shape(0), TensorShape({-1, 26, 26, 32}));
+  EXPECT_EQ(pooled.node->output_shape(0), TensorShape({-1, 13, 13, 32}));
+  EXPECT_EQ(same.node->output_shape(0), TensorShape({-1, 14, 14, 32}));
+  EXPECT_EQ(flat.node->output_shape(0), TensorShape({-1, 13 * 13 * 32}));
+}
+
+TEST(ConvOpsTest, MismatchedDepthIsAnErrorAtConstructionAndAtRunTime) {
+  Scope root = Scope::NewRootScope();
+  ops::Conv2D(root.WithOpName("conv"), ops::Const(root, RandomTensor({1, 4, 4, 2}, 1)),
+              ops::Const(root, RandomTensor({3, 3, 3, 1}, 2)), {1, 1, 1, 1}, "SAME");
+  EXPECT_EQ(root.status().code(), Code::kInvalidArgument);
+  EXPECT_THAT(root.status().message(), HasSubstr("input depth must match filter depth: 2 vs 3"));
+
+  // With shapes unknown until run time the kernel reports it, naming the node.
+  Scope late = Scope::NewRootScope();
+  auto x = ops::Placeholder(late.WithOpName("x"), DataType::kDouble);
+  ops::Conv2D(late.WithOpName("conv"), x, ops::Const(late, RandomTensor({3, 3, 3, 1}, 2)), {1, 1, 1, 1}, "SAME");
+  auto s = testing::MakeSession(late);
+  std::vector<Tensor> out;
+  Status st = s->Run({{"x", RandomTensor({1, 4, 4, 2}, 1)}}, {"conv"}, {}, &out);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_THAT(st.message(), HasSubstr("input depth must match filter depth"));
+  EXPECT_THAT(st.message(), HasSubstr("conv"));
+  // The session stays usable.
+  ASSERT_TRUE(s->Run({{"x", RandomTensor({1, 4, 4, 3}, 1)}}, {"conv"}, {}, &out).ok());
+  EXPECT_EQ(out[0].shape(), TensorShape({1, 4, 4, 1}));
+}
+
+TEST(ConvOpsTest, BadPaddingStridesAndWindowsAreErrors) {
+  auto error_of = [](auto build) {
+    Scope root = Scope::NewRootScope();
+    build(root, ops::Const(root, RandomTensor({1, 4, 4, 2}, 1)));
+    return root.status();
+  };
+  Status st = error_of([](const Scope& s, Output x) {
+    ops::Conv2D(s, x, ops::Const(s, RandomTensor({3, 3, 2, 1}, 2)), {1, 1, 1, 1}, "FULL");
+  });
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_THAT(st.message(), HasSubstr("FULL"));
+  st = error_of([](const Scope& s, Output x) {
+    ops::Conv2D(s, x, ops::Const(s, RandomTensor({3, 3, 2, 1}, 2)), {1, 0, 1, 1}, "SAME");
+  });
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  st = error_of([](const Scope& s, Output x) { ops::MaxPool(s, x, {1, 5, 5, 1}, {1, 1, 1, 1}, "VALID"); });
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  st = error_of([](const Scope& s, Output x) { ops::AvgPool(s, x, {1, 2, 2}, {1, 1, 1, 1}, "VALID"); });
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+}
+
+TEST(ConvOpsTest, MaxPoolGradGoesToTheFirstMaximumOfEachWindow) {
+  Scope root = Scope::NewRootScope();
+  // One 2x2 window holding 5, 5, 1, 5: the first 5 takes the whole gradient.
+  auto x = ops::Const(root, Tensor::FromVector<float>({5, 5, 1, 5}, TensorShape({1, 2, 2, 1})));
+  auto y = ops::MaxPool(root, x, {1, 2, 2, 1}, {1, 2, 2, 1}, "VALID");
+  auto dx = ops::MaxPoolGrad(root.WithOpName("dx"), x, y,
+                             ops::Const(root, Tensor::FromVector<float>({3}, TensorShape({1, 1, 1, 1}))),
+                             {1, 2, 2, 1}, {1, 2, 2, 1}, "VALID");
+  EXPECT_EQ(Values<float>(testing::Eval(root, dx)), (std::vector<float>{3, 0, 0, 0}));
+}
+
+}  // namespace
+}  // namespace tessera
