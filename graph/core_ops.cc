@@ -331,6 +331,94 @@ Status PairwiseUnchangedShapes(InferenceContext& c) {
   return Status::OK();
 }
 
+// The axis a scalar input holds, in [0, rank); -1 when not known until run time.
+StatusOr<int> ConstantAxis(InferenceContext& c, int input, int rank) {
+  const Tensor* t = c.input_tensor(input);
+  if (t == nullptr || rank < 0) return -1;
+  if (t->NumElements() != 1) return errors::InvalidArgument("axis must be a scalar, got ", t->shape().DebugString());
+  const int64_t axis = IntTensorValues(*t)[0];
+  if (axis < -rank || axis >= rank) {
+    return errors::InvalidArgument("axis ", axis, " is out of range for a tensor of rank ", rank);
+  }
+  return static_cast<int>(axis < 0 ? axis + rank : axis);
+}
+
+// Outputs shaped like `value` with dimension `axis` replaced by each of `sizes` (-1: unknown).
+void SplitShapes(InferenceContext& c, const TensorShape& value, int axis, const std::vector<int64_t>& sizes) {
+  for (int i = 0; i < c.num_outputs(); ++i) {
+    if (value.unknown_rank()) continue;
+    std::vector<int64_t> dims(value.dims().begin(), value.dims().end());
+    if (axis < 0) {
+      dims.assign(dims.size(), -1);
+    } else {
+      dims[axis] = sizes[i];
+    }
+    c.set_output(i, TensorShape(dims));
+  }
+}
+
+Status SplitShape(InferenceContext& c) {
+  const TensorShape& value = c.input(1);
+  const int rank = value.unknown_rank() ? -1 : value.rank();
+  ASSIGN_OR_RETURN(int axis, ConstantAxis(c, 0, rank));
+  const int n = c.num_outputs();
+  int64_t size = -1;
+  if (axis >= 0 && value.dim(axis) >= 0) {
+    if (value.dim(axis) % n != 0) {
+      return errors::InvalidArgument("Number of ways to split should evenly divide the split dimension, but got "
+                                     "split_dim ", axis, " (size = ", value.dim(axis), ") and num_split ", n);
+    }
+    size = value.dim(axis) / n;
+  }
+  SplitShapes(c, value, axis, std::vector<int64_t>(n, size));
+  return Status::OK();
+}
+
+Status SplitVShape(InferenceContext& c) {
+  const TensorShape& value = c.input(0);
+  const int rank = value.unknown_rank() ? -1 : value.rank();
+  ASSIGN_OR_RETURN(int axis, ConstantAxis(c, 2, rank));
+  std::vector<int64_t> sizes(c.num_outputs(), -1);
+  if (const Tensor* t = c.input_tensor(1); t != nullptr) {
+    sizes = IntTensorValues(*t);
+    if (static_cast<int>(sizes.size()) != c.num_outputs()) {
+      return errors::InvalidArgument("size_splits has ", sizes.size(), " entries for ", c.num_outputs(), " outputs");
+    }
+  }
+  SplitShapes(c, value, axis, sizes);
+  return Status::OK();
+}
+
+Status ConcatShape(InferenceContext& c) {
+  const int n = c.num_inputs() - 1;
+  const TensorShape& first = c.input(0);
+  if (first.unknown_rank()) return Status::OK();
+  ASSIGN_OR_RETURN(int axis, ConstantAxis(c, n, first.rank()));
+  if (axis < 0) return Status::OK();
+  std::vector<int64_t> dims(first.dims().begin(), first.dims().end());
+  dims[axis] = 0;
+  for (int i = 0; i < n; ++i) {
+    const TensorShape& s = c.input(i);
+    if (s.unknown_rank()) return Status::OK();
+    if (s.rank() != first.rank()) {
+      return errors::InvalidArgument("ConcatV2 inputs must have the same rank: input 0 is ", first.DebugString(),
+                                     ", input ", i, " is ", s.DebugString());
+    }
+    for (int d = 0; d < s.rank(); ++d) {
+      if (d == axis) {
+        dims[d] = dims[d] < 0 || s.dim(d) < 0 ? -1 : dims[d] + s.dim(d);
+      } else if (dims[d] < 0) {
+        dims[d] = s.dim(d);
+      } else if (s.dim(d) >= 0 && s.dim(d) != dims[d]) {
+        return errors::InvalidArgument("ConcatV2 inputs must match in every dimension but axis ", axis,
+                                       ": input 0 is ", first.DebugString(), ", input ", i, " is ", s.DebugString());
+      }
+    }
+  }
+  c.set_output(0, TensorShape(dims));
+  return Status::OK();
+}
+
 constexpr const char* kNumeric = "T: {float32, float64, int32, int64}";
 constexpr const char* kFloating = "T: {float32, float64}";
 
@@ -475,6 +563,13 @@ void RegisterCoreOps(OpRegistry& r) {
     RegisterCoreOp(r, OpDefBuilder(op).Input("x: T").Output("y: T")
                     .Attr("T: {float32, float64, int32, int64, bool}").SetShapeFn(UnchangedShape));
   }
+  RegisterCoreOp(r, OpDefBuilder("ConcatV2").Input("values: N * T").Input("axis: Tidx").Output("output: T")
+                  .Attr("N: int >= 2").Attr("T: type").Attr("Tidx: {int32, int64} = int32").SetShapeFn(ConcatShape));
+  RegisterCoreOp(r, OpDefBuilder("Split").Input("split_dim: int32").Input("value: T").Output("output: num_split * T")
+                  .Attr("num_split: int >= 1").Attr("T: type").SetShapeFn(SplitShape));
+  RegisterCoreOp(r, OpDefBuilder("SplitV").Input("value: T").Input("size_splits: Tlen").Input("split_dim: int32")
+                  .Output("output: num_split * T").Attr("num_split: int >= 1").Attr("T: type")
+                  .Attr("Tlen: {int32, int64} = int64").SetShapeFn(SplitVShape));
   RegisterCoreOp(r, OpDefBuilder("Shape").Input("input: T").Output("output: out_type").Attr("T: type")
                   .Attr("out_type: {int32, int64} = int32").SetShapeFn(ShapeShape));
 

@@ -150,6 +150,45 @@ Status ReshapeGrad(const Scope& s, const Operation& op, const std::vector<Output
   return s.status();
 }
 
+Status SplitGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
+  std::vector<Input> parts(g.begin(), g.end());
+  *grads = {Output(), ops::Concat(s, parts, In(op, 0))};
+  return s.status();
+}
+
+Status SplitVGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
+  std::vector<Input> parts(g.begin(), g.end());
+  *grads = {ops::Concat(s, parts, In(op, 2)), Output(), Output()};
+  return s.status();
+}
+
+// The gradient cuts g back into the inputs' extents along the axis, which must be known
+// when the graph is built (a constant axis, static sizes along it).
+Status ConcatGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
+  const int n = op.node()->num_inputs() - 1;
+  const Output axis_input = In(op, n);
+  Tensor axis_value;
+  const TensorShape& first = StaticShape(In(op, 0));
+  if (axis_input.node->op() != "Const" || !axis_input.node->GetAttr("value", &axis_value).ok() ||
+      first.unknown_rank()) {
+    return errors::Unimplemented("The gradient of ConcatV2 '", op.name(), "' needs a constant axis and inputs of known rank");
+  }
+  int64_t axis = IntTensorValues(axis_value)[0];
+  if (axis < 0) axis += first.rank();
+  std::vector<int64_t> sizes;
+  for (int i = 0; i < n; ++i) {
+    const TensorShape& shape = StaticShape(In(op, i));
+    if (shape.unknown_rank() || shape.dim(static_cast<int>(axis)) < 0) {
+      return errors::Unimplemented("The gradient of ConcatV2 '", op.name(), "' needs every input's size along axis ",
+                                   axis, " known; input ", i, " is ", shape.DebugString());
+    }
+    sizes.push_back(shape.dim(static_cast<int>(axis)));
+  }
+  *grads = ops::SplitV(s, g[0], Tensor::FromVector(sizes), static_cast<int32_t>(axis), n);
+  grads->push_back(Output());
+  return s.status();
+}
+
 bool IsFloating(DataType dt) {
   return dt == DataType::kFloat || dt == DataType::kDouble || dt == DataType::kHalf || dt == DataType::kBFloat16;
 }
@@ -179,6 +218,9 @@ void RegisterMathGradients(GradientRegistry& r) {
   RegisterCoreGradient(r, "Sum", SumGrad);
   RegisterCoreGradient(r, "Mean", MeanGrad);
   RegisterCoreGradient(r, "Reshape", ReshapeGrad);
+  RegisterCoreGradient(r, "Split", SplitGrad);
+  RegisterCoreGradient(r, "SplitV", SplitVGrad);
+  RegisterCoreGradient(r, "ConcatV2", ConcatGrad);
   RegisterCoreGradient(r, "Cast", CastGrad);
 }
 

@@ -74,6 +74,19 @@ Output Greater(const Scope& s, Input x, Input y) { return Build(s, "Greater", {x
 Output Less(const Scope& s, Input x, Input y) { return Build(s, "Less", {x, y}); }
 Output AddN(const Scope& s, const std::vector<Input>& inputs) { return Build(s, "AddN", inputs); }
 
+Output Concat(const Scope& s, const std::vector<Input>& values, Input axis) {
+  std::vector<Input> inputs = values;
+  inputs.push_back(std::move(axis));
+  return Build(s, "ConcatV2", std::move(inputs), {{"N", static_cast<int64_t>(values.size())}});
+}
+std::vector<Output> Split(const Scope& s, Input axis, Input value, int64_t num_split) {
+  return AllOutputs(Build(s, "Split", {std::move(axis), std::move(value)}, {{"num_split", num_split}}));
+}
+std::vector<Output> SplitV(const Scope& s, Input value, Input size_splits, Input axis, int64_t num_split) {
+  return AllOutputs(
+      Build(s, "SplitV", {std::move(value), std::move(size_splits), std::move(axis)}, {{"num_split", num_split}}));
+}
+
 Output Neg(const Scope& s, Input x) { return Build(s, "Neg", {x}); }
 Output Square(const Scope& s, Input x) { return Build(s, "Square", {x}); }
 Output Sqrt(const Scope& s, Input x) { return Build(s, "Sqrt", {x}); }

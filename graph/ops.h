@@ -112,6 +112,12 @@ Output Mean(const Scope& s, Input input, Input axis, const ReductionAttrs& attrs
 Output Max(const Scope& s, Input input, Input axis, const ReductionAttrs& attrs = {});
 
 Output Fill(const Scope& s, Input dims, Input value);
+// Joins `values` along `axis` (tf.concat); they agree in every other dimension.
+Output Concat(const Scope& s, const std::vector<Input>& values, Input axis);
+// Cuts `value` into `num_split` equal parts along `axis` (tf.split with a number).
+std::vector<Output> Split(const Scope& s, Input axis, Input value, int64_t num_split);
+// Cuts `value` along `axis` into parts of the sizes in the vector `size_splits`.
+std::vector<Output> SplitV(const Scope& s, Input value, Input size_splits, Input axis, int64_t num_split);
 Output ZerosLike(const Scope& s, Input x);
 Output OnesLike(const Scope& s, Input x);
 Output Shape(const Scope& s, Input input, DataType out_type = DataType::kInt32);

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs every test: the Release suite, then the same suite under
 # AddressSanitizer + UndefinedBehaviorSanitizer, short libFuzzer runs on the JSON graph
-# loader and DecodeCSV, and the concurrent suites (executor, session, scenarios, rendezvous, multi-device,
-# ring all-reduce, replication, queues, servers) under ThreadSanitizer.
+# loader, DecodeCSV and the IDX reader, and the concurrent suites (executor, session,
+# scenarios, rendezvous, multi-device, ring all-reduce, replication, queues, servers,
+# datasets) under ThreadSanitizer.
 # TESSERA_QUICK=1 runs the Release suite only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,18 +17,21 @@ if [ "${TESSERA_QUICK:-0}" != 1 ]; then
   scripts/build.sh asan
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan --output-on-failure -j "$(nproc)" --timeout 600
-  mkdir -p build-asan/fuzz-corpus
-  cp tests/fuzz/corpus/* build-asan/fuzz-corpus/
-  build-asan/tests/fuzz/graph_json_fuzzer -max_total_time="${TESSERA_FUZZ_SECONDS:-30}" \
-    -max_len=4096 build-asan/fuzz-corpus 2>&1 | tail -n 1
-  mkdir -p build-asan/csv-corpus
-  cp tests/fuzz/csv_corpus/* build-asan/csv-corpus/
-  build-asan/tests/fuzz/decode_csv_fuzzer -max_total_time="${TESSERA_CSV_FUZZ_SECONDS:-15}" \
-    -max_len=1024 build-asan/csv-corpus 2>&1 | tail -n 1
-  mkdir -p build-asan/idx-corpus
-  cp tests/fuzz/idx_corpus/* build-asan/idx-corpus/
-  build-asan/tests/fuzz/idx_fuzzer -max_total_time="${TESSERA_IDX_FUZZ_SECONDS:-10}" \
-    -max_len=4096 build-asan/idx-corpus 2>&1 | tail -n 1
+  # A fixed seed keeps CI's fuzzing repeatable; set TESSERA_FUZZ_SEED=0 to explore.
+  fuzz() {  # fuzzer, corpus in tests/fuzz, seconds, max input length
+    local corpus="build-asan/$1-corpus" log="build-asan/$1.log"
+    mkdir -p "$corpus"
+    cp "tests/fuzz/$2"/* "$corpus/"
+    if ! "build-asan/tests/fuzz/$1" -seed="${TESSERA_FUZZ_SEED:-1}" -max_total_time="$3" -max_len="$4" \
+        "$corpus" >"$log" 2>&1; then
+      tail -n 60 "$log"
+      return 1
+    fi
+    tail -n 1 "$log"
+  }
+  fuzz graph_json_fuzzer corpus "${TESSERA_FUZZ_SECONDS:-30}" 4096
+  fuzz decode_csv_fuzzer csv_corpus "${TESSERA_CSV_FUZZ_SECONDS:-15}" 1024
+  fuzz idx_fuzzer idx_corpus "${TESSERA_IDX_FUZZ_SECONDS:-10}" 4096
 
   scripts/build.sh tsan executor_test session_test subgraph_test scenarios_test rendezvous_test \
     multi_device_test ring_all_reduce_test replicate_test queue_test server_test queue_runner_test dataset_test

@@ -23,6 +23,7 @@ void RegisterCpuKernels(KernelRegistry& r) {
   cpu::RegisterTrainingKernels(r);
   cpu::RegisterRandomKernels(r);
   cpu::RegisterConvKernels(r);
+  cpu::RegisterConcatSplitKernels(r);
 }
 
 }  // namespace tessera

@@ -26,6 +26,7 @@ void RegisterShapeKernels(KernelRegistry& r);
 void RegisterTrainingKernels(KernelRegistry& r);
 void RegisterRandomKernels(KernelRegistry& r);
 void RegisterConvKernels(KernelRegistry& r);
+void RegisterConcatSplitKernels(KernelRegistry& r);
 
 // Calls fn(T{}) for each type in Ts: registration loops over a kernel's types.
 template <typename... Ts, typename Fn>

@@ -210,6 +210,32 @@ TEST(GradientsTest, ConvolutionAndPooling) {
   }
 }
 
+TEST(GradientsTest, ConcatAndSplit) {
+  for (int axis : {0, 1, -1}) {
+    SCOPED_TRACE(axis);
+    EXPECT_LT(MaxGradientError({{2, 3}, {2, 3}},
+                               [&](const Scope& s, const auto& x) {
+                                 return ops::Concat(s, {x[0], ops::Square(s, x[1])}, axis);
+                               }),
+              kTolerance);
+  }
+  EXPECT_LT(MaxGradientError({{2, 1}, {2, 4}}, [](const Scope& s, const auto& x) { return ops::Concat(s, {x[0], x[1]}, 1); }),
+            kTolerance);
+  // Only some parts used: the others' gradients are zeros.
+  EXPECT_LT(MaxGradientError({{4, 3}},
+                             [](const Scope& s, const auto& x) {
+                               auto parts = ops::Split(s, 0, x[0], 2);
+                               return ops::Mul(s, parts[1], parts[1]);
+                             }),
+            kTolerance);
+  EXPECT_LT(MaxGradientError({{2, 5}},
+                             [](const Scope& s, const auto& x) {
+                               auto parts = ops::SplitV(s, x[0], Tensor::FromVector<int64_t>({2, 3}), 1, 2);
+                               return ops::Mul(s, parts[0], ops::Sum(s, parts[1], {1}, {.keep_dims = true}));
+                             }),
+            kTolerance);
+}
+
 TEST(GradientsTest, PathsThatMeetAreSummed) {
   // y = x*x + x*w + relu-free composition through two consumers of x.
   EXPECT_LT(MaxGradientError({{3}, {3}},

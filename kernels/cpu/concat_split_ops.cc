@@ -1,0 +1,156 @@
+// ConcatV2, Split and SplitV: tensors joined or cut along one axis (the batch split of
+// in-graph replication, and their gradients). A cut along the outermost axis is a
+// zero-copy slice; other axes copy rows of bytes.
+#include <cstring>
+
+#include "kernels/cpu/register.h"
+
+namespace tessera::cpu {
+namespace {
+
+// `axis` from a scalar tensor, negative counting from the end, checked against `rank`.
+StatusOr<int> Axis(const Tensor& t, int rank, std::string_view what) {
+  if (t.NumElements() != 1 || t.rank() != 0) {
+    return errors::InvalidArgument(what, " must be a scalar, got shape ", t.shape().DebugString());
+  }
+  const int64_t axis = IntTensorValues(t)[0];
+  if (axis < -rank || axis >= rank) {
+    return errors::InvalidArgument(what, " = ", axis, " is out of range for a tensor of rank ", rank);
+  }
+  return static_cast<int>(axis < 0 ? axis + rank : axis);
+}
+
+Status CheckCopyable(DataType dtype, std::string_view op) {
+  if (dtype == DataType::kString || dtype == DataType::kVariant) {
+    return errors::Unimplemented(op, " of ", DataTypeName(dtype), " tensors");
+  }
+  return Status::OK();
+}
+
+// Products of the dimensions before and after `axis`.
+void OuterInner(const TensorShape& s, int axis, int64_t* outer, int64_t* inner) {
+  *outer = 1, *inner = 1;
+  for (int d = 0; d < axis; ++d) *outer *= s.dim(d);
+  for (int d = axis + 1; d < s.rank(); ++d) *inner *= s.dim(d);
+}
+
+class ConcatV2Op : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const int n = ctx->num_inputs() - 1;
+    const Tensor& first = ctx->input(0);
+    OP_REQUIRES_OK(ctx, CheckCopyable(first.dtype(), "ConcatV2"));
+    OP_REQUIRES(ctx, first.rank() > 0, errors::InvalidArgument("ConcatV2 of scalars; reshape them to vectors first"));
+    StatusOr<int> axis = Axis(ctx->input(n), first.rank(), "axis");
+    OP_REQUIRES_OK(ctx, axis.status());
+    std::vector<int64_t> dims(first.shape().dims().begin(), first.shape().dims().end());
+    dims[*axis] = 0;
+    for (int i = 0; i < n; ++i) {
+      const Tensor& t = ctx->input(i);
+      bool same = t.rank() == first.rank();
+      for (int d = 0; same && d < t.rank(); ++d) same = d == *axis || t.dim(d) == first.dim(d);
+      OP_REQUIRES(ctx, same,
+                  errors::InvalidArgument("ConcatV2 inputs must match in every dimension but axis ", *axis,
+                                          ": input 0 is ", first.shape().DebugString(), ", input ", i, " is ",
+                                          t.shape().DebugString()));
+      dims[*axis] += t.dim(*axis);
+    }
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape(dims), &out));
+    int64_t outer, inner;
+    OuterInner(out->shape(), *axis, &outer, &inner);
+    const size_t elem = DataTypeStorageSize(first.dtype());
+    const size_t out_row = static_cast<size_t>(dims[*axis] * inner) * elem;
+    char* dst = static_cast<char*>(out->raw_data());
+    size_t offset = 0;
+    for (int i = 0; i < n; ++i) {
+      const Tensor& t = ctx->input(i);
+      const size_t row = static_cast<size_t>(t.dim(*axis) * inner) * elem;
+      const char* src = static_cast<const char*>(t.raw_data());
+      for (int64_t o = 0; o < outer && row > 0; ++o) std::memcpy(dst + o * out_row + offset, src + o * row, row);
+      offset += row;
+    }
+  }
+};
+
+// Cuts `value` along `axis` into pieces of the given sizes.
+void SplitInto(OpKernelContext* ctx, const Tensor& value, int axis, const std::vector<int64_t>& sizes) {
+  if (axis == 0) {
+    int64_t start = 0;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      ctx->set_output(static_cast<int>(i), value.Slice(start, start + sizes[i]));
+      start += sizes[i];
+    }
+    return;
+  }
+  OP_REQUIRES_OK(ctx, CheckCopyable(value.dtype(), "Split"));
+  int64_t outer, inner;
+  OuterInner(value.shape(), axis, &outer, &inner);
+  const size_t elem = DataTypeStorageSize(value.dtype());
+  const size_t in_row = static_cast<size_t>(value.dim(axis) * inner) * elem;
+  const char* src = static_cast<const char*>(value.raw_data());
+  size_t offset = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    std::vector<int64_t> dims(value.shape().dims().begin(), value.shape().dims().end());
+    dims[axis] = sizes[i];
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(static_cast<int>(i), TensorShape(dims), &out));
+    const size_t row = static_cast<size_t>(sizes[i] * inner) * elem;
+    char* dst = static_cast<char*>(out->raw_data());
+    for (int64_t o = 0; o < outer && row > 0; ++o) std::memcpy(dst + o * row, src + o * in_row + offset, row);
+    offset += row;
+  }
+}
+
+class SplitOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& value = ctx->input(1);
+    OP_REQUIRES(ctx, value.rank() > 0, errors::InvalidArgument("Split of a scalar"));
+    StatusOr<int> axis = Axis(ctx->input(0), value.rank(), "split_dim");
+    OP_REQUIRES_OK(ctx, axis.status());
+    const int n = ctx->num_outputs();
+    OP_REQUIRES(ctx, value.dim(*axis) % n == 0,
+                errors::InvalidArgument("Number of ways to split should evenly divide the split dimension, but got "
+                                        "split_dim ", *axis, " (size = ", value.dim(*axis), ") and num_split ", n));
+    SplitInto(ctx, value, *axis, std::vector<int64_t>(n, value.dim(*axis) / n));
+  }
+  bool IsExpensive() const override { return false; }
+};
+
+class SplitVOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& value = ctx->input(0);
+    OP_REQUIRES(ctx, value.rank() > 0, errors::InvalidArgument("SplitV of a scalar"));
+    StatusOr<int> axis = Axis(ctx->input(2), value.rank(), "split_dim");
+    OP_REQUIRES_OK(ctx, axis.status());
+    std::vector<int64_t> sizes = IntTensorValues(ctx->input(1));
+    OP_REQUIRES(ctx, static_cast<int>(sizes.size()) == ctx->num_outputs(),
+                errors::InvalidArgument("size_splits has ", sizes.size(), " entries for ", ctx->num_outputs(),
+                                        " outputs"));
+    int64_t total = 0;
+    for (int64_t s : sizes) {
+      OP_REQUIRES(ctx, s >= 0, errors::InvalidArgument("size_splits has a negative size ", s));
+      total += s;
+    }
+    OP_REQUIRES(ctx, total == value.dim(*axis),
+                errors::InvalidArgument("size_splits sum to ", total, ", but split_dim ", *axis, " has size ",
+                                        value.dim(*axis)));
+    SplitInto(ctx, value, *axis, sizes);
+  }
+  bool IsExpensive() const override { return false; }
+};
+
+}  // namespace
+
+void RegisterConcatSplitKernels(KernelRegistry& r) {
+  r.Register<ConcatV2Op>(KernelDefBuilder("ConcatV2").Device(kDeviceCpu));
+  r.Register<SplitOp>(KernelDefBuilder("Split").Device(kDeviceCpu));
+  r.Register<SplitVOp>(KernelDefBuilder("SplitV").Device(kDeviceCpu));
+}
+
+}  // namespace tessera::cpu
