@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(cmake ninja-build g++ clang libclang-rt-14-dev ccache
-          libeigen3-dev libtbb-dev nlohmann-json3-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
+          libeigen3-dev libtbb-dev nlohmann-json3-dev zlib1g-dev libdnnl-dev libgtest-dev libgmock-dev libbenchmark-dev
           dataset-fashion-mnist)
 missing=()
 for p in "${packages[@]}"; do

@@ -1,39 +1,20 @@
-// Conv2D and its two backprops, MaxPool, AvgPool and their gradients, NHWC. Convolutions
-// run as im2col (each output position's receptive field as one row of a patch matrix)
-// times the filter as a [KH*KW*C, O] matrix, through Eigen's contraction on the intra-op
-// pool. Its own translation unit: the contraction is slow to compile.
+// Conv2D and its two backprops, MaxPool, AvgPool and their gradients, NHWC. float32
+// convolutions run on oneDNN (dnnl_conv.h), which is several times faster than any GEMM
+// formulation here; float64 ones (gradient checks, oneDNN has no f64) run as im2col (each
+// output position's receptive field as one row of a patch matrix) times the filter as a
+// [KH*KW*C, O] matrix, through Eigen's contraction on the intra-op pool. Its own
+// translation unit: the contraction is slow to compile.
 #include <algorithm>
 #include <limits>
+#include <type_traits>
 
-#include "graph/shape_inference.h"
+#include "kernels/cpu/conv_geometry.h"
+#include "kernels/cpu/dnnl_conv.h"
 #include "kernels/cpu/register.h"
 #include "kernels/eigen_tensor.h"
 
 namespace tessera::cpu {
 namespace {
-
-// Where windows fall: TensorFlow's SAME and VALID rules.
-struct Geometry {
-  int64_t n = 0, h = 0, w = 0, c = 0;  // input
-  int64_t kh = 0, kw = 0;              // window
-  int64_t sh = 1, sw = 1;              // strides
-  int64_t oh = 0, ow = 0;              // output
-  int64_t pad_top = 0, pad_left = 0;
-};
-
-StatusOr<Geometry> MakeGeometry(const TensorShape& input, int64_t kh, int64_t kw, const std::vector<int64_t>& strides,
-                                const std::string& padding) {
-  if (input.rank() != 4) return errors::InvalidArgument("input must be 4-D (NHWC), got ", input.DebugString());
-  if (strides.size() != 4 || strides[0] != 1 || strides[3] != 1 || strides[1] < 1 || strides[2] < 1) {
-    return errors::InvalidArgument("strides must be [1, sh, sw, 1] with sh, sw >= 1");
-  }
-  Geometry g;
-  g.n = input.dim(0), g.h = input.dim(1), g.w = input.dim(2), g.c = input.dim(3);
-  g.kh = kh, g.kw = kw, g.sh = strides[1], g.sw = strides[2];
-  RETURN_IF_ERROR(WindowedOutputSize(g.h, kh, g.sh, padding, &g.oh, &g.pad_top));
-  RETURN_IF_ERROR(WindowedOutputSize(g.w, kw, g.sw, padding, &g.ow, &g.pad_left));
-  return g;
-}
 
 // c[m, n] = op(a) op(b), with a [m, k] (or [k, m] transposed) and b [k, n] (or [n, k]).
 template <typename T>
@@ -155,6 +136,10 @@ class Conv2DOp : public ConvBase {
       std::fill(out->data<T>(), out->data<T>() + out->NumElements(), T(0));
       return;
     }
+    if constexpr (std::is_same_v<T, float>) {
+      OP_REQUIRES_OK(ctx, DnnlConv2D(ctx, *g, o, in.data<float>(), f.data<float>(), out->data<float>()));
+      return;
+    }
     Tensor patches;
     OP_REQUIRES_OK(ctx, ctx->allocate_temp(in.dtype(), TensorShape({rows, cols}), &patches));
     Im2Col(ctx, *g, in.data<T>(), patches.data<T>());
@@ -181,6 +166,12 @@ class Conv2DBackpropInputOp : public ConvBase {
     Tensor* dx;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *in_shape, &dx));
     if (dx->NumElements() == 0) return;
+    if constexpr (std::is_same_v<T, float>) {
+      if (o > 0 && rows > 0) {
+        OP_REQUIRES_OK(ctx, DnnlConv2DBackpropInput(ctx, *g, o, f.data<float>(), dy.data<float>(), dx->data<float>()));
+        return;
+      }
+    }
     Tensor patches;
     OP_REQUIRES_OK(ctx, ctx->allocate_temp(dy.dtype(), TensorShape({rows, cols}), &patches));
     if (o == 0 || rows == 0) {
@@ -213,6 +204,11 @@ class Conv2DBackpropFilterOp : public ConvBase {
     if (df->NumElements() == 0) return;
     if (rows == 0) {
       std::fill(df->data<T>(), df->data<T>() + df->NumElements(), T(0));
+      return;
+    }
+    if constexpr (std::is_same_v<T, float>) {
+      OP_REQUIRES_OK(ctx,
+                     DnnlConv2DBackpropFilter(ctx, *g, o, in.data<float>(), dy.data<float>(), df->data<float>()));
       return;
     }
     Tensor patches;
@@ -310,23 +306,53 @@ class MaxPoolGradOp : public PoolBase {
                                         TensorShape({g->n, g->oh, g->ow, g->c}).DebugString()));
     Tensor* dx;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, in.shape(), &dx));
-    std::fill(dx->data<T>(), dx->data<T>() + dx->NumElements(), T(0));
+    const Geometry geo = *g;
+    // Windows that tile the input exactly (2x2 stride 2 over an even size) write every cell
+    // of the gradient once, so it needs neither zeroing first nor adding into.
+    const bool tiles = geo.sh == geo.kh && geo.sw == geo.kw && geo.oh * geo.sh == geo.h && geo.ow * geo.sw == geo.w &&
+                       geo.pad_top == 0 && geo.pad_left == 0;
+    if (!tiles) std::fill(dx->data<T>(), dx->data<T>() + dx->NumElements(), T(0));
     const T* ip = in.data<T>();
     const T* gp = dy.data<T>();
     T* dp = dx->data<T>();
-    const Geometry geo = *g;
     ForEachWindow(ctx, geo, [&](int64_t b, int64_t y, int64_t x, int64_t iy0, int64_t iy1, int64_t ix0, int64_t ix1) {
-      const T* grad = gp + ((b * geo.oh + y) * geo.ow + x) * geo.c;
-      for (int64_t ci = 0; ci < geo.c; ++ci) {
-        int64_t best = -1;
-        for (int64_t iy = iy0; iy < iy1; ++iy) {
-          for (int64_t ix = ix0; ix < ix1; ++ix) {
-            const int64_t at = ((b * geo.h + iy) * geo.w + ix) * geo.c + ci;
-            if (best < 0 || ip[at] > ip[best]) best = at;
+      if (iy0 >= iy1 || ix0 >= ix1) return;
+      // The window's cells in row-major order, all channels at once: each channel's maximum
+      // so far and the number of the cell holding it, a strict > keeping the first of
+      // equals. Selects on locals, not branches: on real activations the comparisons are
+      // coin flips, and this way they vectorize.
+      const int64_t channels = geo.c;
+      thread_local std::vector<T> best_value;
+      thread_local std::vector<int32_t> best_cell;
+      thread_local std::vector<int64_t> cell_offset;  // of each cell's channel 0 in the input
+      best_value.resize(channels);
+      best_cell.resize(channels);
+      cell_offset.clear();
+      T* __restrict bv = best_value.data();
+      int32_t* __restrict bc = best_cell.data();
+      std::copy_n(ip + ((b * geo.h + iy0) * geo.w + ix0) * channels, channels, bv);
+      std::fill_n(bc, channels, 0);
+      int32_t cell_number = 0;
+      for (int64_t iy = iy0; iy < iy1; ++iy) {
+        for (int64_t ix = ix0; ix < ix1; ++ix, ++cell_number) {
+          cell_offset.push_back(((b * geo.h + iy) * geo.w + ix) * channels);
+          const T* __restrict cell = ip + cell_offset.back();
+          for (int64_t ci = 0; ci < channels; ++ci) {
+            const bool greater = cell[ci] > bv[ci];
+            bv[ci] = greater ? cell[ci] : bv[ci];
+            bc[ci] = greater ? cell_number : bc[ci];
           }
         }
-        if (best >= 0) dp[best] += grad[ci];
       }
+      const T* grad = gp + ((b * geo.oh + y) * geo.ow + x) * channels;
+      if (tiles) {
+        for (int32_t k = 0; k < cell_number; ++k) {
+          T* __restrict dst = dp + cell_offset[k];
+          for (int64_t ci = 0; ci < channels; ++ci) dst[ci] = bc[ci] == k ? grad[ci] : T(0);
+        }
+        return;
+      }
+      for (int64_t ci = 0; ci < channels; ++ci) dp[cell_offset[bc[ci]] + ci] += grad[ci];
     });
   }
 };

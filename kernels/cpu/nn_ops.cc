@@ -75,6 +75,16 @@ class BiasAddOp : public OpKernel {
     // Element i has channel (i / inner) % channels, where inner is the size below the axis.
     int64_t inner = 1;
     for (int d = channel_axis + 1; d < out->rank(); ++d) inner *= out->dim(d);
+    if (inner == 1) {
+      // Channels last: each pixel's channels are one contiguous run, bias added as a vector.
+      const int64_t pixels = out->NumElements() / channels;
+      ctx->intra_op_pool()->ParallelFor(pixels, channels, [&](int64_t b, int64_t e) {
+        for (int64_t p = b; p < e; ++p) {
+          for (int64_t c = 0; c < channels; ++c) op[p * channels + c] = vp[p * channels + c] + bp[c];
+        }
+      });
+      return;
+    }
     const int64_t rows = out->NumElements() / inner;
     ctx->intra_op_pool()->ParallelFor(rows, inner, [&](int64_t b, int64_t e) {
       for (int64_t r = b; r < e; ++r) {
@@ -156,6 +166,13 @@ class BiasAddGradOp : public OpKernel {
     for (int d = axis + 1; d < g.rank(); ++d) inner *= g.dim(d);
     const T* gp = g.data<T>();
     const int64_t rows = channels == 0 || inner == 0 ? 0 : g.NumElements() / inner;
+    if (inner == 1) {
+      // Channels last: add each pixel's run of channels onto the sums, a vector at a time.
+      for (int64_t p = 0; p < rows / channels; ++p) {
+        for (int64_t c = 0; c < channels; ++c) op[c] += gp[p * channels + c];
+      }
+      return;
+    }
     for (int64_t r = 0; r < rows; ++r) {
       T sum = 0;
       for (int64_t i = 0; i < inner; ++i) sum += gp[r * inner + i];

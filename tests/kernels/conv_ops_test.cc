@@ -124,6 +124,46 @@ TEST_P(ConvTest, PoolsMatchTheDirectLoops) {
   }
 }
 
+// float32 runs on oneDNN, float64 on im2col: the two must agree, forward and both
+// gradients, whether the batch is cut between two threads (unevenly: 3 images) or not.
+TEST_P(ConvTest, Float32AgreesWithFloat64InEveryDirection) {
+  const Window w = GetParam();
+  const std::string padding = w.same ? "SAME" : "VALID";
+  const std::vector<int64_t> strides = {1, w.sh, w.sw, 1};
+  Tensor in = RandomTensor({3, 7, 6, 3}, 1), f = RandomTensor({w.kh, w.kw, 3, 4}, 2);
+  int64_t oh, ow, pad;
+  OutputSize(7, w.kh, w.sh, w.same, &oh, &pad);
+  OutputSize(6, w.kw, w.sw, w.same, &ow, &pad);
+  Tensor dy = RandomTensor({3, oh, ow, 4}, 3);
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(StrCat(threads, " threads"));
+    std::vector<std::vector<double>> results[2];
+    for (DataType dtype : {DataType::kDouble, DataType::kFloat}) {
+      Scope root = Scope::NewRootScope();
+      auto c = [&](const Tensor& t) { return ops::Cast(root, ops::Const(root, t), dtype); };
+      auto y = ops::Conv2D(root, c(in), c(f), strides, padding);
+      auto dx = ops::Conv2DBackpropInput(root, Tensor::FromVector<int32_t>({3, 7, 6, 3}), c(f), c(dy), strides, padding);
+      auto df = ops::Conv2DBackpropFilter(root, c(in), Tensor::FromVector<int32_t>({int32_t(w.kh), int32_t(w.kw), 3, 4}),
+                                          c(dy), strides, padding);
+      std::vector<Output> outs;
+      for (Output o : {y, dx, df}) outs.push_back(ops::Cast(root, o, DataType::kDouble));
+      SessionConfig config;
+      config.intra_op_parallelism_threads = threads;
+      auto s = testing::MakeSession(root, config);
+      std::vector<Tensor> got;
+      ASSERT_TRUE(s->Run({}, {outs[0].name(), outs[1].name(), outs[2].name()}, {}, &got).ok());
+      for (const Tensor& t : got) results[dtype == DataType::kFloat].push_back(Values<double>(t));
+    }
+    for (int k = 0; k < 3; ++k) {
+      ASSERT_EQ(results[0][k].size(), results[1][k].size());
+      for (size_t i = 0; i < results[0][k].size(); ++i) {
+        EXPECT_NEAR(results[1][k][i], results[0][k][i], 1e-4 * std::max(1.0, std::abs(results[0][k][i])))
+            << (k == 0 ? "Conv2D" : k == 1 ? "Conv2DBackpropInput" : "Conv2DBackpropFilter") << " element " << i;
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Windows, ConvTest,
                          ::testing::Values(Window{3, 3, 1, 1, true}, Window{3, 3, 1, 1, false},
                                            Window{3, 2, 2, 2, true}, Window{2, 2, 2, 2, false},

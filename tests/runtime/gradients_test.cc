@@ -207,7 +207,12 @@ TEST(GradientsTest, ConvolutionAndPooling) {
                                  return ops::AvgPool(s, x[0], ksize, c.strides, c.padding);
                                }),
               kTolerance);
-  }
+  }  // Windows tiling the input exactly, as in the CNN: the gradient is written, not added.
+  EXPECT_LT(MaxGradientError({{2, 4, 6, 3}},
+                             [](const Scope& s, const auto& x) {
+                               return ops::MaxPool(s, x[0], {1, 2, 2, 1}, {1, 2, 2, 1}, "VALID");
+                             }),
+            kTolerance);
 }
 
 TEST(GradientsTest, ConcatAndSplit) {

@@ -1,0 +1,186 @@
+#include "kernels/cpu/dnnl_conv.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <tuple>
+
+// From libgomp, which oneDNN runs on; declared here so no OpenMP compile flags are needed.
+extern "C" void omp_set_num_threads(int);
+
+namespace tessera::cpu {
+namespace {
+
+using dnnl::memory;
+using Tag = memory::format_tag;
+constexpr memory::data_type kF32 = memory::data_type::f32;
+
+const dnnl::engine& Engine() {
+  static const dnnl::engine* engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  return *engine;
+}
+
+enum class Kind { kForward, kBackwardInput, kBackwardFilter };
+
+// The primitive for one batch part, the layout it wants the filter (or its gradient) in,
+// and the scratch memory it needs.
+struct Primitive {
+  dnnl::primitive primitive;
+  memory::desc filter;   // as the primitive wants it
+  memory::desc user_filter;  // [KH, KW, C, O]
+  memory::desc scratch;
+};
+
+using Key = std::tuple<Kind, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                       int64_t, int64_t>;
+
+StatusOr<std::shared_ptr<const Primitive>> Build(Kind kind, const Geometry& g, int64_t n, int64_t o) {
+  const memory::desc src({n, g.c, g.h, g.w}, kF32, Tag::nhwc);
+  const memory::desc dst({n, o, g.oh, g.ow}, kF32, Tag::nhwc);
+  const memory::desc any_filter({o, g.c, g.kh, g.kw}, kF32, Tag::any);
+  const memory::dims strides = {g.sh, g.sw}, pad_l = {g.pad_top, g.pad_left},
+                     pad_r = {g.pad_bottom(), g.pad_right()};
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  auto p = std::make_shared<Primitive>();
+  p->user_filter = memory::desc({o, g.c, g.kh, g.kw}, kF32, Tag::hwio);
+  const dnnl::convolution_forward::primitive_desc forward(
+      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, src,
+                                      any_filter, dst, strides, pad_l, pad_r),
+      attr, Engine());
+  if (kind == Kind::kForward) {
+    p->primitive = dnnl::convolution_forward(forward);
+    p->filter = forward.weights_desc();
+    p->scratch = forward.scratchpad_desc();
+  } else if (kind == Kind::kBackwardInput) {
+    const dnnl::convolution_backward_data::primitive_desc pd(
+        dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, src, any_filter, dst, strides,
+                                              pad_l, pad_r),
+        attr, Engine(), forward);
+    p->primitive = dnnl::convolution_backward_data(pd);
+    p->filter = pd.weights_desc();
+    p->scratch = pd.scratchpad_desc();
+  } else {
+    const dnnl::convolution_backward_weights::primitive_desc pd(
+        dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, src, any_filter, dst, strides,
+                                                 pad_l, pad_r),
+        attr, Engine(), forward);
+    p->primitive = dnnl::convolution_backward_weights(pd);
+    p->filter = pd.diff_weights_desc();
+    p->scratch = pd.scratchpad_desc();
+  }
+  return std::shared_ptr<const Primitive>(std::move(p));
+}
+
+// Built once per shape: creating a primitive generates code.
+StatusOr<std::shared_ptr<const Primitive>> Get(Kind kind, const Geometry& g, int64_t n, int64_t o) {
+  static std::mutex mu;
+  static auto* cache = new std::map<Key, std::shared_ptr<const Primitive>>();
+  const Key key{kind, n, g.h, g.w, g.c, o, g.kh, g.kw, g.sh, g.sw, g.pad_top, g.pad_left};
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = cache->find(key); it != cache->end()) return it->second;
+  }
+  StatusOr<std::shared_ptr<const Primitive>> p = [&]() -> StatusOr<std::shared_ptr<const Primitive>> {
+    try {
+      return Build(kind, g, n, o);
+    } catch (const dnnl::error& e) {
+      return errors::Internal("oneDNN could not build a convolution for input [", n, ", ", g.h, ", ", g.w, ", ",
+                              g.c, "] and ", o, " filters of ", g.kh, "x", g.kw, ": ", e.what());
+    }
+  }();
+  if (!p.ok()) return p;
+  std::lock_guard<std::mutex> lock(mu);
+  return cache->emplace(key, *p).first->second;
+}
+
+// Runs `kind` over the batch in parts, one per intra-op thread. `filter` is the user's
+// [KH, KW, C, O] filter (read) or filter gradient (written; parts' gradients are summed).
+Status Run(OpKernelContext* ctx, Kind kind, const Geometry& g, int64_t o, const float* src, float* d_src,
+           const float* filter, float* d_filter, const float* dst, float* d_dst) {
+  const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(ctx->intra_op_pool()->NumThreads(), g.n));
+  const int64_t per_part = (g.n + parts - 1) / parts;
+  const int64_t filter_size = g.kh * g.kw * g.c * o;
+  // Each part after the first writes its filter gradient here, summed afterwards.
+  Tensor partial_filters;
+  if (kind == Kind::kBackwardFilter && parts > 1) {
+    RETURN_IF_ERROR(ctx->allocate_temp(DataType::kFloat, TensorShape({parts - 1, filter_size}), &partial_filters));
+  }
+  std::vector<Status> status(parts);
+  ctx->intra_op_pool()->ParallelFor(parts, int64_t{1} << 30, [&](int64_t begin, int64_t end) {
+    omp_set_num_threads(1);
+    for (int64_t part = begin; part < end; ++part) {
+      const int64_t first = part * per_part, n = std::min(per_part, g.n - first);
+      if (n <= 0) continue;
+      status[part] = [&]() -> Status {
+        ASSIGN_OR_RETURN(std::shared_ptr<const Primitive> p, Get(kind, g, n, o));
+        try {
+          dnnl::stream stream(Engine());
+          Tensor scratch, filter_buffer;
+          RETURN_IF_ERROR(ctx->allocate_temp(
+              DataType::kUInt8, TensorShape({static_cast<int64_t>(p->scratch.get_size())}), &scratch));
+          const bool reorder = p->filter != p->user_filter;
+          if (reorder) {
+            RETURN_IF_ERROR(ctx->allocate_temp(
+                DataType::kUInt8, TensorShape({static_cast<int64_t>(p->filter.get_size())}), &filter_buffer));
+          }
+          float* part_filter = kind != Kind::kBackwardFilter ? const_cast<float*>(filter)
+                               : part == 0                   ? d_filter
+                                             : partial_filters.data<float>() + (part - 1) * filter_size;
+          memory user_filter(p->user_filter, Engine(), part_filter);
+          memory prim_filter = reorder ? memory(p->filter, Engine(), filter_buffer.raw_data()) : user_filter;
+          if (reorder && kind != Kind::kBackwardFilter) dnnl::reorder(user_filter, prim_filter).execute(stream, user_filter, prim_filter);
+          const int64_t src_offset = first * g.h * g.w * g.c, dst_offset = first * g.oh * g.ow * o;
+          const memory::desc src_md({n, g.c, g.h, g.w}, kF32, Tag::nhwc);
+          const memory::desc dst_md({n, o, g.oh, g.ow}, kF32, Tag::nhwc);
+          memory scratch_mem(p->scratch, Engine(), scratch.raw_data());
+          if (kind == Kind::kForward) {
+            memory s(src_md, Engine(), const_cast<float*>(src) + src_offset), d(dst_md, Engine(), d_dst + dst_offset);
+            p->primitive.execute(stream, {{DNNL_ARG_SRC, s}, {DNNL_ARG_WEIGHTS, prim_filter}, {DNNL_ARG_DST, d},
+                                          {DNNL_ARG_SCRATCHPAD, scratch_mem}});
+          } else if (kind == Kind::kBackwardInput) {
+            memory s(src_md, Engine(), d_src + src_offset), d(dst_md, Engine(), const_cast<float*>(dst) + dst_offset);
+            p->primitive.execute(stream, {{DNNL_ARG_DIFF_SRC, s}, {DNNL_ARG_WEIGHTS, prim_filter},
+                                          {DNNL_ARG_DIFF_DST, d}, {DNNL_ARG_SCRATCHPAD, scratch_mem}});
+          } else {
+            memory s(src_md, Engine(), const_cast<float*>(src) + src_offset);
+            memory d(dst_md, Engine(), const_cast<float*>(dst) + dst_offset);
+            p->primitive.execute(stream, {{DNNL_ARG_SRC, s}, {DNNL_ARG_DIFF_WEIGHTS, prim_filter},
+                                          {DNNL_ARG_DIFF_DST, d}, {DNNL_ARG_SCRATCHPAD, scratch_mem}});
+            if (reorder) dnnl::reorder(prim_filter, user_filter).execute(stream, prim_filter, user_filter);
+          }
+          stream.wait();
+        } catch (const dnnl::error& e) {
+          return errors::Internal("oneDNN convolution failed: ", e.what());
+        }
+        return Status::OK();
+      }();
+    }
+  });
+  for (const Status& s : status) RETURN_IF_ERROR(s);
+  for (int64_t part = 1; part < parts && kind == Kind::kBackwardFilter; ++part) {
+    const float* partial = partial_filters.data<float>() + (part - 1) * filter_size;
+    if (part * per_part >= g.n) break;
+    for (int64_t i = 0; i < filter_size; ++i) d_filter[i] += partial[i];
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status DnnlConv2D(OpKernelContext* ctx, const Geometry& g, int64_t o, const float* in, const float* filter, float* out) {
+  return Run(ctx, Kind::kForward, g, o, in, nullptr, filter, nullptr, nullptr, out);
+}
+
+Status DnnlConv2DBackpropInput(OpKernelContext* ctx, const Geometry& g, int64_t o, const float* filter,
+                               const float* d_out, float* d_in) {
+  return Run(ctx, Kind::kBackwardInput, g, o, nullptr, d_in, filter, nullptr, d_out, nullptr);
+}
+
+Status DnnlConv2DBackpropFilter(OpKernelContext* ctx, const Geometry& g, int64_t o, const float* in,
+                                const float* d_out, float* d_filter) {
+  return Run(ctx, Kind::kBackwardFilter, g, o, in, nullptr, nullptr, d_filter, d_out, nullptr);
+}
+
+}  // namespace tessera::cpu

@@ -1,0 +1,23 @@
+// float32 NHWC convolutions through oneDNN (the library PyTorch and TensorFlow use for
+// CPU convolutions): forward, and the gradients with respect to the input and the filter.
+// Filters are [KH, KW, C, O] as in TensorFlow. The batch is cut into one part per thread of
+// the intra-op pool, and each part runs single-threaded, so the engine's pools alone decide
+// how many cores a step uses (oneDNN's own OpenMP threads would compete with them).
+// Primitives are built once per shape and cached; every function may run concurrently.
+#pragma once
+
+#include "kernels/cpu/conv_geometry.h"
+#include "kernels/op_kernel.h"
+
+namespace tessera::cpu {
+
+// out [N, OH, OW, O] = conv(in [N, H, W, C], filter).
+Status DnnlConv2D(OpKernelContext* ctx, const Geometry& g, int64_t o, const float* in, const float* filter, float* out);
+// d_in [N, H, W, C] from d_out [N, OH, OW, O].
+Status DnnlConv2DBackpropInput(OpKernelContext* ctx, const Geometry& g, int64_t o, const float* filter,
+                               const float* d_out, float* d_in);
+// d_filter [KH, KW, C, O] from the input and d_out.
+Status DnnlConv2DBackpropFilter(OpKernelContext* ctx, const Geometry& g, int64_t o, const float* in,
+                                const float* d_out, float* d_filter);
+
+}  // namespace tessera::cpu
