@@ -2,13 +2,14 @@
 // Include only from kernel translation units: Eigen's Tensor module is heavy to compile.
 //
 //   auto c = EigenMatrix<float>(*out);
-//   c.device(ctx->intra_op_pool()->eigen_device()) = a.contract(b, dims);
+//   AssignOnPool(*ctx->intra_op_pool(), c, a.contract(b, dims));
 #pragma once
 
 #define EIGEN_USE_THREADS
 #include <unsupported/Eigen/CXX11/Tensor>
 
 #include "graph/tensor.h"
+#include "kernels/thread_pool.h"
 
 namespace tessera {
 
@@ -32,6 +33,18 @@ ConstEigenMatrixMap<T> ConstEigenMatrix(const Tensor& t) {
 template <typename T>
 EigenFlatMap<T> EigenFlat(const Tensor& t) {
   return EigenFlatMap<T>(t.data<T>(), t.NumElements());
+}
+
+// dst = expr, spread over `pool`; on the calling thread when that is one of the pool's own
+// (a kernel continued inline by an async op's completion there), since a pool thread that
+// blocks waiting on its own pool can leave no thread to do the work.
+template <typename Dst, typename Expr>
+void AssignOnPool(const ThreadPool& pool, Dst&& dst, const Expr& expr) {
+  if (pool.CurrentThreadId() >= 0) {
+    dst = expr;
+  } else {
+    dst.device(pool.eigen_device()) = expr;
+  }
 }
 
 }  // namespace tessera

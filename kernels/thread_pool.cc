@@ -24,8 +24,10 @@ int ThreadPool::CurrentThreadId() const { return impl_->pool.CurrentThreadId(); 
 void ThreadPool::ParallelFor(int64_t total, int64_t cost_per_unit,
                              const std::function<void(int64_t, int64_t)>& fn) {
   if (total <= 0) return;
-  // Below ~10k cycles of work a hop to another thread costs more than it saves.
-  if (total * cost_per_unit < 10000 || NumThreads() == 1) {
+  // Below ~10k cycles of work a hop to another thread costs more than it saves. On one of
+  // this pool's own threads (a kernel continued inline by an async op's completion there)
+  // waiting on the pool could deadlock it, so the loop runs right here.
+  if (total * cost_per_unit < 10000 || NumThreads() == 1 || CurrentThreadId() >= 0) {
     fn(0, total);
     return;
   }

@@ -5,7 +5,9 @@
 //   pool.ParallelFor(n, /*cost_per_unit=*/10, [&](int64_t begin, int64_t end) { ... });
 //
 // Schedule and ParallelFor may be called concurrently from any thread, including the
-// pool's own. The destructor waits for every scheduled closure to finish.
+// pool's own; there ParallelFor runs the whole loop on the caller, since a pool thread
+// waiting on its own pool could leave none to do the work. The destructor waits for every
+// scheduled closure to finish.
 #pragma once
 
 #include <cstdint>
@@ -38,7 +40,8 @@ class ThreadPool {
   void ParallelFor(int64_t total, int64_t cost_per_unit,
                    const std::function<void(int64_t, int64_t)>& fn);
 
-  // For Eigen Tensor expressions (contractions) that run on this pool.
+  // For Eigen Tensor expressions (contractions) that run on this pool: evaluate them with
+  // AssignOnPool (kernels/eigen_tensor.h), which keeps the rule above.
   const Eigen::ThreadPoolDevice& eigen_device() const;
 
  private:

@@ -24,7 +24,7 @@ void Gemm(OpKernelContext* ctx, const T* a, bool ta, const T* b, bool tb, T* c, 
   EigenMatrixMap<T> C(c, m, n);
   Eigen::array<Eigen::IndexPair<Eigen::Index>, 1> dims;
   dims[0] = Eigen::IndexPair<Eigen::Index>(ta ? 0 : 1, tb ? 1 : 0);
-  C.device(ctx->intra_op_pool()->eigen_device()) = A.contract(B, dims);
+  AssignOnPool(*ctx->intra_op_pool(), C, A.contract(B, dims));
 }
 
 // Row (b, y, x) of the patch matrix holds the window at output (y, x) of image b, zero

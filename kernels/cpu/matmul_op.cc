@@ -35,8 +35,8 @@ class MatMulOp : public OpKernel {
     }
     Eigen::array<Eigen::IndexPair<Eigen::Index>, 1> dims;
     dims[0] = Eigen::IndexPair<Eigen::Index>(transpose_a_ ? 0 : 1, transpose_b_ ? 1 : 0);
-    EigenMatrix<T>(*out).device(ctx->intra_op_pool()->eigen_device()) =
-        ConstEigenMatrix<T>(a).contract(ConstEigenMatrix<T>(b), dims);
+    AssignOnPool(*ctx->intra_op_pool(), EigenMatrix<T>(*out),
+                 ConstEigenMatrix<T>(a).contract(ConstEigenMatrix<T>(b), dims));
   }
 
  private:

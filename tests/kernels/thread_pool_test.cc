@@ -1,0 +1,54 @@
+// ThreadPool: parallel loops cover their range once, from outside the pool and from its
+// own threads, including when every pool thread is inside a loop at once.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <vector>
+
+#include "kernels/thread_pool.h"
+
+namespace tessera {
+namespace {
+
+TEST(ThreadPoolTest, ParallelForCoversTheRangeOnce) {
+  ThreadPool pool("test", 3);
+  std::vector<std::atomic<int>> hits(100000);
+  pool.ParallelFor(static_cast<int64_t>(hits.size()), 100, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) hits[i].fetch_add(1);
+  });
+  for (const auto& h : hits) ASSERT_EQ(h.load(), 1);
+}
+
+// An async op's completion can continue a kernel on a pool thread; that kernel's own
+// parallel loop must not wait for threads that are all busy waiting.
+TEST(ThreadPoolTest, EveryPoolThreadInAParallelForAtOnceFinishes) {
+  constexpr int kThreads = 2;
+  ThreadPool pool("test", kThreads);
+  std::mutex mu;
+  std::condition_variable cv;
+  int started = 0, finished = 0;
+  std::atomic<int64_t> total{0};
+  for (int t = 0; t < kThreads; ++t) {
+    pool.Schedule([&] {
+      {
+        // Hold every thread here until all are inside, so none is free for the loops.
+        std::unique_lock<std::mutex> lock(mu);
+        ++started;
+        cv.notify_all();
+        cv.wait(lock, [&] { return started == kThreads; });
+      }
+      pool.ParallelFor(1 << 20, 1000, [&](int64_t b, int64_t e) { total.fetch_add(e - b); });
+      std::lock_guard<std::mutex> lock(mu);
+      ++finished;
+      cv.notify_all();
+    });
+  }
+  std::unique_lock<std::mutex> lock(mu);
+  ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(30), [&] { return finished == kThreads; }));
+  EXPECT_EQ(total.load(), int64_t{kThreads} << 20);
+}
+
+}  // namespace
+}  // namespace tessera
