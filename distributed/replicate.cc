@@ -28,17 +28,22 @@ class Replicator {
     }
     ASSIGN_OR_RETURN(auto grads, GradientsByVariable(out.towers));
     Scope scope = root_.NewSubScope("replicate");
-    std::vector<Operation> init_ops;
-    for (const Var& v : vars_) init_ops.insert(init_ops.end(), v.init.begin(), v.init.end());
-    out.init = ops::NoOp(scope.WithOpName("init").WithControlDependencies(init_ops));
     std::vector<Operation> updates = options_.mode == ReplicationMode::kMirrored
                                          ? MirroredUpdates(grads, apply)
                                          : ParameterDeviceUpdate(grads, apply);
+    RETURN_IF_ERROR(root_.status());
+    std::vector<Operation> init_ops;
+    for (const Var& v : vars_) init_ops.insert(init_ops.end(), v.init.begin(), v.init.end());
+    init_ops.insert(init_ops.end(), apply_inits_.begin(), apply_inits_.end());
+    out.init = ops::NoOp(scope.WithOpName("init").WithControlDependencies(init_ops));
     out.train = ops::NoOp(scope.WithOpName("train").WithControlDependencies(updates));
     RETURN_IF_ERROR(root_.status());
     for (const Var& v : vars_) out.variables[v.name] = v.copies;
     return out;
   }
+
+  // An initializer the update adds (an optimizer's slots), run by Replicated::init.
+  void AddInit(const Operation& init) { apply_inits_.push_back(init); }
 
   Output Variable(Tower& tower, const std::string& name, Input initial_value) {
     auto it = std::find_if(vars_.begin(), vars_.end(), [&](const Var& v) { return v.name == name; });
@@ -191,6 +196,7 @@ class Replicator {
   std::string param_device_;
   std::vector<Tower> towers_;
   std::vector<Var> vars_;  // in creation order
+  std::vector<Operation> apply_inits_;
 };
 
 Output Tower::Variable(const std::string& name, Input initial_value) {
@@ -211,6 +217,22 @@ ApplyFn GradientDescent(double learning_rate) {
 StatusOr<Replicated> Replicate(const Scope& root, const ReplicateOptions& options, const ModelFn& model,
                                const ApplyFn& apply) {
   return Replicator(root, options).Run(model, apply);
+}
+
+StatusOr<Replicated> Replicate(const Scope& root, const ReplicateOptions& options, const ModelFn& model,
+                               const Optimizer& optimizer) {
+  Replicator replicator(root, options);
+  return replicator.Run(model, [&](const Scope& scope, const std::vector<GradAndVar>& grads) {
+    std::vector<std::pair<Output, Output>> grads_and_vars;
+    for (const GradAndVar& gv : grads) grads_and_vars.emplace_back(gv.grad, gv.var);
+    StatusOr<Training> training = optimizer.ApplyGradients(scope, grads_and_vars);
+    if (!training.ok()) {
+      scope.UpdateStatus(training.status());
+      return ops::NoOp(scope);
+    }
+    replicator.AddInit(training->init);
+    return training->train;
+  });
 }
 
 }  // namespace tessera

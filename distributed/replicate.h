@@ -18,8 +18,8 @@
 //   session->Run({}, {}, {rep->init.name()}, &out);          // once
 //   session->Run(feeds, {}, {rep->train.name()}, &out);      // each step; feeds "tower_0/x", ...
 //
-// Until the engine has symbolic gradients, a model function writes its gradients with ops;
-// later it will call AddSymbolicGradients on its loss and hand the result over the same way.
+// A model function gets its gradients from AddSymbolicGradients on its loss (or writes them
+// with ops) and hands them over in TowerOutputs::grads.
 // Replicate builds graph nodes only; like the Scope, it is not thread-safe.
 #pragma once
 
@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "graph/ops.h"
+#include "graph/optimizers.h"
 
 namespace tessera {
 
@@ -105,5 +106,9 @@ struct Replicated {
 // error a model function left in the scope.
 StatusOr<Replicated> Replicate(const Scope& root, const ReplicateOptions& options, const ModelFn& model,
                                const ApplyFn& apply);
+// Updates with a tf.train-style optimizer: in mirrored mode each copy gets its own slots
+// (named after the copy), all initialised by Replicated::init.
+StatusOr<Replicated> Replicate(const Scope& root, const ReplicateOptions& options, const ModelFn& model,
+                               const Optimizer& optimizer);
 
 }  // namespace tessera

@@ -1,6 +1,9 @@
 #include "tools/cli.h"
 
+#include <charconv>
+#include <cstdlib>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -11,6 +14,7 @@
 #include "runtime/partition.h"
 #include "runtime/session.h"
 #include "runtime/timeline.h"
+#include "tools/train.h"
 
 namespace tessera {
 namespace {
@@ -22,7 +26,10 @@ constexpr const char* kUsage =
     "              [--trace OUT.json] [--show-partitions]\n"
     "  tessera place GRAPH.json [--config CONFIG.json] [--allow-soft-placement]\n"
     "  tessera dot GRAPH.json [--config CONFIG.json] [--allow-soft-placement]\n"
-    "  tessera export GRAPH.json\n";
+    "  tessera export GRAPH.json\n"
+    "  tessera train [--epochs 2] [--devices 2] [--mode mirrored|parameter_device] [--batch 128]\n"
+    "                [--threads N] [--learning-rate 0.001] [--seed 1] [--train-limit N]\n"
+    "                [--test-limit N] [--data DIR] [--trace OUT.json] [--no-progress]\n";
 
 struct Options {
   std::string command;
@@ -223,9 +230,74 @@ Status Execute(const Options& o, std::ostream& out, std::ostream& err) {
   return Status::OK();
 }
 
+StatusOr<int64_t> ParseInt(const std::string& flag, const std::string& text) {
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size()) {
+    return errors::InvalidArgument(flag, " takes an integer, got '", text, "'");
+  }
+  return v;
+}
+
+StatusOr<TrainOptions> ParseTrainArgs(const std::vector<std::string>& args) {
+  TrainOptions o;
+  o.devices = 2;
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--no-progress") {
+      o.progress = false;
+      continue;
+    }
+    if (i + 1 >= args.size()) return errors::InvalidArgument("unexpected argument '", a, "'");
+    const std::string& v = args[++i];
+    if (a == "--mode") {
+      o.mode = v;
+    } else if (a == "--data") {
+      o.data_dir = v;
+    } else if (a == "--trace") {
+      o.trace_path = v;
+    } else if (a == "--learning-rate") {
+      char* end = nullptr;
+      o.learning_rate = std::strtod(v.c_str(), &end);
+      if (end == v.c_str() || *end != '\0' || !(o.learning_rate > 0)) {
+        return errors::InvalidArgument("--learning-rate takes a positive number, got '", v, "'");
+      }
+    } else {
+      const std::map<std::string, int64_t*> ints = {{"--batch", &o.batch},
+                                                    {"--seed", &o.seed},
+                                                    {"--train-limit", &o.train_limit},
+                                                    {"--test-limit", &o.test_limit}};
+      const std::map<std::string, int*> small_ints = {
+          {"--epochs", &o.epochs}, {"--devices", &o.devices}, {"--threads", &o.threads}};
+      ASSIGN_OR_RETURN(int64_t n, ParseInt(a, v));
+      if (auto it = ints.find(a); it != ints.end()) {
+        *it->second = n;
+      } else if (auto it2 = small_ints.find(a); it2 != small_ints.end() && n >= -1000 && n <= 1000) {
+        *it2->second = static_cast<int>(n);
+      } else {
+        return errors::InvalidArgument("unexpected argument '", a, "'");
+      }
+    }
+  }
+  return o;
+}
+
 }  // namespace
 
 int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  if (!args.empty() && args[0] == "train") {
+    StatusOr<TrainOptions> o = ParseTrainArgs(args);
+    if (!o.ok()) {
+      err << "tessera: " << o.status().message() << "\n" << kUsage;
+      return 2;
+    }
+    StatusOr<TrainResult> result = Train(*o, out);
+    if (!result.ok()) {
+      err << result.status().ToString() << "\n";
+      return 1;
+    }
+    return 0;
+  }
   StatusOr<Options> o = ParseArgs(args);
   if (!o.ok()) {
     err << "tessera: " << o.status().message() << "\n" << kUsage;

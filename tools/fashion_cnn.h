@@ -1,0 +1,48 @@
+// The seeds' Fashion-MNIST model and data, shared by `tessera train`, the tests and the
+// benchmarks: Conv2D(32, 3x3, relu) -> MaxPool 2x2 -> Conv2D(64, 3x3, relu) -> MaxPool 2x2
+// -> Flatten -> Dense(64, relu) -> Dense(10), with Keras's layer names and defaults
+// (Glorot-uniform kernels, zero biases).
+//
+//   FashionCnn cnn = CreateFashionCnn(scope, [&](const std::string& name, Input init) {
+//     return tower.Variable(name, init);
+//   }, /*seed=*/1);
+//   Output logits = FashionCnnLogits(scope, cnn, images);   // images [N, 28, 28, 1] in [0, 1]
+//
+// Graph-building functions: one thread per graph, as for every wrapper.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "graph/dataset_ops.h"
+#include "graph/ops.h"
+
+namespace tessera {
+
+struct FashionCnn {
+  // (name, variable) in layer order: conv2d/kernel, conv2d/bias, ..., dense_1/bias.
+  std::vector<std::pair<std::string, Output>> variables;
+  std::vector<Output> Variables() const;
+};
+
+// Makes the variable `name` starting at `initial_value` (a Tensor or an op's output).
+using MakeVariable = std::function<Output(const std::string& name, Input initial_value)>;
+
+// Kernels start Glorot-uniform (seeded from `seed`, one stream per kernel), biases at
+// zero. With `initializers` false every initial value is a zero Tensor, which adds no
+// nodes: for towers whose variables copy another's.
+FashionCnn CreateFashionCnn(const Scope& scope, const MakeVariable& make, int64_t seed, bool initializers = true);
+
+Output FashionCnnLogits(const Scope& scope, const FashionCnn& cnn, Input images);
+
+// Where Debian's dataset-fashion-mnist puts the IDX files, or $FASHION_MNIST_DIR.
+std::string FashionMnistDir();
+
+// The training ("train") or test ("t10k") split from `dir`: images [28, 28, 1] float in
+// [0, 1] and int32 labels, decoded by `parallel_calls` map calls.
+ops::Dataset FashionMnist(const Scope& scope, const std::string& dir, const std::string& split,
+                          int64_t parallel_calls);
+
+}  // namespace tessera

@@ -1,0 +1,233 @@
+#include "tools/train.h"
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "distributed/replicate.h"
+#include "graph/optimizers.h"
+#include "runtime/session.h"
+#include "runtime/timeline.h"
+#include "tools/fashion_cnn.h"
+
+namespace tessera {
+namespace {
+
+constexpr int64_t kTrainImages = 60000, kTestImages = 10000, kTestBatch = 1000;
+
+// The graph, and the names of what the loop runs (the Scope, and every Output, is gone).
+struct TrainGraph {
+  GraphDef def;
+  std::string init, train;
+  std::vector<std::pair<std::string, std::string>> variables;  // name, tower 0's copy
+  std::string train_init, test_init;  // the iterators' initializers
+  std::string loss, correct;          // tower 0's loss; correct predictions in a test batch
+};
+
+Status CheckOptions(const TrainOptions& o) {
+  if (o.epochs < 1) return errors::InvalidArgument("--epochs must be at least 1, got ", o.epochs);
+  if (o.devices < 1) return errors::InvalidArgument("--devices must be at least 1, got ", o.devices);
+  if (o.mode != "mirrored" && o.mode != "parameter_device") {
+    return errors::InvalidArgument("--mode must be mirrored or parameter_device, got '", o.mode, "'");
+  }
+  if (o.batch < o.devices || o.batch % o.devices != 0) {
+    return errors::InvalidArgument("--batch ", o.batch, " must be a positive multiple of --devices ", o.devices);
+  }
+  if (o.threads < 0) return errors::InvalidArgument("--threads must be 0 (all cores) or more, got ", o.threads);
+  if (o.train_limit < 0 || o.test_limit < 0) return errors::InvalidArgument("limits must be 0 (all) or more");
+  return Status::OK();
+}
+
+StatusOr<TrainGraph> BuildGraph(const TrainOptions& o, const std::string& dir, int64_t train_images) {
+  Scope root = Scope::NewRootScope();
+  const Scope data = root.NewSubScope("data").WithDevice("/cpu:0");
+  const int64_t parallel_calls = o.threads == 1 ? 1 : -1;
+  ops::Dataset train = FashionMnist(data, dir, "train", parallel_calls);
+  if (o.train_limit > 0) train = ops::Take(data, train, o.train_limit);
+  train = ops::Shuffle(data, train, 10000, {.seed = o.seed, .seed2 = 0, .reshuffle_each_iteration = true});
+  // A last partial batch is kept (as Keras does) when it splits evenly between the towers.
+  const bool drop = (train_images % o.batch) % o.devices != 0;
+  train = ops::Prefetch(data, ops::Batch(data, train, o.batch, {.drop_remainder = drop}), 2);
+  ops::Iterator train_it = ops::InitializableIterator(data.WithOpName("train_iterator"), train);
+  std::vector<Output> batch = ops::GetNext(data.WithOpName("train_batch"), train_it);
+
+  ops::Dataset test = FashionMnist(data, dir, "t10k", parallel_calls);
+  if (o.test_limit > 0) test = ops::Take(data, test, o.test_limit);
+  test = ops::Prefetch(data, ops::Batch(data, test, kTestBatch), 2);
+  ops::Iterator test_it = ops::InitializableIterator(data.WithOpName("test_iterator"), test);
+  std::vector<Output> test_batch = ops::GetNext(data.WithOpName("test_batch"), test_it);
+  if (batch.size() != 2 || test_batch.size() != 2) return root.status();
+
+  // The global batch cut into one part per tower, as tf.split does in TensorFlow 1.x's
+  // multi-tower examples.
+  std::vector<Output> images = ops::Split(data.WithOpName("split_images"), 0, batch[0], o.devices);
+  std::vector<Output> labels = ops::Split(data.WithOpName("split_labels"), 0, batch[1], o.devices);
+  RETURN_IF_ERROR(root.status());
+
+  ReplicateOptions options;
+  options.mode = o.mode == "mirrored" ? ReplicationMode::kMirrored : ReplicationMode::kParameterDevice;
+  for (int d = 0; d < o.devices; ++d) options.devices.push_back(StrCat("/cpu:", d));
+  Output correct;
+  auto model = [&](Tower& tower, TowerOutputs* out) {
+    const Scope& s = tower.scope();
+    FashionCnn cnn = CreateFashionCnn(
+        s, [&](const std::string& name, Input init) { return tower.Variable(name, init); }, o.seed,
+        tower.index() == 0);
+    Output logits = FashionCnnLogits(s, cnn, images[tower.index()]);
+    auto xent = ops::SparseSoftmaxCrossEntropyWithLogits(s.WithOpName("xent"), logits, labels[tower.index()]);
+    if (xent.empty()) return;
+    Output loss = ops::Mean(s.WithOpName("loss"), xent[0], {0});
+    std::vector<Output> grads;
+    Status st = AddSymbolicGradients(s, {loss}, cnn.Variables(), &grads);
+    if (!st.ok()) {
+      s.UpdateStatus(st);
+      return;
+    }
+    out->outputs.push_back(loss);
+    for (size_t i = 0; i < grads.size(); ++i) out->grads.push_back({grads[i], cnn.variables[i].second});
+    if (tower.index() == 0) {
+      const Scope eval = s.NewSubScope("eval");
+      Output predicted = ops::ArgMax(eval, FashionCnnLogits(eval, cnn, test_batch[0]), 1, DataType::kInt32);
+      correct = ops::Sum(eval.WithOpName("correct"),
+                         ops::Cast(eval, ops::Equal(eval, predicted, test_batch[1]), DataType::kInt32), {0});
+    }
+  };
+  // Keras's RMSprop: rho 0.9, epsilon 1e-7, the mean square starting at zero.
+  RMSPropOptimizer optimizer(
+      {.learning_rate = o.learning_rate, .decay = 0.9, .momentum = 0.0, .epsilon = 1e-7, .initial_mean_square = 0});
+  ASSIGN_OR_RETURN(Replicated replicated, Replicate(root, options, model, optimizer));
+  TrainGraph g;
+  g.train_init = train_it.initializer.name();
+  g.test_init = test_it.initializer.name();
+  // The global batch's loss: the mean of the towers' (equal parts).
+  std::vector<Input> losses;
+  for (const TowerOutputs& t : replicated.towers) losses.push_back(t.outputs[0]);
+  const Scope report = root.WithDevice("/cpu:0");
+  Output loss = ops::Div(report.WithOpName("loss"), ops::AddN(report, losses), static_cast<float>(o.devices));
+  RETURN_IF_ERROR(root.status());
+  g.loss = loss.name();
+  g.correct = correct.name();
+  g.init = replicated.init.name();
+  g.train = replicated.train.name();
+  for (const auto& [name, copies] : replicated.variables) g.variables.emplace_back(name, copies[0].name());
+  RETURN_IF_ERROR(root.ToGraphDef(&g.def));
+  return g;
+}
+
+// Nodes per device, and where the heavy ops went.
+void PrintPlacement(const Session& session, std::ostream& log) {
+  std::map<std::string, std::map<std::string, int>> by_device;
+  for (const PlacementRecord& r : session.placement()) {
+    ++by_device[r.device][""];
+    if (r.op == "Conv2D" || r.op == "MatMul" || r.op == "AllReduce" || r.op == "ApplyRMSProp" ||
+        r.op == "VariableV2" || r.op == "IteratorGetNext") {
+      ++by_device[r.device][r.op];
+    }
+  }
+  log << "Placement:\n";
+  for (const auto& [device, counts] : by_device) {
+    log << "  " << device << ": " << counts.at("") << " nodes";
+    for (const auto& [op, n] : counts) {
+      if (!op.empty()) log << ", " << n << " " << op;
+    }
+    log << "\n";
+  }
+}
+
+void DrawProgress(std::ostream& log, int epoch, int epochs, int64_t done, int64_t total, double rate, double loss,
+                  bool final) {
+  constexpr int kWidth = 30;
+  const int filled = total > 0 ? static_cast<int>(kWidth * done / total) : kWidth;
+  char line[160];
+  std::snprintf(line, sizeof line, "\repoch %d/%d [%s%s] %6lld/%lld  %7.0f images/s  loss %.4f", epoch, epochs,
+                std::string(filled, '=').c_str(), std::string(kWidth - filled, ' ').c_str(),
+                static_cast<long long>(done), static_cast<long long>(total), rate, loss);
+  log << line;
+  if (final) log << "\n";
+  log.flush();
+}
+
+}  // namespace
+
+StatusOr<TrainResult> Train(const TrainOptions& o, std::ostream& log) {
+  RETURN_IF_ERROR(CheckOptions(o));
+  const std::string dir = o.data_dir.empty() ? FashionMnistDir() : o.data_dir;
+  if (!std::filesystem::exists(dir + "/train-images-idx3-ubyte.gz")) {
+    return errors::NotFound("Fashion-MNIST is not in '", dir,
+                            "': install Debian's dataset-fashion-mnist (scripts/setup.sh) or set FASHION_MNIST_DIR");
+  }
+  const int64_t train_images = o.train_limit > 0 ? std::min(o.train_limit, kTrainImages) : kTrainImages;
+  const int64_t test_images = o.test_limit > 0 ? std::min(o.test_limit, kTestImages) : kTestImages;
+  ASSIGN_OR_RETURN(TrainGraph g, BuildGraph(o, dir, train_images));
+  SessionConfig config;
+  config.device_count = {{"CPU", o.devices}};
+  config.inter_op_parallelism_threads = o.threads;
+  config.intra_op_parallelism_threads = o.threads;
+  ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Create(config, g.def));
+  std::vector<Tensor> out;
+  RETURN_IF_ERROR(session->Run({}, {}, {g.init}, &out));
+  PrintPlacement(*session, log);
+
+  TrainResult result;
+  const int64_t steps_per_epoch = (train_images + o.batch - 1) / o.batch;
+  using Clock = std::chrono::steady_clock;
+  for (int epoch = 1; epoch <= o.epochs; ++epoch) {
+    RETURN_IF_ERROR(session->Run({}, {}, {g.train_init}, &out));
+    const auto start = Clock::now();
+    auto last_draw = start;
+    int64_t images = 0, steps = 0;
+    double loss_sum = 0;
+    for (;;) {
+      const bool trace = epoch == 1 && steps == 19 && !o.trace_path.empty();
+      RunOptions run_options;
+      if (trace) run_options.trace_level = RunOptions::TraceLevel::kFullTrace;
+      RunMetadata metadata;
+      Status st = session->Run(run_options, {}, {g.loss}, {g.train}, &out, &metadata);
+      if (st.code() == Code::kOutOfRange) break;
+      RETURN_IF_ERROR(st);
+      if (trace) {
+        std::ofstream file(o.trace_path);
+        file << ChromeTraceJson(metadata);
+        if (!file) return errors::InvalidArgument("Cannot write the trace to '", o.trace_path, "'");
+      }
+      ++steps;
+      images = std::min(images + o.batch, train_images);
+      loss_sum += out[0].data<float>()[0];
+      const auto now = Clock::now();
+      if (o.progress && now - last_draw > std::chrono::milliseconds(250)) {
+        const double secs = std::chrono::duration<double>(now - start).count();
+        DrawProgress(log, epoch, o.epochs, steps, steps_per_epoch, images / secs, loss_sum / steps, false);
+        last_draw = now;
+      }
+    }
+    EpochStats stats;
+    stats.epoch = epoch;
+    stats.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    stats.images_per_second = images / stats.seconds;
+    stats.mean_loss = steps > 0 ? loss_sum / steps : 0;
+    DrawProgress(log, epoch, o.epochs, steps, steps_per_epoch, stats.images_per_second, stats.mean_loss, true);
+
+    RETURN_IF_ERROR(session->Run({}, {}, {g.test_init}, &out));
+    int64_t correct = 0;
+    for (;;) {
+      Status st = session->Run({}, {g.correct}, {}, &out);
+      if (st.code() == Code::kOutOfRange) break;
+      RETURN_IF_ERROR(st);
+      correct += out[0].data<int32_t>()[0];
+    }
+    stats.test_accuracy = static_cast<double>(correct) / test_images;
+    char line[80];
+    std::snprintf(line, sizeof line, "  test accuracy %.4f\n", stats.test_accuracy);
+    log << line;
+    result.epochs.push_back(stats);
+  }
+  std::vector<std::string> fetches;
+  for (const auto& [name, fetch] : g.variables) fetches.push_back(fetch);
+  RETURN_IF_ERROR(session->Run({}, fetches, {}, &out));
+  for (size_t i = 0; i < fetches.size(); ++i) result.variables[g.variables[i].first] = out[i];
+  return result;
+}
+
+}  // namespace tessera

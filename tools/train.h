@@ -1,0 +1,57 @@
+// `tessera train`: the seeds' CNN (tools/fashion_cnn.h) trained on Fashion-MNIST with
+// RMSProp, on one device or replicated over virtual CPU devices, fed by a prefetching
+// dataset pipeline. Prints the placement summary, a progress line per epoch (images/s,
+// running loss) and the test accuracy after each epoch.
+//
+//   TrainOptions options;
+//   options.epochs = 2;
+//   options.devices = 2;                       // mirrored over /cpu:0 and /cpu:1
+//   StatusOr<TrainResult> r = Train(options, std::cout);
+//
+// Train builds its own graph and session; concurrent calls are independent.
+#pragma once
+
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "graph/tensor.h"
+#include "graph/status.h"
+
+namespace tessera {
+
+struct TrainOptions {
+  int epochs = 2;
+  // Towers, one per virtual CPU device; the global batch is split evenly between them.
+  int devices = 1;
+  std::string mode = "mirrored";  // or "parameter_device"
+  int64_t batch = 128;            // global
+  int threads = 0;                // inter- and intra-op pool sizes; 0: the number of cores
+  double learning_rate = 1e-3;
+  int64_t seed = 1;         // initial weights and the shuffle order
+  int64_t train_limit = 0;  // train on the first N images only; 0: all 60,000
+  int64_t test_limit = 0;   // test on the first N images only; 0: all 10,000
+  std::string data_dir;     // "" is FashionMnistDir()
+  std::string trace_path;   // when set, the Chrome trace of one step (the 20th) goes here
+  bool progress = true;     // redraw the progress line while an epoch runs
+};
+
+struct EpochStats {
+  int epoch = 0;
+  double seconds = 0;
+  double images_per_second = 0;
+  double mean_loss = 0;  // of the global batch, over the epoch's steps
+  double test_accuracy = 0;
+};
+
+struct TrainResult {
+  std::vector<EpochStats> epochs;
+  // The trained variables by name (conv2d/kernel, ...), tower 0's copy.
+  std::map<std::string, Tensor> variables;
+};
+
+// InvalidArgument for options out of range; NotFound when the data files are missing.
+StatusOr<TrainResult> Train(const TrainOptions& options, std::ostream& log);
+
+}  // namespace tessera
