@@ -573,6 +573,15 @@ void RegisterCoreOps(OpRegistry& r) {
   RegisterCoreOp(r, OpDefBuilder("Shape").Input("input: T").Output("output: out_type").Attr("T: type")
                   .Attr("out_type: {int32, int64} = int32").SetShapeFn(ShapeShape));
 
+  // Checkpoints (kernels/checkpoint_file.h): SaveTensors writes its inputs under the given
+  // names; RestoreTensors reads the named tensors back, checked against `shapes` when given
+  // so that a mismatch fails before any variable is assigned.
+  RegisterCoreOp(r, OpDefBuilder("SaveTensors").Input("filename: string").Input("tensor_names: string")
+                  .Input("data: T").Attr("T: list(type) >= 1").SetIsStateful());
+  RegisterCoreOp(r, OpDefBuilder("RestoreTensors").Input("filename: string").Input("tensor_names: string")
+                  .Output("tensors: dtypes").Attr("dtypes: list(type) >= 1").Attr("shapes: list(shape) = []")
+                  .SetIsStateful());
+
   // Runtime-internal: a session's feeds and fetches become _Arg and _Retval nodes.
   RegisterCoreOp(r, OpDefBuilder("_Arg").Output("output: T").Attr("T: type").Attr("index: int >= 0")
                   .Attr("shape: shape = unknown").SetShapeFn(ShapeFromAttr));

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs every test: the Release suite, then the same suite under
 # AddressSanitizer + UndefinedBehaviorSanitizer, short libFuzzer runs on the JSON graph
-# loader, DecodeCSV and the IDX reader, and the concurrent suites (executor, session,
-# scenarios, rendezvous, multi-device, ring all-reduce, replication, queues, servers,
-# datasets) under ThreadSanitizer.
+# loader, DecodeCSV, the IDX reader and the checkpoint reader, and the concurrent suites
+# (executor, session, scenarios, rendezvous, multi-device, ring all-reduce, replication,
+# queues, servers, datasets) under ThreadSanitizer.
 # TESSERA_QUICK=1 runs the Release suite only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,6 +32,7 @@ if [ "${TESSERA_QUICK:-0}" != 1 ]; then
   fuzz graph_json_fuzzer corpus "${TESSERA_FUZZ_SECONDS:-30}" 4096
   fuzz decode_csv_fuzzer csv_corpus "${TESSERA_CSV_FUZZ_SECONDS:-15}" 1024
   fuzz idx_fuzzer idx_corpus "${TESSERA_IDX_FUZZ_SECONDS:-10}" 4096
+  fuzz checkpoint_fuzzer checkpoint_corpus "${TESSERA_CKPT_FUZZ_SECONDS:-10}" 4096
 
   scripts/build.sh tsan executor_test session_test subgraph_test scenarios_test rendezvous_test \
     multi_device_test ring_all_reduce_test replicate_test queue_test server_test queue_runner_test dataset_test

@@ -29,7 +29,8 @@ constexpr const char* kUsage =
     "  tessera export GRAPH.json\n"
     "  tessera train [--epochs 2] [--devices 2] [--mode mirrored|parameter_device] [--batch 128]\n"
     "                [--threads N] [--learning-rate 0.001] [--seed 1] [--train-limit N]\n"
-    "                [--test-limit N] [--data DIR] [--trace OUT.json] [--no-progress]\n";
+    "                [--test-limit N] [--data DIR] [--checkpoint OUT.ckpt] [--trace OUT.json]\n"
+    "                [--no-progress]\n";
 
 struct Options {
   std::string command;
@@ -256,6 +257,8 @@ StatusOr<TrainOptions> ParseTrainArgs(const std::vector<std::string>& args) {
       o.data_dir = v;
     } else if (a == "--trace") {
       o.trace_path = v;
+    } else if (a == "--checkpoint") {
+      o.checkpoint_path = v;
     } else if (a == "--learning-rate") {
       char* end = nullptr;
       o.learning_rate = std::strtod(v.c_str(), &end);

@@ -8,6 +8,7 @@
 
 #include "distributed/replicate.h"
 #include "graph/optimizers.h"
+#include "runtime/saver.h"
 #include "runtime/session.h"
 #include "runtime/timeline.h"
 #include "tools/fashion_cnn.h"
@@ -23,7 +24,8 @@ struct TrainGraph {
   std::string init, train;
   std::vector<std::pair<std::string, std::string>> variables;  // name, tower 0's copy
   std::string train_init, test_init;  // the iterators' initializers
-  std::string loss, correct;          // tower 0's loss; correct predictions in a test batch
+  std::string loss, correct;          // the global batch's loss; correct predictions in a test batch
+  Saver saver;                        // every variable, saved under its model name
 };
 
 Status CheckOptions(const TrainOptions& o) {
@@ -112,6 +114,7 @@ StatusOr<TrainGraph> BuildGraph(const TrainOptions& o, const std::string& dir, i
   g.init = replicated.init.name();
   g.train = replicated.train.name();
   for (const auto& [name, copies] : replicated.variables) g.variables.emplace_back(name, copies[0].name());
+  ASSIGN_OR_RETURN(g.saver, Saver::Create(root, replicated.variables));
   RETURN_IF_ERROR(root.ToGraphDef(&g.def));
   return g;
 }
@@ -180,7 +183,8 @@ StatusOr<TrainResult> Train(const TrainOptions& o, std::ostream& log) {
     int64_t images = 0, steps = 0;
     double loss_sum = 0;
     for (;;) {
-      const bool trace = epoch == 1 && steps == 19 && !o.trace_path.empty();
+      // Step 10, past the first steps' one-time costs, or the last of a short epoch.
+      const bool trace = epoch == 1 && steps == std::min<int64_t>(9, steps_per_epoch - 1) && !o.trace_path.empty();
       RunOptions run_options;
       if (trace) run_options.trace_level = RunOptions::TraceLevel::kFullTrace;
       RunMetadata metadata;
@@ -221,6 +225,10 @@ StatusOr<TrainResult> Train(const TrainOptions& o, std::ostream& log) {
     char line[80];
     std::snprintf(line, sizeof line, "  test accuracy %.4f\n", stats.test_accuracy);
     log << line;
+    if (!o.checkpoint_path.empty()) {
+      RETURN_IF_ERROR(g.saver.Save(*session, o.checkpoint_path));
+      log << "  checkpoint written to " << o.checkpoint_path << "\n";
+    }
     result.epochs.push_back(stats);
   }
   std::vector<std::string> fetches;

@@ -1,7 +1,8 @@
 // `tessera train`: the seeds' CNN (tools/fashion_cnn.h) trained on Fashion-MNIST with
 // RMSProp, on one device or replicated over virtual CPU devices, fed by a prefetching
 // dataset pipeline. Prints the placement summary, a progress line per epoch (images/s,
-// running loss) and the test accuracy after each epoch.
+// running loss) and the test accuracy after each epoch, and can save a checkpoint
+// (runtime/saver.h) after each epoch and a Chrome trace of one step.
 //
 //   TrainOptions options;
 //   options.epochs = 2;
@@ -33,7 +34,8 @@ struct TrainOptions {
   int64_t train_limit = 0;  // train on the first N images only; 0: all 60,000
   int64_t test_limit = 0;   // test on the first N images only; 0: all 10,000
   std::string data_dir;     // "" is FashionMnistDir()
-  std::string trace_path;   // when set, the Chrome trace of one step (the 20th) goes here
+  std::string trace_path;   // when set, the Chrome trace of one step (the 10th) goes here
+  std::string checkpoint_path;  // when set, every variable is saved here after each epoch
   bool progress = true;     // redraw the progress line while an epoch runs
 };
 

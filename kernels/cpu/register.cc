@@ -24,6 +24,7 @@ void RegisterCpuKernels(KernelRegistry& r) {
   cpu::RegisterRandomKernels(r);
   cpu::RegisterConvKernels(r);
   cpu::RegisterConcatSplitKernels(r);
+  cpu::RegisterCheckpointKernels(r);
 }
 
 }  // namespace tessera

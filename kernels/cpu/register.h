@@ -27,6 +27,7 @@ void RegisterTrainingKernels(KernelRegistry& r);
 void RegisterRandomKernels(KernelRegistry& r);
 void RegisterConvKernels(KernelRegistry& r);
 void RegisterConcatSplitKernels(KernelRegistry& r);
+void RegisterCheckpointKernels(KernelRegistry& r);
 
 // Calls fn(T{}) for each type in Ts: registration loops over a kernel's types.
 template <typename... Ts, typename Fn>

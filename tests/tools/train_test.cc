@@ -4,8 +4,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
+#include "kernels/checkpoint_file.h"
 #include "tools/cli.h"
 #include "tools/train.h"
 
@@ -22,10 +26,25 @@ TEST(TrainTest, TheCnnLearnsFromTwoThousandImages) {
   o.train_limit = 2000;
   o.test_limit = 1000;
   o.progress = false;
+  const std::string dir = std::filesystem::temp_directory_path() / ("tessera_train_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  o.checkpoint_path = dir + "/cnn.ckpt";
+  o.trace_path = dir + "/step.json";
   std::ostringstream log;
   StatusOr<TrainResult> r = Train(o, log);
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_EQ(r->epochs.size(), 2u);
+  // The checkpoint holds the trained variables, bit for bit.
+  StatusOr<std::vector<Tensor>> saved = ReadCheckpoint(o.checkpoint_path, {"conv2d/kernel", "dense_1/bias"});
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  const Tensor& kernel = r->variables.at("conv2d/kernel");
+  EXPECT_EQ(std::memcmp((*saved)[0].raw_data(), kernel.raw_data(), kernel.TotalBytes()), 0);
+  EXPECT_EQ((*saved)[1].shape(), TensorShape({10}));
+  // The trace shows the step's kernels.
+  std::ifstream trace(o.trace_path);
+  const std::string trace_text((std::istreambuf_iterator<char>(trace)), {});
+  EXPECT_THAT(trace_text, HasSubstr("\"Conv2DBackpropFilter\""));
+  std::filesystem::remove_all(dir);
   EXPECT_LT(r->epochs[1].mean_loss, 0.8 * r->epochs[0].mean_loss);
   // Chance is 0.1.
   EXPECT_GT(r->epochs[1].test_accuracy, 0.6);

@@ -1,0 +1,47 @@
+// Saver: tf.train.Saver for graphs built with Scope. It adds ops that write variables to a
+// checkpoint file (kernels/checkpoint_file.h documents the format) and read them back.
+//
+//   StatusOr<Saver> saver = Saver::Create(root, {{"w", {w}}, {"b", {b}}});
+//   // ... a session on root's graph ...
+//   Status s = saver->Save(*session, "/tmp/model.ckpt");
+//   s = saver->Restore(*other_session, "/tmp/model.ckpt");   // same graph, new session
+//
+// A name may stand for several copies of one variable (mirrored training's, one per
+// device): the first copy is saved and every copy restored. Saving writes a temporary file
+// and renames it, so a failed or interrupted save leaves the previous checkpoint whole.
+// Create builds graph nodes (one thread per graph, like every builder); Save and Restore
+// are Session::Run calls and may run concurrently as Run may.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "graph/ops.h"
+#include "runtime/session.h"
+
+namespace tessera {
+
+class Saver {
+ public:
+  // InvalidArgument for no variables, a name without copies, or copies that differ in
+  // dtype.
+  static StatusOr<Saver> Create(const Scope& scope, const std::map<std::string, std::vector<Output>>& variables);
+
+  Status Save(Session& session, const std::string& path) const;
+  // Errors name the checkpoint and the tensor: NotFound, DataLoss for a damaged file,
+  // InvalidArgument for a dtype or shape that differs from the variable's. The variables
+  // keep their values when any tensor fails.
+  Status Restore(Session& session, const std::string& path) const;
+
+  // The nodes behind Save and Restore, to run by hand: feed the path to filename_tensor,
+  // then run save_op or restore_op as a target.
+  const std::string& filename_tensor() const { return filename_; }
+  const std::string& save_op() const { return save_; }
+  const std::string& restore_op() const { return restore_; }
+
+ private:
+  std::string filename_, save_, restore_;
+};
+
+}  // namespace tessera
