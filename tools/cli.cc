@@ -30,7 +30,7 @@ constexpr const char* kUsage =
     "  tessera train [--epochs 2] [--devices 2] [--mode mirrored|parameter_device] [--batch 128]\n"
     "                [--threads N] [--learning-rate 0.001] [--seed 1] [--train-limit N]\n"
     "                [--test-limit N] [--data DIR] [--checkpoint OUT.ckpt] [--trace OUT.json]\n"
-    "                [--no-progress]\n";
+    "                [--inference-graph OUT.json] [--frozen-graph OUT.json] [--no-progress]\n";
 
 struct Options {
   std::string command;
@@ -259,6 +259,10 @@ StatusOr<TrainOptions> ParseTrainArgs(const std::vector<std::string>& args) {
       o.trace_path = v;
     } else if (a == "--checkpoint") {
       o.checkpoint_path = v;
+    } else if (a == "--inference-graph") {
+      o.inference_graph_path = v;
+    } else if (a == "--frozen-graph") {
+      o.frozen_graph_path = v;
     } else if (a == "--learning-rate") {
       char* end = nullptr;
       o.learning_rate = std::strtod(v.c_str(), &end);

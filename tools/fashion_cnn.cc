@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 
 #include "graph/initializers.h"
 
@@ -57,6 +58,27 @@ Output FashionCnnLogits(const Scope& scope, const FashionCnn& cnn, Input images)
   x = ops::Relu(dense, ops::BiasAdd(dense, ops::MatMul(dense, x, var(4)), var(5)));
   const Scope dense_1 = scope.NewSubScope("dense_1");
   return ops::BiasAdd(dense_1, ops::MatMul(dense_1, x, var(6)), var(7));
+}
+
+StatusOr<FashionCnnInference> BuildFashionCnnInference() {
+  Scope root = Scope::NewRootScope();
+  std::map<std::string, std::vector<Output>> variables;
+  FashionCnn cnn = CreateFashionCnn(
+      root,
+      [&](const std::string& name, Input init) {
+        Output var = ops::Variable(root.WithOpName(name), init.tensor().shape(), DataType::kFloat);
+        variables[name] = {var};
+        return var;
+      },
+      0, /*initializers=*/false);
+  auto images = ops::Placeholder(root.WithOpName("images"), DataType::kFloat, TensorShape({-1, 28, 28, 1}));
+  Output logits = ops::Identity(root.WithOpName("logits"), FashionCnnLogits(root.NewSubScope("model"), cnn, images));
+  ops::Softmax(root.WithOpName("probabilities"), logits);
+  ops::ArgMax(root.WithOpName("classes"), logits, 1, DataType::kInt32);
+  FashionCnnInference out;
+  ASSIGN_OR_RETURN(out.saver, Saver::Create(root, variables));
+  RETURN_IF_ERROR(root.ToGraphDef(&out.graph));
+  return out;
 }
 
 std::string FashionMnistDir() {

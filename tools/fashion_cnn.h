@@ -18,6 +18,7 @@
 
 #include "graph/dataset_ops.h"
 #include "graph/ops.h"
+#include "runtime/saver.h"
 
 namespace tessera {
 
@@ -36,6 +37,15 @@ using MakeVariable = std::function<Output(const std::string& name, Input initial
 FashionCnn CreateFashionCnn(const Scope& scope, const MakeVariable& make, int64_t seed, bool initializers = true);
 
 Output FashionCnnLogits(const Scope& scope, const FashionCnn& cnn, Input images);
+
+// The model for inference: a float placeholder "images" [batch, 28, 28, 1] in [0, 1] gives
+// "logits", "probabilities" (softmax) and "classes" (int32 argmax), over variables named as
+// in training, with a Saver (nodes "save/...") to restore them from a training checkpoint.
+struct FashionCnnInference {
+  GraphDef graph;
+  Saver saver;
+};
+StatusOr<FashionCnnInference> BuildFashionCnnInference();
 
 // Where Debian's dataset-fashion-mnist puts the IDX files, or $FASHION_MNIST_DIR.
 std::string FashionMnistDir();

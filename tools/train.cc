@@ -8,6 +8,8 @@
 
 #include "distributed/replicate.h"
 #include "graph/optimizers.h"
+#include "graph/graph_json.h"
+#include "runtime/freeze.h"
 #include "runtime/saver.h"
 #include "runtime/session.h"
 #include "runtime/timeline.h"
@@ -28,6 +30,30 @@ struct TrainGraph {
   Saver saver;                        // every variable, saved under its model name
 };
 
+Status WriteText(const std::string& path, const std::string& text) {
+  std::ofstream file(path);
+  file << text;
+  if (!file) return errors::Unavailable("Cannot write '", path, "'");
+  return Status::OK();
+}
+
+// The inference graph with the checkpoint restored, written as it is and frozen.
+Status ExportInference(const TrainOptions& o, std::ostream& log) {
+  ASSIGN_OR_RETURN(FashionCnnInference inference, BuildFashionCnnInference());
+  if (!o.inference_graph_path.empty()) {
+    RETURN_IF_ERROR(WriteText(o.inference_graph_path, GraphDefToJson(inference.graph)));
+    log << "inference graph written to " << o.inference_graph_path << "\n";
+  }
+  if (!o.frozen_graph_path.empty()) {
+    ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Create(SessionConfig(), inference.graph));
+    RETURN_IF_ERROR(inference.saver.Restore(*session, o.checkpoint_path));
+    ASSIGN_OR_RETURN(GraphDef frozen, FreezeGraph(*session, {"probabilities", "classes"}));
+    RETURN_IF_ERROR(WriteText(o.frozen_graph_path, GraphDefToJson(frozen)));
+    log << "frozen graph written to " << o.frozen_graph_path << "\n";
+  }
+  return Status::OK();
+}
+
 Status CheckOptions(const TrainOptions& o) {
   if (o.epochs < 1) return errors::InvalidArgument("--epochs must be at least 1, got ", o.epochs);
   if (o.devices < 1) return errors::InvalidArgument("--devices must be at least 1, got ", o.devices);
@@ -39,6 +65,9 @@ Status CheckOptions(const TrainOptions& o) {
   }
   if (o.threads < 0) return errors::InvalidArgument("--threads must be 0 (all cores) or more, got ", o.threads);
   if (o.train_limit < 0 || o.test_limit < 0) return errors::InvalidArgument("limits must be 0 (all) or more");
+  if ((!o.inference_graph_path.empty() || !o.frozen_graph_path.empty()) && o.checkpoint_path.empty()) {
+    return errors::InvalidArgument("exporting the inference or frozen graph needs --checkpoint");
+  }
   return Status::OK();
 }
 
@@ -235,6 +264,7 @@ StatusOr<TrainResult> Train(const TrainOptions& o, std::ostream& log) {
   for (const auto& [name, fetch] : g.variables) fetches.push_back(fetch);
   RETURN_IF_ERROR(session->Run({}, fetches, {}, &out));
   for (size_t i = 0; i < fetches.size(); ++i) result.variables[g.variables[i].first] = out[i];
+  RETURN_IF_ERROR(ExportInference(o, log));
   return result;
 }
 

@@ -36,6 +36,10 @@ struct TrainOptions {
   std::string data_dir;     // "" is FashionMnistDir()
   std::string trace_path;   // when set, the Chrome trace of one step (the 10th) goes here
   std::string checkpoint_path;  // when set, every variable is saved here after each epoch
+  // With checkpoint_path: after training, the inference graph (variables and a Saver, to
+  // restore the checkpoint into) and the frozen graph (variables as constants), as JSON.
+  std::string inference_graph_path;
+  std::string frozen_graph_path;
   bool progress = true;     // redraw the progress line while an epoch runs
 };
 

@@ -1,0 +1,25 @@
+// FreezeGraph: what `outputs` need of a session's graph, with every variable replaced by a
+// constant holding its value in that session (TensorFlow's convert_variables_to_constants).
+// The result needs no initialisation and no checkpoint: it is what `tessera run` and an
+// embedding program load for inference.
+//
+//   StatusOr<GraphDef> frozen = FreezeGraph(*session, {"probabilities", "classes"});
+//   std::ofstream("model.json") << GraphDefToJson(*frozen);
+//
+// May run concurrently with other Session::Run calls on the session; variables updated
+// meanwhile are read at some point during the call.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "runtime/session.h"
+
+namespace tessera {
+
+// NotFound for an output the graph lacks; FailedPrecondition for an uninitialised
+// variable; InvalidArgument when an output depends on an op that updates a variable
+// (an Assign or an optimizer's Apply), which a constant cannot stand in for.
+StatusOr<GraphDef> FreezeGraph(Session& session, const std::vector<std::string>& outputs);
+
+}  // namespace tessera
