@@ -29,6 +29,27 @@ Status BinaryGrads(const Scope& s, const Operation& op, const Output& gx, const 
   return s.status();
 }
 
+// Maximum and Minimum pass the gradient to the operand that won; x wins ties, as in
+// TensorFlow.
+Status MaximumGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
+  const Output x = In(op, 0), y = In(op, 1);
+  Output y_wins = ops::Cast(s, ops::Less(s, x, y), g[0].type());
+  Output x_wins = ops::Sub(s, ops::OnesLike(s, y_wins), y_wins);
+  return BinaryGrads(s, op, ops::Mul(s, g[0], x_wins), ops::Mul(s, g[0], y_wins), grads);
+}
+
+Status MinimumGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
+  const Output x = In(op, 0), y = In(op, 1);
+  Output y_wins = ops::Cast(s, ops::Greater(s, x, y), g[0].type());
+  Output x_wins = ops::Sub(s, ops::OnesLike(s, y_wins), y_wins);
+  return BinaryGrads(s, op, ops::Mul(s, g[0], x_wins), ops::Mul(s, g[0], y_wins), grads);
+}
+
+Status BroadcastToGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
+  *grads = {Unbroadcast(s, g[0], In(op, 0), Out(op)), Output()};
+  return s.status();
+}
+
 Status AddGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
   return BinaryGrads(s, op, g[0], g[0], grads);
 }
@@ -145,6 +166,18 @@ Status MeanGrad(const Scope& s, const Operation& op, const std::vector<Output>& 
   return s.status();
 }
 
+// max(x) reduced over axes: the gradient goes to the elements equal to the maximum, shared
+// evenly among ties, as in TensorFlow.
+Status MaxGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
+  const Output x = In(op, 0);
+  ASSIGN_OR_RETURN(Output max, SpreadOverReducedAxes(s, op, Out(op)));
+  Output hits = ops::Cast(s, ops::Equal(s, x, max), x.type());
+  ASSIGN_OR_RETURN(Output ties, SpreadOverReducedAxes(s, op, ops::Sum(s, hits, In(op, 1))));
+  ASSIGN_OR_RETURN(Output spread, SpreadOverReducedAxes(s, op, g[0]));
+  *grads = {ops::Div(s, ops::Mul(s, spread, hits), ties), Output()};
+  return s.status();
+}
+
 Status ReshapeGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
   *grads = {ops::Reshape(s, g[0], ops::Shape(s, In(op, 0))), Output()};
   return s.status();
@@ -218,6 +251,10 @@ void RegisterMathGradients(GradientRegistry& r) {
   RegisterCoreGradient(r, "Sum", SumGrad);
   RegisterCoreGradient(r, "Mean", MeanGrad);
   RegisterCoreGradient(r, "Reshape", ReshapeGrad);
+  RegisterCoreGradient(r, "Max", MaxGrad);
+  RegisterCoreGradient(r, "Maximum", MaximumGrad);
+  RegisterCoreGradient(r, "Minimum", MinimumGrad);
+  RegisterCoreGradient(r, "BroadcastTo", BroadcastToGrad);
   RegisterCoreGradient(r, "Split", SplitGrad);
   RegisterCoreGradient(r, "SplitV", SplitVGrad);
   RegisterCoreGradient(r, "ConcatV2", ConcatGrad);

@@ -241,6 +241,38 @@ TEST(GradientsTest, ConcatAndSplit) {
             kTolerance);
 }
 
+TEST(GradientsTest, MaximaMinimaAndBroadcastTo) {
+  for (const auto& [a, b] : std::vector<std::pair<TensorShape, TensorShape>>{{{2, 3}, {2, 3}}, {{2, 3}, {3}}}) {
+    SCOPED_TRACE(a.DebugString() + " and " + b.DebugString());
+    EXPECT_LT(MaxGradientError({a, b}, [](const Scope& s, const auto& x) { return ops::Maximum(s, x[0], x[1]); }),
+              kTolerance);
+    EXPECT_LT(MaxGradientError({a, b}, [](const Scope& s, const auto& x) { return ops::Minimum(s, x[0], x[1]); }),
+              kTolerance);
+  }
+  for (bool keep : {false, true}) {
+    EXPECT_LT(MaxGradientError({{3, 4}},
+                               [&](const Scope& s, const auto& x) {
+                                 return ops::Max(s, x[0], Tensor::FromVector<int32_t>({1}), {.keep_dims = keep});
+                               }),
+              kTolerance);
+  }
+  EXPECT_LT(MaxGradientError({{3, 1}},
+                             [](const Scope& s, const auto& x) {
+                               return ops::BroadcastTo(s, x[0], Tensor::FromVector<int32_t>({2, 3, 4}));
+                             }),
+            kTolerance);
+}
+
+TEST(GradientsTest, MaxSharesTheGradientAmongTies) {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Const(root, Tensor::FromVector<double>({1, 5, 5, 2}, TensorShape({2, 2})));
+  auto m = ops::Max(root, x, Tensor::FromVector<int32_t>({0, 1}));
+  std::vector<Output> grads;
+  ASSERT_TRUE(AddSymbolicGradients(root, {m}, {x}, &grads).ok());
+  auto session = testing::MakeSession(root);
+  EXPECT_EQ(testing::Values<double>(testing::Fetch(*session, grads[0].name())), (std::vector<double>{0, 0.5, 0.5, 0}));
+}
+
 TEST(GradientsTest, PathsThatMeetAreSummed) {
   // y = x*x + x*w + relu-free composition through two consumers of x.
   EXPECT_LT(MaxGradientError({{3}, {3}},
@@ -287,12 +319,13 @@ TEST(GradientsTest, GradOutputsSeedTheBackwardPass) {
 TEST(GradientsTest, AnOpWithoutGradientIsNotFoundNamingIt) {
   Scope root = Scope::NewRootScope();
   auto x = ops::Const(root.WithOpName("x"), Tensor::FromVector<double>({1, 2}));
-  auto m = ops::Max(root.WithOpName("biggest"), x, {0});
+  // ReluGrad has no gradient of its own (no second derivatives yet).
+  auto m = ops::ReluGrad(root.WithOpName("second"), x, x);
   std::vector<Output> grads;
   Status s = AddSymbolicGradients(root, {m}, {x}, &grads);
   EXPECT_EQ(s.code(), Code::kNotFound);
-  EXPECT_THAT(s.message(), HasSubstr("No gradient defined for op: Max"));
-  EXPECT_THAT(s.message(), HasSubstr("'biggest'"));
+  EXPECT_THAT(s.message(), HasSubstr("No gradient defined for op: ReluGrad"));
+  EXPECT_THAT(s.message(), HasSubstr("'second'"));
 }
 
 TEST(GradientsTest, GradientOpsAreColocatedWithTheirForwardOps) {
