@@ -4,8 +4,11 @@ batch and thread counts, and prints one table: training images/s (epoch 2), infe
 images/s at batch 128, test accuracy and peak RSS. Run from the repository root after a
 Release build (scripts/bench.sh does both); PEERS=0 runs Tessera alone.
 
-  python3 bench/cnn_side_by_side.py [--threads 1 2] [--torch-python /usr/bin/python3]
-                                    [--keras-python PATH]
+  python3 bench/cnn_side_by_side.py [--threads 1 2] [--torch-pythons PY...] [--keras-python PY]
+
+PyTorch runs under each given Python that has it: by default Debian's python3-torch
+(/usr/bin/python3) and a virtualenv with PyPI's torch (~/.cache/tessera-torch, made by
+`python3 -m venv ~/.cache/tessera-torch && ~/.cache/tessera-torch/bin/pip install torch numpy`).
 
 The machine's environment sets OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE; PyTorch runs once as
 the environment has it and once with both unset."""
@@ -45,15 +48,16 @@ def tessera(threads, devices):
 def peer(python, script, threads, extra=(), env=None, label=None):
     out, _ = run([python, script, "--threads", str(threads), *extra], env=env)
     r = json.loads(out.strip().splitlines()[-1])
-    return {"peer": label or r["peer"], "threads": threads, "train": r["epochs"][-1]["images_per_s"],
-            "infer": r["inference_images_per_s"], "accuracy": r["epochs"][-1]["test_accuracy"],
-            "rss": r["peak_rss_mib"]}
+    return {"peer": label or r["peer"], "version": r["version"], "threads": threads,
+            "train": r["epochs"][-1]["images_per_s"], "infer": r["inference_images_per_s"],
+            "accuracy": r["epochs"][-1]["test_accuracy"], "rss": r["peak_rss_mib"]}
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    ap.add_argument("--torch-python", default="/usr/bin/python3")
+    ap.add_argument("--torch-pythons", nargs="+",
+                    default=["/usr/bin/python3", os.path.expanduser("~/.cache/tessera-torch/bin/python")])
     ap.add_argument("--keras-python", default=os.path.expanduser("~/.cache/tessera-peers/bin/python"))
     a = ap.parse_args()
     peers = os.environ.get("PEERS", "1") != "0"
@@ -64,14 +68,23 @@ def main():
         rows.append(tessera(t, 1))
         rows.append(tessera(t, 2))
         if peers:
-            rows.append(peer(a.torch_python, "bench/torch_cnn.py", t, env={**os.environ, **threads_env}))
-            rows.append(peer(a.torch_python, "bench/torch_cnn.py", t, env={**unset, **threads_env},
-                             label="pytorch (OPENBLAS_* unset)"))
-            rows.append(peer(a.keras_python, "bench/keras_cnn.py", t))
-            rows.append(peer(a.keras_python, "bench/keras_cnn.py", t, extra=["--mirrored"]))
-    print(f"{'':28} {'threads':>7} {'train img/s':>12} {'infer img/s':>12} {'test acc':>9} {'peak RSS MiB':>13}")
+            for py in a.torch_pythons:
+                if subprocess.run([py, "-c", "import torch, numpy"], capture_output=True).returncode != 0:
+                    continue
+                r = peer(py, "bench/torch_cnn.py", t, env={**os.environ, **threads_env})
+                r["peer"] = f"pytorch {r.pop('version')}"
+                rows.append(r)
+                r = peer(py, "bench/torch_cnn.py", t, env={**unset, **threads_env})
+                r["peer"] = f"pytorch {r.pop('version')}, OPENBLAS_* unset"
+                rows.append(r)
+            for extra in ([], ["--mirrored"]):
+                r = peer(a.keras_python, "bench/keras_cnn.py", t, extra=extra)
+                r["peer"] = f"{r['peer']} {r.pop('version')}"
+                rows.append(r)
+        print(json.dumps(rows[-1]), file=sys.stderr)
+    print(f"{'':36} {'threads':>7} {'train img/s':>12} {'infer img/s':>12} {'test acc':>9} {'peak RSS MiB':>13}")
     for r in rows:
-        print(f"{r['peer']:28} {r['threads']:>7} {r['train']:>12.0f} {r['infer']:>12.0f} {r['accuracy']:>9.4f} "
+        print(f"{r['peer']:36} {r['threads']:>7} {r['train']:>12.0f} {r['infer']:>12.0f} {r['accuracy']:>9.4f} "
               f"{r['rss']:>13.0f}")
     json.dump(rows, open("build/cnn_side_by_side.json", "w"), indent=1)
 
