@@ -5,6 +5,7 @@
 
 #include <random>
 
+#include "bench/bench_session.h"
 #include "graph/ops.h"
 #include "runtime/session.h"
 
@@ -45,19 +46,12 @@ void BM_Conv(benchmark::State& state) {
                                   Tensor::FromVector<int32_t>({3, 3, int32_t(l.c), int32_t(l.o)}),
                                   ops::Const(root, Random(out)), strides, "VALID");
   }
-  GraphDef def;
-  Status s = root.ToGraphDef(&def);
-  SessionConfig config;
-  config.inter_op_parallelism_threads = threads;
-  config.intra_op_parallelism_threads = threads;
-  auto session = Session::Create(config, def);
-  if (!s.ok() || !session.ok()) {
-    state.SkipWithError((s.ok() ? session.status() : s).ToString().c_str());
-    return;
-  }
+  std::unique_ptr<Session> session = bench::SessionOrSkip(root, threads, state);
+  if (session == nullptr) return;
   std::vector<Tensor> result;
+  Status s;
   for (auto _ : state) {
-    s = (*session)->Run({}, {y.name()}, {}, &result);
+    s = session->Run({}, {y.name()}, {}, &result);
     if (!s.ok()) state.SkipWithError(s.ToString().c_str());
   }
   const double flops = 2.0 * kBatch * oh * oh * 9 * l.c * l.o;
@@ -70,7 +64,8 @@ BENCHMARK(BM_Conv)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
-// MaxPool 2x2 and its gradient over the first layer's activations.
+// MaxPool 2x2 over the first layer's activations, and the pool and its gradient together
+// (grad:1; subtract grad:0 for the gradient alone).
 void BM_MaxPool(benchmark::State& state) {
   const bool grad = state.range(0) == 1;
   const TensorShape in({kBatch, 26, 26, 32});
@@ -80,20 +75,12 @@ void BM_MaxPool(benchmark::State& state) {
   auto y = ops::MaxPool(root, x, window, window, "VALID");
   Output target = y;
   if (grad) target = ops::MaxPoolGrad(root, x, y, ops::Const(root, Random({kBatch, 13, 13, 32})), window, window, "VALID");
-  GraphDef def;
-  Status s = root.ToGraphDef(&def);
-  SessionConfig config;
-  config.inter_op_parallelism_threads = 1;
-  config.intra_op_parallelism_threads = 1;
-  auto session = Session::Create(config, def);
-  if (!s.ok() || !session.ok()) {
-    state.SkipWithError((s.ok() ? session.status() : s).ToString().c_str());
-    return;
-  }
+  std::unique_ptr<Session> session = bench::SessionOrSkip(root, 1, state);
+  if (session == nullptr) return;
   std::vector<Tensor> result;
-  // The forward pass alone, to subtract from the gradient's time.
+  Status s;
   for (auto _ : state) {
-    s = (*session)->Run({}, {target.name()}, {}, &result);
+    s = session->Run({}, {target.name()}, {}, &result);
     if (!s.ok()) state.SkipWithError(s.ToString().c_str());
   }
 }

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 
+#include "bench/bench_session.h"
 #include "graph/dataset_ops.h"
 #include "graph/ops.h"
 #include "runtime/session.h"
@@ -37,22 +38,15 @@ void BM_FashionMnistPipeline(benchmark::State& state) {
   auto ds = ops::Prefetch(root, ops::Batch(root, shuffled, kBatch, {.drop_remainder = true}), 2);
   ops::Iterator it = ops::OneShotIterator(root.WithOpName("it"), ds);
   std::vector<Output> next = ops::GetNext(root.WithOpName("next"), it);
-  GraphDef def;
-  Status s = root.ToGraphDef(&def);
-  SessionConfig config;
-  config.inter_op_parallelism_threads = threads;
-  config.intra_op_parallelism_threads = threads;
-  auto session = Session::Create(config, def);
-  if (!s.ok() || !session.ok()) {
-    state.SkipWithError((s.ok() ? session.status() : s).ToString().c_str());
-    return;
-  }
+  std::unique_ptr<Session> session = bench::SessionOrSkip(root, threads, state);
+  if (session == nullptr) return;
   const std::vector<std::string> fetches = {next[0].name(), next[1].name()};
   std::vector<Tensor> out;
+  Status s;
   // Warm up: the files are read and the shuffle buffer filled before timing.
-  for (int i = 0; i < 100; ++i) s = (*session)->Run({}, fetches, {}, &out);
+  for (int i = 0; i < 100; ++i) s = session->Run({}, fetches, {}, &out);
   for (auto _ : state) {
-    s = (*session)->Run({}, fetches, {}, &out);
+    s = session->Run({}, fetches, {}, &out);
     if (!s.ok()) state.SkipWithError(s.ToString().c_str());
   }
   state.SetItemsProcessed(state.iterations() * kBatch);
