@@ -16,6 +16,7 @@ using dnnl::memory;
 using Tag = memory::format_tag;
 constexpr memory::data_type kF32 = memory::data_type::f32;
 
+// Never destroyed, like the primitive cache: kernels may still run while statics go away.
 const dnnl::engine& Engine() {
   static const dnnl::engine* engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);
   return *engine;
@@ -32,8 +33,9 @@ struct Primitive {
   memory::desc scratch;
 };
 
+// Everything a primitive depends on; the output size fixes the bottom and right padding.
 using Key = std::tuple<Kind, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-                       int64_t, int64_t>;
+                       int64_t, int64_t, int64_t, int64_t>;
 
 StatusOr<std::shared_ptr<const Primitive>> Build(Kind kind, const Geometry& g, int64_t n, int64_t o) {
   const memory::desc src({n, g.c, g.h, g.w}, kF32, Tag::nhwc);
@@ -73,11 +75,12 @@ StatusOr<std::shared_ptr<const Primitive>> Build(Kind kind, const Geometry& g, i
   return std::shared_ptr<const Primitive>(std::move(p));
 }
 
-// Built once per shape: creating a primitive generates code.
+// Built once per shape (a model has a handful: its layers, a last partial batch), since
+// creating a primitive generates code.
 StatusOr<std::shared_ptr<const Primitive>> Get(Kind kind, const Geometry& g, int64_t n, int64_t o) {
   static std::mutex mu;
   static auto* cache = new std::map<Key, std::shared_ptr<const Primitive>>();
-  const Key key{kind, n, g.h, g.w, g.c, o, g.kh, g.kw, g.sh, g.sw, g.pad_top, g.pad_left};
+  const Key key{kind, n, g.h, g.w, g.c, o, g.kh, g.kw, g.sh, g.sw, g.pad_top, g.pad_left, g.oh, g.ow};
   {
     std::lock_guard<std::mutex> lock(mu);
     if (auto it = cache->find(key); it != cache->end()) return it->second;

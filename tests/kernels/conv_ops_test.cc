@@ -227,6 +227,21 @@ TEST(ConvOpsTest, BadPaddingStridesAndWindowsAreErrors) {
   EXPECT_EQ(st.code(), Code::kInvalidArgument);
 }
 
+// SAME and VALID can share every input size and the top padding (0 here) yet differ in
+// the bottom padding; each must get its own oneDNN primitive.
+TEST(ConvOpsTest, SameAndValidOfOneShapeBothMatchTheDirectSum) {
+  Tensor in = RandomTensor({1, 4, 4, 2}, 5), f = RandomTensor({2, 2, 2, 3}, 6);
+  for (bool same : {false, true, false}) {
+    Scope root = Scope::NewRootScope();
+    auto c = [&](const Tensor& t) { return ops::Cast(root, ops::Const(root, t), DataType::kFloat); };
+    auto y = ops::Conv2D(root, c(in), c(f), {1, 1, 1, 1}, same ? "SAME" : "VALID");
+    Tensor got = testing::Eval(root, ops::Cast(root, y, DataType::kDouble));
+    std::vector<double> want = DirectConv(in, f, Window{2, 2, 1, 1, same});
+    ASSERT_EQ(got.NumElements(), static_cast<int64_t>(want.size())) << same;
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got.data<double>()[i], want[i], 1e-5) << same << " " << i;
+  }
+}
+
 TEST(ConvOpsTest, MaxPoolGradGoesToTheFirstMaximumOfEachWindow) {
   Scope root = Scope::NewRootScope();
   // One 2x2 window holding 5, 5, 1, 5: the first 5 takes the whole gradient.
