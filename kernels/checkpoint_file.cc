@@ -84,7 +84,8 @@ StatusOr<Index> ReadIndex(std::ifstream& in, const std::string& path) {
     return errors::DataLoss("Checkpoint '", path, "' has a damaged header: ", what);
   };
   if (header.is_discarded()) return damaged("not JSON");
-  if (!header.is_object() || header.value("format", 0) != 1 || !header.contains("tensors") ||
+  if (!header.is_object() || !header.contains("format") ||
+      header["format"] != 1 || !header.contains("tensors") ||
       !header["tensors"].is_array()) {
     return damaged("not a format 1 header");
   }

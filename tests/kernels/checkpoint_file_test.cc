@@ -92,6 +92,18 @@ TEST_F(CheckpointFileTest, DamageIsDataLossNamingWhatIsDamaged) {
   EXPECT_EQ(st.code(), Code::kDataLoss);
   EXPECT_THAT(st.message(), HasSubstr("conv2d/kernel"));
 
+  // A header field of the wrong JSON type (found by the fuzzer) is damage, not an exception.
+  uint64_t good_header_bytes = 0;
+  std::memcpy(&good_header_bytes, good.data() + 8, 8);
+  std::string wrong_header = good.substr(16, good_header_bytes);
+  wrong_header.replace(wrong_header.find("\"format\":1"), 10, "\"format\":[1]");
+  const uint64_t wrong_header_bytes = wrong_header.size();
+  Overwrite(good.substr(0, 8) + std::string(reinterpret_cast<const char*>(&wrong_header_bytes), 8) + wrong_header +
+            good.substr(16 + good_header_bytes));
+  st = ReadCheckpointIndex(path_).status();
+  EXPECT_EQ(st.code(), Code::kDataLoss);
+  EXPECT_THAT(st.message(), HasSubstr("damaged header"));
+
   Overwrite("not a checkpoint at all");
   st = ReadCheckpointIndex(path_).status();
   EXPECT_EQ(st.code(), Code::kDataLoss);
