@@ -3,7 +3,7 @@
 # AddressSanitizer + UndefinedBehaviorSanitizer, short libFuzzer runs on the JSON graph
 # loader, DecodeCSV, the IDX reader and the checkpoint reader, and the concurrent suites
 # (executor, session, scenarios, rendezvous, multi-device, ring all-reduce, replication,
-# queues, servers, datasets) under ThreadSanitizer.
+# queues, servers, datasets, thread pools, checkpoint files) under ThreadSanitizer.
 # TESSERA_QUICK=1 runs the Release suite only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,8 +35,9 @@ if [ "${TESSERA_QUICK:-0}" != 1 ]; then
   fuzz checkpoint_fuzzer checkpoint_corpus "${TESSERA_CKPT_FUZZ_SECONDS:-10}" 4096
 
   scripts/build.sh tsan executor_test session_test subgraph_test scenarios_test rendezvous_test \
-    multi_device_test ring_all_reduce_test replicate_test queue_test server_test queue_runner_test dataset_test
+    multi_device_test ring_all_reduce_test replicate_test queue_test server_test queue_runner_test dataset_test \
+    thread_pool_test checkpoint_file_test
   TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure -j "$(nproc)" \
-    --timeout 600 -R 'Executor|Session|Scenario|Subgraph|Rendezvous|MultiDevice|Ring|Replicate|Queue|Server|Coordinator|Dataset'
+    --timeout 600 -R 'Executor|Session|Scenario|Subgraph|Rendezvous|MultiDevice|Ring|Replicate|Queue|Server|Coordinator|Dataset|ThreadPool|CheckpointFile'
 fi
 echo "test.sh: done in $(( $(date +%s) - start )) s"
