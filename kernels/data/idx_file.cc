@@ -3,6 +3,8 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
 namespace tessera {
 namespace {
@@ -76,23 +78,28 @@ StatusOr<Tensor> ReadIdxFile(const std::string& path) {
   GzFile file(path);
   ASSIGN_OR_RETURN(TensorShape shape, ReadHeader(file, path));
   // Read before allocating: a corrupt header may declare far more data than the file has.
+  // The data arrives in chunks that are copied and dropped one by one, so reading never
+  // holds two copies of a dataset.
   const int64_t want = shape.num_elements();
-  std::string data;
-  constexpr int64_t kChunk = int64_t{16} << 20;
-  while (static_cast<int64_t>(data.size()) < want) {
-    const int64_t n = std::min(kChunk, want - static_cast<int64_t>(data.size()));
-    const size_t old = data.size();
-    data.resize(old + n);
-    const int64_t got = file.Read(data.data() + old, n);
-    data.resize(old + got);
-    if (got < n) break;
+  std::vector<std::string> chunks;
+  int64_t have = 0;
+  constexpr int64_t kChunk = int64_t{8} << 20;
+  while (have < want) {
+    std::string& chunk = chunks.emplace_back(std::min(kChunk, want - have), '\0');
+    const int64_t got = file.Read(chunk.data(), static_cast<int64_t>(chunk.size()));
+    have += got;
+    if (got < static_cast<int64_t>(chunk.size())) break;
   }
-  if (static_cast<int64_t>(data.size()) != want) {
+  if (have != want) {
     return errors::DataLoss("IDX file '", path, "' is truncated: ", shape.DebugString(), " needs ", want,
-                            " bytes of data, it has ", data.size());
+                            " bytes of data, it has ", have);
   }
   ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(CpuAllocator(), DataType::kUInt8, shape));
-  std::copy(data.begin(), data.end(), t.data<uint8_t>());
+  uint8_t* dst = t.data<uint8_t>();
+  for (std::string& chunk : chunks) {
+    dst = std::copy(chunk.begin(), chunk.end(), dst);
+    std::string().swap(chunk);
+  }
   return t;
 }
 
