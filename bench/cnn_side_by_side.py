@@ -36,7 +36,7 @@ def tessera(threads, devices):
                     "--threads", str(threads), "--no-progress"])
     rates = [float(m) for m in re.findall(r"([0-9.]+) images/s", out.replace("\r", "\n"))]
     accuracy = [float(m) for m in re.findall(r"test accuracy ([0-9.]+)", out)]
-    bench, _ = run(["build/bench/cnn_bench", f"--benchmark_filter=BM_CnnInference/threads:{threads}$",
+    bench, _ = run(["build/bench/cnn_bench", f"--benchmark_filter=BM_CnnInference/threads:{threads}/",
                     "--benchmark_repetitions=3", "--benchmark_report_aggregates_only=true",
                     "--benchmark_format=json"])
     infer = [b["images/s"] for b in json.loads(bench)["benchmarks"] if b.get("aggregate_name") == "median"][0]
