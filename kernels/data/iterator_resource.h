@@ -20,7 +20,9 @@ class IteratorResource : public ResourceBase {
       : dtypes_(std::move(dtypes)), shapes_(std::move(shapes)) {}
 
   // Starts a new pass over `dataset`, ending the previous one. InvalidArgument, naming
-  // `who`, when the dataset's element differs from the iterator's.
+  // `who`, when the dataset's element differs from the iterator's (the previous pass goes
+  // on); when the new pass fails to start (say, a truncated file), the iterator is left
+  // uninitialized.
   Status Initialize(DatasetPtr dataset, const IteratorEnv& env, std::string_view who);
   // Initializes with make()'s dataset unless already initialized: a one-shot iterator's
   // first run. Concurrent first runs call make() once.

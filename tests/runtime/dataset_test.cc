@@ -16,6 +16,7 @@
 #include "graph/dataset_ops.h"
 #include "graph/graph_json.h"
 #include "graph/ops.h"
+#include "kernels/data/iterator_resource.h"
 #include "runtime/server.h"
 #include "runtime/session.h"
 #include "tests/test_ops.h"
@@ -680,6 +681,45 @@ TEST_F(DatasetTest, MalformedFunctionsInJsonAreClearErrors) {
       "attrs": {"f": {"args": [], "rets": [], "nodes": [{"name": "x", "op": "Frobnicate"}]}}}]})");
   EXPECT_EQ(unknown.status().code(), Code::kNotFound);
   EXPECT_THAT(unknown.status().message(), HasSubstr("in a function body"));
+}
+
+// Counts its live iterators, and records how many were live when each was made.
+class CountingDataset : public Dataset {
+ public:
+  CountingDataset() : Dataset("CountingDataset", {DataType::kInt64}, {TensorShape({})}) {}
+  StatusOr<std::unique_ptr<DatasetIterator>> MakeIterator(const IteratorEnv&) const override {
+    live_when_made.push_back(live);
+    return std::unique_ptr<DatasetIterator>(std::make_unique<Iterator>(&live));
+  }
+  mutable int live = 0;
+  mutable std::vector<int> live_when_made;
+
+ private:
+  class Iterator : public DatasetIterator {
+   public:
+    explicit Iterator(int* live) : live_(live) { ++*live_; }
+    ~Iterator() override { --*live_; }
+    Status GetNext(std::vector<Tensor>* out, bool*) override {
+      out->push_back(Tensor::Scalar<int64_t>(1));
+      return Status::OK();
+    }
+
+   private:
+    int* live_;
+  };
+};
+
+TEST_F(DatasetTest, ReinitializingEndsThePreviousPassBeforeStartingTheNext) {
+  // Two passes alive at once would hold two shuffle buffers and two prefetch buffers.
+  IteratorResource iterator({DataType::kInt64}, {TensorShape({})});
+  auto dataset = std::make_shared<CountingDataset>();
+  for (int pass = 0; pass < 3; ++pass) {
+    ASSERT_TRUE(iterator.Initialize(dataset, {}, "test").ok());
+    std::vector<Tensor> element;
+    ASSERT_TRUE(iterator.GetNext(&element).ok());
+  }
+  EXPECT_THAT(dataset->live_when_made, ElementsAre(0, 0, 0));
+  EXPECT_EQ(dataset->live, 1);
 }
 
 }  // namespace
