@@ -7,7 +7,6 @@
 #include <vector>
 
 namespace tessera {
-namespace {
 
 // gzread reads plain files too, so one path serves both.
 class GzFile {
@@ -34,6 +33,8 @@ class GzFile {
  private:
   gzFile file_;
 };
+
+namespace {
 
 // Opens `path` and reads its header, leaving the file at the data.
 StatusOr<TensorShape> ReadHeader(GzFile& file, const std::string& path) {
@@ -67,6 +68,36 @@ StatusOr<TensorShape> ReadHeader(GzFile& file, const std::string& path) {
   return TensorShape::Make(dims);
 }
 
+// Reads `shape`'s bytes into *t and returns how many the file had; *t is set only when it
+// had them all. Large data is read before it is allocated, since a corrupt header may
+// declare far more than the file holds; it arrives in chunks that are copied and dropped one
+// by one, so reading never holds two copies of a dataset.
+StatusOr<int64_t> ReadData(GzFile& file, const TensorShape& shape, Tensor* t) {
+  const int64_t want = shape.num_elements();
+  constexpr int64_t kChunk = int64_t{8} << 20;
+  if (want <= kChunk) {
+    ASSIGN_OR_RETURN(Tensor small, Tensor::Allocate(CpuAllocator(), DataType::kUInt8, shape));
+    const int64_t have = file.Read(small.data<uint8_t>(), want);
+    if (have == want) *t = std::move(small);
+    return have;
+  }
+  std::vector<std::string> chunks;
+  int64_t have = 0;
+  while (have < want) {
+    std::string& chunk = chunks.emplace_back(std::min(kChunk, want - have), '\0');
+    const int64_t got = file.Read(chunk.data(), static_cast<int64_t>(chunk.size()));
+    have += got;
+    if (got < static_cast<int64_t>(chunk.size())) return have;
+  }
+  ASSIGN_OR_RETURN(*t, Tensor::Allocate(CpuAllocator(), DataType::kUInt8, shape));
+  uint8_t* dst = t->data<uint8_t>();
+  for (std::string& chunk : chunks) {
+    dst = std::copy(chunk.begin(), chunk.end(), dst);
+    std::string().swap(chunk);
+  }
+  return have;
+}
+
 }  // namespace
 
 StatusOr<TensorShape> ReadIdxShape(const std::string& path) {
@@ -77,30 +108,42 @@ StatusOr<TensorShape> ReadIdxShape(const std::string& path) {
 StatusOr<Tensor> ReadIdxFile(const std::string& path) {
   GzFile file(path);
   ASSIGN_OR_RETURN(TensorShape shape, ReadHeader(file, path));
-  // Read before allocating: a corrupt header may declare far more data than the file has.
-  // The data arrives in chunks that are copied and dropped one by one, so reading never
-  // holds two copies of a dataset.
-  const int64_t want = shape.num_elements();
-  std::vector<std::string> chunks;
-  int64_t have = 0;
-  constexpr int64_t kChunk = int64_t{8} << 20;
-  while (have < want) {
-    std::string& chunk = chunks.emplace_back(std::min(kChunk, want - have), '\0');
-    const int64_t got = file.Read(chunk.data(), static_cast<int64_t>(chunk.size()));
-    have += got;
-    if (got < static_cast<int64_t>(chunk.size())) break;
-  }
-  if (have != want) {
-    return errors::DataLoss("IDX file '", path, "' is truncated: ", shape.DebugString(), " needs ", want,
-                            " bytes of data, it has ", have);
-  }
-  ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(CpuAllocator(), DataType::kUInt8, shape));
-  uint8_t* dst = t.data<uint8_t>();
-  for (std::string& chunk : chunks) {
-    dst = std::copy(chunk.begin(), chunk.end(), dst);
-    std::string().swap(chunk);
+  Tensor t;
+  ASSIGN_OR_RETURN(int64_t have, ReadData(file, shape, &t));
+  if (!t.IsInitialized()) {
+    return errors::DataLoss("IDX file '", path, "' is truncated: ", shape.DebugString(), " needs ",
+                            shape.num_elements(), " bytes of data, it has ", have);
   }
   return t;
+}
+
+IdxRecordReader::IdxRecordReader(std::string path, std::unique_ptr<GzFile> file, TensorShape file_shape)
+    : path_(std::move(path)), file_(std::move(file)), file_shape_(std::move(file_shape)) {
+  for (int d = 1; d < file_shape_.rank(); ++d) record_shape_.AddDim(file_shape_.dim(d));
+}
+
+IdxRecordReader::~IdxRecordReader() = default;
+
+StatusOr<std::unique_ptr<IdxRecordReader>> IdxRecordReader::Open(const std::string& path) {
+  auto file = std::make_unique<GzFile>(path);
+  ASSIGN_OR_RETURN(TensorShape shape, ReadHeader(*file, path));
+  return std::unique_ptr<IdxRecordReader>(new IdxRecordReader(path, std::move(file), std::move(shape)));
+}
+
+Status IdxRecordReader::ReadRecord(Tensor* record, bool* end) {
+  *end = next_ >= file_shape_.dim(0);
+  if (*end) return Status::OK();
+  Tensor t;
+  RETURN_IF_ERROR(ReadData(*file_, record_shape_, &t).status());
+  if (!t.IsInitialized()) {
+    const int64_t index = next_;
+    next_ = file_shape_.dim(0);
+    return errors::DataLoss("IDX file '", path_, "' is truncated: ", file_shape_.DebugString(),
+                            " ends within record ", index);
+  }
+  ++next_;
+  *record = std::move(t);
+  return Status::OK();
 }
 
 }  // namespace tessera

@@ -5,14 +5,46 @@
 //
 //   StatusOr<Tensor> images = ReadIdxFile("train-images-idx3-ubyte.gz");  // uint8 [60000,28,28]
 //
-// Thread-safe.
+// or record by record, never holding the whole file:
+//
+//   ASSIGN_OR_RETURN(auto reader, IdxRecordReader::Open("train-images-idx3-ubyte.gz"));
+//   Tensor image;  // uint8 [28,28]
+//   bool end = false;
+//   RETURN_IF_ERROR(reader->ReadRecord(&image, &end));
+//
+// The functions are thread-safe; one IdxRecordReader must not be used by two threads at once.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "graph/tensor.h"
 
 namespace tessera {
+
+class GzFile;
+
+class IdxRecordReader {
+ public:
+  // Opens `path` and reads its header; the errors of ReadIdxShape.
+  static StatusOr<std::unique_ptr<IdxRecordReader>> Open(const std::string& path);
+  ~IdxRecordReader();
+
+  // The file's shape less its first dimension, the number of records.
+  const TensorShape& record_shape() const { return record_shape_; }
+  // The next record, or *end after the last. DataLoss when the file ends early; reading
+  // after that gives *end.
+  Status ReadRecord(Tensor* record, bool* end);
+
+ private:
+  IdxRecordReader(std::string path, std::unique_ptr<GzFile> file, TensorShape file_shape);
+
+  std::string path_;
+  std::unique_ptr<GzFile> file_;
+  TensorShape file_shape_;  // [records, record_shape...]
+  TensorShape record_shape_;
+  int64_t next_ = 0;
+};
 
 // The file's dimensions. NotFound for a missing file, InvalidArgument for a file that is not
 // IDX or implausibly large, Unimplemented for another type code, DataLoss for a short header.

@@ -1,7 +1,6 @@
 // Source datasets: TensorDataset, TensorSliceDataset, RangeDataset, TextLineDataset and
 // IdxDataset (the records of an IDX file, kernels/data/idx_file.h).
 #include <fstream>
-#include <mutex>
 
 #include "kernels/cpu/register.h"
 #include "kernels/data/dataset_op_kernel.h"
@@ -221,30 +220,38 @@ class TextLineDatasetOp : public DatasetOpKernel {
   }
 };
 
+// Records are read as the pass reaches them, so a pass never holds the whole file.
 class IdxDataset : public Dataset {
  public:
   IdxDataset(std::string file, TensorShape record_shape)
       : Dataset("IdxDataset", {DataType::kUInt8}, {std::move(record_shape)}), file_(std::move(file)) {}
 
   StatusOr<std::unique_ptr<DatasetIterator>> MakeIterator(const IteratorEnv&) const override {
-    ASSIGN_OR_RETURN(Tensor records, Load());
-    return std::unique_ptr<DatasetIterator>(std::make_unique<SliceIterator>(std::vector<Tensor>{records}));
+    ASSIGN_OR_RETURN(std::unique_ptr<IdxRecordReader> reader, IdxRecordReader::Open(file_));
+    if (reader->record_shape() != output_shapes()[0]) {
+      return errors::FailedPrecondition("IDX file '", file_, "' changed: its records are now of shape ",
+                                        reader->record_shape().DebugString(), ", not ",
+                                        output_shapes()[0].DebugString());
+    }
+    return std::unique_ptr<DatasetIterator>(std::make_unique<Iterator>(std::move(reader)));
   }
 
  private:
-  // The whole file, read once per dataset and shared by its iterators (each epoch of a
-  // repeat makes a new one).
-  StatusOr<Tensor> Load() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!records_.IsInitialized()) {
-      ASSIGN_OR_RETURN(records_, ReadIdxFile(file_));
+  class Iterator : public DatasetIterator {
+   public:
+    explicit Iterator(std::unique_ptr<IdxRecordReader> reader) : reader_(std::move(reader)) {}
+    Status GetNext(std::vector<Tensor>* out, bool* end) override {
+      Tensor record;
+      RETURN_IF_ERROR(reader_->ReadRecord(&record, end));
+      if (!*end) out->push_back(std::move(record));
+      return Status::OK();
     }
-    return records_;
-  }
+
+   private:
+    std::unique_ptr<IdxRecordReader> reader_;
+  };
 
   std::string file_;
-  mutable std::mutex mu_;
-  mutable Tensor records_;  // guarded by mu_
 };
 
 class IdxDatasetOp : public DatasetOpKernel {
