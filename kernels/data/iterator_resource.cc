@@ -5,8 +5,8 @@ namespace tessera {
 Status IteratorResource::Initialize(DatasetPtr dataset, const IteratorEnv& env, std::string_view who) {
   RETURN_IF_ERROR(CheckElementSpec(*dataset, dtypes_, shapes_, who));
   // The previous pass ends (its threads joined, its buffers freed) before the new one starts,
-  // so two passes' buffers are never held at once: with a 10,000-element shuffle over a
-  // file read whole, that was 80 MB more at every epoch. Callers of GetNext wait meanwhile.
+  // so two passes' shuffle and prefetch buffers are never held at once. Callers of GetNext
+  // wait meanwhile.
   std::lock_guard<std::mutex> lock(mu_);
   iterator_.reset();
   dataset_.reset();
