@@ -575,6 +575,20 @@ TEST_F(DatasetTest, TruncatedIdxFileGivesItsWholeRecordsThenDataLossThenTheEnd) 
   EXPECT_EQ(s->Run({}, {p.next[0].name()}, {}, &out).code(), Code::kOutOfRange);
 }
 
+TEST_F(DatasetTest, IdxFileWhoseRecordShapeChangesBetweenPassesIsFailedPrecondition) {
+  TempDir dir;
+  const std::string file = dir.Write("r.idx", Idx({2, 2}, {1, 2, 3, 4}));
+  Pipeline p;
+  p.Finish(ops::Repeat(p.root, ops::IdxDataset(p.root, file, TensorShape({2})), 2));
+  auto s = p.Open();
+  std::vector<Tensor> out;
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(s->Run({}, {p.next[0].name()}, {}, &out).ok());
+  dir.Write("r.idx", Idx({2, 3}, {1, 2, 3, 4, 5, 6}));
+  Status st = s->Run({}, {p.next[0].name()}, {}, &out);
+  EXPECT_EQ(st.code(), Code::kFailedPrecondition) << st;
+  EXPECT_THAT(st.message(), HasSubstr("r.idx' changed: its records are now of shape [3], not [2]"));
+}
+
 TEST_F(DatasetTest, FashionMnistThroughANormalisingPipeline) {
   const std::string dir = "/usr/share/datasets/fashion-mnist/";
   if (!std::filesystem::exists(dir + "t10k-images-idx3-ubyte.gz")) GTEST_SKIP() << "dataset-fashion-mnist not installed";
