@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
-# Installs what building and testing Tessera needs, from Debian's packages. Idempotent and
-# quiet when everything is already there.
+# Installs what building, testing and the demo need, from Debian's packages, on a machine that
+# has only Debian 12's base system: tests/fresh_machine/fresh_debian.sh proves it. Idempotent
+# and quiet when everything is already there. Packages install without what they merely
+# recommend, so anything the build needs from a recommendation is named here.
 set -euo pipefail
 
 packages=(cmake ninja-build g++ clang libclang-rt-14-dev ccache
-          libeigen3-dev libtbb-dev nlohmann-json3-dev zlib1g-dev libdnnl-dev libgtest-dev libgmock-dev libbenchmark-dev
-          dataset-fashion-mnist)
+          libeigen3-dev libtbb-dev nlohmann-json3-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
+          # oneDNN's CMake config looks for OpenCL, which libdnnl-dev only recommends.
+          libdnnl-dev ocl-icd-opencl-dev
+          dataset-fashion-mnist
+          # tests/fresh_machine/fresh_debian.sh
+          debootstrap)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
