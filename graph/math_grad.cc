@@ -9,13 +9,14 @@ namespace {
 Output In(const Operation& op, int i) { return OpInput(op, i); }
 Output Out(const Operation& op, int i = 0) { return Output(op.node(), i); }
 
-const TensorShape& StaticShape(const Output& o) { return o.node->output_shape(o.index); }
+// A copy, not a reference into the node: callers pass temporaries such as In(op, i).
+TensorShape StaticShape(const Output& o) { return o.node->output_shape(o.index); }
 
 // The gradient `g` of a broadcasting op's result, summed back to the shape of operand `x`
 // (`y` being the other operand).
 Output Unbroadcast(const Scope& s, const Output& g, const Output& x, const Output& y) {
-  const TensorShape& sx = StaticShape(x);
-  const TensorShape& sy = StaticShape(y);
+  const TensorShape sx = StaticShape(x);
+  const TensorShape sy = StaticShape(y);
   if (sx.IsFullyDefined() && sx == sy) return g;
   auto shape_x = ops::Shape(s, x);
   auto axes = ops::BroadcastGradientArgs(s, shape_x, ops::Shape(s, y));
@@ -131,7 +132,7 @@ Status MatMulGrad(const Scope& s, const Operation& op, const std::vector<Output>
 // must be a constant and the input's rank known, as they are in nearly every model.
 StatusOr<Output> SpreadOverReducedAxes(const Scope& s, const Operation& op, const Output& g) {
   Output x = In(op, 0), axes = In(op, 1);
-  const TensorShape& sx = StaticShape(x);
+  const TensorShape sx = StaticShape(x);
   const Tensor* axes_value = nullptr;
   if (axes.node->op() == "Const") axes_value = axes.node->attrs().find("value")->second.get_if<Tensor>();
   if (axes_value == nullptr || sx.unknown_rank()) {
@@ -201,7 +202,7 @@ Status ConcatGrad(const Scope& s, const Operation& op, const std::vector<Output>
   const int n = op.node()->num_inputs() - 1;
   const Output axis_input = In(op, n);
   Tensor axis_value;
-  const TensorShape& first = StaticShape(In(op, 0));
+  const TensorShape first = StaticShape(In(op, 0));
   if (axis_input.node->op() != "Const" || !axis_input.node->GetAttr("value", &axis_value).ok() ||
       first.unknown_rank()) {
     return errors::Unimplemented("The gradient of ConcatV2 '", op.name(), "' needs a constant axis and inputs of known rank");
@@ -210,7 +211,7 @@ Status ConcatGrad(const Scope& s, const Operation& op, const std::vector<Output>
   if (axis < 0) axis += first.rank();
   std::vector<int64_t> sizes;
   for (int i = 0; i < n; ++i) {
-    const TensorShape& shape = StaticShape(In(op, i));
+    const TensorShape shape = StaticShape(In(op, i));
     if (shape.unknown_rank() || shape.dim(static_cast<int>(axis)) < 0) {
       return errors::Unimplemented("The gradient of ConcatV2 '", op.name(), "' needs every input's size along axis ",
                                    axis, " known; input ", i, " is ", shape.DebugString());

@@ -4,6 +4,8 @@
 #   release: build/       g++, Release, tests + benchmarks + examples
 #   asan:    build-asan/  clang, -fsanitize=address,undefined, tests + the libFuzzer target
 #   tsan:    build-tsan/  clang, -fsanitize=thread, tests
+# TESSERA_WERROR=ON|OFF sets whether warnings fail the build (scripts/test.sh sets ON); when
+# unset, a build directory keeps what it had (OFF in a new one).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 flavour=${1:-release}
@@ -22,6 +24,7 @@ case "$flavour" in
            -DTESSERA_SANITIZE_THREAD=ON -DTESSERA_BUILD_BENCH=OFF) ;;
   *) echo "usage: $0 [release|asan|tsan]" >&2; exit 2 ;;
 esac
+[ -z "${TESSERA_WERROR:-}" ] || flags+=(-DTESSERA_WERROR="$TESSERA_WERROR")
 cmake -S . -B "$dir" -G Ninja "${flags[@]}" >/dev/null
 targets=()
 for t in "$@"; do targets+=(--target "$t"); done

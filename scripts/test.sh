@@ -4,10 +4,12 @@
 # loader, DecodeCSV, the IDX reader and the checkpoint reader, and the concurrent suites
 # (executor, session, scenarios, rendezvous, multi-device, ring all-reduce, replication,
 # queues, servers, datasets, thread pools, checkpoint files) under ThreadSanitizer.
-# TESSERA_QUICK=1 runs the Release suite only.
+# TESSERA_QUICK=1 runs the Release suite only. Warnings fail these builds (TESSERA_WERROR=OFF
+# to let a newer compiler's new warnings through).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+export TESSERA_WERROR=${TESSERA_WERROR:-ON}
 start=$(date +%s)
 
 scripts/build.sh release
