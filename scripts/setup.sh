@@ -5,7 +5,7 @@
 # recommend, so anything the build needs from a recommendation is named here.
 set -euo pipefail
 
-packages=(cmake ninja-build g++ clang libclang-rt-14-dev ccache
+packages=(cmake ninja-build g++ clang libclang-rt-dev ccache
           libeigen3-dev libtbb-dev nlohmann-json3-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
           # oneDNN's CMake config looks for OpenCL, which libdnnl-dev only recommends.
           libdnnl-dev ocl-icd-opencl-dev

@@ -3,7 +3,9 @@
 # AddressSanitizer + UndefinedBehaviorSanitizer, short libFuzzer runs on the JSON graph
 # loader, DecodeCSV, the IDX reader and the checkpoint reader, and the concurrent suites
 # (executor, session, scenarios, rendezvous, multi-device, ring all-reduce, replication,
-# queues, servers, datasets, thread pools, checkpoint files) under ThreadSanitizer.
+# queues, servers, datasets, thread pools, checkpoint files) under ThreadSanitizer, and last
+# the quick suite again in a fresh minimal Debian 12 root (tests/fresh_machine), which
+# proves scripts/setup.sh installs everything; TESSERA_FRESH_MACHINE=0 skips that.
 # TESSERA_QUICK=1 runs the Release suite only. Warnings fail these builds (TESSERA_WERROR=OFF
 # to let a newer compiler's new warnings through).
 set -euo pipefail
@@ -41,5 +43,13 @@ if [ "${TESSERA_QUICK:-0}" != 1 ]; then
     thread_pool_test checkpoint_file_test
   TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure -j "$(nproc)" \
     --timeout 600 -R 'Executor|Session|Scenario|Subgraph|Rendezvous|MultiDevice|Ring|Replicate|Queue|Server|Coordinator|Dataset|ThreadPool|CheckpointFile'
+
+  if [ "${TESSERA_FRESH_MACHINE:-1}" = 0 ]; then
+    echo "test.sh: fresh-machine check skipped (TESSERA_FRESH_MACHINE=0)"
+  elif [ "$(id -u)" -ne 0 ] && ! sudo -n true 2>/dev/null; then
+    echo "test.sh: fresh-machine check skipped: it needs root or passwordless sudo for chroot"
+  else
+    tests/fresh_machine/fresh_debian.sh
+  fi
 fi
 echo "test.sh: done in $(( $(date +%s) - start )) s"
