@@ -47,27 +47,42 @@ StatusOr<std::shared_ptr<const Primitive>> Build(Kind kind, const Geometry& g, i
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   auto p = std::make_shared<Primitive>();
   p->user_filter = memory::desc({o, g.c, g.kh, g.kw}, kF32, Tag::hwio);
+  // oneDNN 3 (Debian 13) builds primitive descriptors directly; 2 (Debian 12) from op descriptors.
+  const auto direct = dnnl::algorithm::convolution_direct;
+#if DNNL_VERSION_MAJOR >= 3
+  const dnnl::convolution_forward::primitive_desc forward(Engine(), dnnl::prop_kind::forward_training, direct, src,
+                                                          any_filter, dst, strides, pad_l, pad_r, attr);
+#else
   const dnnl::convolution_forward::primitive_desc forward(
-      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, src,
-                                      any_filter, dst, strides, pad_l, pad_r),
+      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, direct, src, any_filter, dst, strides, pad_l,
+                                      pad_r),
       attr, Engine());
+#endif
   if (kind == Kind::kForward) {
     p->primitive = dnnl::convolution_forward(forward);
     p->filter = forward.weights_desc();
     p->scratch = forward.scratchpad_desc();
   } else if (kind == Kind::kBackwardInput) {
+#if DNNL_VERSION_MAJOR >= 3
+    const dnnl::convolution_backward_data::primitive_desc pd(Engine(), direct, src, any_filter, dst, strides, pad_l,
+                                                             pad_r, forward, attr);
+#else
     const dnnl::convolution_backward_data::primitive_desc pd(
-        dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, src, any_filter, dst, strides,
-                                              pad_l, pad_r),
-        attr, Engine(), forward);
+        dnnl::convolution_backward_data::desc(direct, src, any_filter, dst, strides, pad_l, pad_r), attr, Engine(),
+        forward);
+#endif
     p->primitive = dnnl::convolution_backward_data(pd);
     p->filter = pd.weights_desc();
     p->scratch = pd.scratchpad_desc();
   } else {
+#if DNNL_VERSION_MAJOR >= 3
+    const dnnl::convolution_backward_weights::primitive_desc pd(Engine(), direct, src, any_filter, dst, strides, pad_l,
+                                                                pad_r, forward, attr);
+#else
     const dnnl::convolution_backward_weights::primitive_desc pd(
-        dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, src, any_filter, dst, strides,
-                                                 pad_l, pad_r),
-        attr, Engine(), forward);
+        dnnl::convolution_backward_weights::desc(direct, src, any_filter, dst, strides, pad_l, pad_r), attr, Engine(),
+        forward);
+#endif
     p->primitive = dnnl::convolution_backward_weights(pd);
     p->filter = pd.diff_weights_desc();
     p->scratch = pd.scratchpad_desc();
