@@ -4,7 +4,7 @@
 # script (installed on first use by scripts/peers.sh; TESSERA_BENCH_TF=0 skips it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh --peers
 scripts/build.sh release >/dev/null
 out=build/bench-results
 mkdir -p "$out"

@@ -4,7 +4,7 @@
 # (scripts/peers.sh); CI does not run this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh --peers
 scripts/build.sh release >/dev/null
 py=$(scripts/peers.sh)
 "$py" conformance/run.py build/tools/tessera "$@"
