@@ -2,7 +2,9 @@
 
 #include "graph/variant.h"
 
+#include <cstddef>
 #include <cstring>
+#include <limits>
 #include <new>
 #include <sstream>
 #include <utility>
@@ -85,10 +87,23 @@ StatusOr<Tensor> Tensor::Allocate(std::shared_ptr<Allocator> allocator, DataType
                                    shape.DebugString());
   }
   if (dtype == DataType::kInvalid) return errors::InvalidArgument("Cannot allocate dtype invalid");
+  const int64_t num_elements = shape.num_elements();
+  if (num_elements == std::numeric_limits<int64_t>::max()) {
+    return errors::InvalidArgument("Cannot allocate a tensor of shape ", shape.DebugString(),
+                                   ": it has more than 2^63-1 elements");
+  }
+  // What a buffer may span: pointer differences within it must not overflow.
+  size_t bytes;
+  if (__builtin_mul_overflow(static_cast<size_t>(num_elements), DataTypeStorageSize(dtype), &bytes) ||
+      bytes > static_cast<size_t>(std::numeric_limits<ptrdiff_t>::max())) {
+    return errors::ResourceExhausted("OOM when allocating tensor with shape ", shape.DebugString(), " and type ",
+                                     DataTypeName(dtype), " on ", allocator->name(),
+                                     ": more bytes than an address space holds");
+  }
   Tensor t;
   t.dtype_ = dtype;
   t.shape_ = shape;
-  t.num_elements_ = shape.num_elements();
+  t.num_elements_ = num_elements;
   std::string name(allocator->name());
   t.buffer_ = new TensorBuffer(std::move(allocator), dtype, t.num_elements_);
   t.data_ = t.buffer_->data();

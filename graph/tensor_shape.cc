@@ -1,6 +1,21 @@
 #include "graph/tensor_shape.h"
 
+#include <limits>
+#include <optional>
+
 namespace tessera {
+namespace {
+
+// The product of the known (non-negative) dimensions, or nullopt when it overflows.
+std::optional<int64_t> KnownProduct(std::span<const int64_t> dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (d >= 0 && __builtin_mul_overflow(n, d, &n)) return std::nullopt;
+  }
+  return n;
+}
+
+}  // namespace
 
 TensorShape::TensorShape(std::initializer_list<int64_t> dims)
     : TensorShape(std::span<const int64_t>(dims.begin(), dims.size())) {}
@@ -23,7 +38,11 @@ StatusOr<TensorShape> TensorShape::Make(std::span<const int64_t> dims) {
   for (int64_t d : dims) {
     if (d < kUnknownDim) return errors::InvalidArgument("Shape has a negative dimension ", d);
   }
-  return TensorShape(dims);
+  TensorShape shape(dims);
+  if (!KnownProduct(dims)) {
+    return errors::InvalidArgument("Shape ", shape.DebugString(), " has more than 2^63-1 elements");
+  }
+  return shape;
 }
 
 bool TensorShape::IsFullyDefined() const {
@@ -36,9 +55,7 @@ bool TensorShape::IsFullyDefined() const {
 
 int64_t TensorShape::num_elements() const {
   if (!IsFullyDefined()) return -1;
-  int64_t n = 1;
-  for (int i = 0; i < rank_; ++i) n *= dims_[i];
-  return n;
+  return KnownProduct(dims()).value_or(std::numeric_limits<int64_t>::max());
 }
 
 bool TensorShape::IsCompatibleWith(const TensorShape& other) const {

@@ -32,7 +32,9 @@ class TensorShape {
   explicit TensorShape(std::span<const int64_t> dims);
 
   static TensorShape UnknownRank();
-  // Validates rank and dimensions.
+  // Validates rank, dimensions, and that the known dimensions' product fits in int64_t.
+  // Every shape that comes from user data (files, feeds, attrs, a kernel's input values)
+  // is made with this.
   static StatusOr<TensorShape> Make(std::span<const int64_t> dims);
 
   bool unknown_rank() const { return unknown_rank_; }
@@ -42,7 +44,8 @@ class TensorShape {
   std::vector<int64_t> dim_vector() const { return {dims_.begin(), dims_.begin() + rank_}; }
 
   bool IsFullyDefined() const;
-  // Product of the dimensions; -1 when not fully defined.
+  // Product of the dimensions; -1 when not fully defined; INT64_MAX when the product
+  // overflows (which only an unvalidated shape can do, and no allocation accepts).
   int64_t num_elements() const;
   // True when some fully defined shape matches both.
   bool IsCompatibleWith(const TensorShape& other) const;
