@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "graph/function.h"
+#include "graph/json_util.h"
 #include "graph/variant.h"
 
 namespace tessera {
@@ -26,7 +27,7 @@ StatusOr<TensorShape> ShapeFromJson(const json& j, bool allow_unknown) {
     } else if (d.is_number_integer() && d.get<int64_t>() >= 0) {
       dims.push_back(d.get<int64_t>());
     } else {
-      return errors::InvalidArgument("bad dimension ", d.dump(), " in shape ", j.dump());
+      return errors::InvalidArgument("bad dimension ", JsonExcerpt(d), " in shape ", JsonExcerpt(j));
     }
   }
   return TensorShape::Make(dims);
@@ -42,7 +43,7 @@ json ShapeToJson(const TensorShape& s) {
 template <typename T>
 Status ReadElement(const json& v, T* out) {
   if constexpr (std::is_same_v<T, std::string>) {
-    if (!v.is_string()) return errors::InvalidArgument("expected a string, got ", v.dump());
+    if (!v.is_string()) return errors::InvalidArgument("expected a string, got ", JsonExcerpt(v));
     *out = v.get<std::string>();
   } else if constexpr (std::is_same_v<T, bool>) {
     if (v.is_boolean()) {
@@ -50,16 +51,16 @@ Status ReadElement(const json& v, T* out) {
     } else if (v.is_number_integer() && (v.get<int64_t>() == 0 || v.get<int64_t>() == 1)) {
       *out = v.get<int64_t>() == 1;
     } else {
-      return errors::InvalidArgument("expected a bool, got ", v.dump());
+      return errors::InvalidArgument("expected a bool, got ", JsonExcerpt(v));
     }
   } else if constexpr (std::is_integral_v<T>) {
-    if (!v.is_number_integer()) return errors::InvalidArgument("expected an integer, got ", v.dump());
+    if (!v.is_number_integer()) return errors::InvalidArgument("expected an integer, got ", JsonExcerpt(v));
     int64_t x = v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)
                     ? INT64_MAX
                     : v.get<int64_t>();
     if (x < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
         x > static_cast<int64_t>(std::numeric_limits<T>::max())) {
-      return errors::InvalidArgument("value ", v.dump(), " is out of range for ",
+      return errors::InvalidArgument("value ", JsonExcerpt(v), " is out of range for ",
                                      DataTypeName(DataTypeToEnum<T>::value));
     }
     *out = static_cast<T>(x);
@@ -71,7 +72,7 @@ Status ReadElement(const json& v, T* out) {
       x = v == "nan" ? std::numeric_limits<double>::quiet_NaN()
                      : (v == "inf" ? 1.0 : -1.0) * std::numeric_limits<double>::infinity();
     } else {
-      return errors::InvalidArgument("expected a number, got ", v.dump());
+      return errors::InvalidArgument("expected a number, got ", JsonExcerpt(v));
     }
     if constexpr (std::is_same_v<T, Half>) {
       *out = FloatToHalf(static_cast<float>(x));
@@ -149,7 +150,7 @@ StatusOr<AttrValue> AttrFromJson(const json& j, const AttrDef* def, const OpRegi
   } else if (j.is_string()) {
     type = AttrType::kString;
   } else {
-    return errors::InvalidArgument("cannot tell the type of undeclared attr value ", j.dump());
+    return errors::InvalidArgument("cannot tell the type of undeclared attr value ", JsonExcerpt(j));
   }
   switch (type) {
     case AttrType::kInt:
@@ -212,7 +213,7 @@ StatusOr<AttrValue> AttrFromJson(const json& j, const AttrDef* def, const OpRegi
     case AttrType::kFunc:
       return FunctionFromJson(j, ops, depth);
   }
-  return errors::InvalidArgument("expected ", AttrTypeName(type), ", got ", j.dump());
+  return errors::InvalidArgument("expected ", AttrTypeName(type), ", got ", JsonExcerpt(j));
 }
 
 json AttrToJson(const AttrValue& v) {
@@ -263,7 +264,7 @@ StatusOr<std::vector<std::string>> StringList(const json& obj, const char* key,
   if (!list.is_array()) return errors::InvalidArgument("'", key, "' of ", where, " must be a list");
   for (const json& s : list) {
     if (!s.is_string()) {
-      return errors::InvalidArgument("'", key, "' of ", where, " must hold strings, got ", s.dump());
+      return errors::InvalidArgument("'", key, "' of ", where, " must hold strings, got ", JsonExcerpt(s));
     }
     out.push_back(s.get<std::string>());
   }
@@ -381,8 +382,7 @@ StatusOr<Tensor> TensorFromJson(const json& j) {
 }
 
 StatusOr<Tensor> TensorFromJsonText(std::string_view text) {
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return errors::InvalidArgument("Malformed JSON tensor");
+  ASSIGN_OR_RETURN(json j, ParseJson(text, "JSON tensor"));
   return TensorFromJson(j);
 }
 
@@ -405,12 +405,7 @@ json TensorToJson(const Tensor& t) {
 }
 
 StatusOr<GraphDef> GraphDefFromJson(std::string_view text, const OpRegistry* ops) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {  // parse_error, and out_of_range for huge numbers
-    return errors::InvalidArgument("Malformed JSON graph: ", e.what());
-  }
+  ASSIGN_OR_RETURN(json j, ParseJson(text, "JSON graph"));
   if (j.is_object()) RETURN_IF_ERROR(CheckKeys(j, {"nodes"}, "the graph"));
   return GraphDefFromJsonValue(j, ops, 0);
 }

@@ -2,14 +2,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "graph/json_util.h"
+
 namespace tessera {
 
 StatusOr<SessionConfig> SessionConfig::FromJson(std::string_view text) {
   using json = nlohmann::json;
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) {
-    return errors::InvalidArgument("Session config must be a JSON object");
-  }
+  ASSIGN_OR_RETURN(json j, ParseJson(text, "session config"));
+  if (!j.is_object()) return errors::InvalidArgument("Session config must be a JSON object");
   SessionConfig c;
   for (auto item = j.begin(); item != j.end(); ++item) {
     const std::string& key = item.key();
