@@ -11,6 +11,7 @@ std::string_view CodeName(Code code) {
     case Code::kDeadlineExceeded: return "DeadlineExceeded";
     case Code::kNotFound: return "NotFound";
     case Code::kAlreadyExists: return "AlreadyExists";
+    case Code::kPermissionDenied: return "PermissionDenied";
     case Code::kResourceExhausted: return "ResourceExhausted";
     case Code::kFailedPrecondition: return "FailedPrecondition";
     case Code::kAborted: return "Aborted";

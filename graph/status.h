@@ -18,6 +18,7 @@
 
 namespace tessera {
 
+// TensorFlow's error codes, with its numbers.
 enum class Code {
   kOk = 0,
   kCancelled,
@@ -26,6 +27,7 @@ enum class Code {
   kDeadlineExceeded,
   kNotFound,
   kAlreadyExists,
+  kPermissionDenied,
   kResourceExhausted,
   kFailedPrecondition,
   kAborted,
@@ -92,6 +94,7 @@ TESSERA_ERROR_FACTORY(InvalidArgument)
 TESSERA_ERROR_FACTORY(DeadlineExceeded)
 TESSERA_ERROR_FACTORY(NotFound)
 TESSERA_ERROR_FACTORY(AlreadyExists)
+TESSERA_ERROR_FACTORY(PermissionDenied)
 TESSERA_ERROR_FACTORY(ResourceExhausted)
 TESSERA_ERROR_FACTORY(FailedPrecondition)
 TESSERA_ERROR_FACTORY(Aborted)

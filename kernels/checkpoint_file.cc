@@ -1,16 +1,14 @@
 #include "kernels/checkpoint_file.h"
 
-#include <fcntl.h>
-#include <unistd.h>
 #include <zlib.h>
 
-#include <atomic>
 #include <bit>
-#include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+
+#include "graph/file_io.h"
+#include "graph/json_util.h"
 
 namespace tessera {
 namespace {
@@ -35,19 +33,6 @@ uint32_t Crc32(const void* data, size_t n) {
 
 bool Savable(DataType dt) { return dt != DataType::kString && dt != DataType::kVariant; }
 
-// Writes all of `data` to `fd`.
-bool WriteAll(int fd, const void* data, size_t n) {
-  const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    const ssize_t got = ::write(fd, p, n);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return false;
-    p += got;
-    n -= static_cast<size_t>(got);
-  }
-  return true;
-}
-
 struct Index {
   struct Entry {
     CheckpointEntry entry;
@@ -58,32 +43,34 @@ struct Index {
   uint64_t data_start = 0;
 };
 
-StatusOr<Index> ReadIndex(std::ifstream& in, const std::string& path) {
-  if (!in) return errors::NotFound("Checkpoint '", path, "' not found");
-  in.seekg(0, std::ios::end);
-  const uint64_t size = static_cast<uint64_t>(in.tellg());
-  in.seekg(0);
+StatusOr<Index> ReadIndex(const ReadableFile& file) {
+  const std::string& path = file.path();
+  const uint64_t size = file.size();
   char magic[8];
   uint64_t header_bytes = 0;
-  if (!in.read(magic, 8) || std::memcmp(magic, kMagic, 8) != 0) {
+  if (size < 16) {
+    if (size >= 8 && file.ReadAt(0, magic, 8).ok() && std::memcmp(magic, kMagic, 8) == 0) {
+      return errors::DataLoss("Checkpoint '", path, "' is truncated in its header");
+    }
+    return errors::DataLoss("'", path, "' is not a Tessera checkpoint (", size, " bytes, too short)");
+  }
+  RETURN_IF_ERROR(file.ReadAt(0, magic, 8));
+  if (std::memcmp(magic, kMagic, 8) != 0) {
     return errors::DataLoss("'", path, "' is not a Tessera checkpoint (bad magic)");
   }
-  if (!in.read(reinterpret_cast<char*>(&header_bytes), 8)) {
-    return errors::DataLoss("Checkpoint '", path, "' is truncated in its header");
-  }
+  RETURN_IF_ERROR(file.ReadAt(8, &header_bytes, 8));
   if (header_bytes > kMaxHeaderBytes || header_bytes > size - 16) {
     return errors::DataLoss("Checkpoint '", path, "' is truncated or damaged: its header claims ", header_bytes,
                             " bytes of a ", size, "-byte file");
   }
   std::string text(header_bytes, '\0');
-  if (!in.read(text.data(), static_cast<std::streamsize>(header_bytes))) {
-    return errors::DataLoss("Checkpoint '", path, "' is truncated in its header");
-  }
-  const nlohmann::json header = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  RETURN_IF_ERROR(file.ReadAt(16, text.data(), header_bytes));
   auto damaged = [&](std::string_view what) {
     return errors::DataLoss("Checkpoint '", path, "' has a damaged header: ", what);
   };
-  if (header.is_discarded()) return damaged("not JSON");
+  StatusOr<nlohmann::json> parsed = ParseJson(text, "checkpoint header");
+  if (!parsed.ok()) return damaged(parsed.status().message());
+  const nlohmann::json& header = *parsed;
   if (!header.is_object() || !header.contains("format") ||
       header["format"] != 1 || !header.contains("tensors") ||
       !header["tensors"].is_array()) {
@@ -160,48 +147,65 @@ Status WriteCheckpoint(const std::string& path, const std::vector<std::pair<std:
     offset += t.TotalBytes();
   }
   const std::string header = nlohmann::json{{"format", 1}, {"tensors", entries}}.dump();
-  static std::atomic<uint64_t> counter{0};
-  const std::string tmp = StrCat(path, ".tmp.", ::getpid(), ".", counter.fetch_add(1));
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return errors::Unavailable("Cannot write checkpoint '", path, "': ", std::strerror(errno));
+  ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileWriter> file, AtomicFileWriter::Open(path, "checkpoint"));
   const uint64_t header_bytes = header.size();
-  bool ok = WriteAll(fd, kMagic, 8) && WriteAll(fd, &header_bytes, 8) && WriteAll(fd, header.data(), header.size());
-  for (size_t i = 0; ok && i < tensors.size(); ++i) {
-    ok = WriteAll(fd, tensors[i].second.raw_data(), tensors[i].second.TotalBytes());
+  RETURN_IF_ERROR(file->Append(kMagic, 8));
+  RETURN_IF_ERROR(file->Append(&header_bytes, 8));
+  RETURN_IF_ERROR(file->Append(header));
+  for (const auto& [name, t] : tensors) RETURN_IF_ERROR(file->Append(t.raw_data(), t.TotalBytes()));
+  return file->Commit();
+}
+
+CheckpointReader::~CheckpointReader() = default;
+
+StatusOr<std::unique_ptr<CheckpointReader>> CheckpointReader::Open(const std::string& path) {
+  std::unique_ptr<CheckpointReader> reader(new CheckpointReader);
+  ASSIGN_OR_RETURN(reader->file_, ReadableFile::Open(path, "checkpoint"));
+  ASSIGN_OR_RETURN(Index index, ReadIndex(*reader->file_));
+  reader->data_start_ = index.data_start;
+  for (Index::Entry& e : index.entries) {
+    reader->entries_.push_back(std::move(e.entry));
+    reader->locations_.push_back({e.offset, e.bytes, e.crc});
   }
-  const int saved_errno = errno;
-  ok = ok && ::fsync(fd) == 0;
-  ok = ::close(fd) == 0 && ok;
-  if (ok && ::rename(tmp.c_str(), path.c_str()) == 0) return Status::OK();
-  const std::string reason = std::strerror(errno != 0 ? errno : saved_errno);
-  ::unlink(tmp.c_str());
-  return errors::Unavailable("Cannot write checkpoint '", path, "': ", reason);
+  return reader;
+}
+
+StatusOr<size_t> CheckpointReader::IndexOf(const std::string& name) const {
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    if (entries_[i].name == name) return i;
+  }
+  return errors::NotFound("Tensor '", name, "' is not in checkpoint '", file_->path(), "'");
+}
+
+StatusOr<CheckpointEntry> CheckpointReader::Find(const std::string& name) const {
+  ASSIGN_OR_RETURN(size_t i, IndexOf(name));
+  return entries_[i];
+}
+
+StatusOr<Tensor> CheckpointReader::Read(const std::string& name, std::shared_ptr<Allocator> allocator) const {
+  ASSIGN_OR_RETURN(size_t i, IndexOf(name));
+  const Location& at = locations_[i];
+  ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(std::move(allocator), entries_[i].dtype, entries_[i].shape));
+  Status read = file_->ReadAt(data_start_ + at.offset, t.raw_data(), at.bytes);
+  if (!read.ok()) {
+    return errors::DataLoss("Checkpoint '", file_->path(), "' is truncated in tensor '", name, "': ", read.message());
+  }
+  if (Crc32(t.raw_data(), at.bytes) != at.crc) {
+    return errors::DataLoss("Checkpoint '", file_->path(), "' is damaged: tensor '", name, "' fails its checksum");
+  }
+  return t;
 }
 
 StatusOr<std::vector<CheckpointEntry>> ReadCheckpointIndex(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  ASSIGN_OR_RETURN(Index index, ReadIndex(in, path));
-  std::vector<CheckpointEntry> out;
-  for (const Index::Entry& e : index.entries) out.push_back(e.entry);
-  return out;
+  ASSIGN_OR_RETURN(std::unique_ptr<CheckpointReader> reader, CheckpointReader::Open(path));
+  return reader->entries();
 }
 
 StatusOr<std::vector<Tensor>> ReadCheckpoint(const std::string& path, const std::vector<std::string>& names) {
-  std::ifstream in(path, std::ios::binary);
-  ASSIGN_OR_RETURN(Index index, ReadIndex(in, path));
+  ASSIGN_OR_RETURN(std::unique_ptr<CheckpointReader> reader, CheckpointReader::Open(path));
   std::vector<Tensor> out;
   for (const std::string& name : names) {
-    auto it = std::find_if(index.entries.begin(), index.entries.end(),
-                           [&](const Index::Entry& e) { return e.entry.name == name; });
-    if (it == index.entries.end()) return errors::NotFound("Tensor '", name, "' is not in checkpoint '", path, "'");
-    ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(CpuAllocator(), it->entry.dtype, it->entry.shape));
-    in.seekg(static_cast<std::streamoff>(index.data_start + it->offset));
-    if (!in.read(static_cast<char*>(t.raw_data()), static_cast<std::streamsize>(it->bytes))) {
-      return errors::DataLoss("Checkpoint '", path, "' is truncated in tensor '", name, "'");
-    }
-    if (Crc32(t.raw_data(), it->bytes) != it->crc) {
-      return errors::DataLoss("Checkpoint '", path, "' is damaged: tensor '", name, "' fails its checksum");
-    }
+    ASSIGN_OR_RETURN(Tensor t, reader->Read(name, CpuAllocator()));
     out.push_back(std::move(t));
   }
   return out;

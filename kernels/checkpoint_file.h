@@ -16,10 +16,12 @@
 // path leave one of their files, whole.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "graph/file_io.h"
 #include "graph/tensor.h"
 
 namespace tessera {
@@ -34,13 +36,38 @@ struct CheckpointEntry {
   TensorShape shape;
 };
 
-// The tensors a checkpoint holds, from its header. NotFound for a missing file, DataLoss
-// for a file that is not a checkpoint or whose header is damaged or truncated.
-StatusOr<std::vector<CheckpointEntry>> ReadCheckpointIndex(const std::string& path);
+// An open checkpoint whose header has been read and checked against the file's size; its
+// tensors are read one at a time, so a caller can check an entry before reading its data.
+class CheckpointReader {
+ public:
+  // NotFound for a missing file, DataLoss for a file that is not a checkpoint or whose header
+  // is damaged or truncated, and the errors of ReadableFile::Open (a FIFO, a directory).
+  static StatusOr<std::unique_ptr<CheckpointReader>> Open(const std::string& path);
+  ~CheckpointReader();
 
-// The named tensors, in the order asked, each checked against its checksum. The errors of
-// ReadCheckpointIndex, NotFound for a name the file lacks, DataLoss (naming the tensor) for
-// data that is short or fails its checksum.
+  const std::vector<CheckpointEntry>& entries() const { return entries_; }
+  // NotFound for a name the file lacks.
+  StatusOr<CheckpointEntry> Find(const std::string& name) const;
+  // The named tensor in memory from `allocator`; DataLoss (naming the tensor) for data that
+  // is short or fails its checksum.
+  StatusOr<Tensor> Read(const std::string& name, std::shared_ptr<Allocator> allocator) const;
+
+ private:
+  struct Location {
+    uint64_t offset = 0, bytes = 0;
+    uint32_t crc = 0;
+  };
+  CheckpointReader() = default;
+  StatusOr<size_t> IndexOf(const std::string& name) const;
+  std::unique_ptr<ReadableFile> file_;
+  std::vector<CheckpointEntry> entries_;
+  std::vector<Location> locations_;  // parallel to entries_
+  uint64_t data_start_ = 0;
+};
+
+// The tensors a checkpoint holds, from its header.
+StatusOr<std::vector<CheckpointEntry>> ReadCheckpointIndex(const std::string& path);
+// The named tensors, in the order asked, in host memory.
 StatusOr<std::vector<Tensor>> ReadCheckpoint(const std::string& path, const std::vector<std::string>& names);
 
 }  // namespace tessera

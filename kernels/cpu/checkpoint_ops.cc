@@ -52,19 +52,26 @@ class RestoreTensorsOp : public OpKernel {
     OP_REQUIRES_OK(ctx, file.status());
     StatusOr<std::vector<std::string>> names = Names(ctx->input(1), ctx->num_outputs());
     OP_REQUIRES_OK(ctx, names.status());
-    StatusOr<std::vector<Tensor>> tensors = ReadCheckpoint(*file, *names);
-    OP_REQUIRES_OK(ctx, tensors.status());
+    StatusOr<std::unique_ptr<CheckpointReader>> reader = CheckpointReader::Open(*file);
+    OP_REQUIRES_OK(ctx, reader.status());
+    // Every entry is checked before any data is read: a file may claim gigabytes for a
+    // variable of 32 floats.
     for (int i = 0; i < ctx->num_outputs(); ++i) {
-      const Tensor& t = (*tensors)[i];
-      OP_REQUIRES(ctx, t.dtype() == ctx->op_kernel().output_type(i),
+      StatusOr<CheckpointEntry> entry = (*reader)->Find((*names)[i]);
+      OP_REQUIRES_OK(ctx, entry.status());
+      OP_REQUIRES(ctx, entry->dtype == ctx->op_kernel().output_type(i),
                   errors::InvalidArgument("Tensor '", (*names)[i], "' in checkpoint '", *file, "' is ",
-                                          DataTypeName(t.dtype()), ", expected ",
+                                          DataTypeName(entry->dtype), ", expected ",
                                           DataTypeName(ctx->op_kernel().output_type(i))));
-      OP_REQUIRES(ctx, shapes_.empty() || shapes_[i].IsCompatibleWith(t.shape()),
+      OP_REQUIRES(ctx, shapes_.empty() || shapes_[i].IsCompatibleWith(entry->shape),
                   errors::InvalidArgument("Tensor '", (*names)[i], "' in checkpoint '", *file, "' has shape ",
-                                          t.shape().DebugString(), ", expected ", shapes_[i].DebugString()));
+                                          entry->shape.DebugString(), ", expected ", shapes_[i].DebugString()));
     }
-    for (int i = 0; i < ctx->num_outputs(); ++i) ctx->set_output(i, (*tensors)[i]);
+    for (int i = 0; i < ctx->num_outputs(); ++i) {
+      StatusOr<Tensor> t = (*reader)->Read((*names)[i], ctx->device()->allocator());
+      OP_REQUIRES_OK(ctx, t.status());
+      ctx->set_output(i, std::move(*t));
+    }
   }
 
  private:

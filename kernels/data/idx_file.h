@@ -46,10 +46,13 @@ class IdxRecordReader {
   int64_t next_ = 0;
 };
 
-// The file's dimensions. NotFound for a missing file, InvalidArgument for a file that is not
-// IDX or implausibly large, Unimplemented for another type code, DataLoss for a short header.
+// The file's dimensions. The errors of ReadableFile::Open (NotFound, PermissionDenied, not a
+// regular file), InvalidArgument for a file that is not IDX or implausibly large,
+// Unimplemented for another type code, DataLoss for a short header, corrupt gzip data, or
+// a size the file cannot hold.
 StatusOr<TensorShape> ReadIdxShape(const std::string& path);
-// The whole file as a uint8 tensor; the errors above, and DataLoss when the data is short.
-StatusOr<Tensor> ReadIdxFile(const std::string& path);
+// The file as a uint8 tensor, its first `max_records` records when that is >= 0; the errors
+// above, and DataLoss when the data is short.
+StatusOr<Tensor> ReadIdxFile(const std::string& path, int64_t max_records = -1);
 
 }  // namespace tessera

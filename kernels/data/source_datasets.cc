@@ -1,7 +1,6 @@
 // Source datasets: TensorDataset, TensorSliceDataset, RangeDataset, TextLineDataset and
 // IdxDataset (the records of an IDX file, kernels/data/idx_file.h).
-#include <fstream>
-
+#include "graph/file_io.h"
 #include "kernels/cpu/register.h"
 #include "kernels/data/dataset_op_kernel.h"
 #include "kernels/data/idx_file.h"
@@ -187,26 +186,58 @@ class TextLineDataset : public Dataset {
     Status GetNext(std::vector<Tensor>* out, bool* end) override {
       std::string line;
       while (true) {
-        if (file_.is_open() && std::getline(file_, line)) {
-          if (!line.empty() && line.back() == '\r') line.pop_back();
-          out->push_back(Tensor::Scalar(std::move(line)));
-          return Status::OK();
+        if (file_ != nullptr) {
+          ASSIGN_OR_RETURN(const bool got, NextLine(&line));
+          if (got) {
+            if (!line.empty() && line.back() == '\r') line.pop_back();
+            out->push_back(Tensor::Scalar(std::move(line)));
+            return Status::OK();
+          }
         }
-        file_.close();
         if (next_file_ >= ds_.files_.size()) {
+          file_.reset();
           *end = true;
           return Status::OK();
         }
-        const std::string& name = ds_.files_[next_file_++];
-        file_.open(name, std::ios::binary);
-        if (!file_.is_open()) return errors::NotFound(name, "; No such file or directory");
+        ASSIGN_OR_RETURN(file_, ReadableFile::Open(ds_.files_[next_file_++], "text file"));
+        offset_ = 0;
+        buffer_.clear();
+        start_ = 0;
       }
     }
 
    private:
+    // The next line of file_ without its '\n'; false at the end of the file. A last line
+    // without a newline is a line.
+    StatusOr<bool> NextLine(std::string* line) {
+      for (;;) {
+        const size_t newline = buffer_.find('\n', start_);
+        if (newline != std::string::npos) {
+          line->assign(buffer_, start_, newline - start_);
+          start_ = newline + 1;
+          return true;
+        }
+        buffer_.erase(0, start_);
+        start_ = 0;
+        char chunk[1 << 16];
+        ASSIGN_OR_RETURN(const size_t got, file_->ReadUpTo(offset_, chunk, sizeof(chunk)));
+        if (got == 0) {
+          if (buffer_.empty()) return false;
+          *line = std::move(buffer_);
+          buffer_.clear();
+          return true;
+        }
+        offset_ += got;
+        buffer_.append(chunk, got);
+      }
+    }
+
     const TextLineDataset& ds_;
     size_t next_file_ = 0;
-    std::ifstream file_;
+    std::unique_ptr<ReadableFile> file_;
+    uint64_t offset_ = 0;  // of file_, read up to here
+    std::string buffer_;   // read but not yet returned, from start_
+    size_t start_ = 0;
   };
   std::vector<std::string> files_;
 };

@@ -123,7 +123,7 @@ TEST_F(CheckpointFileTest, AFailedSaveLeavesThePreviousCheckpointAndNoTemporaryF
   EXPECT_EQ(st.code(), Code::kInvalidArgument);
   EXPECT_EQ(Bytes(), good);
   st = WriteCheckpoint((dir_ / "no_such_dir" / "model.ckpt").string(), SomeTensors());
-  EXPECT_EQ(st.code(), Code::kUnavailable);
+  EXPECT_EQ(st.code(), Code::kNotFound);
   int files = 0;
   for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir_)) ++files;
   EXPECT_EQ(files, 1);
