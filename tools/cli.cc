@@ -1,14 +1,16 @@
 #include "tools/cli.h"
 
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
-#include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "graph/dot.h"
+#include "graph/file_io.h"
 #include "graph/graph_json.h"
 #include "graph/logging.h"
 #include "runtime/partition.h"
@@ -69,14 +71,6 @@ std::vector<std::string> SplitCommas(const std::string& s) {
   return parts;
 }
 
-StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return errors::NotFound("Cannot open '", path, "'");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 StatusOr<Options> ParseArgs(const std::vector<std::string>& args) {
   Options o;
   if (args.empty()) return errors::InvalidArgument("missing command");
@@ -126,16 +120,24 @@ StatusOr<Options> ParseArgs(const std::vector<std::string>& args) {
   return o;
 }
 
+StatusOr<GraphDef> ReadGraph(const std::string& path) {
+  ASSIGN_OR_RETURN(std::string text, ReadFileToString(path, "graph"));
+  StatusOr<GraphDef> def = GraphDefFromJson(text);
+  if (!def.ok()) return def.status().WithSuffix(StrCat(" (in '", path, "')"));
+  return def;
+}
+
 StatusOr<std::unique_ptr<Session>> MakeSession(const Options& o) {
   SessionConfig config;
   if (!o.config_path.empty()) {
-    ASSIGN_OR_RETURN(std::string text, ReadFile(o.config_path));
-    ASSIGN_OR_RETURN(config, SessionConfig::FromJson(text));
+    ASSIGN_OR_RETURN(std::string text, ReadFileToString(o.config_path, "session config"));
+    StatusOr<SessionConfig> parsed = SessionConfig::FromJson(text);
+    if (!parsed.ok()) return parsed.status().WithSuffix(StrCat(" (in '", o.config_path, "')"));
+    config = *parsed;
   }
   config.log_device_placement |= o.log_device_placement;
   config.allow_soft_placement |= o.allow_soft_placement;
-  ASSIGN_OR_RETURN(std::string text, ReadFile(o.graph_path));
-  ASSIGN_OR_RETURN(GraphDef def, GraphDefFromJson(text));
+  ASSIGN_OR_RETURN(GraphDef def, ReadGraph(o.graph_path));
   return Session::Create(config, def);
 }
 
@@ -182,8 +184,7 @@ std::string PartitionSummary(const std::vector<GraphDef>& partitions) {
 
 Status Execute(const Options& o, std::ostream& out, std::ostream& err) {
   if (o.command == "export") {
-    ASSIGN_OR_RETURN(std::string text, ReadFile(o.graph_path));
-    ASSIGN_OR_RETURN(GraphDef def, GraphDefFromJson(text));
+    ASSIGN_OR_RETURN(GraphDef def, ReadGraph(o.graph_path));
     ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::FromGraphDef(def));
     out << GraphDefToJson(graph->ToGraphDef()) << "\n";
     return Status::OK();
@@ -207,7 +208,7 @@ Status Execute(const Options& o, std::ostream& out, std::ostream& err) {
   for (const auto& [name, source] : o.feeds) {
     std::string text = source;
     if (!source.starts_with("{")) {
-      ASSIGN_OR_RETURN(text, ReadFile(source));
+      ASSIGN_OR_RETURN(text, ReadFileToString(source, StrCat("the feed for '", name, "'")));
     }
     StatusOr<Tensor> t = TensorFromJsonText(text);
     if (!t.ok()) return t.status().WithSuffix(StrCat(" (feed '", name, "')"));
@@ -221,9 +222,7 @@ Status Execute(const Options& o, std::ostream& out, std::ostream& err) {
   RETURN_IF_ERROR(session->Run(run_options, feeds, o.fetches, o.targets, &outputs, &metadata));
   if (o.show_partitions) err << PartitionSummary(metadata.partition_graphs);
   if (!o.trace_path.empty()) {
-    std::ofstream trace(o.trace_path);
-    trace << ChromeTraceJson(metadata);
-    if (!trace) return errors::Unavailable("Cannot write trace to '", o.trace_path, "'");
+    RETURN_IF_ERROR(WriteFileAtomically(o.trace_path, ChromeTraceJson(metadata), "trace"));
   }
   nlohmann::json result = nlohmann::json::object();
   for (size_t i = 0; i < outputs.size(); ++i) result[o.fetches[i]] = TensorToJson(outputs[i]);
@@ -243,47 +242,43 @@ StatusOr<int64_t> ParseInt(const std::string& flag, const std::string& text) {
 StatusOr<TrainOptions> ParseTrainArgs(const std::vector<std::string>& args) {
   TrainOptions o;
   o.devices = 2;
+  const std::map<std::string, int64_t*> ints = {
+      {"--batch", &o.batch}, {"--seed", &o.seed}, {"--train-limit", &o.train_limit}, {"--test-limit", &o.test_limit}};
+  const std::map<std::string, int*> small_ints = {
+      {"--epochs", &o.epochs}, {"--devices", &o.devices}, {"--threads", &o.threads}};
+  const std::map<std::string, std::string*> strings = {{"--mode", &o.mode},
+                                                       {"--data", &o.data_dir},
+                                                       {"--trace", &o.trace_path},
+                                                       {"--checkpoint", &o.checkpoint_path},
+                                                       {"--inference-graph", &o.inference_graph_path},
+                                                       {"--frozen-graph", &o.frozen_graph_path}};
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--no-progress") {
       o.progress = false;
       continue;
     }
-    if (i + 1 >= args.size()) return errors::InvalidArgument("unexpected argument '", a, "'");
+    if (!ints.contains(a) && !small_ints.contains(a) && !strings.contains(a) && a != "--learning-rate") {
+      return errors::InvalidArgument("unexpected argument '", a, "'");
+    }
+    if (i + 1 >= args.size()) return errors::InvalidArgument(a, " needs a value");
     const std::string& v = args[++i];
-    if (a == "--mode") {
-      o.mode = v;
-    } else if (a == "--data") {
-      o.data_dir = v;
-    } else if (a == "--trace") {
-      o.trace_path = v;
-    } else if (a == "--checkpoint") {
-      o.checkpoint_path = v;
-    } else if (a == "--inference-graph") {
-      o.inference_graph_path = v;
-    } else if (a == "--frozen-graph") {
-      o.frozen_graph_path = v;
+    if (auto s = strings.find(a); s != strings.end()) {
+      *s->second = v;
     } else if (a == "--learning-rate") {
       char* end = nullptr;
       o.learning_rate = std::strtod(v.c_str(), &end);
-      if (end == v.c_str() || *end != '\0' || !(o.learning_rate > 0)) {
+      if (end == v.c_str() || *end != '\0' || !(o.learning_rate > 0) || !std::isfinite(o.learning_rate)) {
         return errors::InvalidArgument("--learning-rate takes a positive number, got '", v, "'");
       }
+    } else if (auto wide = ints.find(a); wide != ints.end()) {
+      ASSIGN_OR_RETURN(*wide->second, ParseInt(a, v));
     } else {
-      const std::map<std::string, int64_t*> ints = {{"--batch", &o.batch},
-                                                    {"--seed", &o.seed},
-                                                    {"--train-limit", &o.train_limit},
-                                                    {"--test-limit", &o.test_limit}};
-      const std::map<std::string, int*> small_ints = {
-          {"--epochs", &o.epochs}, {"--devices", &o.devices}, {"--threads", &o.threads}};
       ASSIGN_OR_RETURN(int64_t n, ParseInt(a, v));
-      if (auto it = ints.find(a); it != ints.end()) {
-        *it->second = n;
-      } else if (auto it2 = small_ints.find(a); it2 != small_ints.end() && n >= -1000 && n <= 1000) {
-        *it2->second = static_cast<int>(n);
-      } else {
-        return errors::InvalidArgument("unexpected argument '", a, "'");
+      if (n < std::numeric_limits<int>::min() || n > std::numeric_limits<int>::max()) {
+        return errors::InvalidArgument(a, " takes a 32-bit integer, got '", v, "'");
       }
+      *small_ints.at(a) = static_cast<int>(n);
     }
   }
   return o;

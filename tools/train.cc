@@ -2,13 +2,13 @@
 
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <map>
 
 #include "distributed/replicate.h"
+#include "graph/file_io.h"
 #include "graph/optimizers.h"
 #include "graph/graph_json.h"
+#include "kernels/data/idx_file.h"
 #include "runtime/freeze.h"
 #include "runtime/saver.h"
 #include "runtime/session.h"
@@ -18,8 +18,8 @@
 namespace tessera {
 namespace {
 
-// The test batch bounds the memory evaluation needs (its activations) and divides the test set.
-constexpr int64_t kTrainImages = 60000, kTestImages = 10000, kTestBatch = 200;
+// The test batch bounds the memory evaluation needs (its activations).
+constexpr int64_t kTestBatch = 200;
 
 // The graph, and the names of what the loop runs (the Scope, and every Output, is gone).
 struct TrainGraph {
@@ -27,29 +27,23 @@ struct TrainGraph {
   std::string init, train;
   std::vector<std::pair<std::string, std::string>> variables;  // name, tower 0's copy
   std::string train_init, test_init;  // the iterators' initializers
-  std::string loss, correct;          // the global batch's loss; correct predictions in a test batch
+  std::string loss;                   // the global batch's loss
+  std::string correct, tested;        // correct predictions in a test batch, and its size
   Saver saver;                        // every variable, saved under its model name
 };
-
-Status WriteText(const std::string& path, const std::string& text) {
-  std::ofstream file(path);
-  file << text;
-  if (!file) return errors::Unavailable("Cannot write '", path, "'");
-  return Status::OK();
-}
 
 // The inference graph with the checkpoint restored, written as it is and frozen.
 Status ExportInference(const TrainOptions& o, std::ostream& log) {
   ASSIGN_OR_RETURN(FashionCnnInference inference, BuildFashionCnnInference());
   if (!o.inference_graph_path.empty()) {
-    RETURN_IF_ERROR(WriteText(o.inference_graph_path, GraphDefToJson(inference.graph)));
+    RETURN_IF_ERROR(WriteFileAtomically(o.inference_graph_path, GraphDefToJson(inference.graph), "inference graph"));
     log << "inference graph written to " << o.inference_graph_path << "\n";
   }
   if (!o.frozen_graph_path.empty()) {
     ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Create(SessionConfig(), inference.graph));
     RETURN_IF_ERROR(inference.saver.Restore(*session, o.checkpoint_path));
     ASSIGN_OR_RETURN(GraphDef frozen, FreezeGraph(*session, {"probabilities", "classes"}));
-    RETURN_IF_ERROR(WriteText(o.frozen_graph_path, GraphDefToJson(frozen)));
+    RETURN_IF_ERROR(WriteFileAtomically(o.frozen_graph_path, GraphDefToJson(frozen), "frozen graph"));
     log << "frozen graph written to " << o.frozen_graph_path << "\n";
   }
   return Status::OK();
@@ -64,10 +58,71 @@ Status CheckOptions(const TrainOptions& o) {
   if (o.batch < o.devices || o.batch % o.devices != 0) {
     return errors::InvalidArgument("--batch ", o.batch, " must be a positive multiple of --devices ", o.devices);
   }
-  if (o.threads < 0) return errors::InvalidArgument("--threads must be 0 (all cores) or more, got ", o.threads);
+  if (o.devices > 1024) return errors::InvalidArgument("--devices must be at most 1024, got ", o.devices);
+  if (o.threads < 0 || o.threads > 1024) {
+    return errors::InvalidArgument("--threads must be 0 (all cores) to 1024, got ", o.threads);
+  }
   if (o.train_limit < 0 || o.test_limit < 0) return errors::InvalidArgument("limits must be 0 (all) or more");
   if ((!o.inference_graph_path.empty() || !o.frozen_graph_path.empty()) && o.checkpoint_path.empty()) {
     return errors::InvalidArgument("exporting the inference or frozen graph needs --checkpoint");
+  }
+  return Status::OK();
+}
+
+std::string DataFile(const std::string& dir, const std::string& split, const std::string& kind) {
+  return StrCat(dir, "/", split, "-", kind, "-idx", kind == "images" ? 3 : 1, "-ubyte.gz");
+}
+
+// The number of examples in one split, from the files' headers. Images and labels must
+// agree: the pipeline zips them, and a zip stops silently at the shorter.
+StatusOr<int64_t> CountExamples(const std::string& dir, const std::string& split) {
+  const std::string images = DataFile(dir, split, "images"), labels = DataFile(dir, split, "labels");
+  StatusOr<TensorShape> image_shape = ReadIdxShape(images);
+  if (image_shape.status().code() == Code::kNotFound) {
+    return image_shape.status().WithSuffix(
+        "; install Debian's dataset-fashion-mnist (scripts/setup.sh) or set FASHION_MNIST_DIR");
+  }
+  RETURN_IF_ERROR(image_shape.status());
+  ASSIGN_OR_RETURN(TensorShape label_shape, ReadIdxShape(labels));
+  if (image_shape->rank() != 3 || image_shape->dim(1) != 28 || image_shape->dim(2) != 28) {
+    return errors::InvalidArgument("'", images, "' holds ", image_shape->DebugString(), ", not 28x28 images");
+  }
+  if (label_shape.rank() != 1) {
+    return errors::InvalidArgument("'", labels, "' holds ", label_shape.DebugString(), ", not a list of labels");
+  }
+  if (image_shape->dim(0) != label_shape.dim(0)) {
+    return errors::InvalidArgument("'", images, "' holds ", image_shape->dim(0), " images but '", labels, "' ",
+                                   label_shape.dim(0), " labels");
+  }
+  if (image_shape->dim(0) == 0) return errors::InvalidArgument("'", images, "' holds no images");
+  return image_shape->dim(0);
+}
+
+// Every output its own file and none of them an input, each one writable: found out before
+// any training, not after the first epoch.
+Status CheckOutputPaths(const TrainOptions& o, const std::string& dir) {
+  const std::vector<std::pair<std::string, std::string>> outputs = {{"--checkpoint", o.checkpoint_path},
+                                                                    {"--inference-graph", o.inference_graph_path},
+                                                                    {"--frozen-graph", o.frozen_graph_path},
+                                                                    {"--trace", o.trace_path}};
+  std::map<std::string, std::string> used;  // resolved path -> what uses it
+  for (const char* split : {"train", "t10k"}) {
+    for (const char* kind : {"images", "labels"}) {
+      const std::string file = DataFile(dir, split, kind);
+      StatusOr<std::string> resolved = ResolveWriteTarget(file, "data file");
+      if (resolved.ok()) used.emplace(*resolved, StrCat("the data file '", file, "'"));
+    }
+  }
+  for (const auto& [flag, path] : outputs) {
+    if (path.empty()) continue;
+    ASSIGN_OR_RETURN(std::string resolved, ResolveWriteTarget(path, flag.substr(2)));
+    auto [it, fresh] = used.emplace(resolved, flag);
+    if (!fresh) {
+      return errors::InvalidArgument(flag, " '", path, "' is the same file as ", it->second,
+                                     "; each output needs a file of its own");
+    }
+    // Opening a writer checks the folder and the target without touching the target.
+    RETURN_IF_ERROR(AtomicFileWriter::Open(path, flag.substr(2)).status());
   }
   return Status::OK();
 }
@@ -101,7 +156,7 @@ StatusOr<TrainGraph> BuildGraph(const TrainOptions& o, const std::string& dir, i
   ReplicateOptions options;
   options.mode = o.mode == "mirrored" ? ReplicationMode::kMirrored : ReplicationMode::kParameterDevice;
   for (int d = 0; d < o.devices; ++d) options.devices.push_back(StrCat("/cpu:", d));
-  Output correct;
+  Output correct, tested;
   auto model = [&](Tower& tower, TowerOutputs* out) {
     const Scope& s = tower.scope();
     FashionCnn cnn = CreateFashionCnn(
@@ -124,6 +179,7 @@ StatusOr<TrainGraph> BuildGraph(const TrainOptions& o, const std::string& dir, i
       Output predicted = ops::ArgMax(eval, FashionCnnLogits(eval, cnn, test_batch[0]), 1, DataType::kInt32);
       correct = ops::Sum(eval.WithOpName("correct"),
                          ops::Cast(eval, ops::Equal(eval, predicted, test_batch[1]), DataType::kInt32), {0});
+      tested = ops::Size(eval.WithOpName("tested"), test_batch[1]);
     }
   };
   // Keras's RMSprop: rho 0.9, epsilon 1e-7, the mean square starting at zero.
@@ -141,6 +197,7 @@ StatusOr<TrainGraph> BuildGraph(const TrainOptions& o, const std::string& dir, i
   RETURN_IF_ERROR(root.status());
   g.loss = loss.name();
   g.correct = correct.name();
+  g.tested = tested.name();
   g.init = replicated.init.name();
   g.train = replicated.train.name();
   for (const auto& [name, copies] : replicated.variables) g.variables.emplace_back(name, copies[0].name());
@@ -187,12 +244,10 @@ void DrawProgress(std::ostream& log, int epoch, int epochs, int64_t done, int64_
 StatusOr<TrainResult> Train(const TrainOptions& o, std::ostream& log) {
   RETURN_IF_ERROR(CheckOptions(o));
   const std::string dir = o.data_dir.empty() ? FashionMnistDir() : o.data_dir;
-  if (!std::filesystem::exists(dir + "/train-images-idx3-ubyte.gz")) {
-    return errors::NotFound("Fashion-MNIST is not in '", dir,
-                            "': install Debian's dataset-fashion-mnist (scripts/setup.sh) or set FASHION_MNIST_DIR");
-  }
-  const int64_t train_images = o.train_limit > 0 ? std::min(o.train_limit, kTrainImages) : kTrainImages;
-  const int64_t test_images = o.test_limit > 0 ? std::min(o.test_limit, kTestImages) : kTestImages;
+  ASSIGN_OR_RETURN(int64_t train_images, CountExamples(dir, "train"));
+  RETURN_IF_ERROR(CountExamples(dir, "t10k").status());
+  RETURN_IF_ERROR(CheckOutputPaths(o, dir));
+  if (o.train_limit > 0) train_images = std::min(o.train_limit, train_images);
   ASSIGN_OR_RETURN(TrainGraph g, BuildGraph(o, dir, train_images));
   SessionConfig config;
   config.device_count = {{"CPU", o.devices}};
@@ -221,11 +276,7 @@ StatusOr<TrainResult> Train(const TrainOptions& o, std::ostream& log) {
       Status st = session->Run(run_options, {}, {g.loss}, {g.train}, &out, &metadata);
       if (st.code() == Code::kOutOfRange) break;
       RETURN_IF_ERROR(st);
-      if (trace) {
-        std::ofstream file(o.trace_path);
-        file << ChromeTraceJson(metadata);
-        if (!file) return errors::InvalidArgument("Cannot write the trace to '", o.trace_path, "'");
-      }
+      if (trace) RETURN_IF_ERROR(WriteFileAtomically(o.trace_path, ChromeTraceJson(metadata), "trace"));
       ++steps;
       images = std::min(images + o.batch, train_images);
       loss_sum += out[0].data<float>()[0];
@@ -244,14 +295,15 @@ StatusOr<TrainResult> Train(const TrainOptions& o, std::ostream& log) {
     DrawProgress(log, epoch, o.epochs, steps, steps_per_epoch, stats.images_per_second, stats.mean_loss, true);
 
     RETURN_IF_ERROR(session->Run({}, {}, {g.test_init}, &out));
-    int64_t correct = 0;
+    int64_t correct = 0, tested = 0;
     for (;;) {
-      Status st = session->Run({}, {g.correct}, {}, &out);
+      Status st = session->Run({}, {g.correct, g.tested}, {}, &out);
       if (st.code() == Code::kOutOfRange) break;
       RETURN_IF_ERROR(st);
       correct += out[0].data<int32_t>()[0];
+      tested += out[1].data<int32_t>()[0];
     }
-    stats.test_accuracy = static_cast<double>(correct) / test_images;
+    stats.test_accuracy = static_cast<double>(correct) / static_cast<double>(tested);
     char line[80];
     std::snprintf(line, sizeof line, "  test accuracy %.4f\n", stats.test_accuracy);
     log << line;

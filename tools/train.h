@@ -57,7 +57,10 @@ struct TrainResult {
   std::map<std::string, Tensor> variables;
 };
 
-// InvalidArgument for options out of range; NotFound when the data files are missing.
+// InvalidArgument for options out of range, for data files whose images and labels disagree
+// or hold nothing, and for output paths that name the same file (or a data file); NotFound
+// when the data files are missing. All of these are found before training starts. Outputs
+// are written atomically (graph/file_io.h).
 StatusOr<TrainResult> Train(const TrainOptions& options, std::ostream& log);
 
 }  // namespace tessera
