@@ -3,8 +3,10 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "kernels/cpu/register.h"
+#include "kernels/cpu/sum_accumulator.h"
 
 namespace tessera::cpu {
 namespace {
@@ -161,23 +163,22 @@ class BiasAddGradOp : public OpKernel {
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({channels}), &out));
     T* op = out->data<T>();
-    std::fill(op, op + channels, T(0));
     int64_t inner = 1;
     for (int d = axis + 1; d < g.rank(); ++d) inner *= g.dim(d);
     const T* gp = g.data<T>();
     const int64_t rows = channels == 0 || inner == 0 ? 0 : g.NumElements() / inner;
+    std::vector<SumAccumulator<T>> sums(static_cast<size_t>(channels));
     if (inner == 1) {
       // Channels last: add each pixel's run of channels onto the sums, a vector at a time.
       for (int64_t p = 0; p < rows / channels; ++p) {
-        for (int64_t c = 0; c < channels; ++c) op[c] += gp[p * channels + c];
+        for (int64_t c = 0; c < channels; ++c) sums[c].Add(gp[p * channels + c]);
       }
-      return;
+    } else {
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t i = 0; i < inner; ++i) sums[r % channels].Add(gp[r * inner + i]);
+      }
     }
-    for (int64_t r = 0; r < rows; ++r) {
-      T sum = 0;
-      for (int64_t i = 0; i < inner; ++i) sum += gp[r * inner + i];
-      op[r % channels] += sum;
-    }
+    for (int64_t c = 0; c < channels; ++c) op[c] = sums[c].Get();
   }
 
  private:

@@ -4,55 +4,49 @@
 // alternating kept/reduced groups; each reduced group is then folded with one
 // [outer, reduced, inner] pass, innermost group first.
 #include <limits>
+#include <vector>
 
 #include "kernels/cpu/register.h"
+#include "kernels/cpu/sum_accumulator.h"
 
 namespace tessera::cpu {
 namespace {
 
+// The maximum of nothing is -inf where the type has one, as in TensorFlow.
 template <typename T>
-struct SumR {
-  static T Init() { return T(0); }
-  static T Apply(T a, T b) {
-    if constexpr (std::is_integral_v<T>) {
-      return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) +
-                            static_cast<std::make_unsigned_t<T>>(b));
-    } else {
-      return a + b;
-    }
-  }
-};
-template <typename T>
-struct MaxR {
-  static T Init() { return std::numeric_limits<T>::lowest(); }
-  static T Apply(T a, T b) { return a > b ? a : b; }
+struct MaxAcc {
+  T max = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
+  void Add(T x) { max = x > max ? x : max; }
+  T Get() const { return max; }
 };
 
 // in: [outer, r, inner] -> out: [outer, inner]
-template <typename T, typename R>
+template <typename T, typename Acc>
 void ReduceMiddle(ThreadPool* pool, const T* in, T* out, int64_t outer, int64_t r, int64_t inner) {
   pool->ParallelFor(outer * inner, r, [&](int64_t begin, int64_t end) {
     if (inner == 1) {
       for (int64_t o = begin; o < end; ++o) {
         const T* row = in + o * r;
-        T acc = R::Init();
-        for (int64_t j = 0; j < r; ++j) acc = R::Apply(acc, row[j]);
-        out[o] = acc;
+        Acc acc;
+        for (int64_t j = 0; j < r; ++j) acc.Add(row[j]);
+        out[o] = acc.Get();
       }
       return;
     }
     // Elements [begin, end) of the output, walked by (o, i) with the reduced axis outermost
     // within each o so the inner loop runs along contiguous memory.
+    std::vector<Acc> acc;
     int64_t idx = begin;
     while (idx < end) {
       int64_t o = idx / inner, i0 = idx % inner;
       int64_t i1 = std::min(inner, i0 + (end - idx));
-      T* dst = out + o * inner;
-      for (int64_t i = i0; i < i1; ++i) dst[i] = R::Init();
+      acc.assign(static_cast<size_t>(i1 - i0), Acc());
       for (int64_t j = 0; j < r; ++j) {
-        const T* src = in + (o * r + j) * inner;
-        for (int64_t i = i0; i < i1; ++i) dst[i] = R::Apply(dst[i], src[i]);
+        const T* src = in + (o * r + j) * inner + i0;
+        for (int64_t i = 0; i < i1 - i0; ++i) acc[i].Add(src[i]);
       }
+      T* dst = out + o * inner + i0;
+      for (int64_t i = 0; i < i1 - i0; ++i) dst[i] = acc[i].Get();
       idx += i1 - i0;
     }
   });
@@ -96,7 +90,7 @@ class ReductionOp : public OpKernel {
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, out_shape, &out));
     if (out->NumElements() == 0) return;
     if (kKind == Kind::kMax && reduced_count == 0) {
-      std::fill(out->data<T>(), out->data<T>() + out->NumElements(), MaxR<T>::Init());
+      std::fill(out->data<T>(), out->data<T>() + out->NumElements(), MaxAcc<T>().Get());
       return;
     }
 
@@ -112,7 +106,7 @@ class ReductionOp : public OpKernel {
         red.push_back(reduce[i]);
       }
     }
-    using R = std::conditional_t<kKind == Kind::kMax, MaxR<T>, SumR<T>>;
+    using Acc = std::conditional_t<kKind == Kind::kMax, MaxAcc<T>, SumAccumulator<T>>;
     ThreadPool* pool = ctx->intra_op_pool();
     Tensor current = in;
     for (int g = static_cast<int>(dims.size()) - 1; g >= 0; --g) {
@@ -122,7 +116,7 @@ class ReductionOp : public OpKernel {
       for (size_t i = g + 1; i < dims.size(); ++i) inner *= dims[i];
       Tensor next;
       OP_REQUIRES_OK(ctx, ctx->allocate_temp(in.dtype(), TensorShape({outer * inner}), &next));
-      ReduceMiddle<T, R>(pool, current.data<T>(), next.data<T>(), outer, dims[g], inner);
+      ReduceMiddle<T, Acc>(pool, current.data<T>(), next.data<T>(), outer, dims[g], inner);
       current = next;
       dims[g] = 1;
     }
