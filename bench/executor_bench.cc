@@ -43,7 +43,7 @@ void BM_Tessera(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(1));
   ThreadPool inter("inter_op", threads);
   ThreadPool intra("intra_op", 1);
-  auto devices = std::move(DeviceMgr::CreateLocal({{"CPU", 1}}, &intra).value());
+  auto devices = std::move(DeviceMgr::CreateLocal({{"CPU", 1}}, &intra, HostMemoryBytes()).value());
   Executor::Params params;
   params.lookup_device = [&](const Node&) -> StatusOr<DeviceBase*> { return devices->devices()[0]; };
   auto exec = Executor::Create(NoOpGraph(shape), params);

@@ -1,7 +1,13 @@
 #include "graph/allocator.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdlib>
+#include <fstream>
 #include <new>
+
+#include "graph/status.h"
 
 #ifndef TESSERA_LIBC_MALLOC
 #include <oneapi/tbb/scalable_allocator.h>
@@ -45,12 +51,41 @@ std::shared_ptr<Allocator> CpuAllocator() {
   return *allocator;
 }
 
-TrackingAllocator::TrackingAllocator(std::string name, std::shared_ptr<Allocator> base)
-    : name_(std::move(name)), base_(std::move(base)) {}
+int64_t MemoryBudget::Charge(size_t bytes) {
+  const size_t rounded = (bytes + Allocator::kAlignment - 1) / Allocator::kAlignment * Allocator::kAlignment;
+  return static_cast<int64_t>(std::min<size_t>(rounded, size_t{1} << 62)) + kOverheadBytes;
+}
+
+bool MemoryBudget::TryReserve(int64_t charge) {
+  int64_t used = in_use_.load(std::memory_order_relaxed);
+  do {
+    if (charge > limit_ - used) return false;
+  } while (!in_use_.compare_exchange_weak(used, used + charge, std::memory_order_relaxed));
+  return true;
+}
+
+int64_t HostMemoryBytes() {
+  int64_t bytes = static_cast<int64_t>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGE_SIZE);
+  // cgroup v2, then v1; "max" or a huge v1 value means no limit.
+  for (const char* path : {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
+    std::ifstream in(path);
+    int64_t limit = 0;
+    if (in >> limit && limit > 0) bytes = std::min(bytes, limit);
+  }
+  return bytes;
+}
+
+TrackingAllocator::TrackingAllocator(std::string name, std::shared_ptr<Allocator> base,
+                                     std::shared_ptr<MemoryBudget> budget)
+    : name_(std::move(name)), base_(std::move(base)), budget_(std::move(budget)) {}
 
 void* TrackingAllocator::AllocateRaw(size_t bytes) {
+  if (budget_ != nullptr && !budget_->TryReserve(MemoryBudget::Charge(bytes))) return nullptr;
   void* p = base_->AllocateRaw(bytes);
-  if (p == nullptr) return nullptr;
+  if (p == nullptr) {
+    if (budget_ != nullptr) budget_->Release(MemoryBudget::Charge(bytes));
+    return nullptr;
+  }
   num_allocs_.fetch_add(1, std::memory_order_relaxed);
   int64_t now = bytes_in_use_.fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed) +
                 static_cast<int64_t>(bytes);
@@ -63,6 +98,14 @@ void* TrackingAllocator::AllocateRaw(size_t bytes) {
 void TrackingAllocator::DeallocateRaw(void* ptr, size_t bytes) {
   bytes_in_use_.fetch_sub(static_cast<int64_t>(bytes), std::memory_order_relaxed);
   base_->DeallocateRaw(ptr, bytes);
+  if (budget_ != nullptr) budget_->Release(MemoryBudget::Charge(bytes));
+}
+
+std::string TrackingAllocator::DescribeLimit() const {
+  if (budget_ == nullptr) return {};
+  constexpr int64_t kMiB = int64_t{1} << 20;
+  return StrCat("the session's host memory limit is ", budget_->limit() / kMiB, " MiB, of which ",
+                budget_->in_use() / kMiB, " MiB are in use (host_memory_limit_mb)");
 }
 
 AllocatorStats TrackingAllocator::stats() const {

@@ -104,12 +104,12 @@ StatusOr<Tensor> Tensor::Allocate(std::shared_ptr<Allocator> allocator, DataType
   t.dtype_ = dtype;
   t.shape_ = shape;
   t.num_elements_ = num_elements;
-  std::string name(allocator->name());
-  t.buffer_ = new TensorBuffer(std::move(allocator), dtype, t.num_elements_);
+  t.buffer_ = new TensorBuffer(allocator, dtype, t.num_elements_);
   t.data_ = t.buffer_->data();
   if (t.data_ == nullptr) {
-    return errors::ResourceExhausted("OOM when allocating tensor with shape ", shape.DebugString(),
-                                     " and type ", DataTypeName(dtype), " on ", name);
+    const std::string limit = allocator->DescribeLimit();
+    return errors::ResourceExhausted("OOM when allocating tensor with shape ", shape.DebugString(), " and type ",
+                                     DataTypeName(dtype), " on ", allocator->name(), limit.empty() ? "" : ": ", limit);
   }
   return t;
 }
@@ -135,8 +135,14 @@ StatusOr<Tensor> Tensor::Reshaped(const TensorShape& shape) const {
 }
 
 Tensor Tensor::DeepCopy() const {
+  StatusOr<Tensor> t = DeepCopy(CpuAllocator());
+  if (!t.ok()) throw std::bad_alloc();  // like the constructor
+  return std::move(t).value();
+}
+
+StatusOr<Tensor> Tensor::DeepCopy(std::shared_ptr<Allocator> allocator) const {
   if (!IsInitialized()) return Tensor();
-  Tensor t(dtype_, shape_);
+  ASSIGN_OR_RETURN(Tensor t, Allocate(std::move(allocator), dtype_, shape_));
   if (dtype_ == DataType::kString) {
     std::copy(data<std::string>(), data<std::string>() + num_elements_, t.data<std::string>());
   } else if (dtype_ == DataType::kVariant) {

@@ -118,6 +118,8 @@ class Tensor {
   StatusOr<Tensor> Reshaped(const TensorShape& shape) const;
   // A copy with its own buffer.
   Tensor DeepCopy() const;
+  // A copy with its own buffer from `allocator`; ResourceExhausted when it is exhausted.
+  StatusOr<Tensor> DeepCopy(std::shared_ptr<Allocator> allocator) const;
 
   bool SharesBufferWith(const Tensor& other) const {
     return buffer_ != nullptr && buffer_ == other.buffer_;

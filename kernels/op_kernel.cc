@@ -1,5 +1,6 @@
 #include "kernels/op_kernel.h"
 
+#include <algorithm>
 #include <condition_variable>
 
 namespace tessera {
@@ -49,7 +50,7 @@ CancellationManager::Token CancellationManager::NewToken() {
 
 bool CancellationManager::RegisterCallback(Token token, std::function<void()> callback) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (cancelled_) return false;
+  if (cancelled_.load(std::memory_order_relaxed)) return false;
   callbacks_.emplace(token, std::move(callback));
   return true;
 }
@@ -63,16 +64,22 @@ void CancellationManager::StartCancel() {
   std::map<Token, std::function<void()>> callbacks;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (cancelled_) return;
-    cancelled_ = true;
+    if (cancelled_.load(std::memory_order_relaxed)) return;
+    cancelled_.store(true, std::memory_order_release);
     callbacks.swap(callbacks_);
   }
   for (auto& [token, cb] : callbacks) cb();
 }
 
-bool CancellationManager::IsCancelled() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return cancelled_;
+void OpKernelContext::ParallelFor(int64_t total, int64_t cost_per_unit,
+                                  const std::function<void(int64_t, int64_t)>& fn) {
+  // About 2^24 cycles, a few milliseconds, between two looks at the cancellation.
+  constexpr int64_t kPieceCost = int64_t{1} << 24;
+  const int64_t piece = std::max<int64_t>(1, kPieceCost / std::max<int64_t>(1, cost_per_unit));
+  intra_op_pool()->ParallelFor(total, cost_per_unit, [&](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end && !IsCancelled(); b += piece) fn(b, std::min(end, b + piece));
+  });
+  if (IsCancelled()) SetStatus(errors::Cancelled("Step was cancelled"));
 }
 
 Status OpKernelContext::allocate_output(int i, const TensorShape& shape, Tensor** out) {

@@ -17,6 +17,7 @@
 // members; what it computes once (attrs, constants) it reads in its constructor.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -130,11 +131,12 @@ class CancellationManager {
   // Returns false if the callback already ran or is running.
   bool DeregisterCallback(Token token);
   void StartCancel();
-  bool IsCancelled() const;
+  // Lock-free, for kernels that check between chunks of work.
+  bool IsCancelled() const { return cancelled_.load(std::memory_order_acquire); }
 
  private:
   mutable std::mutex mu_;
-  bool cancelled_ = false;  // guarded by mu_
+  std::atomic<bool> cancelled_{false};  // written under mu_
   Token next_ = 0;          // guarded by mu_
   std::map<Token, std::function<void()>> callbacks_;  // guarded by mu_
 };
@@ -183,6 +185,12 @@ class OpKernelContext {
   ResourceMgr* resource_manager() const { return p_.resource_mgr; }
   CallFrame* call_frame() const { return p_.call_frame; }
   CancellationManager* cancellation_manager() const { return p_.cancellation; }
+  // True once the step is cancelled (its deadline passed, another node failed). A kernel
+  // that works for long checks it between chunks and stops.
+  bool IsCancelled() const { return p_.cancellation != nullptr && p_.cancellation->IsCancelled(); }
+  // The intra-op pool's ParallelFor, cut into pieces of a few milliseconds each; once the
+  // step is cancelled the pieces left are skipped and the kernel's status is Cancelled.
+  void ParallelFor(int64_t total, int64_t cost_per_unit, const std::function<void(int64_t, int64_t)>& fn);
   // nullptr when the step has no cross-device traffic to carry.
   Rendezvous* rendezvous() const { return p_.rendezvous; }
   // Runs the bodies of function attrs; nullptr outside an executor.

@@ -2,6 +2,8 @@
 
 #include <thread>
 
+#include "runtime/deadline.h"
+
 namespace tessera {
 
 void Coordinator::RequestStop() {
@@ -17,11 +19,13 @@ bool Coordinator::ShouldStop() const {
 
 bool Coordinator::WaitForStop(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
-  if (timeout == std::chrono::milliseconds::max()) {
+  const auto deadline = DeadlineAfter(timeout);
+  if (!deadline) {
+    if (timeout.count() <= 0) return stop_;
     stopped_cv_.wait(lock, [this] { return stop_; });
     return true;
   }
-  return stopped_cv_.wait_for(lock, timeout, [this] { return stop_; });
+  return stopped_cv_.wait_until(lock, *deadline, [this] { return stop_; });
 }
 
 void Coordinator::ReportStatus(const Status& status) {
@@ -51,10 +55,10 @@ Status Coordinator::Join(std::chrono::milliseconds grace) {
   }
   // Runners stop on their own once asked; only those still running after the grace
   // period are an error, and they are not waited for.
-  const auto deadline = std::chrono::steady_clock::now() + grace;
+  const auto deadline = DeadlineAfter(grace);
   std::string stuck;
   for (Runner* r : runners) {
-    while (r->IsRunning() && std::chrono::steady_clock::now() < deadline) {
+    while (r->IsRunning() && (!deadline || std::chrono::steady_clock::now() < *deadline)) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     if (r->IsRunning()) {

@@ -36,8 +36,8 @@ Status CpuDevice::CopyToHost(const Tensor& device_tensor, Tensor* host) {
   return Status::OK();
 }
 
-StatusOr<std::unique_ptr<DeviceMgr>> DeviceMgr::CreateLocal(
-    const std::map<std::string, int>& device_count, ThreadPool* intra_op_pool) {
+StatusOr<std::unique_ptr<DeviceMgr>> DeviceMgr::CreateLocal(const std::map<std::string, int>& device_count,
+                                                            ThreadPool* intra_op_pool, int64_t memory_limit_bytes) {
   int cpus = 1;
   for (const auto& [type, count] : device_count) {
     if (count < 0) {
@@ -51,9 +51,10 @@ StatusOr<std::unique_ptr<DeviceMgr>> DeviceMgr::CreateLocal(
   }
   if (cpus == 0) return errors::InvalidArgument("device_count CPU must be at least 1");
   std::vector<std::unique_ptr<Device>> devices;
+  auto budget = std::make_shared<MemoryBudget>(memory_limit_bytes);
   for (int i = 0; i < cpus; ++i) {
     DeviceName name = DeviceName::Full("localhost", 0, 0, "CPU", i);
-    auto allocator = std::make_shared<TrackingAllocator>(name.ToString(), CpuAllocator());
+    auto allocator = std::make_shared<TrackingAllocator>(name.ToString(), CpuAllocator(), budget);
     devices.push_back(std::make_unique<CpuDevice>(name, std::move(allocator), intra_op_pool));
   }
   return std::make_unique<DeviceMgr>(std::move(devices));

@@ -1,11 +1,11 @@
 // Device: one place ops run, implementing the DeviceBase that kernels see; DeviceMgr owns a
 // process's devices and finds them by name.
 //
-//   auto mgr = DeviceMgr::CreateLocal({{"CPU", 4}}, intra_op_pool);   // CPU:0..3
+//   auto mgr = DeviceMgr::CreateLocal({{"CPU", 4}}, intra_op_pool, limit_bytes);   // CPU:0..3
 //   Device* d = *mgr->Lookup("/cpu:2");
 //
 // Each device has its own TrackingAllocator, so memory is accounted per device even when
-// several virtual CPU devices share the host's memory. Devices are thread-safe; a DeviceMgr
+// several virtual CPU devices share the host's memory; all of them share one limit. Devices are thread-safe; a DeviceMgr
 // is immutable after creation.
 #pragma once
 
@@ -55,9 +55,10 @@ class DeviceMgr {
   // Creates `device_count["CPU"]` CPU devices (default 1) named
   // /job:localhost/replica:0/task:0/device:CPU:<i>. A GPU count is accepted and yields no
   // device in a build without the GPU device. Any other type is InvalidArgument.
-  // `intra_op_pool` is borrowed and must outlive the devices.
+  // `intra_op_pool` is borrowed and must outlive the devices. The devices' allocators
+  // together hold at most `memory_limit_bytes`.
   static StatusOr<std::unique_ptr<DeviceMgr>> CreateLocal(const std::map<std::string, int>& device_count,
-                                                          ThreadPool* intra_op_pool);
+                                                          ThreadPool* intra_op_pool, int64_t memory_limit_bytes);
   explicit DeviceMgr(std::vector<std::unique_ptr<Device>> devices);
 
   const std::vector<Device*>& devices() const { return device_ptrs_; }

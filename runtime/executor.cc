@@ -338,6 +338,8 @@ class ExecutorState {
     if (first && args_.cancellation != nullptr) args_.cancellation->StartCancel();
   }
 
+  // Stops the step; the error it reports is the first a node gives (a kernel that stopped
+  // midway names itself), or, when none does, this one.
   void OnCancel() {
     std::string waiting;
     {
@@ -346,9 +348,9 @@ class ExecutorState {
         const NodeItem& it = impl_.item(id);
         waiting += StrCat(waiting.empty() ? "" : ", ", it.node->DebugName(), " on ", it.device->name());
       }
+      cancelled_ = errors::Cancelled("Step was cancelled", waiting.empty() ? "" : " while waiting for node " + waiting);
     }
-    RecordError(errors::Cancelled("Step was cancelled",
-                                  waiting.empty() ? "" : " while waiting for node " + waiting));
+    aborted_.store(true, std::memory_order_relaxed);
   }
 
   void Finish() {
@@ -360,7 +362,7 @@ class ExecutorState {
     Status s;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      s = status_;
+      s = status_.ok() ? cancelled_ : status_;
     }
     Executor::DoneCallback done = std::move(done_);
     Unref();
@@ -385,6 +387,7 @@ class ExecutorState {
   CancellationManager::Token cancel_token_ = 0;
   std::mutex mu_;
   Status status_;                     // guarded by mu_: the first error
+  Status cancelled_;                  // guarded by mu_: set when the step was cancelled
   std::vector<int> in_flight_async_;  // guarded by mu_
 };
 

@@ -5,6 +5,7 @@
 #include <optional>
 #include <thread>
 
+#include "runtime/deadline.h"
 #include "runtime/intra_process_rendezvous.h"
 #include "runtime/partition.h"
 #include "runtime/server.h"
@@ -86,7 +87,7 @@ StatusOr<std::unique_ptr<Session>> Session::Create(const std::string& target, co
     s->devices_ = server->devices();
     s->resource_mgr_ = server->resources();
   } else {
-    ASSIGN_OR_RETURN(s->devices_, DeviceMgr::CreateLocal(config.device_count, s->intra_op_pool_));
+    ASSIGN_OR_RETURN(s->devices_, DeviceMgr::CreateLocal(config.device_count, s->intra_op_pool_, config.HostMemoryLimitBytes()));
     s->resource_mgr_ = std::make_shared<ResourceMgr>();
   }
   ASSIGN_OR_RETURN(s->graph_, Graph::FromGraphDef(def));
@@ -201,7 +202,8 @@ Status Session::Run(const RunOptions& options, const std::vector<std::pair<std::
   args.cancellation = &cancellation;
   args.rendezvous = rendezvous ? &*rendezvous : nullptr;
 
-  int64_t timeout_ms = options.timeout_in_ms > 0 ? options.timeout_in_ms : config_.operation_timeout_in_ms;
+  const int64_t timeout_ms = options.timeout_in_ms > 0 ? options.timeout_in_ms : config_.operation_timeout_in_ms;
+  const auto deadline = DeadlineAfter(std::chrono::milliseconds(timeout_ms));
   struct Waiter {
     std::mutex mu;
     std::condition_variable cv;
@@ -216,12 +218,14 @@ Status Session::Run(const RunOptions& options, const std::vector<std::pair<std::
     }
     if (--w.pending == 0) w.cv.notify_all();
   };
-  // Every partition but the first starts on the pool, the first on this thread.
+  // Every partition but the first starts on the pool, the first on this thread, unless the
+  // step has a deadline: then this thread keeps the time, and only a thread of the pool may
+  // be held by a long kernel.
   for (size_t i = num_parts; i-- > 0;) {
     Executor::Args part_args = args;
     if (trace) part_args.stats = &stats[i];
     const Executor* executor = ek->executors[i].get();
-    if (i == 0) {
+    if (i == 0 && !deadline) {
       executor->RunAsync(part_args, part_done);
     } else {
       inter_op_pool_->Schedule([executor, part_args, part_done] { executor->RunAsync(part_args, part_done); });
@@ -230,9 +234,7 @@ Status Session::Run(const RunOptions& options, const std::vector<std::pair<std::
   bool timed_out = false;
   {
     std::unique_lock<std::mutex> lock(w.mu);
-    if (timeout_ms > 0) {
-      timed_out = !w.cv.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return w.pending == 0; });
-    }
+    if (deadline) timed_out = !w.cv.wait_until(lock, *deadline, [&] { return w.pending == 0; });
     if (timed_out) {
       lock.unlock();
       cancellation.StartCancel();

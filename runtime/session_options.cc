@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "graph/allocator.h"
 #include "graph/json_util.h"
 
 namespace tessera {
@@ -30,6 +31,10 @@ StatusOr<SessionConfig> SessionConfig::FromJson(std::string_view text) {
       if (key == "use_per_session_threads") c.use_per_session_threads = b;
       if (key == "allow_soft_placement") c.allow_soft_placement = b;
       if (key == "log_device_placement") c.log_device_placement = b;
+    } else if (key == "host_memory_limit_mb") {
+      RETURN_IF_ERROR(need(v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= (int64_t{1} << 40),
+                           "an integer in [0, 2^40]"));
+      c.host_memory_limit_mb = v.get<int64_t>();
     } else if (key == "operation_timeout_in_ms") {
       RETURN_IF_ERROR(need(v.is_number_integer() && v.get<int64_t>() >= 0, "an integer >= 0"));
       c.operation_timeout_in_ms = v.get<int64_t>();
@@ -46,6 +51,10 @@ StatusOr<SessionConfig> SessionConfig::FromJson(std::string_view text) {
     }
   }
   return c;
+}
+
+int64_t SessionConfig::HostMemoryLimitBytes() const {
+  return host_memory_limit_mb > 0 ? host_memory_limit_mb << 20 : HostMemoryBytes();
 }
 
 }  // namespace tessera

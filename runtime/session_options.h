@@ -26,6 +26,12 @@ struct SessionConfig {
   bool log_device_placement = false;
   std::map<std::string, int> device_count;  // {"CPU": 4} makes CPU:0..3
   int64_t operation_timeout_in_ms = 0;      // 0: no deadline
+  // What the session's tensors in host memory may hold together; an allocation past it is
+  // ResourceExhausted naming the node. 0: the memory the process may use (the machine's,
+  // or its cgroup's limit when lower). TensorFlow's ConfigProto has no such field.
+  int64_t host_memory_limit_mb = 0;
+  // host_memory_limit_mb in bytes, with 0 resolved.
+  int64_t HostMemoryLimitBytes() const;
 
   // Unknown fields and values of the wrong type are InvalidArgument.
   static StatusOr<SessionConfig> FromJson(std::string_view text);

@@ -130,8 +130,9 @@ class ReshapeOp : public OpKernel {
 };
 
 template <typename T>
-void FillWith(Tensor* t, const T& v) {
-  std::fill(t->data<T>(), t->data<T>() + t->NumElements(), v);
+void FillWith(OpKernelContext* ctx, Tensor* t, const T& v) {
+  T* p = t->data<T>();
+  ctx->ParallelFor(t->NumElements(), 1, [&](int64_t begin, int64_t end) { std::fill(p + begin, p + end, v); });
 }
 
 class FillOp : public OpKernel {
@@ -158,7 +159,7 @@ class FillOp : public OpKernel {
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
     VisitDataType(value.dtype(), [&](auto zero) {
       using T = decltype(zero);
-      FillWith<T>(out, value.data<T>()[0]);
+      FillWith<T>(ctx, out, value.data<T>()[0]);
     });
   }
 };
@@ -174,7 +175,7 @@ class ConstantLikeOp : public OpKernel {
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, ctx->input(0).shape(), &out));
     VisitDataType(out->dtype(), [&](auto zero) {
       using T = decltype(zero);
-      if constexpr (std::is_arithmetic_v<T>) FillWith<T>(out, static_cast<T>(kValue));
+      if constexpr (std::is_arithmetic_v<T>) FillWith<T>(ctx, out, static_cast<T>(kValue));
     });
   }
 };

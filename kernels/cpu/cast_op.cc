@@ -65,7 +65,7 @@ class CastOp : public OpKernel {
         if constexpr (!std::is_same_v<Src, std::string> && !std::is_same_v<Dst, std::string>) {
           const Src* s = in.data<Src>();
           Dst* d = out->data<Dst>();
-          ctx->intra_op_pool()->ParallelFor(in.NumElements(), 2, [&](int64_t b, int64_t e) {
+          ctx->ParallelFor(in.NumElements(), 2, [&](int64_t b, int64_t e) {
             for (int64_t i = b; i < e; ++i) d[i] = Convert<Dst>(s[i]);
           });
         }

@@ -32,7 +32,7 @@ void Gemm(OpKernelContext* ctx, const T* a, bool ta, const T* b, bool tb, T* c, 
 template <typename T>
 void Im2Col(OpKernelContext* ctx, const Geometry& g, const T* in, T* patches) {
   const int64_t cols = g.kh * g.kw * g.c;
-  ctx->intra_op_pool()->ParallelFor(g.n * g.oh, g.ow * cols, [&](int64_t begin, int64_t end) {
+  ctx->ParallelFor(g.n * g.oh, g.ow * cols, [&](int64_t begin, int64_t end) {
     for (int64_t by = begin; by < end; ++by) {
       const int64_t b = by / g.oh, y = by % g.oh;
       for (int64_t x = 0; x < g.ow; ++x) {
@@ -61,7 +61,7 @@ template <typename T>
 void Col2Im(OpKernelContext* ctx, const Geometry& g, const T* patches, T* in) {
   const int64_t cols = g.kh * g.kw * g.c;
   std::fill(in, in + g.n * g.h * g.w * g.c, T(0));
-  ctx->intra_op_pool()->ParallelFor(g.n, g.oh * g.ow * cols, [&](int64_t begin, int64_t end) {
+  ctx->ParallelFor(g.n, g.oh * g.ow * cols, [&](int64_t begin, int64_t end) {
     for (int64_t b = begin; b < end; ++b) {
       for (int64_t y = 0; y < g.oh; ++y) {
         for (int64_t x = 0; x < g.ow; ++x) {
@@ -241,7 +241,7 @@ class PoolBase : public OpKernel {
   // [iy0, iy1) and columns [ix0, ix1) clipped to the input, images spread over the pool.
   template <typename F>
   static void ForEachWindow(OpKernelContext* ctx, const Geometry& g, F fn) {
-    ctx->intra_op_pool()->ParallelFor(g.n, g.oh * g.ow * g.kh * g.kw * g.c, [&](int64_t begin, int64_t end) {
+    ctx->ParallelFor(g.n, g.oh * g.ow * g.kh * g.kw * g.c, [&](int64_t begin, int64_t end) {
       for (int64_t b = begin; b < end; ++b) {
         for (int64_t y = 0; y < g.oh; ++y) {
           const int64_t iy0 = std::max<int64_t>(y * g.sh - g.pad_top, 0);

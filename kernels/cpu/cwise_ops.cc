@@ -130,7 +130,7 @@ class BinaryOp : public OpKernel {
     const int64_t n = plan.dims[plan.rank - 1];
     const int64_t rows = out->NumElements() / n;
     Out* op = out->data<Out>();
-    ctx->intra_op_pool()->ParallelFor(rows, n * F::kCost, [&](int64_t begin, int64_t end) {
+    ctx->ParallelFor(rows, n * F::kCost, [&](int64_t begin, int64_t end) {
       RunPlan<T, Out>(plan, ap, bp, op, begin, end, F());
     });
   }
@@ -188,7 +188,7 @@ class UnaryOp : public OpKernel {
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output(0, 0, in.shape(), &out));
     T* op = out->data<T>();
-    ctx->intra_op_pool()->ParallelFor(out->NumElements(), F::kCost, [&](int64_t b, int64_t e) {
+    ctx->ParallelFor(out->NumElements(), F::kCost, [&](int64_t b, int64_t e) {
       if constexpr (std::is_integral_v<T>) {
         for (int64_t i = b; i < e; ++i) op[i] = F::Int(ip[i]);
       } else {
@@ -255,7 +255,7 @@ class AddNOp : public OpKernel {
     OP_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output(0, 0, shape, &out));
     T* op = out->data<T>();
     const AddF add;
-    ctx->intra_op_pool()->ParallelFor(out->NumElements(), static_cast<int64_t>(in.size()),
+    ctx->ParallelFor(out->NumElements(), static_cast<int64_t>(in.size()),
                                       [&](int64_t b, int64_t e) {
                                         for (int64_t j = b; j < e; ++j) {
                                           T acc = in[0][j];

@@ -126,7 +126,7 @@ Status Run(OpKernelContext* ctx, Kind kind, const Geometry& g, int64_t o, const 
     RETURN_IF_ERROR(ctx->allocate_temp(DataType::kFloat, TensorShape({parts - 1, filter_size}), &partial_filters));
   }
   std::vector<Status> status(parts);
-  ctx->intra_op_pool()->ParallelFor(parts, int64_t{1} << 30, [&](int64_t begin, int64_t end) {
+  ctx->ParallelFor(parts, int64_t{1} << 30, [&](int64_t begin, int64_t end) {
     omp_set_num_threads(1);
     for (int64_t part = begin; part < end; ++part) {
       const int64_t first = part * per_part, n = std::min(per_part, g.n - first);

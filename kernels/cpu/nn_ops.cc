@@ -29,7 +29,7 @@ class SoftmaxOp : public OpKernel {
     T* op = out->data<T>();
     using Row = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
     using OutRow = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
-    ctx->intra_op_pool()->ParallelFor(rows, depth * 20, [&](int64_t b, int64_t e) {
+    ctx->ParallelFor(rows, depth * 20, [&](int64_t b, int64_t e) {
       for (int64_t r = b; r < e; ++r) {
         Row x(ip + r * depth, depth);
         OutRow y(op + r * depth, depth);
@@ -80,7 +80,7 @@ class BiasAddOp : public OpKernel {
     if (inner == 1) {
       // Channels last: each pixel's channels are one contiguous run, bias added as a vector.
       const int64_t pixels = out->NumElements() / channels;
-      ctx->intra_op_pool()->ParallelFor(pixels, channels, [&](int64_t b, int64_t e) {
+      ctx->ParallelFor(pixels, channels, [&](int64_t b, int64_t e) {
         for (int64_t p = b; p < e; ++p) {
           for (int64_t c = 0; c < channels; ++c) op[p * channels + c] = vp[p * channels + c] + bp[c];
         }
@@ -88,7 +88,7 @@ class BiasAddOp : public OpKernel {
       return;
     }
     const int64_t rows = out->NumElements() / inner;
-    ctx->intra_op_pool()->ParallelFor(rows, inner, [&](int64_t b, int64_t e) {
+    ctx->ParallelFor(rows, inner, [&](int64_t b, int64_t e) {
       for (int64_t r = b; r < e; ++r) {
         const T bv = bp[r % channels];
         for (int64_t i = 0; i < inner; ++i) op[r * inner + i] = vp[r * inner + i] + bv;
@@ -129,7 +129,7 @@ class SparseXentOp : public OpKernel {
     T* bp = backprop->data<T>();
     using Row = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
     using OutRow = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
-    ctx->intra_op_pool()->ParallelFor(rows, depth * 20, [&](int64_t b, int64_t e) {
+    ctx->ParallelFor(rows, depth * 20, [&](int64_t b, int64_t e) {
       for (int64_t r = b; r < e; ++r) {
         Row x(ip + r * depth, depth);
         OutRow g(bp + r * depth, depth);

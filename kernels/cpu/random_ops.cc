@@ -1,6 +1,7 @@
 // RandomUniform, RandomStandardNormal and TruncatedNormal. Each kernel keeps one generator
 // for its lifetime, seeded from (seed, seed2) when either is set, so a seeded op gives the
 // same sequence of tensors in every session, and a new tensor each step.
+#include <algorithm>
 #include <mutex>
 #include <random>
 
@@ -36,19 +37,25 @@ class RandomOp : public OpKernel {
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
     T* p = out->data<T>();
+    // One generator, so one thread: the step's cancellation is checked every 2^16 values.
+    constexpr int64_t kBetweenChecks = int64_t{1} << 16;
     std::lock_guard<std::mutex> lock(mu_);
-    if constexpr (kDist == Distribution::kUniform) {
-      std::uniform_real_distribution<T> d(0, 1);
-      for (int64_t i = 0; i < out->NumElements(); ++i) p[i] = d(rng_);
-    } else {
-      std::normal_distribution<T> d(0, 1);
-      for (int64_t i = 0; i < out->NumElements(); ++i) {
-        T v = d(rng_);
-        // TensorFlow's truncation: values beyond two standard deviations are drawn again.
-        if constexpr (kDist == Distribution::kTruncatedNormal) {
-          while (v < -2 || v > 2) v = d(rng_);
+    std::uniform_real_distribution<T> uniform(0, 1);
+    std::normal_distribution<T> normal(0, 1);
+    for (int64_t start = 0; start < out->NumElements(); start += kBetweenChecks) {
+      OP_REQUIRES(ctx, !ctx->IsCancelled(), errors::Cancelled("Step was cancelled"));
+      const int64_t end = std::min(out->NumElements(), start + kBetweenChecks);
+      for (int64_t i = start; i < end; ++i) {
+        if constexpr (kDist == Distribution::kUniform) {
+          p[i] = uniform(rng_);
+        } else {
+          T v = normal(rng_);
+          // TensorFlow's truncation: values beyond two standard deviations are drawn again.
+          if constexpr (kDist == Distribution::kTruncatedNormal) {
+            while (v < -2 || v > 2) v = normal(rng_);
+          }
+          p[i] = v;
         }
-        p[i] = v;
       }
     }
   }

@@ -22,8 +22,8 @@ struct MaxAcc {
 
 // in: [outer, r, inner] -> out: [outer, inner]
 template <typename T, typename Acc>
-void ReduceMiddle(ThreadPool* pool, const T* in, T* out, int64_t outer, int64_t r, int64_t inner) {
-  pool->ParallelFor(outer * inner, r, [&](int64_t begin, int64_t end) {
+void ReduceMiddle(OpKernelContext* ctx, const T* in, T* out, int64_t outer, int64_t r, int64_t inner) {
+  ctx->ParallelFor(outer * inner, r, [&](int64_t begin, int64_t end) {
     if (inner == 1) {
       for (int64_t o = begin; o < end; ++o) {
         const T* row = in + o * r;
@@ -107,7 +107,6 @@ class ReductionOp : public OpKernel {
       }
     }
     using Acc = std::conditional_t<kKind == Kind::kMax, MaxAcc<T>, SumAccumulator<T>>;
-    ThreadPool* pool = ctx->intra_op_pool();
     Tensor current = in;
     for (int g = static_cast<int>(dims.size()) - 1; g >= 0; --g) {
       if (!red[g]) continue;
@@ -116,7 +115,7 @@ class ReductionOp : public OpKernel {
       for (size_t i = g + 1; i < dims.size(); ++i) inner *= dims[i];
       Tensor next;
       OP_REQUIRES_OK(ctx, ctx->allocate_temp(in.dtype(), TensorShape({outer * inner}), &next));
-      ReduceMiddle<T, Acc>(pool, current.data<T>(), next.data<T>(), outer, dims[g], inner);
+      ReduceMiddle<T, Acc>(ctx, current.data<T>(), next.data<T>(), outer, dims[g], inner);
       current = next;
       dims[g] = 1;
     }

@@ -94,20 +94,22 @@ class BroadcastToOp : public OpKernel {
     char* dst = static_cast<char*>(out->raw_data());
     const bool object = in.dtype() == DataType::kString || in.dtype() == DataType::kVariant;
     OP_REQUIRES(ctx, !object, errors::Unimplemented("BroadcastTo of ", DataTypeName(in.dtype())));
-    for (int64_t r = 0; r < rows; ++r) {
-      // The input offset of output row r, from its index in each outer dimension.
-      int64_t offset = 0, rest = r;
-      for (int i = rank - 2; i >= 0; --i) {
-        offset += (rest % shape->dim(i)) * stride[i];
-        rest /= shape->dim(i);
+    ctx->ParallelFor(rows, inner, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        // The input offset of output row r, from its index in each outer dimension.
+        int64_t offset = 0, rest = r;
+        for (int i = rank - 2; i >= 0; --i) {
+          offset += (rest % shape->dim(i)) * stride[i];
+          rest /= shape->dim(i);
+        }
+        char* row = dst + r * inner * elem;
+        if (stride[rank - 1] == 0) {
+          for (int64_t k = 0; k < inner; ++k) std::memcpy(row + k * elem, src + offset * elem, elem);
+        } else {
+          std::memcpy(row, src + offset * elem, inner * elem);
+        }
       }
-      char* row = dst + r * inner * elem;
-      if (stride[rank - 1] == 0) {
-        for (int64_t k = 0; k < inner; ++k) std::memcpy(row + k * elem, src + offset * elem, elem);
-      } else {
-        std::memcpy(row, src + offset * elem, inner * elem);
-      }
-    }
+    });
   }
 };
 

@@ -42,7 +42,7 @@ Status UpdateRefs(OpKernelContext* ctx, std::vector<int> refs, const Tensor& gra
 // Runs body(i) for every element on the intra-op pool.
 template <typename F>
 void ForEachElement(OpKernelContext* ctx, int64_t n, int64_t cost, F body) {
-  ctx->intra_op_pool()->ParallelFor(n, cost, [&](int64_t b, int64_t e) {
+  ctx->ParallelFor(n, cost, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) body(i);
   });
 }

@@ -2,6 +2,10 @@
 
 namespace tessera {
 
+std::shared_ptr<Allocator> ElementAllocator(const IteratorEnv& env) {
+  return env.device != nullptr ? env.device->allocator() : CpuAllocator();
+}
+
 Tensor DatasetToTensor(DatasetPtr dataset) {
   Tensor t(DataType::kVariant, TensorShape());
   t.data<Variant>()[0] = std::move(dataset);

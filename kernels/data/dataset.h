@@ -5,9 +5,10 @@
 //
 //   DatasetPtr ds = ...;                                  // from a dataset op's output
 //   StatusOr<std::unique_ptr<DatasetIterator>> it = ds->MakeIterator(env);
+//   IteratorContext ctx{step_cancellation};
 //   std::vector<Tensor> element;
 //   bool end = false;
-//   while ((*it)->GetNext(&element, &end).ok() && !end) { ... }
+//   while ((*it)->GetNext(ctx, &element, &end).ok() && !end) { ... }
 //
 // A Dataset may be shared by any number of threads and iterators. One DatasetIterator is
 // used by one thread at a time (IteratorResource serialises its callers).
@@ -20,6 +21,7 @@
 #include "graph/tensor.h"
 #include "graph/variant.h"
 #include "kernels/function_runtime.h"
+#include "kernels/op_kernel.h"
 #include "kernels/thread_pool.h"
 
 namespace tessera {
@@ -33,13 +35,31 @@ struct IteratorEnv {
   const FunctionRuntime* functions = nullptr;
 };
 
+// Where an iterator's elements are allocated: the device's allocator, whose accounting
+// (and the session's memory limit) sees every element a pipeline holds.
+std::shared_ptr<Allocator> ElementAllocator(const IteratorEnv& env);
+
+// What one GetNext call may use of whoever asked for the element.
+struct IteratorContext {
+  // The asking step's cancellation (its deadline passed, another node failed), or null.
+  // An iterator checks it between the input elements it consumes and while it waits, so a
+  // batch of a billion elements stops at the step's deadline.
+  CancellationManager* cancellation = nullptr;
+
+  bool IsCancelled() const { return cancellation != nullptr && cancellation->IsCancelled(); }
+  // Cancelled once the asker is.
+  Status CheckCancelled() const {
+    return IsCancelled() ? errors::Cancelled("Step was cancelled while the input pipeline ran") : Status::OK();
+  }
+};
+
 class DatasetIterator {
  public:
   virtual ~DatasetIterator() = default;
   // Sets *out to the next element, or *end to true (leaving *out empty) once the sequence is
   // exhausted; later calls keep reporting the end. An error leaves the iterator usable
   // where the source allows (a filter whose predicate failed skips nothing).
-  virtual Status GetNext(std::vector<Tensor>* out, bool* end) = 0;
+  virtual Status GetNext(const IteratorContext& ctx, std::vector<Tensor>* out, bool* end) = 0;
 };
 
 class Dataset : public VariantValue {

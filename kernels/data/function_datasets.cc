@@ -56,12 +56,12 @@ class MapDataset : public Dataset {
       }
     }
 
-    Status GetNext(Element* out, bool* end) override {
+    Status GetNext(const IteratorContext& ctx, Element* out, bool* end) override {
       const bool parallel = ds_.parallelism_ > 1 && pool_ != nullptr;
       const size_t window = parallel ? static_cast<size_t>(ds_.parallelism_) * kWindow : 1;
       while (!in_end_ && calls_.size() < window) {
         auto call = std::make_shared<Call>();
-        Status s = in_->GetNext(&call->args, &in_end_);
+        Status s = in_->GetNext(ctx, &call->args, &in_end_);
         if (s.ok() && in_end_) break;
         calls_.push_back(call);
         if (!s.ok()) {
@@ -178,10 +178,11 @@ class FilterDataset : public Dataset {
   class Iterator : public DatasetIterator {
    public:
     Iterator(const FilterDataset& ds, std::unique_ptr<DatasetIterator> in) : ds_(ds), in_(std::move(in)) {}
-    Status GetNext(Element* out, bool* end) override {
+    Status GetNext(const IteratorContext& ctx, Element* out, bool* end) override {
       while (true) {
+        RETURN_IF_ERROR(ctx.CheckCancelled());
         out->clear();
-        RETURN_IF_ERROR(in_->GetNext(out, end));
+        RETURN_IF_ERROR(in_->GetNext(ctx, out, end));
         if (*end) return Status::OK();
         Element rets;
         Status s = ds_.predicate_->Run(*out, &rets);
@@ -225,12 +226,13 @@ class InterleaveDataset : public Dataset {
     Iterator(const InterleaveDataset& ds, IteratorEnv env, std::unique_ptr<DatasetIterator> in)
         : ds_(ds), env_(env), in_(std::move(in)), cycle_(ds.cycle_length_) {}
 
-    Status GetNext(Element* out, bool* end) override {
+    Status GetNext(const IteratorContext& ctx, Element* out, bool* end) override {
       while (!in_end_ || open_ > 0) {
+        RETURN_IF_ERROR(ctx.CheckCancelled());
         Open& slot = cycle_[index_];
         if (slot.iterator != nullptr) {
           bool slot_end = false;
-          RETURN_IF_ERROR(slot.iterator->GetNext(out, &slot_end));
+          RETURN_IF_ERROR(slot.iterator->GetNext(ctx, out, &slot_end));
           if (!slot_end) {
             if (++block_ == ds_.block_length_) NextInCycle();
             return Status::OK();
@@ -240,7 +242,7 @@ class InterleaveDataset : public Dataset {
           NextInCycle();
         } else if (!in_end_) {
           Element args;
-          RETURN_IF_ERROR(in_->GetNext(&args, &in_end_));
+          RETURN_IF_ERROR(in_->GetNext(ctx, &args, &in_end_));
           if (!in_end_) {
             RETURN_IF_ERROR(OpenSlot(std::move(args), &slot));
             ++open_;

@@ -103,11 +103,12 @@ StatusOr<TensorShape> ReadHeader(GzFile& file, const std::string& path) {
 // had them all. Large data is read before it is allocated, since a corrupt header may
 // declare far more than the file holds; it arrives in chunks that are copied and dropped one
 // by one, so reading never holds two copies of a dataset.
-StatusOr<int64_t> ReadData(GzFile& file, const TensorShape& shape, Tensor* t) {
+StatusOr<int64_t> ReadData(GzFile& file, const TensorShape& shape, const std::shared_ptr<Allocator>& allocator,
+                           Tensor* t) {
   const int64_t want = shape.num_elements();
   constexpr int64_t kChunk = int64_t{8} << 20;
   if (want <= kChunk) {
-    ASSIGN_OR_RETURN(Tensor small, Tensor::Allocate(CpuAllocator(), DataType::kUInt8, shape));
+    ASSIGN_OR_RETURN(Tensor small, Tensor::Allocate(allocator, DataType::kUInt8, shape));
     ASSIGN_OR_RETURN(const int64_t have, file.Read(small.data<uint8_t>(), want));
     if (have == want) *t = std::move(small);
     return have;
@@ -120,7 +121,7 @@ StatusOr<int64_t> ReadData(GzFile& file, const TensorShape& shape, Tensor* t) {
     have += got;
     if (got < static_cast<int64_t>(chunk.size())) return have;
   }
-  ASSIGN_OR_RETURN(*t, Tensor::Allocate(CpuAllocator(), DataType::kUInt8, shape));
+  ASSIGN_OR_RETURN(*t, Tensor::Allocate(allocator, DataType::kUInt8, shape));
   uint8_t* dst = t->data<uint8_t>();
   for (std::string& chunk : chunks) {
     dst = std::copy(chunk.begin(), chunk.end(), dst);
@@ -141,7 +142,7 @@ StatusOr<Tensor> ReadIdxFile(const std::string& path, int64_t max_records) {
   ASSIGN_OR_RETURN(TensorShape shape, ReadHeader(*file, path));
   if (max_records >= 0 && max_records < shape.dim(0)) shape.set_dim(0, max_records);
   Tensor t;
-  ASSIGN_OR_RETURN(int64_t have, ReadData(*file, shape, &t));
+  ASSIGN_OR_RETURN(int64_t have, ReadData(*file, shape, CpuAllocator(), &t));
   if (!t.IsInitialized()) {
     return errors::DataLoss("IDX file '", path, "' is truncated: ", shape.DebugString(), " needs ",
                             shape.num_elements(), " bytes of data, it has ", have);
@@ -162,11 +163,11 @@ StatusOr<std::unique_ptr<IdxRecordReader>> IdxRecordReader::Open(const std::stri
   return std::unique_ptr<IdxRecordReader>(new IdxRecordReader(path, std::move(file), std::move(shape)));
 }
 
-Status IdxRecordReader::ReadRecord(Tensor* record, bool* end) {
+Status IdxRecordReader::ReadRecord(std::shared_ptr<Allocator> allocator, Tensor* record, bool* end) {
   *end = next_ >= file_shape_.dim(0);
   if (*end) return Status::OK();
   Tensor t;
-  RETURN_IF_ERROR(ReadData(*file_, record_shape_, &t).status());
+  RETURN_IF_ERROR(ReadData(*file_, record_shape_, allocator, &t).status());
   if (!t.IsInitialized()) {
     const int64_t index = next_;
     next_ = file_shape_.dim(0);

@@ -10,7 +10,7 @@
 //   ASSIGN_OR_RETURN(auto reader, IdxRecordReader::Open("train-images-idx3-ubyte.gz"));
 //   Tensor image;  // uint8 [28,28]
 //   bool end = false;
-//   RETURN_IF_ERROR(reader->ReadRecord(&image, &end));
+//   RETURN_IF_ERROR(reader->ReadRecord(CpuAllocator(), &image, &end));
 //
 // The functions are thread-safe; one IdxRecordReader must not be used by two threads at once.
 #pragma once
@@ -32,9 +32,9 @@ class IdxRecordReader {
 
   // The file's shape less its first dimension, the number of records.
   const TensorShape& record_shape() const { return record_shape_; }
-  // The next record, or *end after the last. DataLoss when the file ends early; reading
-  // after that gives *end.
-  Status ReadRecord(Tensor* record, bool* end);
+  // The next record, in memory from `allocator`, or *end after the last. DataLoss when the
+  // file ends early; reading after that gives *end.
+  Status ReadRecord(std::shared_ptr<Allocator> allocator, Tensor* record, bool* end);
 
  private:
   IdxRecordReader(std::string path, std::unique_ptr<GzFile> file, TensorShape file_shape);

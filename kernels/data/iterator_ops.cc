@@ -107,7 +107,7 @@ class IteratorGetNextOp : public OpKernel {
     auto it = IteratorFromHandle(ctx, 0);
     OP_REQUIRES_OK(ctx, it.status());
     std::vector<Tensor> element;
-    OP_REQUIRES_OK(ctx, (*it)->GetNext(&element));
+    OP_REQUIRES_OK(ctx, (*it)->GetNext(IteratorContext{ctx->cancellation_manager()}, &element));
     OP_REQUIRES(ctx, static_cast<int>(element.size()) == num_outputs(),
                 errors::InvalidArgument("The iterator yields ", element.size(), " components; IteratorGetNext '",
                                         name(), "' expects ", num_outputs()));

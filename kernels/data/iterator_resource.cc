@@ -25,7 +25,7 @@ Status IteratorResource::InitializeOnce(const std::function<StatusOr<DatasetPtr>
   return Initialize(std::move(dataset), env, who);
 }
 
-Status IteratorResource::GetNext(std::vector<Tensor>* out) {
+Status IteratorResource::GetNext(const IteratorContext& ctx, std::vector<Tensor>* out) {
   std::lock_guard<std::mutex> lock(mu_);
   if (iterator_ == nullptr) {
     return errors::FailedPrecondition(
@@ -34,7 +34,7 @@ Status IteratorResource::GetNext(std::vector<Tensor>* out) {
   }
   bool end = false;
   out->clear();
-  RETURN_IF_ERROR(iterator_->GetNext(out, &end));
+  RETURN_IF_ERROR(iterator_->GetNext(ctx, out, &end));
   if (end) return errors::OutOfRange("End of sequence");
   return Status::OK();
 }

@@ -29,8 +29,8 @@ class IteratorResource : public ResourceBase {
   Status InitializeOnce(const std::function<StatusOr<DatasetPtr>()>& make, const IteratorEnv& env,
                         std::string_view who);
   // The next element; OutOfRange "End of sequence" after the last, FailedPrecondition before
-  // Initialize.
-  Status GetNext(std::vector<Tensor>* out);
+  // Initialize, Cancelled when `ctx`'s step is cancelled meanwhile.
+  Status GetNext(const IteratorContext& ctx, std::vector<Tensor>* out);
 
   const std::vector<DataType>& dtypes() const { return dtypes_; }
   const std::vector<TensorShape>& shapes() const { return shapes_; }

@@ -1,5 +1,6 @@
 // PrefetchDataset: a background thread runs the input pipeline ahead of the consumer,
 // keeping up to buffer_size elements ready.
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -37,13 +38,20 @@ class PrefetchDataset : public Dataset {
         cancelled_ = true;
       }
       cv_.notify_all();
+      // Stops an input that is inside a long loop (a large batch) between two elements.
+      producer_cancellation_.StartCancel();
       if (producer_.joinable()) producer_.join();
     }
 
-    Status GetNext(Element* out, bool* end) override {
+    Status GetNext(const IteratorContext& ctx, Element* out, bool* end) override {
       std::unique_lock<std::mutex> lock(mu_);
       if (!producer_.joinable()) producer_ = std::thread([this] { Produce(); });
-      cv_.wait(lock, [this] { return !buffer_.empty() || input_done_; });
+      // Looks at the asker's cancellation every 10 ms: a producer that takes long (a large
+      // batch) must not hold the step past its deadline.
+      while (buffer_.empty() && !input_done_) {
+        RETURN_IF_ERROR(ctx.CheckCancelled());
+        cv_.wait_for(lock, std::chrono::milliseconds(10));
+      }
       if (buffer_.empty()) {
         *end = true;
         return Status::OK();
@@ -73,7 +81,7 @@ class PrefetchDataset : public Dataset {
         // The input runs outside the lock, so the consumer takes ready elements meanwhile.
         Slot slot;
         bool end = false;
-        slot.status = in_->GetNext(&slot.element, &end);
+        slot.status = in_->GetNext(IteratorContext{&producer_cancellation_}, &slot.element, &end);
         {
           std::lock_guard<std::mutex> lock(mu_);
           if (end && slot.status.ok()) {
@@ -94,7 +102,8 @@ class PrefetchDataset : public Dataset {
     std::deque<Slot> buffer_;  // guarded by mu_
     bool input_done_ = false;  // guarded by mu_
     bool cancelled_ = false;   // guarded by mu_
-    std::thread producer_;     // started and joined by the consumer
+    CancellationManager producer_cancellation_;  // cancelled when the iterator goes
+    std::thread producer_;                       // started and joined by the consumer
   };
 
   DatasetPtr input_;

@@ -31,22 +31,29 @@ std::vector<DataType> DtypesOf(const std::vector<Tensor>& components) {
   return dtypes;
 }
 
-// Yields row 0, 1, ... of every component together.
+// Yields row 0, 1, ... of every component together. Rows are copied, as TensorFlow copies
+// slices into elements: a view would keep the whole tensor alive and escape the allocator's
+// accounting of what a pipeline holds.
 class SliceIterator : public DatasetIterator {
  public:
-  explicit SliceIterator(std::vector<Tensor> components) : components_(std::move(components)) {}
-  Status GetNext(std::vector<Tensor>* out, bool* end) override {
+  SliceIterator(std::vector<Tensor> components, std::shared_ptr<Allocator> allocator)
+      : components_(std::move(components)), allocator_(std::move(allocator)) {}
+  Status GetNext(const IteratorContext&, std::vector<Tensor>* out, bool* end) override {
     if (components_.empty() || next_ >= components_[0].dim(0)) {
       *end = true;
       return Status::OK();
     }
-    for (const Tensor& t : components_) out->push_back(Row(t, next_));
+    for (const Tensor& t : components_) {
+      ASSIGN_OR_RETURN(Tensor row, Row(t, next_).DeepCopy(allocator_));
+      out->push_back(std::move(row));
+    }
     ++next_;
     return Status::OK();
   }
 
  private:
   std::vector<Tensor> components_;
+  std::shared_ptr<Allocator> allocator_;
   int64_t next_ = 0;
 };
 
@@ -54,7 +61,7 @@ class TensorDataset : public Dataset {
  public:
   explicit TensorDataset(std::vector<Tensor> components)
       : Dataset("TensorDataset", DtypesOf(components), ShapesOf(components)), components_(std::move(components)) {}
-  StatusOr<std::unique_ptr<DatasetIterator>> MakeIterator(const IteratorEnv&) const override {
+  StatusOr<std::unique_ptr<DatasetIterator>> MakeIterator(const IteratorEnv& env) const override {
     // One element: the components stacked into rows of one.
     std::vector<Tensor> stacked;
     for (const Tensor& t : components_) {
@@ -62,7 +69,7 @@ class TensorDataset : public Dataset {
       for (int d = 0; d < t.rank(); ++d) s.AddDim(t.dim(d));
       stacked.push_back(*t.Reshaped(s));
     }
-    return std::unique_ptr<DatasetIterator>(std::make_unique<SliceIterator>(std::move(stacked)));
+    return std::unique_ptr<DatasetIterator>(std::make_unique<SliceIterator>(std::move(stacked), ElementAllocator(env)));
   }
 
  private:
@@ -79,8 +86,8 @@ class TensorSliceDataset : public Dataset {
   explicit TensorSliceDataset(std::vector<Tensor> components)
       : Dataset("TensorSliceDataset", DtypesOf(components), RowShapes(components)),
         components_(std::move(components)) {}
-  StatusOr<std::unique_ptr<DatasetIterator>> MakeIterator(const IteratorEnv&) const override {
-    return std::unique_ptr<DatasetIterator>(std::make_unique<SliceIterator>(components_));
+  StatusOr<std::unique_ptr<DatasetIterator>> MakeIterator(const IteratorEnv& env) const override {
+    return std::unique_ptr<DatasetIterator>(std::make_unique<SliceIterator>(components_, ElementAllocator(env)));
   }
 
  private:
@@ -124,20 +131,23 @@ class RangeDataset : public Dataset {
  public:
   RangeDataset(int64_t start, int64_t stop, int64_t step)
       : Dataset("RangeDataset", {DataType::kInt64}, {TensorShape()}), start_(start), stop_(stop), step_(step) {}
-  StatusOr<std::unique_ptr<DatasetIterator>> MakeIterator(const IteratorEnv&) const override {
-    return std::unique_ptr<DatasetIterator>(std::make_unique<Iterator>(*this));
+  StatusOr<std::unique_ptr<DatasetIterator>> MakeIterator(const IteratorEnv& env) const override {
+    return std::unique_ptr<DatasetIterator>(std::make_unique<Iterator>(*this, ElementAllocator(env)));
   }
 
  private:
   class Iterator : public DatasetIterator {
    public:
-    explicit Iterator(const RangeDataset& ds) : ds_(ds), next_(ds.start_) {}
-    Status GetNext(std::vector<Tensor>* out, bool* end) override {
+    Iterator(const RangeDataset& ds, std::shared_ptr<Allocator> allocator)
+        : ds_(ds), allocator_(std::move(allocator)), next_(ds.start_) {}
+    Status GetNext(const IteratorContext&, std::vector<Tensor>* out, bool* end) override {
       if (ds_.step_ > 0 ? next_ >= ds_.stop_ : next_ <= ds_.stop_) {
         *end = true;
         return Status::OK();
       }
-      out->push_back(Tensor::Scalar<int64_t>(next_));
+      ASSIGN_OR_RETURN(Tensor value, Tensor::Allocate(allocator_, DataType::kInt64, TensorShape()));
+      value.data<int64_t>()[0] = next_;
+      out->push_back(std::move(value));
       // Saturating, so a range ending near INT64_MAX cannot wrap around.
       if (__builtin_add_overflow(next_, ds_.step_, &next_)) next_ = ds_.stop_;
       return Status::OK();
@@ -145,6 +155,7 @@ class RangeDataset : public Dataset {
 
    private:
     const RangeDataset& ds_;
+    std::shared_ptr<Allocator> allocator_;
     int64_t next_;
   };
   int64_t start_, stop_, step_;
@@ -175,22 +186,25 @@ class TextLineDataset : public Dataset {
  public:
   explicit TextLineDataset(std::vector<std::string> files)
       : Dataset("TextLineDataset", {DataType::kString}, {TensorShape()}), files_(std::move(files)) {}
-  StatusOr<std::unique_ptr<DatasetIterator>> MakeIterator(const IteratorEnv&) const override {
-    return std::unique_ptr<DatasetIterator>(std::make_unique<Iterator>(*this));
+  StatusOr<std::unique_ptr<DatasetIterator>> MakeIterator(const IteratorEnv& env) const override {
+    return std::unique_ptr<DatasetIterator>(std::make_unique<Iterator>(*this, ElementAllocator(env)));
   }
 
  private:
   class Iterator : public DatasetIterator {
    public:
-    explicit Iterator(const TextLineDataset& ds) : ds_(ds) {}
-    Status GetNext(std::vector<Tensor>* out, bool* end) override {
+    Iterator(const TextLineDataset& ds, std::shared_ptr<Allocator> allocator)
+        : ds_(ds), allocator_(std::move(allocator)) {}
+    Status GetNext(const IteratorContext&, std::vector<Tensor>* out, bool* end) override {
       std::string line;
       while (true) {
         if (file_ != nullptr) {
           ASSIGN_OR_RETURN(const bool got, NextLine(&line));
           if (got) {
             if (!line.empty() && line.back() == '\r') line.pop_back();
-            out->push_back(Tensor::Scalar(std::move(line)));
+            ASSIGN_OR_RETURN(Tensor value, Tensor::Allocate(allocator_, DataType::kString, TensorShape()));
+            value.data<std::string>()[0] = std::move(line);
+            out->push_back(std::move(value));
             return Status::OK();
           }
         }
@@ -233,6 +247,7 @@ class TextLineDataset : public Dataset {
     }
 
     const TextLineDataset& ds_;
+    std::shared_ptr<Allocator> allocator_;
     size_t next_file_ = 0;
     std::unique_ptr<ReadableFile> file_;
     uint64_t offset_ = 0;  // of file_, read up to here
@@ -257,29 +272,31 @@ class IdxDataset : public Dataset {
   IdxDataset(std::string file, TensorShape record_shape)
       : Dataset("IdxDataset", {DataType::kUInt8}, {std::move(record_shape)}), file_(std::move(file)) {}
 
-  StatusOr<std::unique_ptr<DatasetIterator>> MakeIterator(const IteratorEnv&) const override {
+  StatusOr<std::unique_ptr<DatasetIterator>> MakeIterator(const IteratorEnv& env) const override {
     ASSIGN_OR_RETURN(std::unique_ptr<IdxRecordReader> reader, IdxRecordReader::Open(file_));
     if (reader->record_shape() != output_shapes()[0]) {
       return errors::FailedPrecondition("IDX file '", file_, "' changed: its records are now of shape ",
                                         reader->record_shape().DebugString(), ", not ",
                                         output_shapes()[0].DebugString());
     }
-    return std::unique_ptr<DatasetIterator>(std::make_unique<Iterator>(std::move(reader)));
+    return std::unique_ptr<DatasetIterator>(std::make_unique<Iterator>(std::move(reader), ElementAllocator(env)));
   }
 
  private:
   class Iterator : public DatasetIterator {
    public:
-    explicit Iterator(std::unique_ptr<IdxRecordReader> reader) : reader_(std::move(reader)) {}
-    Status GetNext(std::vector<Tensor>* out, bool* end) override {
+    Iterator(std::unique_ptr<IdxRecordReader> reader, std::shared_ptr<Allocator> allocator)
+        : reader_(std::move(reader)), allocator_(std::move(allocator)) {}
+    Status GetNext(const IteratorContext&, std::vector<Tensor>* out, bool* end) override {
       Tensor record;
-      RETURN_IF_ERROR(reader_->ReadRecord(&record, end));
+      RETURN_IF_ERROR(reader_->ReadRecord(allocator_, &record, end));
       if (!*end) out->push_back(std::move(record));
       return Status::OK();
     }
 
    private:
     std::unique_ptr<IdxRecordReader> reader_;
+    std::shared_ptr<Allocator> allocator_;
   };
 
   std::string file_;

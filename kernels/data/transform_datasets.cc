@@ -40,10 +40,11 @@ class RepeatDataset : public UnaryDataset {
    public:
     Iterator(const RepeatDataset& ds, IteratorEnv env, std::unique_ptr<DatasetIterator> in)
         : ds_(ds), env_(env), in_(std::move(in)) {}
-    Status GetNext(Element* out, bool* end) override {
+    Status GetNext(const IteratorContext& ctx, Element* out, bool* end) override {
       while (in_ != nullptr && ds_.count_ != 0) {
+        RETURN_IF_ERROR(ctx.CheckCancelled());
         bool in_end = false;
-        RETURN_IF_ERROR(in_->GetNext(out, &in_end));
+        RETURN_IF_ERROR(in_->GetNext(ctx, out, &in_end));
         if (!in_end) {
           produced_ = true;
           return Status::OK();
@@ -85,21 +86,22 @@ class SkipTakeDataset : public UnaryDataset {
   class Iterator : public DatasetIterator {
    public:
     Iterator(int64_t count, std::unique_ptr<DatasetIterator> in) : count_(count), in_(std::move(in)) {}
-    Status GetNext(Element* out, bool* end) override {
+    Status GetNext(const IteratorContext& ctx, Element* out, bool* end) override {
       if (kSkip) {
         while (count_ != 0) {
+          RETURN_IF_ERROR(ctx.CheckCancelled());
           Element skipped;
-          RETURN_IF_ERROR(in_->GetNext(&skipped, end));
+          RETURN_IF_ERROR(in_->GetNext(ctx, &skipped, end));
           if (*end) return Status::OK();
           if (count_ > 0) --count_;
         }
-        return in_->GetNext(out, end);
+        return in_->GetNext(ctx, out, end);
       }
       if (count_ == 0) {
         *end = true;
         return Status::OK();
       }
-      RETURN_IF_ERROR(in_->GetNext(out, end));
+      RETURN_IF_ERROR(in_->GetNext(ctx, out, end));
       if (!*end && count_ > 0) --count_;
       return Status::OK();
     }
@@ -115,7 +117,7 @@ class SkipTakeDataset : public UnaryDataset {
 // with its `padding_values` scalar to the padded shape, a -1 dimension to the batch's
 // largest; without, elements must agree in shape.
 StatusOr<Element> StackBatch(const std::vector<Element>& elements, const std::vector<TensorShape>* padded_shapes,
-                             const Element* padding_values) {
+                             const Element* padding_values, const std::shared_ptr<Allocator>& allocator) {
   Element batch;
   const int64_t k = static_cast<int64_t>(elements.size());
   for (size_t c = 0; c < elements[0].size(); ++c) {
@@ -147,7 +149,7 @@ StatusOr<Element> StackBatch(const std::vector<Element>& elements, const std::ve
     }
     TensorShape shape({k});
     for (int d = 0; d < row.rank(); ++d) shape.AddDim(row.dim(d));
-    ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(CpuAllocator(), elements[0][c].dtype(), shape));
+    ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(allocator, elements[0][c].dtype(), shape));
     if (padding_values != nullptr) FillWithScalar((*padding_values)[c], &t);
     for (int64_t i = 0; i < k; ++i) CopyElementIntoBatch(elements[i][c], i, &t);
     batch.push_back(std::move(t));
@@ -170,7 +172,7 @@ class BatchDataset : public UnaryDataset {
 
   StatusOr<std::unique_ptr<DatasetIterator>> MakeIterator(const IteratorEnv& env) const override {
     ASSIGN_OR_RETURN(auto in, input().MakeIterator(env));
-    return std::unique_ptr<DatasetIterator>(std::make_unique<Iterator>(*this, std::move(in)));
+    return std::unique_ptr<DatasetIterator>(std::make_unique<Iterator>(*this, std::move(in), ElementAllocator(env)));
   }
 
  private:
@@ -190,13 +192,15 @@ class BatchDataset : public UnaryDataset {
 
   class Iterator : public DatasetIterator {
    public:
-    Iterator(const BatchDataset& ds, std::unique_ptr<DatasetIterator> in) : ds_(ds), in_(std::move(in)) {}
-    Status GetNext(Element* out, bool* end) override {
+    Iterator(const BatchDataset& ds, std::unique_ptr<DatasetIterator> in, std::shared_ptr<Allocator> allocator)
+        : ds_(ds), in_(std::move(in)), allocator_(std::move(allocator)) {}
+    Status GetNext(const IteratorContext& ctx, Element* out, bool* end) override {
       std::vector<Element> elements;
       bool in_end = false;
       while (static_cast<int64_t>(elements.size()) < ds_.batch_size_ && !in_end) {
+        RETURN_IF_ERROR(ctx.CheckCancelled());
         Element e;
-        RETURN_IF_ERROR(in_->GetNext(&e, &in_end));
+        RETURN_IF_ERROR(in_->GetNext(ctx, &e, &in_end));
         if (!in_end) elements.push_back(std::move(e));
       }
       if (elements.empty() || (ds_.drop_remainder_ && static_cast<int64_t>(elements.size()) < ds_.batch_size_)) {
@@ -205,13 +209,14 @@ class BatchDataset : public UnaryDataset {
       }
       const bool padded = !ds_.padding_values_.empty();
       ASSIGN_OR_RETURN(*out, StackBatch(elements, padded ? &ds_.padded_shapes_ : nullptr,
-                                        padded ? &ds_.padding_values_ : nullptr));
+                                        padded ? &ds_.padding_values_ : nullptr, allocator_));
       return Status::OK();
     }
 
    private:
     const BatchDataset& ds_;
     std::unique_ptr<DatasetIterator> in_;
+    std::shared_ptr<Allocator> allocator_;
   };
   int64_t batch_size_;
   bool drop_remainder_;
@@ -242,10 +247,11 @@ class ShuffleDataset : public UnaryDataset {
    public:
     Iterator(int64_t buffer_size, std::mt19937_64 rng, std::unique_ptr<DatasetIterator> in)
         : buffer_size_(buffer_size), rng_(rng), in_(std::move(in)) {}
-    Status GetNext(Element* out, bool* end) override {
+    Status GetNext(const IteratorContext& ctx, Element* out, bool* end) override {
       while (!in_end_ && static_cast<int64_t>(buffer_.size()) < buffer_size_) {
+        RETURN_IF_ERROR(ctx.CheckCancelled());
         Element e;
-        RETURN_IF_ERROR(in_->GetNext(&e, &in_end_));
+        RETURN_IF_ERROR(in_->GetNext(ctx, &e, &in_end_));
         if (!in_end_) buffer_.push_back(std::move(e));
       }
       if (buffer_.empty()) {
@@ -290,7 +296,7 @@ class CacheDataset : public UnaryDataset {
   class ReplayIterator : public DatasetIterator {
    public:
     explicit ReplayIterator(std::shared_ptr<const Elements> cache) : cache_(std::move(cache)) {}
-    Status GetNext(Element* out, bool* end) override {
+    Status GetNext(const IteratorContext&, Element* out, bool* end) override {
       if (next_ >= cache_->size()) {
         *end = true;
       } else {
@@ -306,8 +312,8 @@ class CacheDataset : public UnaryDataset {
   class FillIterator : public DatasetIterator {
    public:
     FillIterator(const CacheDataset& ds, std::unique_ptr<DatasetIterator> in) : ds_(ds), in_(std::move(in)) {}
-    Status GetNext(Element* out, bool* end) override {
-      RETURN_IF_ERROR(in_->GetNext(out, end));
+    Status GetNext(const IteratorContext& ctx, Element* out, bool* end) override {
+      RETURN_IF_ERROR(in_->GetNext(ctx, out, end));
       if (!*end) {
         seen_->push_back(*out);
       } else if (seen_ != nullptr) {
@@ -355,10 +361,10 @@ class ZipDataset : public Dataset {
   class Iterator : public DatasetIterator {
    public:
     explicit Iterator(std::vector<std::unique_ptr<DatasetIterator>> its) : its_(std::move(its)) {}
-    Status GetNext(Element* out, bool* end) override {
+    Status GetNext(const IteratorContext& ctx, Element* out, bool* end) override {
       for (auto& it : its_) {
         Element part;
-        RETURN_IF_ERROR(it->GetNext(&part, end));
+        RETURN_IF_ERROR(it->GetNext(ctx, &part, end));
         if (*end) {
           out->clear();
           return Status::OK();

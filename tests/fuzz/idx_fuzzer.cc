@@ -27,7 +27,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (int64_t i = 0;; ++i) {
     tessera::Tensor record;
     bool end = false;
-    tessera::Status s = (*reader)->ReadRecord(&record, &end);
+    tessera::Status s = (*reader)->ReadRecord(tessera::CpuAllocator(), &record, &end);
     if (!s.ok()) {
       if (whole.ok() || s.code() != tessera::Code::kDataLoss) std::abort();
       return 0;

@@ -134,6 +134,37 @@ TEST(MatMulTest, TransposesAgainstNaive) {
   }
 }
 
+// A product past 2^31 flops runs as panels of rows (so that it can stop at a deadline):
+// 1024-row panels here, the last one short. Small integers keep every sum exact.
+TEST(MatMulTest, LargeProductsRunInPanelsWithTheSameResult) {
+  std::mt19937 rng(2);
+  std::uniform_int_distribution<int> u(-2, 2);
+  const int m = 2100, k = 1024, n = 1024;
+  std::vector<float> a(m * k), b(k * n), at(k * m), bt(n * k);
+  for (auto& x : a) x = static_cast<float>(u(rng));
+  for (auto& x : b) x = static_cast<float>(u(rng));
+  for (int i = 0; i < m; ++i)
+    for (int p = 0; p < k; ++p) at[p * m + i] = a[i * k + p];
+  for (int p = 0; p < k; ++p)
+    for (int j = 0; j < n; ++j) bt[j * k + p] = b[p * n + j];
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      Scope root = Scope::NewRootScope();
+      auto ca = ops::Const(root, ta ? F(at, TensorShape({k, m})) : F(a, TensorShape({m, k})));
+      auto cb = ops::Const(root, tb ? F(bt, TensorShape({n, k})) : F(b, TensorShape({k, n})));
+      Tensor t = Eval(root, ops::MatMul(root, ca, cb, {.transpose_a = ta, .transpose_b = tb}));
+      ASSERT_EQ(t.shape(), TensorShape({m, n}));
+      for (int i : {0, 1023, 1024, 2047, 2048, m - 1}) {  // each side of each panel edge
+        for (int j = 0; j < n; ++j) {
+          float want = 0;
+          for (int p = 0; p < k; ++p) want += a[i * k + p] * b[p * n + j];
+          ASSERT_EQ(t.data<float>()[i * n + j], want) << "row " << i << " col " << j << " ta " << ta << " tb " << tb;
+        }
+      }
+    }
+  }
+}
+
 TEST(MatMulTest, RuntimeShapeMismatchIsAnError) {
   Scope root = Scope::NewRootScope();
   auto x = ops::Placeholder(root.WithOpName("x"), DataType::kFloat);

@@ -729,7 +729,7 @@ class CountingDataset : public Dataset {
    public:
     explicit Iterator(int* live) : live_(live) { ++*live_; }
     ~Iterator() override { --*live_; }
-    Status GetNext(std::vector<Tensor>* out, bool*) override {
+    Status GetNext(const IteratorContext&, std::vector<Tensor>* out, bool*) override {
       out->push_back(Tensor::Scalar<int64_t>(1));
       return Status::OK();
     }
@@ -746,7 +746,7 @@ TEST_F(DatasetTest, ReinitializingEndsThePreviousPassBeforeStartingTheNext) {
   for (int pass = 0; pass < 3; ++pass) {
     ASSERT_TRUE(iterator.Initialize(dataset, {}, "test").ok());
     std::vector<Tensor> element;
-    ASSERT_TRUE(iterator.GetNext(&element).ok());
+    ASSERT_TRUE(iterator.GetNext(IteratorContext{}, &element).ok());
   }
   EXPECT_THAT(dataset->live_when_made, ElementsAre(0, 0, 0));
   EXPECT_EQ(dataset->live, 1);

@@ -114,7 +114,7 @@ TEST_P(ExecutorTest, DeadlineCancelsABlockedAsyncNode) {
   std::vector<Tensor> out;
   Status st = s->Run({}, {}, {"block"}, &out);
   EXPECT_EQ(st.code(), Code::kDeadlineExceeded);
-  EXPECT_THAT(st.message(), HasSubstr("'block' (TestBlock)"));
+  EXPECT_THAT(st.message(), HasSubstr("[[node block (TestBlock)"));
   // The session keeps working, and a per-run timeout overrides the config's.
   EXPECT_EQ(testing::Fetch(*s, "k").data<float>()[0], 1.0f);
   RunOptions options;

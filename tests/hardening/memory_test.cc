@@ -1,0 +1,81 @@
+// Memory from small inputs: runaway allocations and buffers meet the session's memory
+// limit, and a small graph cannot ask for a huge one.
+#include <gmock/gmock.h>
+
+#include <functional>
+
+#include "graph/dataset_ops.h"
+#include "graph/ops.h"
+#include "tests/hardening/hardening_util.h"
+
+namespace tessera::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(MemoryTest, RunawayAllocationsMeetTheSessionsMemoryLimit) {
+  SessionConfig config;
+  config.host_memory_limit_mb = 64;
+  // A kernel asking for 4 GB at once.
+  Scope root = Scope::NewRootScope();
+  Output big = ops::Fill(root.WithOpName("big"), Tensor::FromVector<int64_t>({int64_t{1} << 30}), 1.0f);
+  Output small = ops::Fill(root.WithOpName("small"), Tensor::FromVector<int64_t>({1024}), 1.0f);
+  auto session = CreateSession(root, config);
+  ASSERT_NE(session, nullptr);
+  std::vector<Tensor> out;
+  Status s = session->Run({}, {big.name()}, {}, &out);
+  EXPECT_EQ(s.code(), Code::kResourceExhausted);
+  EXPECT_THAT(s.message(), HasSubstr("the session's host memory limit is 64 MiB"));
+  EXPECT_THAT(s.message(), HasSubstr("[[node big (Fill)"));
+  // The session goes on, and what the failed step held is given back.
+  ASSERT_TRUE(session->Run({}, {small.name()}, {}, &out).ok());
+  out.clear();
+  EXPECT_EQ(session->devices().devices()[0]->allocator()->stats().bytes_in_use, 0);
+}
+
+TEST(MemoryTest, PipelinesThatBufferWithoutEndMeetTheMemoryLimit) {
+  SessionConfig config;
+  config.host_memory_limit_mb = 64;
+  auto endless = [](const Scope& root) { return ops::RangeDataset(root, int64_t{0}, int64_t{1} << 62); };
+  auto shuffled = [&](const Scope& root) { return ops::Shuffle(root, endless(root), int64_t{1} << 40); };
+  auto batched = [&](const Scope& root) { return ops::Batch(root, endless(root), int64_t{1'000'000'000}); };
+  // Slices of a tensor repeated for ever, as views they escaped any accounting.
+  auto sliced = [](const Scope& root) {
+    ops::Dataset slices = ops::TensorSliceDataset(root, {ops::Const(root, Tensor::FromVector<int64_t>({1, 2, 3}))});
+    return ops::Shuffle(root, ops::Repeat(root, slices), int64_t{1} << 40);
+  };
+  for (const auto& make : std::vector<std::function<ops::Dataset(const Scope&)>>{shuffled, batched, sliced}) {
+    Scope root = Scope::NewRootScope();
+    ops::Iterator it = ops::InitializableIterator(root.WithOpName("it"), make(root));
+    std::vector<Output> next = ops::GetNext(root.WithOpName("next"), it);
+    auto session = CreateSession(root, config);
+    ASSERT_NE(session, nullptr);
+    std::vector<Tensor> out;
+    ASSERT_TRUE(session->Run({}, {}, {it.initializer.node()->name()}, &out).ok());
+    Status s = session->Run({}, {next[0].name()}, {}, &out);
+    EXPECT_EQ(s.code(), Code::kResourceExhausted) << s;
+    EXPECT_THAT(s.message(), HasSubstr("host memory limit"));
+    EXPECT_THAT(s.message(), HasSubstr("[[node next (IteratorGetNext)"));
+  }
+}
+
+TEST(MemoryTest, ASmallGraphCannotAskForTenMillionOutputs) {
+  const std::string graph = R"({"nodes": [
+    {"name": "x", "op": "Const", "attrs": {"dtype": "float32", "value": {"dtype": "float32", "shape": [0], "data": []}}},
+    {"name": "axis", "op": "Const", "attrs": {"dtype": "int32", "value": {"dtype": "int32", "shape": [], "data": [0]}}},
+    {"name": "s", "op": "Split", "inputs": ["axis", "x"], "attrs": {"num_split": 10000000}}]})";
+  StatusOr<std::vector<Tensor>> out = RunJson(graph, {"s"});
+  ASSERT_EQ(out.status().code(), Code::kInvalidArgument);
+  EXPECT_THAT(out.status().message(), HasSubstr("Node 's' (Split): attr 'num_split' asks for 10000000 tensors"));
+}
+
+TEST(MemoryTest, TheMemoryLimitIsReadFromTheConfig) {
+  EXPECT_EQ(SessionConfig::FromJson(R"({"host_memory_limit_mb": 100})")->host_memory_limit_mb, 100);
+  EXPECT_EQ(SessionConfig::FromJson(R"({"host_memory_limit_mb": -1})").status().code(), Code::kInvalidArgument);
+  SessionConfig automatic;
+  EXPECT_EQ(automatic.HostMemoryLimitBytes(), HostMemoryBytes());
+  EXPECT_GT(HostMemoryBytes(), int64_t{1} << 28);
+}
+
+}  // namespace
+}  // namespace tessera::testing
