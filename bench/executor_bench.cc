@@ -41,8 +41,10 @@ std::unique_ptr<Graph> NoOpGraph(const Shape& shape) {
 void BM_Tessera(benchmark::State& state) {
   const Shape& shape = GetShape(static_cast<int>(state.range(0)));
   const int threads = static_cast<int>(state.range(1));
-  ThreadPool inter("inter_op", threads);
-  ThreadPool intra("intra_op", 1);
+  auto inter_pool = ThreadPool::Create("inter_op", threads);
+  auto intra_pool = ThreadPool::Create("intra_op", 1);
+  ThreadPool& inter = **inter_pool;
+  ThreadPool& intra = **intra_pool;
   auto devices = std::move(DeviceMgr::CreateLocal({{"CPU", 1}}, &intra, HostMemoryBytes()).value());
   Executor::Params params;
   params.lookup_device = [&](const Node&) -> StatusOr<DeviceBase*> { return devices->devices()[0]; };

@@ -4,16 +4,68 @@
 #include <unsupported/Eigen/CXX11/Tensor>
 #include <unsupported/Eigen/CXX11/ThreadPool>
 
+#include <atomic>
+#include <system_error>
+#include <thread>
+
 namespace tessera {
+namespace {
+
+// Eigen's thread environment, except that a thread the system refuses to create is noted
+// rather than thrown: an exception from the pool's constructor would leave the threads it
+// had started waiting for work for ever, while the half-built pool joined them.
+struct CheckedThreadEnvironment {
+  using Task = Eigen::StlThreadEnvironment::Task;
+  class EnvThread {
+   public:
+    explicit EnvThread(std::thread thread) : thread_(std::move(thread)) {}
+    ~EnvThread() {
+      if (thread_.joinable()) thread_.join();
+    }
+    void OnCancel() {}
+
+   private:
+    std::thread thread_;
+  };
+
+  std::atomic<bool>* refused = nullptr;
+
+  EnvThread* CreateThread(std::function<void()> f) {
+    try {
+      return new EnvThread(std::thread(std::move(f)));
+    } catch (const std::system_error&) {
+      refused->store(true);
+      return new EnvThread(std::thread());
+    }
+  }
+  Task CreateTask(std::function<void()> f) { return Task{std::move(f)}; }
+  void ExecuteTask(const Task& t) { t.f(); }
+};
+
+}  // namespace
 
 struct ThreadPool::Impl {
-  explicit Impl(int n) : pool(n), device(&pool, n) {}
-  Eigen::ThreadPool pool;
+  explicit Impl(int n) : pool(n, true, CheckedThreadEnvironment{&refused}), device(&pool, n) {}
+  std::atomic<bool> refused{false};  // before the pool, which writes it while it is built
+  Eigen::ThreadPoolTempl<CheckedThreadEnvironment> pool;
   Eigen::ThreadPoolDevice device;
 };
 
 ThreadPool::ThreadPool(std::string name, int num_threads)
     : name_(std::move(name)), impl_(std::make_unique<Impl>(num_threads)) {}
+
+StatusOr<std::unique_ptr<ThreadPool>> ThreadPool::Create(std::string name, int num_threads) {
+  if (num_threads < 1) return errors::InvalidArgument("The ", name, " pool needs at least one thread, got ", num_threads);
+  std::unique_ptr<ThreadPool> pool(new ThreadPool(std::move(name), num_threads));
+  if (pool->impl_->refused.load()) {
+    // Workers leave an Eigen pool once all are idle, which the missing ones never are;
+    // cancelled, they leave at once.
+    pool->impl_->pool.Cancel();
+    return errors::ResourceExhausted("Cannot start the ", num_threads, " threads of the ", pool->name_,
+                                     " pool: the system refused to create more threads");
+  }
+  return pool;
+}
 
 ThreadPool::~ThreadPool() = default;
 

@@ -1,8 +1,8 @@
 // ThreadPool: a fixed set of threads running closures (Eigen's non-blocking work-stealing
 // pool underneath), with a parallel-for for kernels' inner loops.
 //
-//   ThreadPool pool("intra_op", 4);
-//   pool.ParallelFor(n, /*cost_per_unit=*/10, [&](int64_t begin, int64_t end) { ... });
+//   ASSIGN_OR_RETURN(std::unique_ptr<ThreadPool> pool, ThreadPool::Create("intra_op", 4));
+//   pool->ParallelFor(n, /*cost_per_unit=*/10, [&](int64_t begin, int64_t end) { ... });
 //
 // Schedule and ParallelFor may be called concurrently from any thread, including the
 // pool's own; there ParallelFor runs the whole loop on the caller, since a pool thread
@@ -15,6 +15,8 @@
 #include <memory>
 #include <string>
 
+#include "graph/status.h"
+
 namespace Eigen {
 class ThreadPoolDevice;
 }
@@ -23,8 +25,9 @@ namespace tessera {
 
 class ThreadPool {
  public:
-  // Precondition: num_threads >= 1.
-  ThreadPool(std::string name, int num_threads);
+  // InvalidArgument for fewer than one thread; ResourceExhausted when the system refuses
+  // to start them all (a process's thread or memory limit).
+  static StatusOr<std::unique_ptr<ThreadPool>> Create(std::string name, int num_threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -45,6 +48,7 @@ class ThreadPool {
   const Eigen::ThreadPoolDevice& eigen_device() const;
 
  private:
+  ThreadPool(std::string name, int num_threads);
   struct Impl;
   std::string name_;
   std::unique_ptr<Impl> impl_;

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <new>
 
 #include "kernels/variable.h"
 #include "runtime/function_runtime.h"
@@ -178,7 +179,14 @@ class ExecutorState {
     if (!PrepareInputs(item, inputs)) return;
     int64_t start = args_.stats != nullptr ? NowMicros() : 0;
     OpKernelContext ctx(MakeParams(item, inputs, outputs));
-    item.kernel->Compute(&ctx);
+    // A kernel that throws (a library's std::bad_alloc) fails its node, not the process.
+    try {
+      item.kernel->Compute(&ctx);
+    } catch (const std::bad_alloc&) {
+      ctx.SetStatus(errors::ResourceExhausted("Out of memory inside the kernel"));
+    } catch (const std::exception& e) {
+      ctx.SetStatus(errors::Internal("The kernel threw: ", e.what()));
+    }
     if (args_.stats != nullptr) RecordStats(item, start);
     if (!ctx.status().ok()) {
       RecordError(item, ctx.status());

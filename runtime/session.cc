@@ -22,12 +22,19 @@ int ResolveThreads(int requested) {
 
 // Process-wide pools shared by sessions that do not ask for their own, one per size.
 // Never destroyed: sessions may be torn down in any order at exit.
-ThreadPool* SharedPool(const char* name, int threads) {
+StatusOr<ThreadPool*> SharedPool(const char* name, int threads) {
   static std::mutex mu;
   static auto* pools = new std::map<std::pair<std::string, int>, std::unique_ptr<ThreadPool>>;
   std::lock_guard<std::mutex> lock(mu);
   auto& slot = (*pools)[{name, threads}];
-  if (slot == nullptr) slot = std::make_unique<ThreadPool>(name, threads);
+  if (slot == nullptr) {
+    StatusOr<std::unique_ptr<ThreadPool>> pool = ThreadPool::Create(name, threads);
+    if (!pool.ok()) {
+      pools->erase({name, threads});
+      return pool.status();
+    }
+    slot = std::move(*pool);
+  }
   return slot.get();
 }
 
@@ -75,13 +82,13 @@ StatusOr<std::unique_ptr<Session>> Session::Create(const std::string& target, co
   int inter = ResolveThreads(config.inter_op_parallelism_threads);
   int intra = ResolveThreads(config.intra_op_parallelism_threads);
   if (config.use_per_session_threads) {
-    s->own_inter_op_pool_ = std::make_unique<ThreadPool>("inter_op", inter);
-    s->own_intra_op_pool_ = std::make_unique<ThreadPool>("intra_op", intra);
+    ASSIGN_OR_RETURN(s->own_inter_op_pool_, ThreadPool::Create("inter_op", inter));
+    ASSIGN_OR_RETURN(s->own_intra_op_pool_, ThreadPool::Create("intra_op", intra));
     s->inter_op_pool_ = s->own_inter_op_pool_.get();
     s->intra_op_pool_ = s->own_intra_op_pool_.get();
   } else {
-    s->inter_op_pool_ = SharedPool("inter_op", inter);
-    s->intra_op_pool_ = SharedPool("intra_op", intra);
+    ASSIGN_OR_RETURN(s->inter_op_pool_, SharedPool("inter_op", inter));
+    ASSIGN_OR_RETURN(s->intra_op_pool_, SharedPool("intra_op", intra));
   }
   if (server != nullptr) {
     s->devices_ = server->devices();

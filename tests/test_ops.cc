@@ -3,6 +3,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <new>
+#include <stdexcept>
 
 #include "graph/op_registry.h"
 #include "kernels/kernel_registry.h"
@@ -101,6 +103,22 @@ class FailOp : public OpKernel {
   std::string message_;
 };
 
+// Throws what a library may throw from inside a kernel.
+class ThrowOp : public OpKernel {
+ public:
+  explicit ThrowOp(OpKernelConstruction* c) : OpKernel(c) {
+    Status s = c->GetAttr("what", &what_);
+    if (!s.ok()) c->SetStatus(s);
+  }
+  void Compute(OpKernelContext*) override {
+    if (what_ == "bad_alloc") throw std::bad_alloc();
+    throw std::runtime_error(what_);
+  }
+
+ private:
+  std::string what_;
+};
+
 class IntraThreadsOp : public OpKernel {
  public:
   explicit IntraThreadsOp(OpKernelConstruction* c) : OpKernel(c) {
@@ -134,12 +152,14 @@ void RegisterTestOps() {
     (void)ops->Register(OpDefBuilder("TestBlock").SetIsStateful());
     (void)ops->Register(OpDefBuilder("TestFail").Attr("message: string").SetIsStateful());
     (void)ops->Register(OpDefBuilder("TestIntraThreads").Attr("n: int").SetIsStateful());
+    (void)ops->Register(OpDefBuilder("TestThrow").Attr("what: string").SetIsStateful());
     (void)ops->Register(OpDefBuilder("TestInlineAsync").Output("y: float").Attr("value: float"));
     k->Register<RecordOp>(KernelDefBuilder("TestRecord").Device(kDeviceCpu));
     k->Register<MeetOp>(KernelDefBuilder("TestMeet").Device(kDeviceCpu));
     k->Register<BlockOp>(KernelDefBuilder("TestBlock").Device(kDeviceCpu));
     k->Register<FailOp>(KernelDefBuilder("TestFail").Device(kDeviceCpu));
     k->Register<IntraThreadsOp>(KernelDefBuilder("TestIntraThreads").Device(kDeviceCpu));
+    k->Register<ThrowOp>(KernelDefBuilder("TestThrow").Device(kDeviceCpu));
     k->Register<InlineAsyncOp>(KernelDefBuilder("TestInlineAsync").Device(kDeviceCpu));
   });
 }

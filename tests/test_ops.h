@@ -7,6 +7,8 @@
 //                               group run at once; records the most that ever did.
 //   TestBlock():                async; completes only when its step is cancelled.
 //   TestFail(message):          fails with InvalidArgument(message).
+//   TestThrow(what):            throws std::bad_alloc when what is "bad_alloc", else
+//                               std::runtime_error(what).
 //   TestInlineAsync(value):     async; outputs the scalar value, calling done before
 //                               ComputeAsync returns.
 //   TestIntraThreads(n):        runs a ParallelFor of n heavy units and records the

@@ -1,7 +1,11 @@
 // Memory from small inputs: runaway allocations and buffers meet the session's memory
 // limit, and a small graph cannot ask for a huge one.
 #include <gmock/gmock.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <fstream>
 #include <functional>
 
 #include "graph/dataset_ops.h"
@@ -75,6 +79,48 @@ TEST(MemoryTest, TheMemoryLimitIsReadFromTheConfig) {
   SessionConfig automatic;
   EXPECT_EQ(automatic.HostMemoryLimitBytes(), HostMemoryBytes());
   EXPECT_GT(HostMemoryBytes(), int64_t{1} << 28);
+}
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define TESSERA_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define TESSERA_SANITIZED 1
+#endif
+#endif
+
+// Threads need stacks: under an address-space limit, thousands of them cannot start.
+TEST(MemoryTest, ThousandsOfThreadsUnderAMemoryLimitAreAnErrorNotAnAbort) {
+#ifdef TESSERA_SANITIZED
+  GTEST_SKIP() << "sanitizer runtimes reserve more address space than the limit leaves";
+#else
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // 512 MiB beyond what the process maps now; 2048 threads' stacks take 16 GiB.
+    long pages = 0;
+    std::ifstream("/proc/self/statm") >> pages;
+    const rlim_t limit = static_cast<rlim_t>(pages) * ::sysconf(_SC_PAGE_SIZE) + (rlim_t{512} << 20);
+    const rlimit rl{limit, limit};
+    if (::setrlimit(RLIMIT_AS, &rl) != 0) ::_exit(3);
+    Scope root = Scope::NewRootScope();
+    ops::Add(root.WithOpName("y"), 1.0f, 2.0f);
+    GraphDef def;
+    if (!root.ToGraphDef(&def).ok()) ::_exit(3);
+    SessionConfig config;
+    config.inter_op_parallelism_threads = 1024;
+    config.intra_op_parallelism_threads = 1024;
+    config.use_per_session_threads = true;
+    StatusOr<std::unique_ptr<Session>> session = Session::Create(config, def);
+    const bool refused = session.status().code() == Code::kResourceExhausted &&
+                         session.status().message().find("threads of the") != std::string::npos;
+    ::_exit(refused ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child died of signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+#endif
 }
 
 }  // namespace

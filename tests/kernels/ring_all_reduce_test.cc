@@ -110,7 +110,9 @@ TEST_P(RingTest, EveryReductionAndDtypeForOddAndTinySizes) {
 
 TEST_P(RingTest, LargeTensorsMoveInSeveralPiecesReducedOnAPool) {
   const int size = GetParam();
-  ThreadPool pool("ring_test", 2);
+  auto owned = ThreadPool::Create("ring_test", 2);
+  ASSERT_TRUE(owned.ok());
+  ThreadPool& pool = **owned;
   const int64_t n = (3 << 20) + 5;  // 12 MiB of float32: several pieces per chunk
   ExpectReduced<float>(RunRing<float>(size, n, ReduceOp::kSum, false, false, &pool), ReduceOp::kSum, size, n);
 }

@@ -13,7 +13,9 @@ namespace tessera {
 namespace {
 
 TEST(ThreadPoolTest, ParallelForCoversTheRangeOnce) {
-  ThreadPool pool("test", 3);
+  auto owned = ThreadPool::Create("test", 3);
+  ASSERT_TRUE(owned.ok());
+  ThreadPool& pool = **owned;
   std::vector<std::atomic<int>> hits(100000);
   pool.ParallelFor(static_cast<int64_t>(hits.size()), 100, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) hits[i].fetch_add(1);
@@ -25,7 +27,9 @@ TEST(ThreadPoolTest, ParallelForCoversTheRangeOnce) {
 // parallel loop must not wait for threads that are all busy waiting.
 TEST(ThreadPoolTest, EveryPoolThreadInAParallelForAtOnceFinishes) {
   constexpr int kThreads = 2;
-  ThreadPool pool("test", kThreads);
+  auto owned = ThreadPool::Create("test", kThreads);
+  ASSERT_TRUE(owned.ok());
+  ThreadPool& pool = **owned;
   std::mutex mu;
   std::condition_variable cv;
   int started = 0, finished = 0;

@@ -122,6 +122,26 @@ TEST_P(ExecutorTest, DeadlineCancelsABlockedAsyncNode) {
   EXPECT_EQ(s->Run(options, {}, {}, {"block"}, &out, nullptr).code(), Code::kDeadlineExceeded);
 }
 
+TEST_P(ExecutorTest, AKernelThatThrowsFailsItsNodeNotTheProcess) {
+  for (const char* what : {"bad_alloc", "a library's own error"}) {
+    Scope root = Scope::NewRootScope();
+    NodeDef thrower;
+    thrower.op = "TestThrow";
+    thrower.attrs = {{"what", std::string(what)}};
+    root.WithOpName("thrower").AddNode(thrower);
+    ops::Const(root.WithOpName("k"), Tensor::Scalar(1.0f));
+    auto s = testing::MakeSession(root, Config());
+    std::vector<Tensor> out;
+    Status st = s->Run({}, {}, {"thrower"}, &out);
+    EXPECT_EQ(st.code(), std::string(what) == "bad_alloc" ? Code::kResourceExhausted : Code::kInternal);
+    EXPECT_THAT(st.message(), HasSubstr("[[node thrower (TestThrow)"));
+    if (std::string(what) != "bad_alloc") {
+      EXPECT_THAT(st.message(), HasSubstr("a library's own error"));
+    }
+    EXPECT_EQ(testing::Fetch(*s, "k").data<float>()[0], 1.0f);
+  }
+}
+
 TEST_P(ExecutorTest, AsyncNodesThatFinishInsideComputeAsync) {
   // The only root is an async node that completes inline, so the whole step, including
   // its end, runs while that node is still inside ComputeAsync; then several such roots.
