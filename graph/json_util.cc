@@ -23,10 +23,7 @@ StatusOr<nlohmann::json> ParseJson(std::string_view text, std::string_view what)
 }
 
 std::string JsonExcerpt(const nlohmann::json& j) {
-  constexpr size_t kMax = 80;
-  std::string s = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  if (s.size() > kMax) s = s.substr(0, kMax) + "...";
-  return s;
+  return Excerpt(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 }  // namespace tessera

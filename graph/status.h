@@ -82,6 +82,12 @@ std::string StrCat(const Args&... args) {
   return os.str();
 }
 
+// `text` cut to `max_chars` with "..." after, so that a message never quotes a whole input.
+inline std::string Excerpt(std::string_view text, size_t max_chars = 80) {
+  if (text.size() <= max_chars) return std::string(text);
+  return StrCat(text.substr(0, max_chars), "... (", text.size(), " bytes)");
+}
+
 namespace errors {
 #define TESSERA_ERROR_FACTORY(Name)                          \
   template <typename... Args>                                \

@@ -97,13 +97,8 @@ class DecodeCsvOp : public OpKernel {
       }
       for (int i = 0; s.ok() && i < columns; ++i) s = Parse(ctx, fields[i], i, out[i], r);
       // The record itself, so that a bad line in a file can be found.
-      OP_REQUIRES(ctx, s.ok(), s.WithSuffix(StrCat(" (record: \"", Shorten(record), "\")")));
+      OP_REQUIRES(ctx, s.ok(), s.WithSuffix(StrCat(" (record: \"", Excerpt(record), "\")")));
     }
-  }
-
- private:
-  static std::string Shorten(const std::string& record) {
-    return record.size() <= 80 ? record : record.substr(0, 77) + "...";
   }
 
   Status Parse(OpKernelContext* ctx, const std::string& field, int column, Tensor* out, int64_t r) const {
@@ -135,7 +130,7 @@ class DecodeCsvOp : public OpKernel {
       return Status::OK();
     }
     if (!ParseNumber(field, out).ok()) {
-      return errors::InvalidArgument("Field ", column, " in record ", r, " is not a valid ", name, ": ", field);
+      return errors::InvalidArgument("Field ", column, " in record ", r, " is not a valid ", name, ": ", Excerpt(field));
     }
     return Status::OK();
   }
