@@ -2,24 +2,46 @@
 
 namespace tessera {
 
+namespace {
+
+// Whether `text` nests arrays and objects deeper than `limit`, counting brackets outside
+// strings. Malformed text is left for the parser to describe.
+bool NestsDeeperThan(std::string_view text, int limit) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return true;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 StatusOr<nlohmann::json> ParseJson(std::string_view text, std::string_view what) {
-  using json = nlohmann::json;
-  // The parser keeps its own stack; dropping what lies past the limit keeps the value that
-  // is returned shallow, and the flag turns it into an error.
-  bool too_deep = false;
-  auto limit_depth = [&too_deep](int depth, json::parse_event_t, json&) {
-    if (depth <= kMaxJsonDepth) return true;
-    too_deep = true;
-    return false;
-  };
-  json j;
+  // Checked before parsing: the parser's own depth callback makes it quadratic in the
+  // input's length (nlohmann/json 3.11).
+  if (NestsDeeperThan(text, kMaxJsonDepth)) {
+    return errors::InvalidArgument(what, " nests deeper than ", kMaxJsonDepth, " levels");
+  }
   try {
-    j = json::parse(text, limit_depth);
-  } catch (const json::exception& e) {  // parse_error, and out_of_range for huge numbers
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for huge numbers
     return errors::InvalidArgument("Malformed ", what, ": ", e.what());
   }
-  if (too_deep) return errors::InvalidArgument(what, " nests deeper than ", kMaxJsonDepth, " levels");
-  return j;
 }
 
 std::string JsonExcerpt(const nlohmann::json& j) {

@@ -59,7 +59,6 @@ class VectorCallFrame : public CallFrame {
 struct Session::ExecutorAndKeys {
   // One per device the step touches; they meet in the step's rendezvous.
   std::vector<std::unique_ptr<Executor>> executors;
-  std::vector<GraphDef> partition_graphs;  // in the order of `executors`
   std::vector<SubgraphTensor> feeds;
   std::vector<SubgraphTensor> fetches;
   std::vector<PlacementRecord> placement;
@@ -71,8 +70,20 @@ StatusOr<std::unique_ptr<Session>> Session::Create(const SessionConfig& config, 
   return Create("", config, def);
 }
 
+// What one node costs a session in host memory, rounded up from measurement: its Node in
+// the session's graph and in an executor's, its kernel, its placement record and its edges
+// came to 2.8 KiB a node on a chain of a million Identity nodes.
+constexpr int64_t kHostBytesPerNode = 4096;
+
 StatusOr<std::unique_ptr<Session>> Session::Create(const std::string& target, const SessionConfig& config,
                                                    const GraphDef& def) {
+  const int64_t limit = config.HostMemoryLimitBytes();
+  if (static_cast<int64_t>(def.nodes.size()) > limit / kHostBytesPerNode) {
+    return errors::ResourceExhausted("A graph of ", def.nodes.size(), " nodes needs about ",
+                                     static_cast<int64_t>(def.nodes.size()) * kHostBytesPerNode >> 20,
+                                     " MiB of host memory, more than the session's limit of ", limit >> 20,
+                                     " MiB (host_memory_limit_mb)");
+  }
   std::shared_ptr<Server> server;
   if (!target.empty()) {
     ASSIGN_OR_RETURN(server, Server::Find(target));
@@ -147,16 +158,19 @@ StatusOr<std::shared_ptr<const Session::ExecutorAndKeys>> Session::GetOrCreateEx
   PartitionOptions popts;
   popts.incarnation = [this](const std::string& device) { return devices_->IncarnationOf(device); };
   ASSIGN_OR_RETURN(auto partitions, Partition(*sub.graph, popts));
+  // Each copy of the graph goes as soon as the next is made: a graph of a million nodes
+  // takes gigabytes in every form.
+  sub.graph.reset();
   for (auto& [device_name, def] : partitions) {
     ASSIGN_OR_RETURN(Device * device, devices_->Lookup(device_name));
     ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::FromGraphDef(def));
+    def = GraphDef();
     for (Node* n : graph->nodes()) n->set_assigned_device(device_name);
     Executor::Params params;
     params.resource_mgr = resource_mgr_.get();
     params.lookup_device = [device](const Node&) -> StatusOr<DeviceBase*> { return static_cast<DeviceBase*>(device); };
     ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, Executor::Create(std::move(graph), std::move(params)));
     ek->executors.push_back(std::move(executor));
-    ek->partition_graphs.push_back(std::move(def));
   }
   std::lock_guard<std::mutex> lock(executors_mu_);
   auto [it, inserted] = executors_.emplace(std::move(key), std::move(ek));
@@ -263,7 +277,9 @@ Status Session::Run(const RunOptions& options, const std::vector<std::pair<std::
       }
     }
     metadata->partition_graphs.clear();
-    if (options.output_partition_graphs) metadata->partition_graphs = ek->partition_graphs;
+    if (options.output_partition_graphs) {
+      for (const auto& executor : ek->executors) metadata->partition_graphs.push_back(executor->graph().ToGraphDef());
+    }
   }
   RETURN_IF_ERROR(status);
   if (outputs != nullptr) *outputs = std::move(frame.retvals());
