@@ -94,8 +94,9 @@ Status ReshapeShape(InferenceContext& c) {
       unknown = static_cast<int>(i);
     } else if (dims[i] < 0) {
       return errors::InvalidArgument("Size ", i, " must be non-negative, not ", dims[i]);
-    } else {
-      known *= dims[i];
+    } else if (__builtin_mul_overflow(known, dims[i], &known)) {
+      return errors::InvalidArgument("The requested shape ", TensorShape(dims).DebugString(),
+                                     " has more than 2^63-1 elements");
     }
   }
   int64_t n = in.num_elements();
@@ -406,7 +407,10 @@ Status ConcatShape(InferenceContext& c) {
     }
     for (int d = 0; d < s.rank(); ++d) {
       if (d == axis) {
-        dims[d] = dims[d] < 0 || s.dim(d) < 0 ? -1 : dims[d] + s.dim(d);
+        if (dims[d] >= 0 && s.dim(d) >= 0 && __builtin_add_overflow(dims[d], s.dim(d), &dims[d])) {
+          return errors::InvalidArgument("ConcatV2's output would have more than 2^63-1 elements along axis ", axis);
+        }
+        if (s.dim(d) < 0) dims[d] = -1;
       } else if (dims[d] < 0) {
         dims[d] = s.dim(d);
       } else if (s.dim(d) >= 0 && s.dim(d) != dims[d]) {

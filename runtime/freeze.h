@@ -4,7 +4,7 @@
 // embedding program load for inference.
 //
 //   StatusOr<GraphDef> frozen = FreezeGraph(*session, {"probabilities", "classes"});
-//   std::ofstream("model.json") << GraphDefToJson(*frozen);
+//   Status s = WriteFileAtomically("model.json", GraphDefToJson(*frozen), "frozen graph");
 //
 // May run concurrently with other Session::Run calls on the session; variables updated
 // meanwhile are read at some point during the call.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs every test: the Release suite, then the same suite under
 # AddressSanitizer + UndefinedBehaviorSanitizer, short libFuzzer runs on the JSON graph
-# loader, DecodeCSV, the IDX reader and the checkpoint reader, and the concurrent suites
+# loader (running what it loads), feeds, session configs, DecodeCSV, the IDX reader and
+# the checkpoint reader, and the concurrent suites
 # (executor, session, scenarios, rendezvous, multi-device, ring all-reduce, replication,
 # queues, servers, datasets, thread pools, checkpoint files) under ThreadSanitizer, and last
 # the quick suite again in a fresh minimal Debian 12 root (tests/fresh_machine), which
@@ -34,6 +35,8 @@ if [ "${TESSERA_QUICK:-0}" != 1 ]; then
     tail -n 1 "$log"
   }
   fuzz graph_json_fuzzer corpus "${TESSERA_FUZZ_SECONDS:-30}" 4096
+  fuzz feed_fuzzer feed_corpus "${TESSERA_FEED_FUZZ_SECONDS:-10}" 1024
+  fuzz config_fuzzer config_corpus "${TESSERA_CONFIG_FUZZ_SECONDS:-10}" 1024
   fuzz decode_csv_fuzzer csv_corpus "${TESSERA_CSV_FUZZ_SECONDS:-15}" 1024
   fuzz idx_fuzzer idx_corpus "${TESSERA_IDX_FUZZ_SECONDS:-10}" 4096
   fuzz checkpoint_fuzzer checkpoint_corpus "${TESSERA_CKPT_FUZZ_SECONDS:-10}" 4096

@@ -106,7 +106,9 @@ class ReshapeOp : public OpKernel {
       } else {
         OP_REQUIRES(ctx, dims[i] >= 0,
                     errors::InvalidArgument("Size ", i, " must be non-negative, not ", dims[i]));
-        known *= dims[i];
+        OP_REQUIRES(ctx, !__builtin_mul_overflow(known, dims[i], &known),
+                    errors::InvalidArgument("The requested shape ", TensorShape(dims).DebugString(),
+                                            " has more than 2^63-1 elements"));
       }
     }
     if (unknown >= 0) {

@@ -11,6 +11,7 @@
 #include "graph/op_builder.h"
 #include "graph/ops.h"
 #include "kernels/checkpoint_file.h"
+#include "kernels/data/idx_file.h"
 #include "tests/hardening/hardening_util.h"
 
 namespace tessera::testing {
@@ -206,6 +207,38 @@ TEST_F(FilesTest, ACheckpointEntryIsCheckedBeforeItsDataIsRead) {
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("has shape [1048576], expected [32]"));
   EXPECT_EQ((*session)->devices().devices()[0]->allocator()->stats().peak_bytes_in_use, 0);
+}
+
+// An uncompressed IDX file of `records` 2x2 images.
+std::string IdxImages(uint32_t records, uint32_t declared) {
+  std::string h = {0, 0, 8, 3};
+  for (uint32_t d : {declared, 2u, 2u}) {
+    for (int shift = 24; shift >= 0; shift -= 8) h += static_cast<char>((d >> shift) & 0xff);
+  }
+  return h + std::string(size_t{records} * 4, '\x07');
+}
+
+TEST_F(FilesTest, IdxFilesAreReadOnlyAsFarAsAsked) {
+  const std::string path = Write("images.idx", IdxImages(1000, 1000));
+  StatusOr<Tensor> first = ReadIdxFile(path, 10);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->shape(), TensorShape({10, 2, 2}));
+  EXPECT_EQ(ReadIdxFile(path)->shape(), TensorShape({1000, 2, 2}));
+}
+
+TEST_F(FilesTest, IdxFilesThatClaimMoreThanTheyHoldOrAreNotGzipAreDataLoss) {
+  // A header claiming a million records over four bytes of data: refused before reading.
+  Status s = ReadIdxShape(Write("short.idx", IdxImages(1, 1'000'000))).status();
+  EXPECT_EQ(s.code(), Code::kDataLoss);
+  EXPECT_THAT(s.message(), HasSubstr("more than the file can hold"));
+  // A gzip header, then a deflate block of the reserved type 3.
+  s = ReadIdxFile(Write("corrupt.idx.gz", std::string("\x1f\x8b\x08\0\0\0\0\0\0\x03\x07", 11) + std::string(64, 'z')))
+          .status();
+  EXPECT_EQ(s.code(), Code::kDataLoss);
+  EXPECT_THAT(s.message(), HasSubstr("is corrupt"));
+  EXPECT_THAT(s.message(), HasSubstr("corrupt.idx.gz"));
+  s = ReadIdxFile(dir_.string()).status();
+  EXPECT_THAT(s.message(), HasSubstr("it is a directory"));
 }
 
 }  // namespace

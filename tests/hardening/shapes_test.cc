@@ -84,6 +84,32 @@ TEST_P(ShapeFromValuesTest, OverflowingAndHugeShapesAreErrorsNamingTheNode) {
   EXPECT_EQ((*out)[0].shape(), TensorShape({1, 1}));
 }
 
+// Shapes computed from other shapes: products and sums are checked, not wrapped (which is
+// undefined behaviour for signed integers before it is a wrong answer).
+TEST(ShapesTest, ReshapeAndConcatRefuseResultsPast64Bits) {
+  const std::string reshape = R"({"nodes": [
+    {"name": "v", "op": "Const", "attrs": {"dtype": "float32", "value": {"dtype": "float32", "shape": [0], "data": []}}},
+    {"name": "dims", "op": "Placeholder", "attrs": {"dtype": "int64", "shape": [3]}},
+    {"name": "r", "op": "Reshape", "inputs": ["v", "dims"]}]})";
+  StatusOr<std::vector<Tensor>> out = RunJson(reshape, {"r"}, {{"dims", R"({"dtype": "int64", "shape": [3], "data": [4294967296, 4294967296, -1]})"}});
+  ASSERT_EQ(out.status().code(), Code::kInvalidArgument);
+  EXPECT_THAT(out.status().message(), HasSubstr("has more than 2^63-1 elements"));
+  const std::string constant = R"({"nodes": [
+    {"name": "v", "op": "Const", "attrs": {"dtype": "float32", "value": {"dtype": "float32", "shape": [0], "data": []}}},
+    {"name": "dims", "op": "Const", "attrs": {"dtype": "int64", "value": {"dtype": "int64", "shape": [3], "data": [4294967296, 4294967296, -1]}}},
+    {"name": "r", "op": "Reshape", "inputs": ["v", "dims"]}]})";
+  out = RunJson(constant, {"r"});
+  ASSERT_EQ(out.status().code(), Code::kInvalidArgument);
+  EXPECT_THAT(out.status().message(), HasSubstr("for 'r' (op: 'Reshape')"));
+  const std::string concat = R"({"nodes": [
+    {"name": "a", "op": "Placeholder", "attrs": {"dtype": "float32", "shape": [4611686018427387904]}},
+    {"name": "axis", "op": "Const", "attrs": {"dtype": "int32", "value": {"dtype": "int32", "shape": [], "data": [0]}}},
+    {"name": "c", "op": "ConcatV2", "inputs": ["a", "a", "a", "axis"]}]})";
+  out = RunJson(concat, {"c"});
+  ASSERT_EQ(out.status().code(), Code::kInvalidArgument);
+  EXPECT_THAT(out.status().message(), HasSubstr("more than 2^63-1 elements along axis 0"));
+}
+
 INSTANTIATE_TEST_SUITE_P(Ops, ShapeFromValuesTest,
                          ::testing::Values("Fill", "Reshape", "BroadcastTo", "TruncatedNormal", "RandomUniform"));
 
