@@ -30,7 +30,7 @@ struct Fixture {
       fetches.push_back(ops::Sum(s, x, Tensor::FromVector<int32_t>({0})).name());
       fetches.push_back(ops::Reshape(s, x, Tensor::FromVector<int32_t>({-1})).name());
       fetches.push_back(ops::Cast(s, x, DataType::kFloat).name());
-      fetches.push_back(ops::ConcatV2(s, {x, x}, 0).name());
+      fetches.push_back(ops::Concat(s, {x, x}, 0).name());
       if (dt == DataType::kFloat || dt == DataType::kDouble) fetches.push_back(ops::MatMul(s, x, x).name());
       if (dt == DataType::kInt32 || dt == DataType::kInt64) {
         fetches.push_back(ops::Fill(s, x, 1.0f).name());
