@@ -105,7 +105,7 @@ StatusOr<std::unique_ptr<Session>> Session::Create(const std::string& target, co
     s->devices_ = server->devices();
     s->resource_mgr_ = server->resources();
   } else {
-    ASSIGN_OR_RETURN(s->devices_, DeviceMgr::CreateLocal(config.device_count, s->intra_op_pool_, config.HostMemoryLimitBytes()));
+    ASSIGN_OR_RETURN(s->devices_, DeviceMgr::CreateLocal(config.device_count, s->intra_op_pool_, limit));
     s->resource_mgr_ = std::make_shared<ResourceMgr>();
   }
   ASSIGN_OR_RETURN(s->graph_, Graph::FromGraphDef(def));

@@ -24,7 +24,7 @@ TEST(DeadlineTest, TimeoutsPastWhatTheClockHoldsMeanNoDeadline) {
   for (int64_t timeout : {int64_t{9'300'000'000'000}, std::numeric_limits<int64_t>::max()}) {
     SessionConfig config;
     config.operation_timeout_in_ms = timeout;
-    auto session = CreateSession(root, config);
+    auto session = MakeSession(root, config);
     ASSERT_NE(session, nullptr);
     std::vector<Tensor> out;
     EXPECT_TRUE(session->Run({}, {y.name()}, {}, &out).ok()) << "timeout " << timeout;
@@ -41,7 +41,7 @@ TEST(DeadlineTest, TimeoutsPastWhatTheClockHoldsMeanNoDeadline) {
 void ExpectStopsAtTheDeadline(const Scope& root, const std::string& fetch, const std::string& node) {
   SessionConfig config;
   config.operation_timeout_in_ms = 200;
-  auto session = CreateSession(root, config);
+  auto session = MakeSession(root, config);
   ASSERT_NE(session, nullptr);
   std::vector<Tensor> out;
   const auto start = Clock::now();
@@ -86,7 +86,7 @@ TEST(DeadlineTest, ABatchOfABillionElementsStopsAtTheDeadline) {
     std::vector<Output> next = ops::GetNext(root.WithOpName("next"), it);
     SessionConfig config;
     config.operation_timeout_in_ms = 300;
-    auto session = CreateSession(root, config);
+    auto session = MakeSession(root, config);
     ASSERT_NE(session, nullptr);
     std::vector<Tensor> out;
     ASSERT_TRUE(session->Run({}, {}, {it.initializer.node()->name()}, &out).ok());

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "graph/graph_json.h"
-#include "graph/scope.h"
 #include "runtime/session.h"
+#include "tests/test_util.h"
 
 namespace tessera::testing {
 
@@ -32,16 +32,6 @@ inline StatusOr<std::vector<Tensor>> RunJson(const std::string& graph, const std
   std::vector<Tensor> out;
   RETURN_IF_ERROR(session->Run(tensors, fetches, {}, &out));
   return out;
-}
-
-// A session on `root`'s graph; null (and a failed test) when either cannot be made.
-inline std::unique_ptr<Session> CreateSession(const Scope& root, const SessionConfig& config) {
-  GraphDef def;
-  Status s = root.ToGraphDef(&def);
-  EXPECT_TRUE(s.ok()) << s;
-  auto session = Session::Create(config, def);
-  EXPECT_TRUE(session.ok()) << session.status();
-  return session.ok() ? std::move(*session) : nullptr;
 }
 
 // A folder of the test's own, removed with it.

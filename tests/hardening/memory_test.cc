@@ -24,7 +24,7 @@ TEST(MemoryTest, RunawayAllocationsMeetTheSessionsMemoryLimit) {
   Scope root = Scope::NewRootScope();
   Output big = ops::Fill(root.WithOpName("big"), Tensor::FromVector<int64_t>({int64_t{1} << 30}), 1.0f);
   Output small = ops::Fill(root.WithOpName("small"), Tensor::FromVector<int64_t>({1024}), 1.0f);
-  auto session = CreateSession(root, config);
+  auto session = MakeSession(root, config);
   ASSERT_NE(session, nullptr);
   std::vector<Tensor> out;
   Status s = session->Run({}, {big.name()}, {}, &out);
@@ -52,7 +52,7 @@ TEST(MemoryTest, PipelinesThatBufferWithoutEndMeetTheMemoryLimit) {
     Scope root = Scope::NewRootScope();
     ops::Iterator it = ops::InitializableIterator(root.WithOpName("it"), make(root));
     std::vector<Output> next = ops::GetNext(root.WithOpName("next"), it);
-    auto session = CreateSession(root, config);
+    auto session = MakeSession(root, config);
     ASSERT_NE(session, nullptr);
     std::vector<Tensor> out;
     ASSERT_TRUE(session->Run({}, {}, {it.initializer.node()->name()}, &out).ok());

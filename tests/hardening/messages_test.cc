@@ -22,7 +22,7 @@ TEST(MessagesTest, DecodeCsvQuotesABadFieldInPart) {
   Scope root = Scope::NewRootScope();
   Output records = ops::Placeholder(root.WithOpName("records"), DataType::kString);
   std::vector<Output> columns = ops::DecodeCSV(root.WithOpName("csv"), records, {ops::Const(root, Tensor::FromVector<float>({0}))});
-  auto session = CreateSession(root, {});
+  auto session = MakeSession(root);
   ASSERT_NE(session, nullptr);
   std::vector<Tensor> out;
   Status s = session->Run({{"records", Tensor::FromVector<std::string>({std::string(10 << 20, 'x')})}},

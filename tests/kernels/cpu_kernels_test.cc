@@ -105,6 +105,14 @@ TEST(CwiseTest, UnaryMath) {
   EXPECT_THAT(Values<float>(Eval(root, ops::AddN(root, {1.0f, 2.0f, 3.5f}))), ElementsAre(6.5f));
 }
 
+// A row-major [rows, cols] matrix as row-major [cols, rows].
+std::vector<float> Transposed(const std::vector<float>& x, int rows, int cols) {
+  std::vector<float> t(x.size());
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) t[c * rows + r] = x[r * cols + c];
+  return t;
+}
+
 TEST(MatMulTest, TransposesAgainstNaive) {
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1, 1);
@@ -117,11 +125,7 @@ TEST(MatMulTest, TransposesAgainstNaive) {
     for (int j = 0; j < n; ++j)
       for (int p = 0; p < k; ++p) want[i * n + j] += a[i * k + p] * b[p * n + j];
   // a^T stored as [k, m], b^T as [n, k].
-  std::vector<float> at(k * m), bt(n * k);
-  for (int i = 0; i < m; ++i)
-    for (int p = 0; p < k; ++p) at[p * m + i] = a[i * k + p];
-  for (int p = 0; p < k; ++p)
-    for (int j = 0; j < n; ++j) bt[j * k + p] = b[p * n + j];
+  const std::vector<float> at = Transposed(a, m, k), bt = Transposed(b, k, n);
   for (bool ta : {false, true}) {
     for (bool tb : {false, true}) {
       Scope root = Scope::NewRootScope();
@@ -140,13 +144,10 @@ TEST(MatMulTest, LargeProductsRunInPanelsWithTheSameResult) {
   std::mt19937 rng(2);
   std::uniform_int_distribution<int> u(-2, 2);
   const int m = 2100, k = 1024, n = 1024;
-  std::vector<float> a(m * k), b(k * n), at(k * m), bt(n * k);
+  std::vector<float> a(m * k), b(k * n);
   for (auto& x : a) x = static_cast<float>(u(rng));
   for (auto& x : b) x = static_cast<float>(u(rng));
-  for (int i = 0; i < m; ++i)
-    for (int p = 0; p < k; ++p) at[p * m + i] = a[i * k + p];
-  for (int p = 0; p < k; ++p)
-    for (int j = 0; j < n; ++j) bt[j * k + p] = b[p * n + j];
+  const std::vector<float> at = Transposed(a, m, k), bt = Transposed(b, k, n);
   for (bool ta : {false, true}) {
     for (bool tb : {false, true}) {
       Scope root = Scope::NewRootScope();
