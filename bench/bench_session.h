@@ -7,7 +7,7 @@
 
 #include <memory>
 
-#include "graph/scope.h"
+#include "graph/builder/scope.h"
 #include "runtime/session.h"
 
 namespace tessera::bench {

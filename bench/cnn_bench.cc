@@ -5,7 +5,7 @@
 
 #include <random>
 
-#include "graph/optimizers.h"
+#include "graph/builder/optimizers.h"
 #include "runtime/session.h"
 #include "tools/fashion_cnn.h"
 

@@ -6,7 +6,7 @@
 #include <random>
 
 #include "bench/bench_session.h"
-#include "graph/ops.h"
+#include "graph/builder/ops.h"
 #include "runtime/session.h"
 
 namespace tessera {

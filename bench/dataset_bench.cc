@@ -7,8 +7,8 @@
 #include <filesystem>
 
 #include "bench/bench_session.h"
-#include "graph/dataset_ops.h"
-#include "graph/ops.h"
+#include "graph/builder/dataset_ops.h"
+#include "graph/builder/ops.h"
 #include "runtime/session.h"
 
 namespace tessera::bench {

@@ -6,7 +6,7 @@
 #include <atomic>
 #include <thread>
 
-#include "graph/ops.h"
+#include "graph/builder/ops.h"
 #include "kernels/queue.h"
 #include "runtime/session.h"
 

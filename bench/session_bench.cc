@@ -6,7 +6,7 @@
 
 #include <unsupported/Eigen/CXX11/Tensor>
 
-#include "graph/ops.h"
+#include "graph/builder/ops.h"
 #include "runtime/session.h"
 
 namespace tessera::bench {

@@ -28,8 +28,8 @@
 #include <string>
 #include <vector>
 
-#include "graph/ops.h"
-#include "graph/optimizers.h"
+#include "graph/builder/ops.h"
+#include "graph/builder/optimizers.h"
 
 namespace tessera {
 

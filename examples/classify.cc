@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "graph/file_io.h"
-#include "graph/graph_json.h"
+#include "graph/platform/file_io.h"
+#include "graph/serialize/graph_json.h"
 #include "kernels/data/idx_file.h"
 #include "runtime/session.h"
 

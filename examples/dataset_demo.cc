@@ -2,8 +2,8 @@
 // read through an initializable iterator, one batch per Session::Run, until the end.
 #include <cstdio>
 
-#include "graph/dataset_ops.h"
-#include "graph/ops.h"
+#include "graph/builder/dataset_ops.h"
+#include "graph/builder/ops.h"
 #include "runtime/session.h"
 
 using namespace tessera;

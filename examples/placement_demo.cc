@@ -4,7 +4,7 @@
 // runs it.
 #include <cstdio>
 
-#include "graph/ops.h"
+#include "graph/builder/ops.h"
 #include "runtime/session.h"
 
 using namespace tessera;

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <new>
 
-#include "graph/status.h"
+#include "graph/platform/status.h"
 
 #ifndef TESSERA_LIBC_MALLOC
 #include <oneapi/tbb/scalable_allocator.h>

@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "graph/status.h"
+#include "graph/platform/status.h"
 
 namespace tessera {
 

@@ -1,6 +1,6 @@
 #include "graph/function.h"
 
-#include "graph/ops.h"
+#include "graph/builder/ops.h"
 
 namespace tessera {
 

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "graph/node_def.h"
-#include "graph/scope.h"
+#include "graph/builder/scope.h"
 
 namespace tessera {
 

@@ -115,7 +115,22 @@ Node* Graph::FindNode(std::string_view name) const {
   return it == by_name_.end() ? nullptr : it->second;
 }
 
-StatusOr<Node*> Graph::AddNode(const NodeDef& def) {
+namespace {
+
+// One data or control input of the node being added.
+struct InputSource {
+  Node* node;
+  int port;
+};
+
+struct ResolvedInputs {
+  std::vector<InputSource> data;
+  std::vector<InputSource> control;
+};
+
+// The node's name is valid and unused, its op is registered and declares every attr given.
+StatusOr<const OpDef*> ValidateNodeDef(const NodeDef& def, const Graph& graph, const OpRegistry& ops,
+                                       const std::string& where) {
   // Names starting with '_' are reserved for the runtime's own ops (_Arg, _Retval, ...).
   bool internal = def.name.starts_with("_") && def.op.starts_with("_") &&
                   IsValidNodeName(std::string_view(def.name).substr(1));
@@ -123,34 +138,40 @@ StatusOr<Node*> Graph::AddNode(const NodeDef& def) {
     return errors::InvalidArgument("Node name '", def.name,
                                    "' is not valid: use letters, digits and _ . / -");
   }
-  if (FindNode(def.name) != nullptr) {
+  if (graph.FindNode(def.name) != nullptr) {
     return errors::InvalidArgument("Duplicate node name '", def.name, "'");
   }
-  const OpDef* op = ops_->Find(def.op);
+  const OpDef* op = ops.Find(def.op);
   if (op == nullptr) {
     return errors::NotFound("Op type not registered '", def.op, "' (node '", def.name, "')");
   }
-  const std::string where = StrCat("'", def.name, "' (", def.op, ")");
+  for (const auto& [name, value] : def.attrs) {
+    if (name.starts_with("_")) continue;
+    const AttrDef* ad = op->FindAttr(name);
+    if (ad == nullptr) {
+      return errors::InvalidArgument("Node ", where, " has attr '", name,
+                                     "' which op ", def.op, " does not declare");
+    }
+  }
+  return op;
+}
 
-  // Inputs: data inputs first, then control inputs.
-  struct Source {
-    Node* node;
-    int port;
-  };
-  std::vector<Source> data, control;
+// Every input names an existing node and output; data inputs come before control inputs.
+StatusOr<ResolvedInputs> ResolveInputs(const NodeDef& def, const Graph& graph, const std::string& where) {
+  ResolvedInputs in;
   for (const std::string& input : def.inputs) {
     StatusOr<TensorId> id = ParseTensorName(input);
     if (!id.ok()) return id.status().WithSuffix(StrCat(" in the inputs of node ", where));
-    Node* src = FindNode(id->node);
+    Node* src = graph.FindNode(id->node);
     if (src == nullptr) {
       return errors::InvalidArgument("Node ", where, " has input '", input,
                                      "' which names an unknown node '", id->node, "'");
     }
     if (id->is_control()) {
-      control.push_back({src, kControlSlot});
+      in.control.push_back({src, kControlSlot});
       continue;
     }
-    if (!control.empty()) {
+    if (!in.control.empty()) {
       return errors::InvalidArgument("Node ", where, ": data input '", input,
                                      "' comes after a control input");
     }
@@ -159,28 +180,23 @@ StatusOr<Node*> Graph::AddNode(const NodeDef& def) {
                                      src->DebugName(), " has only ", src->num_outputs(),
                                      " outputs");
     }
-    data.push_back({src, id->index});
+    in.data.push_back({src, id->index});
   }
+  return in;
+}
 
-  AttrMap attrs = def.attrs;
-  for (const auto& [name, value] : attrs) {
-    if (name.starts_with("_")) continue;
-    const AttrDef* ad = op->FindAttr(name);
-    if (ad == nullptr) {
-      return errors::InvalidArgument("Node ", where, " has attr '", name,
-                                     "' which op ", def.op, " does not declare");
-    }
-  }
-
-  // A list input ("N * T", or a list(type) attr) has the length its attr gives; at most one
-  // list whose attr is unset takes whatever the other inputs leave.
-  auto is_type_list = [op](const ArgDef& a) { return IsTypeListArg(*op, a); };
+// The number of tensors each input arg takes, given `have` data inputs. A list input
+// ("N * T", or a list(type) attr) has the length its attr gives; at most one list whose attr
+// is unset takes whatever the other inputs leave, and its number attr is set.
+StatusOr<std::vector<int64_t>> InferListLengths(const OpDef& op, int64_t have, const std::string& where,
+                                               AttrMap& attrs) {
+  auto is_type_list = [&op](const ArgDef& a) { return IsTypeListArg(op, a); };
   auto is_list = [&](const ArgDef& a) { return !a.number_attr.empty() || is_type_list(a); };
-  std::vector<int64_t> lengths(op->inputs.size(), 1);
+  std::vector<int64_t> lengths(op.inputs.size(), 1);
   int open_list = -1;
   int64_t given = 0;
-  for (size_t i = 0; i < op->inputs.size(); ++i) {
-    const ArgDef& a = op->inputs[i];
+  for (size_t i = 0; i < op.inputs.size(); ++i) {
+    const ArgDef& a = op.inputs[i];
     if (!is_list(a)) {
       given += 1;
       continue;
@@ -210,21 +226,25 @@ StatusOr<Node*> Graph::AddNode(const NodeDef& def) {
     }
     given += lengths[i];
   }
-  const int64_t have = static_cast<int64_t>(data.size());
   if (open_list >= 0) {
     lengths[open_list] = have - given;
-    const ArgDef& a = op->inputs[open_list];
+    const ArgDef& a = op.inputs[open_list];
     if (lengths[open_list] >= 0 && !is_type_list(a)) attrs[a.number_attr] = AttrValue(lengths[open_list]);
   }
   if (open_list >= 0 ? have < given : have != given) {
     return errors::InvalidArgument("Node ", where, " expects ", given, open_list >= 0 ? " or more" : "",
-                                   " data inputs, got ", data.size());
+                                   " data inputs, got ", have);
   }
+  return lengths;
+}
 
-  // Infer type attrs from the inputs and check fixed types.
+// Sets the type attrs the inputs determine, and checks every input's type and reference-ness.
+Status InferTypeAttrs(const OpDef& op, const std::vector<int64_t>& lengths, const std::vector<InputSource>& data,
+                      const std::string& where, AttrMap& attrs) {
+  auto is_type_list = [&op](const ArgDef& a) { return IsTypeListArg(op, a); };
   size_t k = 0;
-  for (size_t i = 0; i < op->inputs.size(); ++i) {
-    const ArgDef& a = op->inputs[i];
+  for (size_t i = 0; i < op.inputs.size(); ++i) {
+    const ArgDef& a = op.inputs[i];
     const int64_t count = lengths[i];
     if (is_type_list(a) && attrs.find(a.type_attr) == attrs.end()) {
       std::vector<DataType> inferred;
@@ -232,7 +252,7 @@ StatusOr<Node*> Graph::AddNode(const NodeDef& def) {
       attrs[a.type_attr] = AttrValue(std::move(inferred));
     }
     for (int64_t j = 0; j < count; ++j, ++k) {
-      const Source& s = data[k];
+      const InputSource& s = data[k];
       DataType got = s.node->output_type(s.port);
       bool got_ref = s.node->output_is_ref(s.port);
       std::string src_name = s.port == 0 ? s.node->name() : StrCat(s.node->name(), ":", s.port);
@@ -263,9 +283,12 @@ StatusOr<Node*> Graph::AddNode(const NodeDef& def) {
       }
     }
   }
+  return Status::OK();
+}
 
-  // Defaults, then check every declared attr is present and well-typed.
-  for (const AttrDef& ad : op->attrs) {
+// Adds the defaults of attrs not given, then checks every declared attr's type and range.
+Status AddDefaultsAndCheckAttrs(const OpDef& op, const std::string& where, AttrMap& attrs) {
+  for (const AttrDef& ad : op.attrs) {
     auto it = attrs.find(ad.name);
     if (it == attrs.end()) {
       if (!ad.default_value) {
@@ -312,13 +335,15 @@ StatusOr<Node*> Graph::AddNode(const NodeDef& def) {
       }
     }
   }
+  return Status::OK();
+}
 
-  ASSIGN_OR_RETURN(ArgTypes in_types, ExpandArgs(*op, op->inputs, attrs, def.name));
-  ASSIGN_OR_RETURN(ArgTypes out_types, ExpandArgs(*op, op->outputs, attrs, def.name));
-
+// The outputs' shapes from the op's shape function, which sees the values of Const inputs.
+StatusOr<std::vector<TensorShape>> InferShapes(const NodeDef& def, const OpDef& op, const AttrMap& attrs,
+                                               const std::vector<InputSource>& data, int num_outputs) {
   std::vector<TensorShape> in_shapes;
   std::vector<const Tensor*> in_values;
-  for (const Source& s : data) {
+  for (const InputSource& s : data) {
     in_shapes.push_back(s.node->output_shape(s.port));
     const Tensor* value = nullptr;
     if (s.node->op() == "Const") {
@@ -327,14 +352,33 @@ StatusOr<Node*> Graph::AddNode(const NodeDef& def) {
     }
     in_values.push_back(value);
   }
-  InferenceContext ctx(def.name, attrs, in_shapes, in_values,
-                       static_cast<int>(out_types.types.size()));
-  Status shape_status = op->shape_fn(ctx);
+  InferenceContext ctx(def.name, attrs, in_shapes, in_values, num_outputs);
+  Status shape_status = op.shape_fn(ctx);
   if (!shape_status.ok()) {
     return Status(shape_status.code(),
                   StrCat(shape_status.message(), " for '", def.name, "' (op: '", def.op,
                          "') with input shapes: ", ShapesString(in_shapes), "."));
   }
+  return ctx.outputs();
+}
+
+}  // namespace
+
+// The steps TensorFlow's graph construction takes: validate, resolve inputs, infer type
+// attrs, add defaults, infer shapes, then wire the node into the graph.
+StatusOr<Node*> Graph::AddNode(const NodeDef& def) {
+  const std::string where = StrCat("'", def.name, "' (", def.op, ")");
+  ASSIGN_OR_RETURN(const OpDef* op, ValidateNodeDef(def, *this, *ops_, where));
+  ASSIGN_OR_RETURN(ResolvedInputs in, ResolveInputs(def, *this, where));
+  AttrMap attrs = def.attrs;
+  ASSIGN_OR_RETURN(std::vector<int64_t> lengths,
+                   InferListLengths(*op, static_cast<int64_t>(in.data.size()), where, attrs));
+  RETURN_IF_ERROR(InferTypeAttrs(*op, lengths, in.data, where, attrs));
+  RETURN_IF_ERROR(AddDefaultsAndCheckAttrs(*op, where, attrs));
+  ASSIGN_OR_RETURN(ArgTypes in_types, ExpandArgs(*op, op->inputs, attrs, def.name));
+  ASSIGN_OR_RETURN(ArgTypes out_types, ExpandArgs(*op, op->outputs, attrs, def.name));
+  ASSIGN_OR_RETURN(std::vector<TensorShape> output_shapes,
+                   InferShapes(def, *op, attrs, in.data, static_cast<int>(out_types.types.size())));
 
   Node& n = nodes_.emplace_back();
   n.id_ = static_cast<int>(node_ptrs_.size());
@@ -345,16 +389,16 @@ StatusOr<Node*> Graph::AddNode(const NodeDef& def) {
   n.input_is_ref_ = std::move(in_types.is_ref);
   n.output_types_ = std::move(out_types.types);
   n.output_is_ref_ = std::move(out_types.is_ref);
-  n.output_shapes_ = ctx.outputs();
+  n.output_shapes_ = std::move(output_shapes);
   n.requested_device_ = def.device;
   n.colocate_with_ = def.colocate_with;
   n.requested_by_function_ = def.device_from_function;
-  for (size_t i = 0; i < data.size(); ++i) {
-    Edge& e = edges_.emplace_back(Edge{data[i].node, data[i].port, &n, static_cast<int>(i)});
+  for (size_t i = 0; i < in.data.size(); ++i) {
+    Edge& e = edges_.emplace_back(Edge{in.data[i].node, in.data[i].port, &n, static_cast<int>(i)});
     n.data_inputs_.push_back(&e);
-    data[i].node->out_edges_.push_back(&e);
+    in.data[i].node->out_edges_.push_back(&e);
   }
-  for (const Source& s : control) {
+  for (const InputSource& s : in.control) {
     Edge& e = edges_.emplace_back(Edge{s.node, kControlSlot, &n, kControlSlot});
     n.control_inputs_.push_back(&e);
     s.node->out_edges_.push_back(&e);

@@ -20,7 +20,7 @@
 
 #include "graph/attr_value.h"
 #include "graph/shape_inference.h"
-#include "graph/status.h"
+#include "graph/platform/status.h"
 
 namespace tessera {
 

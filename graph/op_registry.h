@@ -31,12 +31,7 @@ class OpRegistry {
   std::map<std::string, std::unique_ptr<const OpDef>, std::less<>> ops_;  // guarded by mu_
 };
 
-// Registers every op of the core library (the ops with CPU kernels) into `registry`.
+// Registers every op of the core library (graph/ops/) into `registry`.
 void RegisterCoreOps(OpRegistry& registry);
-// The tf.data ops (datasets and iterators); RegisterCoreOps calls it.
-void RegisterDataOps(OpRegistry& registry);
-// Registers a schema of the core library, aborting when it is malformed: that is a bug in
-// Tessera, not a user error.
-void RegisterCoreOp(OpRegistry& registry, const OpDefBuilder& builder);
 
 }  // namespace tessera

@@ -76,6 +76,38 @@ Status ScalarShape(InferenceContext& c) {
   return Status::OK();
 }
 
+Status ShapeFromAttr(InferenceContext& c) {
+  TensorShape s;
+  RETURN_IF_ERROR(c.GetAttr("shape", &s));
+  c.set_output(0, s);
+  return Status::OK();
+}
+
+Status MergedInputsShape(InferenceContext& c) {
+  TensorShape s = c.input(0);
+  for (int i = 1; i < c.num_inputs(); ++i) {
+    ASSIGN_OR_RETURN(s, InferenceContext::Merge(s, c.input(i)));
+  }
+  c.set_output(0, s);
+  return Status::OK();
+}
+
+namespace {
+
+Status ShapeFromValueOf(InferenceContext& c, int input) {
+  const Tensor* shape = c.input_tensor(input);
+  if (shape != nullptr) {
+    ASSIGN_OR_RETURN(TensorShape s, TensorShape::Make(IntTensorValues(*shape)));
+    c.set_output(0, s);
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status ShapeFromInput0(InferenceContext& c) { return ShapeFromValueOf(c, 0); }
+Status ShapeFromInput1(InferenceContext& c) { return ShapeFromValueOf(c, 1); }
+
 Status WindowedOutputSize(int64_t in, int64_t k, int64_t stride, std::string_view padding, int64_t* out,
                           int64_t* pad_before) {
   if (k < 1 || stride < 1) return errors::InvalidArgument("Window size and stride must be positive");

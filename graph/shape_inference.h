@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "graph/attr_value.h"
-#include "graph/status.h"
+#include "graph/platform/status.h"
 #include "graph/tensor.h"
 #include "graph/tensor_shape.h"
 
@@ -63,6 +63,10 @@ Status UnchangedShape(InferenceContext& c);          // output 0 = input 0
 Status BroadcastBinaryShape(InferenceContext& c);    // output 0 = broadcast(input 0, 1)
 Status UnknownShape(InferenceContext& c);            // every output of unknown rank
 Status ScalarShape(InferenceContext& c);             // every output a scalar
+Status ShapeFromAttr(InferenceContext& c);           // output 0 = attr "shape"
+Status MergedInputsShape(InferenceContext& c);       // output 0 = every input, merged
+Status ShapeFromInput0(InferenceContext& c);         // output 0 = the value of input 0
+Status ShapeFromInput1(InferenceContext& c);         // output 0 = the value of input 1
 
 // The output length of a window of `k` sliding by `stride` over `in`, and the padding
 // before the first window, by TensorFlow's rules: "VALID" keeps windows inside the input,

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "graph/allocator.h"
-#include "graph/status.h"
+#include "graph/platform/status.h"
 #include "graph/tensor_shape.h"
 #include "graph/types.h"
 

@@ -7,8 +7,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "graph/file_io.h"
-#include "graph/json_util.h"
+#include "graph/platform/file_io.h"
+#include "graph/serialize/json_util.h"
 
 namespace tessera {
 namespace {

@@ -21,7 +21,7 @@
 #include <utility>
 #include <vector>
 
-#include "graph/file_io.h"
+#include "graph/platform/file_io.h"
 #include "graph/tensor.h"
 
 namespace tessera {

@@ -15,7 +15,7 @@
 #include <memory>
 #include <string>
 
-#include "graph/status.h"
+#include "graph/platform/status.h"
 
 namespace Eigen {
 class ThreadPoolDevice;

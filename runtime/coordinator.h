@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "graph/status.h"
+#include "graph/platform/status.h"
 
 namespace tessera {
 

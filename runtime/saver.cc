@@ -1,6 +1,6 @@
 #include "runtime/saver.h"
 
-#include "graph/op_builder.h"
+#include "graph/builder/op_builder.h"
 
 namespace tessera {
 

@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "graph/allocator.h"
-#include "graph/json_util.h"
+#include "graph/serialize/json_util.h"
 
 namespace tessera {
 

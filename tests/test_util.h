@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "graph/ops.h"
+#include "graph/builder/ops.h"
 #include "runtime/session.h"
 
 namespace tessera::testing {

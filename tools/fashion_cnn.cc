@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <map>
 
-#include "graph/initializers.h"
+#include "graph/builder/initializers.h"
 
 namespace tessera {
 

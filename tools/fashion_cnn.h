@@ -16,8 +16,8 @@
 #include <utility>
 #include <vector>
 
-#include "graph/dataset_ops.h"
-#include "graph/ops.h"
+#include "graph/builder/dataset_ops.h"
+#include "graph/builder/ops.h"
 #include "runtime/saver.h"
 
 namespace tessera {

@@ -5,9 +5,9 @@
 #include <map>
 
 #include "distributed/replicate.h"
-#include "graph/file_io.h"
-#include "graph/optimizers.h"
-#include "graph/graph_json.h"
+#include "graph/platform/file_io.h"
+#include "graph/builder/optimizers.h"
+#include "graph/serialize/graph_json.h"
 #include "kernels/data/idx_file.h"
 #include "runtime/freeze.h"
 #include "runtime/saver.h"

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "graph/tensor.h"
-#include "graph/status.h"
+#include "graph/platform/status.h"
 
 namespace tessera {
 
@@ -60,7 +60,7 @@ struct TrainResult {
 // InvalidArgument for options out of range, for data files whose images and labels disagree
 // or hold nothing, and for output paths that name the same file (or a data file); NotFound
 // when the data files are missing. All of these are found before training starts. Outputs
-// are written atomically (graph/file_io.h).
+// are written atomically (graph/platform/file_io.h).
 StatusOr<TrainResult> Train(const TrainOptions& options, std::ostream& log);
 
 }  // namespace tessera

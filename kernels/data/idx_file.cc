@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "graph/file_io.h"
+#include "graph/platform/file_io.h"
 
 namespace tessera {
 

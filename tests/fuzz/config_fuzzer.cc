@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "graph/ops.h"
+#include "graph/builder/ops.h"
 #include "runtime/session.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "graph/ops.h"
+#include "graph/builder/ops.h"
 #include "runtime/session.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

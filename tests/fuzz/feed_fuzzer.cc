@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "graph/graph_json.h"
-#include "graph/ops.h"
+#include "graph/serialize/graph_json.h"
+#include "graph/builder/ops.h"
 #include "runtime/session.h"
 
 namespace {

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "graph/graph_json.h"
+#include "graph/serialize/graph_json.h"
 #include "runtime/session.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,4 +1,4 @@
-#include "graph/graph_json.h"
+#include "graph/serialize/graph_json.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "graph/graph.h"
-#include "graph/ops.h"
+#include "graph/builder/ops.h"
 
 namespace tessera {
 namespace {

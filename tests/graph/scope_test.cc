@@ -1,9 +1,9 @@
-#include "graph/scope.h"
+#include "graph/builder/scope.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "graph/ops.h"
+#include "graph/builder/ops.h"
 
 namespace tessera {
 namespace {

@@ -5,8 +5,8 @@
 #include <chrono>
 #include <limits>
 
-#include "graph/dataset_ops.h"
-#include "graph/ops.h"
+#include "graph/builder/dataset_ops.h"
+#include "graph/builder/ops.h"
 #include "runtime/coordinator.h"
 #include "tests/hardening/hardening_util.h"
 

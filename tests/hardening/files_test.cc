@@ -7,9 +7,9 @@
 
 #include <chrono>
 
-#include "graph/file_io.h"
-#include "graph/op_builder.h"
-#include "graph/ops.h"
+#include "graph/platform/file_io.h"
+#include "graph/builder/op_builder.h"
+#include "graph/builder/ops.h"
 #include "kernels/checkpoint_file.h"
 #include "kernels/data/idx_file.h"
 #include "tests/hardening/hardening_util.h"

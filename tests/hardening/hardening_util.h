@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "graph/graph_json.h"
+#include "graph/serialize/graph_json.h"
 #include "runtime/session.h"
 #include "tests/test_util.h"
 

@@ -8,8 +8,8 @@
 #include <fstream>
 #include <functional>
 
-#include "graph/dataset_ops.h"
-#include "graph/ops.h"
+#include "graph/builder/dataset_ops.h"
+#include "graph/builder/ops.h"
 #include "tests/hardening/hardening_util.h"
 
 namespace tessera::testing {

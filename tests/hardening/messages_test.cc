@@ -1,7 +1,7 @@
 // Messages quote at most a short excerpt of what the user gave, whatever its size.
 #include <gmock/gmock.h>
 
-#include "graph/ops.h"
+#include "graph/builder/ops.h"
 #include "tests/hardening/hardening_util.h"
 
 namespace tessera::testing {

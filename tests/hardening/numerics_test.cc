@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "graph/ops.h"
+#include "graph/builder/ops.h"
 #include "tests/test_util.h"
 
 namespace tessera::testing {

@@ -5,7 +5,7 @@
 
 #include <random>
 
-#include "graph/ops.h"
+#include "graph/builder/ops.h"
 #include "runtime/session.h"
 #include "tests/test_util.h"
 

@@ -5,8 +5,8 @@
 
 #include <cmath>
 
-#include "graph/initializers.h"
-#include "graph/ops.h"
+#include "graph/builder/initializers.h"
+#include "graph/builder/ops.h"
 #include "runtime/session.h"
 #include "tests/test_util.h"
 

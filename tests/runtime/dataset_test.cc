@@ -13,9 +13,9 @@
 #include <set>
 #include <thread>
 
-#include "graph/dataset_ops.h"
-#include "graph/graph_json.h"
-#include "graph/ops.h"
+#include "graph/builder/dataset_ops.h"
+#include "graph/serialize/graph_json.h"
+#include "graph/builder/ops.h"
 #include "kernels/data/iterator_resource.h"
 #include "runtime/server.h"
 #include "runtime/session.h"

@@ -3,7 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "graph/graph_json.h"
+#include "graph/serialize/graph_json.h"
 #include "runtime/freeze.h"
 #include "tests/test_util.h"
 

@@ -6,8 +6,8 @@
 #include <functional>
 #include <random>
 
-#include "graph/gradients.h"
-#include "graph/ops.h"
+#include "graph/builder/gradients.h"
+#include "graph/builder/ops.h"
 #include "runtime/session.h"
 #include "tests/test_util.h"
 

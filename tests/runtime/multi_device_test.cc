@@ -6,7 +6,7 @@
 #include <cmath>
 #include <functional>
 
-#include "graph/ops.h"
+#include "graph/builder/ops.h"
 #include "runtime/session.h"
 #include "tests/test_ops.h"
 #include "tests/test_util.h"

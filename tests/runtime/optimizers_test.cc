@@ -6,8 +6,8 @@
 #include <cmath>
 #include <memory>
 
-#include "graph/ops.h"
-#include "graph/optimizers.h"
+#include "graph/builder/ops.h"
+#include "graph/builder/optimizers.h"
 #include "runtime/session.h"
 #include "tests/test_util.h"
 

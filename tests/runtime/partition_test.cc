@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "graph/ops.h"
+#include "graph/builder/ops.h"
 #include "kernels/rendezvous.h"
 
 namespace tessera {

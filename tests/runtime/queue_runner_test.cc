@@ -6,7 +6,7 @@
 #include <set>
 #include <thread>
 
-#include "graph/ops.h"
+#include "graph/builder/ops.h"
 #include "tests/test_ops.h"
 #include "tests/test_util.h"
 

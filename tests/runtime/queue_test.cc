@@ -9,7 +9,7 @@
 #include <set>
 #include <thread>
 
-#include "graph/ops.h"
+#include "graph/builder/ops.h"
 #include "runtime/server.h"
 #include "runtime/session.h"
 #include "tests/test_util.h"

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "graph/initializers.h"
+#include "graph/builder/initializers.h"
 #include "runtime/saver.h"
 #include "tests/test_util.h"
 

@@ -1,7 +1,7 @@
 // A program outside the tree that finds the installed package and runs a graph.
 #include <iostream>
 
-#include "graph/ops.h"
+#include "graph/builder/ops.h"
 #include "runtime/session.h"
 
 int main() {

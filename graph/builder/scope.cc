@@ -1,4 +1,4 @@
-#include "graph/scope.h"
+#include "graph/builder/scope.h"
 
 #include <map>
 

@@ -1,4 +1,4 @@
-#include "graph/json_util.h"
+#include "graph/serialize/json_util.h"
 
 namespace tessera {
 

@@ -1,4 +1,4 @@
-#include "graph/initializers.h"
+#include "graph/builder/initializers.h"
 
 #include <cmath>
 

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "graph/gradients.h"
+#include "graph/builder/gradients.h"
 
 namespace tessera {
 

@@ -1,4 +1,4 @@
-#include "graph/file_io.h"
+#include "graph/platform/file_io.h"
 
 #include <dirent.h>
 #include <fcntl.h>

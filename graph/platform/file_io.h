@@ -24,7 +24,7 @@
 #include <string>
 #include <string_view>
 
-#include "graph/status.h"
+#include "graph/platform/status.h"
 
 namespace tessera {
 

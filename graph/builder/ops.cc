@@ -1,6 +1,6 @@
-#include "graph/ops.h"
+#include "graph/builder/ops.h"
 
-#include "graph/op_builder.h"
+#include "graph/builder/op_builder.h"
 
 namespace tessera::ops {
 

@@ -20,7 +20,7 @@
 #include <functional>
 
 #include "graph/function.h"
-#include "graph/scope.h"
+#include "graph/builder/scope.h"
 
 namespace tessera::ops {
 

@@ -1,6 +1,6 @@
 // Gradients of the neural-network ops, following TensorFlow's nn_grad.
-#include "graph/gradients.h"
-#include "graph/ops.h"
+#include "graph/builder/gradients.h"
+#include "graph/builder/ops.h"
 
 namespace tessera {
 namespace {

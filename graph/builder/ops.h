@@ -10,7 +10,7 @@
 // Output and leaves the error in scope.status().
 #pragma once
 
-#include "graph/scope.h"
+#include "graph/builder/scope.h"
 
 namespace tessera::ops {
 
@@ -33,7 +33,7 @@ Output Assign(const Scope& s, Input ref, Input value, const AssignAttrs& attrs =
 Output AssignAdd(const Scope& s, Input ref, Input value);
 Output AssignSub(const Scope& s, Input ref, Input value);
 
-// In-place optimizer updates (graph/optimizers.h builds them); each returns the variable.
+// In-place optimizer updates (graph/builder/optimizers.h builds them); each returns the variable.
 Output ApplyGradientDescent(const Scope& s, Input var, Input alpha, Input delta);
 Output ApplyMomentum(const Scope& s, Input var, Input accum, Input lr, Input grad, Input momentum,
                      bool use_nesterov = false);
@@ -124,7 +124,7 @@ Output Shape(const Scope& s, Input input, DataType out_type = DataType::kInt32);
 Output Size(const Scope& s, Input input, DataType out_type = DataType::kInt32);
 Output BroadcastTo(const Scope& s, Input input, Input shape);
 
-// The building blocks of gradients (graph/gradients.h).
+// The building blocks of gradients (graph/builder/gradients.h).
 Output ReluGrad(const Scope& s, Input gradients, Input features);
 Output BiasAddGrad(const Scope& s, Input out_backprop, std::string data_format = "NHWC");
 // r0, r1: the axes to sum the gradients of operands of shapes s0 and s1 over.

@@ -4,7 +4,7 @@
 // against them.
 #include <vector>
 
-#include "graph/op_registry.h"
+#include "graph/ops/register.h"
 #include "graph/shape_inference.h"
 
 namespace tessera {

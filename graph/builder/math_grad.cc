@@ -1,7 +1,7 @@
 // Gradients of the element-wise, matrix and reduction ops: registered into
 // GradientRegistry::Global() by name, following TensorFlow's math_grad.
-#include "graph/gradients.h"
-#include "graph/ops.h"
+#include "graph/builder/gradients.h"
+#include "graph/builder/ops.h"
 
 namespace tessera {
 namespace {

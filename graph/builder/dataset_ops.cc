@@ -1,9 +1,9 @@
-#include "graph/dataset_ops.h"
+#include "graph/builder/dataset_ops.h"
 
 #include <set>
 
-#include "graph/op_builder.h"
-#include "graph/ops.h"
+#include "graph/builder/op_builder.h"
+#include "graph/builder/ops.h"
 
 namespace tessera::ops {
 namespace {

@@ -7,7 +7,7 @@
 // Graph-building: one thread per graph, as for every wrapper.
 #pragma once
 
-#include "graph/ops.h"
+#include "graph/builder/ops.h"
 
 namespace tessera {
 

@@ -1,10 +1,10 @@
-#include "graph/gradients.h"
+#include "graph/builder/gradients.h"
 
 #include <cstdlib>
 #include <deque>
 #include <iostream>
 
-#include "graph/ops.h"
+#include "graph/builder/ops.h"
 
 namespace tessera {
 namespace {

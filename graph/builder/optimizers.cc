@@ -1,6 +1,6 @@
-#include "graph/optimizers.h"
+#include "graph/builder/optimizers.h"
 
-#include "graph/ops.h"
+#include "graph/builder/ops.h"
 
 namespace tessera {
 namespace {

@@ -1,4 +1,4 @@
-#include "graph/graph_json.h"
+#include "graph/serialize/graph_json.h"
 
 #include <charconv>
 #include <cmath>
@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "graph/function.h"
-#include "graph/json_util.h"
+#include "graph/serialize/json_util.h"
 #include "graph/variant.h"
 
 namespace tessera {

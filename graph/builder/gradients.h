@@ -5,7 +5,7 @@
 //   // grads[0] = d loss / d w, grads[1] = d loss / d b, as new ops in root's graph
 //
 // The builder walks back from the outputs over data edges and calls each op's gradient
-// function, registered by op name beside the ops (graph/math_grad.cc, graph/nn_grad.cc).
+// function, registered by op name beside the ops (graph/builder/math_grad.cc, graph/builder/nn_grad.cc).
 // A gradient function gets the gradients of an op's outputs and adds ops that give the
 // gradients of its inputs; several gradients reaching one tensor are summed with AddN.
 //
@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "graph/scope.h"
+#include "graph/builder/scope.h"
 
 namespace tessera {
 

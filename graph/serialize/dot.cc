@@ -1,4 +1,4 @@
-#include "graph/dot.h"
+#include "graph/serialize/dot.h"
 
 #include <map>
 #include <sstream>
@@ -61,10 +61,10 @@ std::string GraphToDot(const Graph& graph) {
   };
   std::map<std::string, const Node*> recvs;
   for (const Node* n : graph.nodes()) {
-    if (n->op() == "_Recv") recvs[rendezvous_of(*n)] = n;
+    if (IsRecvOp(n->op())) recvs[rendezvous_of(*n)] = n;
   }
   for (const Node* n : graph.nodes()) {
-    if (n->op() != "_Send") continue;
+    if (!IsSendOp(n->op())) continue;
     auto it = recvs.find(rendezvous_of(*n));
     if (it == recvs.end()) continue;
     std::string tensor;

@@ -4,7 +4,7 @@
 #include <string_view>
 #include <vector>
 
-#include "graph/scope.h"
+#include "graph/builder/scope.h"
 
 namespace tessera::ops {
 

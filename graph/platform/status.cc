@@ -1,4 +1,4 @@
-#include "graph/status.h"
+#include "graph/platform/status.h"
 
 namespace tessera {
 

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "graph/status.h"
+#include "graph/platform/status.h"
 
 namespace tessera {
 

@@ -1,4 +1,4 @@
-#include "graph/logging.h"
+#include "graph/platform/logging.h"
 
 #include <atomic>
 #include <cstdio>

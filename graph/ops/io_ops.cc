@@ -1,0 +1,34 @@
+// Schemas of checkpoints and CSV records.
+#include "graph/ops/register.h"
+#include "graph/shape_inference.h"
+
+namespace tessera {
+namespace {
+
+// Every column has the shape of the records.
+Status DecodeCsvShape(InferenceContext& c) {
+  for (int i = 0; i < c.num_outputs(); ++i) c.set_output(i, c.input(0));
+  return Status::OK();
+}
+
+}  // namespace
+
+void RegisterIoOps(OpRegistry& r) {
+  // Checkpoints (kernels/checkpoint_file.h): SaveTensors writes its inputs under the given
+  // names; RestoreTensors reads the named tensors back, checked against `shapes` when given
+  // so that a mismatch fails before any variable is assigned.
+  RegisterCoreOp(r, OpDefBuilder("SaveTensors").Input("filename: string").Input("tensor_names: string")
+                  .Input("data: T").Attr("T: list(type) >= 1").SetIsStateful());
+  RegisterCoreOp(r, OpDefBuilder("RestoreTensors").Input("filename: string").Input("tensor_names: string")
+                  .Output("tensors: dtypes").Attr("dtypes: list(type) >= 1").Attr("shapes: list(shape) = []")
+                  .SetIsStateful());
+
+  // tf.io.decode_csv: each record string becomes one value per column, of the column's
+  // record_default dtype; an empty default makes the column required.
+  RegisterCoreOp(r, OpDefBuilder("DecodeCSV").Input("records: string").Input("record_defaults: OUT_TYPE")
+                  .Output("output: OUT_TYPE").Attr("OUT_TYPE: list(type) >= 1")
+                  .Attr("field_delim: string = \",\"").Attr("use_quote_delim: bool = true")
+                  .Attr("na_value: string = \"\"").SetShapeFn(DecodeCsvShape));
+}
+
+}  // namespace tessera

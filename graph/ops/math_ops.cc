@@ -1,0 +1,115 @@
+// Schemas of elementwise arithmetic and comparison, AddN, MatMul, Cast, reductions and ArgMax.
+#include "graph/ops/register.h"
+#include "graph/shape_inference.h"
+
+namespace tessera {
+namespace {
+
+Status MatMulShape(InferenceContext& c) {
+  bool ta = false, tb = false;
+  RETURN_IF_ERROR(c.GetAttr("transpose_a", &ta));
+  RETURN_IF_ERROR(c.GetAttr("transpose_b", &tb));
+  const TensorShape& a = c.input(0);
+  const TensorShape& b = c.input(1);
+  for (const TensorShape* s : {&a, &b}) {
+    if (!s->unknown_rank() && s->rank() != 2) {
+      return errors::InvalidArgument("Shape must be rank 2 but is rank ", s->rank());
+    }
+  }
+  int64_t m = a.unknown_rank() ? -1 : a.dim(ta ? 1 : 0);
+  int64_t ka = a.unknown_rank() ? -1 : a.dim(ta ? 0 : 1);
+  int64_t kb = b.unknown_rank() ? -1 : b.dim(tb ? 1 : 0);
+  int64_t n = b.unknown_rank() ? -1 : b.dim(tb ? 0 : 1);
+  if (ka >= 0 && kb >= 0 && ka != kb) {
+    return errors::InvalidArgument("Dimensions must be equal, but are ", ka, " and ", kb);
+  }
+  c.set_output(0, TensorShape({m, n}));
+  return Status::OK();
+}
+
+// The input's shape without the reduced dimension.
+Status ArgMaxShape(InferenceContext& c) {
+  const TensorShape& in = c.input(0);
+  const Tensor* dim = c.input_tensor(1);
+  if (in.unknown_rank() || dim == nullptr || dim->NumElements() != 1) return Status::OK();
+  int64_t d = IntTensorValues(*dim)[0];
+  if (d < -in.rank() || d >= in.rank()) {
+    return errors::InvalidArgument("Expected dimension in the range [", -in.rank(), ", ", in.rank(), "), but got ", d);
+  }
+  if (d < 0) d += in.rank();
+  TensorShape out;
+  for (int i = 0; i < in.rank(); ++i) {
+    if (i != d) out.AddDim(in.dim(i));
+  }
+  c.set_output(0, out);
+  return Status::OK();
+}
+
+Status ReductionShape(InferenceContext& c) {
+  bool keep_dims = false;
+  RETURN_IF_ERROR(c.GetAttr("keep_dims", &keep_dims));
+  const TensorShape& in = c.input(0);
+  const Tensor* axes = c.input_tensor(1);
+  if (in.unknown_rank() || axes == nullptr) return Status::OK();
+  std::vector<bool> reduce(in.rank(), false);
+  for (int64_t a : IntTensorValues(*axes)) {
+    if (a < -in.rank() || a >= in.rank()) {
+      return errors::InvalidArgument("Invalid reduction dimension ", a, " for input with ",
+                                     in.rank(), " dimensions");
+    }
+    reduce[a < 0 ? a + in.rank() : a] = true;
+  }
+  TensorShape out;
+  for (int i = 0; i < in.rank(); ++i) {
+    if (!reduce[i]) {
+      out.AddDim(in.dim(i));
+    } else if (keep_dims) {
+      out.AddDim(1);
+    }
+  }
+  c.set_output(0, out);
+  return Status::OK();
+}
+
+}  // namespace
+
+void RegisterMathOps(OpRegistry& r) {
+  for (const char* op : {"Add", "Sub", "Mul", "Div", "Maximum", "Minimum"}) {
+    RegisterCoreOp(r, OpDefBuilder(op).Input("x: T").Input("y: T").Output("z: T").Attr(kNumeric)
+                    .SetShapeFn(BroadcastBinaryShape));
+  }
+  RegisterCoreOp(r, OpDefBuilder("Equal").Input("x: T").Input("y: T").Output("z: bool")
+                  .Attr("T: {float32, float64, int32, int64, bool, string}")
+                  .SetShapeFn(BroadcastBinaryShape));
+  for (const char* op : {"Greater", "Less"}) {
+    RegisterCoreOp(r, OpDefBuilder(op).Input("x: T").Input("y: T").Output("z: bool").Attr(kNumeric)
+                    .SetShapeFn(BroadcastBinaryShape));
+  }
+  RegisterCoreOp(r, OpDefBuilder("AddN").Input("inputs: N * T").Output("sum: T").Attr("N: int >= 1")
+                  .Attr(kNumeric).SetShapeFn(MergedInputsShape));
+  for (const char* op : {"Neg", "Square"}) {
+    RegisterCoreOp(r, OpDefBuilder(op).Input("x: T").Output("y: T").Attr(kNumeric)
+                    .SetShapeFn(UnchangedShape));
+  }
+  for (const char* op : {"Sqrt", "Exp", "Log"}) {
+    RegisterCoreOp(r, OpDefBuilder(op).Input("x: T").Output("y: T").Attr(kFloating)
+                    .SetShapeFn(UnchangedShape));
+  }
+  RegisterCoreOp(r, OpDefBuilder("MatMul").Input("a: T").Input("b: T").Output("product: T").Attr(kNumeric)
+                  .Attr("transpose_a: bool = false").Attr("transpose_b: bool = false")
+                  .SetShapeFn(MatMulShape));
+
+  RegisterCoreOp(r, OpDefBuilder("Cast").Input("x: SrcT").Output("y: DstT").Attr("SrcT: type")
+                  .Attr("DstT: type").Attr("Truncate: bool = false").SetShapeFn(UnchangedShape));
+  for (const char* op : {"Sum", "Mean", "Max"}) {
+    RegisterCoreOp(r, OpDefBuilder(op).Input("input: T").Input("reduction_indices: Tidx")
+                    .Output("output: T").Attr("keep_dims: bool = false").Attr(kNumeric)
+                    .Attr("Tidx: {int32, int64} = int32").SetShapeFn(ReductionShape));
+  }
+
+  RegisterCoreOp(r, OpDefBuilder("ArgMax").Input("input: T").Input("dimension: Tidx").Output("output: output_type")
+                  .Attr(kNumeric).Attr("Tidx: {int32, int64} = int32").Attr("output_type: {int32, int64} = int64")
+                  .SetShapeFn(ArgMaxShape));
+}
+
+}  // namespace tessera

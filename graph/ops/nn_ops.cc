@@ -1,0 +1,148 @@
+// Schemas of activations, softmax and cross-entropy, BiasAdd, convolution and pooling, and their gradients.
+#include "graph/ops/register.h"
+#include "graph/shape_inference.h"
+
+namespace tessera {
+namespace {
+
+Status BiasAddGradShape(InferenceContext& c) {
+  std::string format;
+  RETURN_IF_ERROR(c.GetAttr("data_format", &format));
+  const TensorShape& in = c.input(0);
+  if (in.unknown_rank()) {
+    c.set_output(0, TensorShape({-1}));
+  } else if (in.rank() < 2) {
+    return errors::InvalidArgument("Input tensor must be at least 2D: ", in.DebugString());
+  } else {
+    c.set_output(0, TensorShape({in.dim(format == "NCHW" ? 1 : in.rank() - 1)}));
+  }
+  return Status::OK();
+}
+
+Status SparseXentShape(InferenceContext& c) {
+  const TensorShape& logits = c.input(0);
+  if (!logits.unknown_rank() && logits.rank() != 2) {
+    return errors::InvalidArgument("logits must be 2-D, but got shape ", logits.DebugString());
+  }
+  const int64_t batch = logits.unknown_rank() ? -1 : logits.dim(0);
+  c.set_output(0, TensorShape({batch}));
+  c.set_output(1, logits.unknown_rank() ? TensorShape({-1, -1}) : logits);
+  return Status::OK();
+}
+
+// NHWC input, a window of kh x kw (-1: unknown), and `depth` output channels.
+Status WindowedShape(InferenceContext& c, int64_t kh, int64_t kw, int64_t depth) {
+  std::vector<int64_t> strides;
+  std::string padding;
+  RETURN_IF_ERROR(c.GetAttr("strides", &strides));
+  RETURN_IF_ERROR(c.GetAttr("padding", &padding));
+  if (strides.size() != 4) return errors::InvalidArgument("strides must have 4 elements, got ", strides.size());
+  const TensorShape& in = c.input(0);
+  if (in.unknown_rank()) return Status::OK();
+  if (in.rank() != 4) return errors::InvalidArgument("input must be 4-D (NHWC), got ", in.DebugString());
+  int64_t oh = -1, ow = -1, pad;
+  if (in.dim(1) >= 0 && kh >= 0) RETURN_IF_ERROR(WindowedOutputSize(in.dim(1), kh, strides[1], padding, &oh, &pad));
+  if (in.dim(2) >= 0 && kw >= 0) RETURN_IF_ERROR(WindowedOutputSize(in.dim(2), kw, strides[2], padding, &ow, &pad));
+  c.set_output(0, TensorShape({in.dim(0), oh, ow, depth}));
+  return Status::OK();
+}
+
+Status Conv2DShape(InferenceContext& c) {
+  const TensorShape& f = c.input(1);
+  if (!f.unknown_rank() && f.rank() != 4) return errors::InvalidArgument("filter must be 4-D, got ", f.DebugString());
+  if (f.unknown_rank()) return WindowedShape(c, -1, -1, -1);
+  const TensorShape& in = c.input(0);
+  if (!in.unknown_rank() && in.rank() == 4 && in.dim(3) >= 0 && f.dim(2) >= 0 && in.dim(3) != f.dim(2)) {
+    return errors::InvalidArgument("input depth must match filter depth: ", in.dim(3), " vs ", f.dim(2));
+  }
+  return WindowedShape(c, f.dim(0), f.dim(1), f.dim(3));
+}
+
+Status PoolShape(InferenceContext& c) {
+  std::vector<int64_t> ksize;
+  RETURN_IF_ERROR(c.GetAttr("ksize", &ksize));
+  if (ksize.size() != 4) return errors::InvalidArgument("ksize must have 4 elements, got ", ksize.size());
+  const TensorShape& in = c.input(0);
+  return WindowedShape(c, ksize[1], ksize[2], in.unknown_rank() || in.rank() != 4 ? -1 : in.dim(3));
+}
+
+Status SoftmaxShape(InferenceContext& c) {
+  if (!c.input(0).unknown_rank() && c.input(0).rank() < 1) {
+    return errors::InvalidArgument("Shape must be at least rank 1 but is rank 0");
+  }
+  return UnchangedShape(c);
+}
+
+Status BiasAddShape(InferenceContext& c) {
+  std::string format;
+  RETURN_IF_ERROR(c.GetAttr("data_format", &format));
+  if (format != "NHWC" && format != "NCHW") {
+    return errors::InvalidArgument("Unknown data_format '", format, "': use NHWC or NCHW");
+  }
+  const TensorShape& v = c.input(0);
+  const TensorShape& b = c.input(1);
+  if (!b.unknown_rank() && b.rank() != 1) {
+    return errors::InvalidArgument("Shape must be rank 1 but is rank ", b.rank());
+  }
+  if (!v.unknown_rank() && v.rank() < 2) {
+    return errors::InvalidArgument("Shape must be at least rank 2 but is rank ", v.rank());
+  }
+  if (!v.unknown_rank() && !b.unknown_rank()) {
+    int64_t channels = v.dim(format == "NHWC" ? v.rank() - 1 : 1);
+    if (channels >= 0 && b.dim(0) >= 0 && channels != b.dim(0)) {
+      return errors::InvalidArgument("Dimensions must be equal, but are ", channels, " and ",
+                                     b.dim(0));
+    }
+  }
+  c.set_output(0, v);
+  return Status::OK();
+}
+
+}  // namespace
+
+void RegisterNnOps(OpRegistry& r) {
+  RegisterCoreOp(r, OpDefBuilder("Relu").Input("features: T").Output("activations: T").Attr(kNumeric)
+                  .SetShapeFn(UnchangedShape));
+  RegisterCoreOp(r, OpDefBuilder("Softmax").Input("logits: T").Output("softmax: T").Attr(kFloating)
+                  .SetShapeFn(SoftmaxShape));
+  RegisterCoreOp(r, OpDefBuilder("LogSoftmax").Input("logits: T").Output("logsoftmax: T").Attr(kFloating)
+                  .SetShapeFn(SoftmaxShape));
+  RegisterCoreOp(r, OpDefBuilder("SparseSoftmaxCrossEntropyWithLogits").Input("features: T").Input("labels: Tlabels")
+                  .Output("loss: T").Output("backprop: T").Attr(kFloating).Attr("Tlabels: {int32, int64} = int64")
+                  .SetShapeFn(SparseXentShape));
+
+  RegisterCoreOp(r, OpDefBuilder("BiasAdd").Input("value: T").Input("bias: T").Output("output: T")
+                  .Attr(kNumeric).Attr("data_format: string = \"NHWC\"").SetShapeFn(BiasAddShape));
+
+  // Convolution and pooling, NHWC, with TensorFlow's SAME/VALID windows.
+  RegisterCoreOp(r, OpDefBuilder("Conv2D").Input("input: T").Input("filter: T").Output("output: T").Attr(kFloating)
+                  .Attr("strides: list(int)").Attr("padding: string").Attr("data_format: string = \"NHWC\"")
+                  .Attr("dilations: list(int) = [1, 1, 1, 1]").SetShapeFn(Conv2DShape));
+  RegisterCoreOp(r, OpDefBuilder("Conv2DBackpropInput").Input("input_sizes: int32").Input("filter: T")
+                  .Input("out_backprop: T").Output("output: T").Attr(kFloating).Attr("strides: list(int)")
+                  .Attr("padding: string").Attr("data_format: string = \"NHWC\"")
+                  .Attr("dilations: list(int) = [1, 1, 1, 1]").SetShapeFn(ShapeFromInput0));
+  RegisterCoreOp(r, OpDefBuilder("Conv2DBackpropFilter").Input("input: T").Input("filter_sizes: int32")
+                  .Input("out_backprop: T").Output("output: T").Attr(kFloating).Attr("strides: list(int)")
+                  .Attr("padding: string").Attr("data_format: string = \"NHWC\"")
+                  .Attr("dilations: list(int) = [1, 1, 1, 1]").SetShapeFn(ShapeFromInput1));
+  for (const char* op : {"MaxPool", "AvgPool"}) {
+    RegisterCoreOp(r, OpDefBuilder(op).Input(std::string_view(op) == "MaxPool" ? "input: T" : "value: T")
+                    .Output("output: T").Attr(kFloating).Attr("ksize: list(int) >= 4").Attr("strides: list(int) >= 4")
+                    .Attr("padding: string").Attr("data_format: string = \"NHWC\"").SetShapeFn(PoolShape));
+  }
+  RegisterCoreOp(r, OpDefBuilder("MaxPoolGrad").Input("orig_input: T").Input("orig_output: T").Input("grad: T")
+                  .Output("output: T").Attr(kFloating).Attr("ksize: list(int) >= 4").Attr("strides: list(int) >= 4")
+                  .Attr("padding: string").Attr("data_format: string = \"NHWC\"").SetShapeFn(UnchangedShape));
+  RegisterCoreOp(r, OpDefBuilder("AvgPoolGrad").Input("orig_input_shape: int32").Input("grad: T").Output("output: T")
+                  .Attr(kFloating).Attr("ksize: list(int) >= 4").Attr("strides: list(int) >= 4")
+                  .Attr("padding: string").Attr("data_format: string = \"NHWC\"").SetShapeFn(ShapeFromInput0));
+
+  // The ops gradient functions (graph/math_grad.cc, graph/nn_grad.cc) build on.
+  RegisterCoreOp(r, OpDefBuilder("ReluGrad").Input("gradients: T").Input("features: T").Output("backprops: T")
+                  .Attr(kNumeric).SetShapeFn(UnchangedShape));
+  RegisterCoreOp(r, OpDefBuilder("BiasAddGrad").Input("out_backprop: T").Output("output: T").Attr(kNumeric)
+                  .Attr("data_format: string = \"NHWC\"").SetShapeFn(BiasAddGradShape));
+}
+
+}  // namespace tessera

@@ -1,0 +1,30 @@
+#include "graph/ops/register.h"
+
+#include <cstdlib>
+#include <iostream>
+
+namespace tessera {
+
+void RegisterCoreOp(OpRegistry& r, const OpDefBuilder& b) {
+  Status s = r.Register(b);
+  if (!s.ok()) {
+    std::cerr << "tessera: bad core op schema: " << s << "\n";
+    std::abort();
+  }
+}
+
+void RegisterCoreOps(OpRegistry& r) {
+  RegisterArrayOps(r);
+  RegisterStateOps(r);
+  RegisterMathOps(r);
+  RegisterNnOps(r);
+  RegisterRandomOps(r);
+  RegisterTrainingOps(r);
+  RegisterIoOps(r);
+  RegisterDataFlowOps(r);
+  RegisterSendrecvOps(r);
+  RegisterCollectiveOps(r);
+  RegisterDataOps(r);
+}
+
+}  // namespace tessera
