@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <map>
 
-#include "graph/logging.h"
+#include "graph/platform/logging.h"
 #include "placement/colocation.h"
 
 namespace tessera {
@@ -55,20 +55,6 @@ std::string GroupDescription(const ColocationGraph::Group& g) {
 }
 
 }  // namespace
-
-std::string_view PlacementReasonName(PlacementReason r) {
-  switch (r) {
-    case PlacementReason::kAssigned: return "assigned";
-    case PlacementReason::kRequested: return "requested";
-    case PlacementReason::kFunction: return "device_function";
-    case PlacementReason::kColocated: return "colocated";
-    case PlacementReason::kWithConsumers: return "with_consumers";
-    case PlacementReason::kWithInput: return "with_input";
-    case PlacementReason::kDefault: return "default";
-    case PlacementReason::kSoftFallback: return "soft_fallback";
-  }
-  return "unknown";
-}
 
 Placer::Placer(Graph* graph, const DeviceSet& devices, PlacerOptions options,
                const KernelRegistry* kernels)

@@ -9,7 +9,6 @@
 #include <new>
 
 #include "kernels/variable.h"
-#include "runtime/function_runtime.h"
 
 namespace tessera {
 namespace {
@@ -65,6 +64,7 @@ struct Executor::Impl {
   // Per input slot: the kernel wants a value, so a reference arriving there is read.
   std::vector<char> deref_slot;
   ResourceMgr* resource_mgr = nullptr;
+  const FunctionRuntime* function_runtime = nullptr;
   int total_slots = 0;
   int max_outputs = 0;
 
@@ -168,7 +168,7 @@ class ExecutorState {
     p.call_frame = args_.call_frame;
     p.cancellation = args_.cancellation;
     p.rendezvous = args_.rendezvous;
-    p.function_runtime = LocalFunctionRuntime();
+    p.function_runtime = impl_.function_runtime;
     p.step_id = args_.step_id;
     p.inputs = inputs;
     p.outputs = outputs;
@@ -409,6 +409,7 @@ Executor::~Executor() = default;
 StatusOr<std::unique_ptr<Executor>> Executor::Create(std::unique_ptr<Graph> graph, Params params) {
   auto impl = std::make_unique<Impl>();
   impl->resource_mgr = params.resource_mgr;
+  impl->function_runtime = params.function_runtime;
   // Lay out the arena: item, then its edges, each item aligned for NodeItem.
   size_t bytes = 0;
   for (const Node* node : graph->nodes()) {

@@ -24,20 +24,12 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "kernels/function_runtime.h"
 #include "kernels/kernel_registry.h"
 #include "kernels/op_kernel.h"
+#include "runtime/step_stats.h"
 
 namespace tessera {
-
-// Per-node timing of one step, recorded only when asked for (RunOptions trace level).
-struct NodeExecStats {
-  std::string node;
-  std::string op;
-  std::string device;
-  int64_t start_us = 0;  // since the Unix epoch
-  int64_t end_us = 0;
-  int64_t thread_id = 0;  // the OS thread id
-};
 
 class Executor {
  public:
@@ -46,6 +38,9 @@ class Executor {
     std::function<StatusOr<DeviceBase*>(const Node&)> lookup_device;
     ResourceMgr* resource_mgr = nullptr;
     const KernelRegistry* kernels = KernelRegistry::Global();
+    // What kernels run function attrs with (OpKernelContext::function_runtime); may be
+    // nullptr for a graph without them.
+    const FunctionRuntime* function_runtime = nullptr;
   };
 
   struct Args {

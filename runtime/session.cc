@@ -5,8 +5,10 @@
 #include <optional>
 #include <thread>
 
+#include "placement/placer.h"
 #include "runtime/deadline.h"
 #include "runtime/intra_process_rendezvous.h"
+#include "runtime/local_function_runtime.h"
 #include "runtime/partition.h"
 #include "runtime/server.h"
 #include "runtime/subgraph.h"
@@ -168,6 +170,7 @@ StatusOr<std::shared_ptr<const Session::ExecutorAndKeys>> Session::GetOrCreateEx
     for (Node* n : graph->nodes()) n->set_assigned_device(device_name);
     Executor::Params params;
     params.resource_mgr = resource_mgr_.get();
+    params.function_runtime = LocalFunctionRuntime();
     params.lookup_device = [device](const Node&) -> StatusOr<DeviceBase*> { return static_cast<DeviceBase*>(device); };
     ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, Executor::Create(std::move(graph), std::move(params)));
     ek->executors.push_back(std::move(executor));

@@ -11,9 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "graph/status.h"
-#include "placement/placer.h"
-#include "runtime/executor.h"
+#include "graph/platform/status.h"
+#include "graph/node_def.h"
+#include "placement/placement_record.h"
+#include "runtime/step_stats.h"
 
 namespace tessera {
 

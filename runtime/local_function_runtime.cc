@@ -1,4 +1,4 @@
-#include "runtime/function_runtime.h"
+#include "runtime/local_function_runtime.h"
 
 #include "runtime/executor.h"
 #include "runtime/subgraph.h"
@@ -69,6 +69,7 @@ class LocalRuntime : public FunctionRuntime {
     ASSIGN_OR_RETURN(Subgraph sub, BuildSubgraph(*body, feeds, fn.rets, {}));
     Executor::Params params;
     params.resource_mgr = resources;
+    params.function_runtime = this;
     params.lookup_device = [device](const Node&) -> StatusOr<DeviceBase*> { return device; };
     ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, Executor::Create(std::move(sub.graph), std::move(params)));
     return std::unique_ptr<const InstantiatedFunction>(
