@@ -38,4 +38,8 @@ struct TensorId {
 // Parses "x", "x:3" and "^x". InvalidArgument for "", "x:", "x:-1", "x:abc".
 StatusOr<TensorId> ParseTensorName(std::string_view name);
 
+// The ends of a cross-device edge that partitioning adds (runtime/partition.h).
+inline bool IsSendOp(std::string_view op) { return op == "_Send" || op == "_HostSend"; }
+inline bool IsRecvOp(std::string_view op) { return op == "_Recv" || op == "_HostRecv"; }
+
 }  // namespace tessera

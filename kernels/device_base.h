@@ -1,7 +1,8 @@
 // DeviceBase: what a kernel sees of the device it runs on — its name and type, where its
-// memory comes from, the intra-op pool for parallel loops, and copies between the device
-// and host memory. runtime/ implements it (CPU devices now, GPU devices later), so kernels
-// never depend on the runtime.
+// memory comes from, the intra-op pool for parallel loops, and, for a device with memory of
+// its own, the context that queues its work and copies its tensors (device_context.h).
+// runtime/ implements it (CPU devices, and the types registered with DeviceFactory), so
+// kernels never depend on the runtime.
 //
 // Every method may be called concurrently by the kernels of one step and of concurrent steps.
 #pragma once
@@ -11,6 +12,8 @@
 
 #include "graph/allocator.h"
 #include "graph/tensor.h"
+#include "kernels/allocator_attributes.h"
+#include "kernels/device_context.h"
 #include "kernels/thread_pool.h"
 
 namespace tessera {
@@ -21,20 +24,27 @@ class DeviceBase {
 
   // Full name, e.g. "/job:localhost/replica:0/task:0/device:CPU:1".
   virtual const std::string& name() const = 0;
-  // "CPU" or "GPU".
+  // "CPU", "GPU", or another type registered with DeviceFactory.
   virtual const std::string& device_type() const = 0;
 
   // Memory the device computes on.
   virtual std::shared_ptr<Allocator> allocator() const = 0;
-  // Host memory (for args pinned to the host, and staging).
+  // Host memory for the arguments a kernel keeps on the host, and for staging copies.
   virtual std::shared_ptr<Allocator> host_allocator() const = 0;
+  // The allocator `attr` asks for.
+  std::shared_ptr<Allocator> GetAllocator(AllocatorAttributes attr) const {
+    return attr.on_host ? host_allocator() : allocator();
+  }
   virtual ThreadPool* intra_op_pool() const = 0;
 
-  // Copies between host memory and this device's memory. A CPU device shares the buffer.
-  virtual Status CopyFromHost(const Tensor& host, Tensor* device_tensor) = 0;
-  virtual Status CopyToHost(const Tensor& device_tensor, Tensor* host) = 0;
-  // Returns when all work queued on the device so far has finished.
-  virtual Status Sync() = 0;
+  // nullptr for a device whose memory is the host's; see device_context.h.
+  virtual DeviceContext* device_context() const { return nullptr; }
 };
+
+// Whether a tensor on `device` allocated with `attr` is in host memory. A null device is
+// the host (a feed, a fetch, a value kept by the runtime).
+inline bool IsHostMemory(const DeviceBase* device, AllocatorAttributes attr) {
+  return device == nullptr || attr.on_host || device->device_context() == nullptr;
+}
 
 }  // namespace tessera

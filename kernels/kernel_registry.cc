@@ -1,6 +1,8 @@
 #include "kernels/kernel_registry.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <iostream>
 #include <mutex>
 #include <set>
 
@@ -16,8 +18,27 @@ KernelRegistry* KernelRegistry::Global() {
 }
 
 void KernelRegistry::Register(const KernelDefBuilder& builder, KernelFactory factory) {
+  const KernelDef& def = builder.def();
+  if (const OpDef* op = OpRegistry::Global()->Find(def.op)) {
+    for (const std::string& arg : def.host_memory_args) {
+      auto named = [&arg](const ArgDef& a) { return a.name == arg; };
+      if (std::none_of(op->inputs.begin(), op->inputs.end(), named) &&
+          std::none_of(op->outputs.begin(), op->outputs.end(), named)) {
+        // A kernel registration is code, not user input: a wrong name is a bug to fix.
+        std::cerr << "tessera: kernel for " << def.op << " on " << def.device_type << " keeps '" << arg
+                  << "' in host memory, but the op has no argument of that name\n";
+        std::abort();
+      }
+    }
+  }
   std::unique_lock lock(mu_);
-  kernels_.emplace(builder.def().op, Entry{builder.def(), std::move(factory)});
+  if (!def.host_memory_args.empty()) types_with_host_args_.insert(def.device_type);
+  kernels_.emplace(def.op, Entry{def, std::move(factory)});
+}
+
+bool KernelRegistry::HasHostMemoryArgs(std::string_view device_type) const {
+  std::shared_lock lock(mu_);
+  return types_with_host_args_.count(device_type) != 0;
 }
 
 const KernelRegistry::Entry* KernelRegistry::FindEntry(const Node& node,
@@ -44,6 +65,60 @@ const KernelRegistry::Entry* KernelRegistry::FindEntry(const Node& node,
 const KernelDef* KernelRegistry::Find(const Node& node, std::string_view device_type) const {
   const Entry* e = FindEntry(node, device_type);
   return e == nullptr ? nullptr : &e->def;
+}
+
+namespace {
+
+// How many tensors arg `a` of `node` stands for: its number attr, or its list of types.
+StatusOr<int64_t> ArgLength(const Node& node, const ArgDef& a) {
+  if (!a.number_attr.empty()) {
+    int64_t n = 0;
+    RETURN_IF_ERROR(node.GetAttr(a.number_attr, &n));
+    return n;
+  }
+  const AttrDef* type_attr = a.type_attr.empty() ? nullptr : node.op_def().FindAttr(a.type_attr);
+  if (type_attr != nullptr && type_attr->type == AttrType::kListType) {
+    std::vector<DataType> types;
+    RETURN_IF_ERROR(node.GetAttr(a.type_attr, &types));
+    return static_cast<int64_t>(types.size());
+  }
+  return 1;
+}
+
+// Marks kHost the slots of every arg among `args` that `def` keeps in host memory.
+Status MarkHostArgs(const KernelDef& def, const Node& node, const std::vector<ArgDef>& args,
+                    std::vector<MemoryType>* types) {
+  size_t slot = 0;
+  for (const ArgDef& a : args) {
+    ASSIGN_OR_RETURN(int64_t n, ArgLength(node, a));
+    const bool host = std::find(def.host_memory_args.begin(), def.host_memory_args.end(), a.name) !=
+                      def.host_memory_args.end();
+    for (int64_t j = 0; j < n && slot < types->size(); ++j, ++slot) {
+      if (host) (*types)[slot] = MemoryType::kHost;
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status KernelRegistry::MemoryTypes(const KernelDef& def, const Node& node, std::vector<MemoryType>* inputs,
+                                   std::vector<MemoryType>* outputs) {
+  inputs->assign(node.num_inputs(), MemoryType::kDevice);
+  outputs->assign(node.num_outputs(), MemoryType::kDevice);
+  if (def.host_memory_args.empty()) return Status::OK();
+  RETURN_IF_ERROR(MarkHostArgs(def, node, node.op_def().inputs, inputs));
+  return MarkHostArgs(def, node, node.op_def().outputs, outputs);
+}
+
+Status KernelRegistry::MemoryTypesForNode(const Node& node, std::string_view device_type,
+                                          std::vector<MemoryType>* inputs, std::vector<MemoryType>* outputs) const {
+  const Entry* e = FindEntry(node, device_type);
+  if (e == nullptr) {
+    return errors::NotFound("No registered kernel for node ", node.DebugName(), " on ", device_type,
+                            " devices. Registered kernels: ", Describe(node.op()));
+  }
+  return MemoryTypes(e->def, node, inputs, outputs);
 }
 
 std::string KernelRegistry::Describe(std::string_view op) const {
@@ -81,7 +156,12 @@ StatusOr<std::unique_ptr<OpKernel>> KernelRegistry::CreateKernel(const Node& nod
     return errors::NotFound("No registered kernel for node ", node.DebugName(), " on device ",
                             device->name(), ". Registered kernels: ", Describe(node.op()));
   }
-  OpKernelConstruction c(node, device);
+  std::vector<MemoryType> input_types, output_types;
+  if (!e->def.host_memory_args.empty()) {
+    Status s = MemoryTypes(e->def, node, &input_types, &output_types);
+    if (!s.ok()) return s.WithSuffix(StrCat(" (node ", node.DebugName(), " on ", device->name(), ")"));
+  }
+  OpKernelConstruction c(node, device, std::move(input_types), std::move(output_types));
   std::unique_ptr<OpKernel> kernel = e->factory(&c);
   if (!c.status().ok()) {
     return c.status().WithSuffix(

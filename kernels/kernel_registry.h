@@ -5,8 +5,9 @@
 //                                     .TypeConstraint<float>("T"));
 //   }
 //
-// Registration is an explicit call (KernelRegistry::Global() runs RegisterCpuKernels on
-// first use), so static linking cannot lose kernels. The placer asks the registry which
+// Registration is an explicit call, one per device type, so static linking cannot lose
+// kernels: KernelRegistry::Global() runs RegisterCpuKernels on first use, and the module
+// of any other device type registers its kernels where it registers its DeviceFactory. The placer asks the registry which
 // device types can run a node; the executor asks it for the kernel itself.
 // Register and the lookups may be called concurrently from any thread.
 #pragma once
@@ -14,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <vector>
@@ -30,7 +32,7 @@ struct KernelDef {
   std::string device_type;
   // attr name -> the types this kernel accepts for it
   std::map<std::string, std::vector<DataType>> type_constraints;
-  // Inputs or outputs (by arg name) kept in host memory on a non-CPU device.
+  // Inputs or outputs (by arg name) kept in host memory on a device with memory of its own.
   std::vector<std::string> host_memory_args;
 };
 
@@ -78,6 +80,13 @@ class KernelRegistry {
 
   // The kernel for `node` on `device_type`, matching its type attrs; nullptr when none.
   const KernelDef* Find(const Node& node, std::string_view device_type) const;
+  // The memory each input and output of `node` lives in on `device_type`: host memory for
+  // the args its kernel declares HostMemory, device memory for the rest. NotFound when no
+  // kernel matches.
+  Status MemoryTypesForNode(const Node& node, std::string_view device_type, std::vector<MemoryType>* inputs,
+                            std::vector<MemoryType>* outputs) const;
+  // Whether any kernel of `device_type` keeps an argument in host memory.
+  bool HasHostMemoryArgs(std::string_view device_type) const;
   // "CPU {float32, int32}, GPU {float32}": the registered kernels of an op, for errors.
   std::string Describe(std::string_view op) const;
 
@@ -91,9 +100,12 @@ class KernelRegistry {
     KernelFactory factory;
   };
   const Entry* FindEntry(const Node& node, std::string_view device_type) const;
+  static Status MemoryTypes(const KernelDef& def, const Node& node, std::vector<MemoryType>* inputs,
+                            std::vector<MemoryType>* outputs);
 
   mutable std::shared_mutex mu_;
   std::multimap<std::string, Entry, std::less<>> kernels_;  // by op; guarded by mu_
+  std::set<std::string, std::less<>> types_with_host_args_;  // guarded by mu_
 };
 
 // Every CPU kernel of the core ops.

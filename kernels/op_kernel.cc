@@ -28,7 +28,9 @@ OpKernel::OpKernel(OpKernelConstruction* c)
         std::vector<bool> r;
         for (int i = 0; i < c->node().num_outputs(); ++i) r.push_back(c->node().output_is_ref(i));
         return r;
-      }()) {}
+      }()),
+      input_memory_types_(c->input_memory_types()),
+      output_memory_types_(c->output_memory_types()) {}
 
 void AsyncOpKernel::Compute(OpKernelContext* ctx) {
   std::mutex mu;
@@ -83,7 +85,8 @@ void OpKernelContext::ParallelFor(int64_t total, int64_t cost_per_unit,
 }
 
 Status OpKernelContext::allocate_output(int i, const TensorShape& shape, Tensor** out) {
-  ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(p_.device->allocator(), p_.kernel->output_type(i), shape));
+  ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(p_.device->GetAllocator(output_alloc_attr(i)),
+                                              p_.kernel->output_type(i), shape));
   p_.outputs[i].tensor = std::move(t);
   *out = &p_.outputs[i].tensor;
   return Status::OK();
@@ -94,6 +97,7 @@ Status OpKernelContext::forward_input_or_allocate_output(int in, int i, const Te
   Tensor& input = p_.inputs[in].tensor;
   if (p_.inputs[in].ref == nullptr && input.BufferIsUnshared() &&
       input.dtype() == p_.kernel->output_type(i) && input.shape() == shape &&
+      p_.kernel->input_memory_type(in) == p_.kernel->output_memory_type(i) &&
       DataTypeSize(input.dtype()) > 0) {  // not strings or variants
     p_.outputs[i].tensor = std::move(input);
     *out = &p_.outputs[i].tensor;
@@ -102,8 +106,9 @@ Status OpKernelContext::forward_input_or_allocate_output(int in, int i, const Te
   return allocate_output(i, shape, out);
 }
 
-Status OpKernelContext::allocate_temp(DataType dtype, const TensorShape& shape, Tensor* out) {
-  ASSIGN_OR_RETURN(*out, Tensor::Allocate(p_.device->allocator(), dtype, shape));
+Status OpKernelContext::allocate_temp(DataType dtype, const TensorShape& shape, Tensor* out,
+                                      AllocatorAttributes attr) {
+  ASSIGN_OR_RETURN(*out, Tensor::Allocate(p_.device->GetAllocator(attr), dtype, shape));
   return Status::OK();
 }
 

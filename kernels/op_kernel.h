@@ -57,10 +57,19 @@ class CallFrame {
 
 class OpKernelConstruction {
  public:
-  OpKernelConstruction(const Node& node, DeviceBase* device) : node_(node), device_(device) {}
+  // The memory types are one per input and output (allocator_attributes.h); empty means
+  // every argument lives in device memory.
+  OpKernelConstruction(const Node& node, DeviceBase* device, std::vector<MemoryType> input_memory_types = {},
+                       std::vector<MemoryType> output_memory_types = {})
+      : node_(node),
+        device_(device),
+        input_memory_types_(std::move(input_memory_types)),
+        output_memory_types_(std::move(output_memory_types)) {}
 
   const Node& node() const { return node_; }
   DeviceBase* device() const { return device_; }
+  const std::vector<MemoryType>& input_memory_types() const { return input_memory_types_; }
+  const std::vector<MemoryType>& output_memory_types() const { return output_memory_types_; }
   template <typename T>
   Status GetAttr(std::string_view name, T* out) const {
     return node_.GetAttr(name, out);
@@ -73,6 +82,8 @@ class OpKernelConstruction {
  private:
   const Node& node_;
   DeviceBase* device_;
+  std::vector<MemoryType> input_memory_types_;
+  std::vector<MemoryType> output_memory_types_;
   Status status_;
 };
 
@@ -98,6 +109,13 @@ class OpKernel {
   DataType output_type(int i) const { return output_types_[i]; }
   bool input_is_ref(int i) const { return input_is_ref_[i]; }
   bool output_is_ref(int i) const { return output_is_ref_[i]; }
+  // Where argument i lives: host memory when the kernel declared it HostMemory.
+  MemoryType input_memory_type(int i) const {
+    return input_memory_types_.empty() ? MemoryType::kDevice : input_memory_types_[i];
+  }
+  MemoryType output_memory_type(int i) const {
+    return output_memory_types_.empty() ? MemoryType::kDevice : output_memory_types_[i];
+  }
 
  private:
   const std::string name_;
@@ -107,6 +125,9 @@ class OpKernel {
   const std::vector<DataType> output_types_;
   const std::vector<bool> input_is_ref_;
   const std::vector<bool> output_is_ref_;
+  // Empty when every argument is in device memory, as on the CPU.
+  const std::vector<MemoryType> input_memory_types_;
+  const std::vector<MemoryType> output_memory_types_;
 };
 
 // A kernel that finishes later (waiting for a queue, a remote tensor) without holding an
@@ -166,11 +187,18 @@ class OpKernelContext {
   Variable* input_ref(int i) const { return p_.inputs[i].ref.get(); }
   const std::string& input_ref_name(int i) const { return *p_.inputs[i].ref_name; }
 
+  // From the memory output i lives in (its kernel's HostMemory declarations).
   Status allocate_output(int i, const TensorShape& shape, Tensor** out);
   // Gives output i the buffer of input `in` when nothing else holds it and dtype and
   // shape allow, else allocates; the kernel then writes the output (possibly in place).
   Status forward_input_or_allocate_output(int in, int i, const TensorShape& shape, Tensor** out);
-  Status allocate_temp(DataType dtype, const TensorShape& shape, Tensor* out);
+  Status allocate_temp(DataType dtype, const TensorShape& shape, Tensor* out, AllocatorAttributes attr = {});
+  AllocatorAttributes input_alloc_attr(int i) const {
+    return AllocatorAttributes::For(p_.kernel->input_memory_type(i));
+  }
+  AllocatorAttributes output_alloc_attr(int i) const {
+    return AllocatorAttributes::For(p_.kernel->output_memory_type(i));
+  }
   void set_output(int i, Tensor t) { p_.outputs[i].tensor = std::move(t); }
   // `name` must outlive the step (a kernel's own name does).
   void set_output_ref(int i, std::shared_ptr<Variable> var, const std::string* name) {
@@ -181,6 +209,8 @@ class OpKernelContext {
   void forward_ref_input_to_ref_output(int in, int out) { p_.outputs[out] = p_.inputs[in]; }
 
   DeviceBase* device() const { return p_.device; }
+  // nullptr on a device whose memory is the host's (device_context.h).
+  DeviceContext* device_context() const { return p_.device->device_context(); }
   ThreadPool* intra_op_pool() const { return p_.device->intra_op_pool(); }
   ResourceMgr* resource_manager() const { return p_.resource_mgr; }
   CallFrame* call_frame() const { return p_.call_frame; }

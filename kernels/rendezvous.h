@@ -9,7 +9,9 @@
 //   rendezvous->Send(key, t);
 //   rendezvous->RecvAsync(key, [](const Status& s, const Tensor& t) { ... });
 //
-// Each key carries one tensor per step. Implementations are thread-safe: Send, RecvAsync
+// Each end says where its tensor lives (Args): when the sender's memory and the receiver's
+// differ, the rendezvous copies between them (copy_tensor.h) before the receiver is called;
+// host memory to host memory hands the buffer over. Each key carries one tensor per step. Implementations are thread-safe: Send, RecvAsync
 // and StartAbort may be called concurrently from any thread.
 #pragma once
 
@@ -18,8 +20,9 @@
 #include <string>
 #include <string_view>
 
-#include "graph/status.h"
+#include "graph/platform/status.h"
 #include "graph/tensor.h"
+#include "kernels/device_base.h"
 
 namespace tessera {
 
@@ -28,13 +31,23 @@ class Rendezvous {
   // `status` is not OK when the step was aborted; the tensor is then empty.
   using DoneCallback = std::function<void(const Status& status, const Tensor& value)>;
 
+  // Where a sent tensor is, or where a received one is wanted.
+  struct Args {
+    DeviceBase* device = nullptr;  // nullptr: host memory
+    AllocatorAttributes alloc_attrs;
+  };
+
   virtual ~Rendezvous() = default;
 
   // Hands `value` to the receiver of `key`; the error the step was aborted with, if it was.
-  virtual Status Send(std::string_view key, const Tensor& value) = 0;
-  // Calls `done` exactly once: with the tensor sent under `key`, or with the abort status.
-  // `done` may run on this thread (the value is already here) or on the sender's.
-  virtual void RecvAsync(std::string_view key, DoneCallback done) = 0;
+  virtual Status Send(std::string_view key, const Args& args, const Tensor& value) = 0;
+  // Calls `done` exactly once: with the tensor sent under `key`, in the memory `args` asks
+  // for, or with the abort status. `done` may run on this thread (the value is already
+  // here), on the sender's, or on the thread that finished a copy.
+  virtual void RecvAsync(std::string_view key, const Args& args, DoneCallback done) = 0;
+  // Both ends in host memory.
+  Status Send(std::string_view key, const Tensor& value) { return Send(key, Args{}, value); }
+  void RecvAsync(std::string_view key, DoneCallback done) { RecvAsync(key, Args{}, std::move(done)); }
   // Fails every pending and future Recv and Send of the step with `status` (not OK).
   virtual void StartAbort(const Status& status) = 0;
 

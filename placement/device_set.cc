@@ -6,21 +6,14 @@
 
 namespace tessera {
 
-int DeviceSet::TypePriority(const std::string& type) {
-  if (type == "GPU") return 210;
-  if (type == "CPU") return 100;
-  return 0;
-}
-
-Status DeviceSet::Add(const std::string& full_name) {
+Status DeviceSet::Add(const std::string& full_name, int priority) {
   ASSIGN_OR_RETURN(DeviceName parsed, DeviceName::Parse(full_name));
   if (!parsed.IsFullySpecified()) {
     return errors::InvalidArgument("Device name '", full_name, "' is not a full device name");
   }
-  devices_.push_back({parsed.ToString(), parsed, parsed.type});
+  devices_.push_back({parsed.ToString(), parsed, parsed.type, priority});
   std::stable_sort(devices_.begin(), devices_.end(), [](const auto& a, const auto& b) {
-    int pa = TypePriority(a.type), pb = TypePriority(b.type);
-    if (pa != pb) return pa > pb;
+    if (a.priority != b.priority) return a.priority > b.priority;
     return std::tie(a.parsed.job, a.parsed.replica, a.parsed.task, a.type, a.parsed.id) <
            std::tie(b.parsed.job, b.parsed.replica, b.parsed.task, b.type, b.parsed.id);
   });

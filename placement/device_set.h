@@ -13,22 +13,21 @@ struct DeviceDescription {
   std::string name;  // full, e.g. "/job:localhost/replica:0/task:0/device:CPU:0"
   DeviceName parsed;
   std::string type;  // "CPU", "GPU"
+  int priority = 0;  // of the type: higher is placed on first by default
 };
 
 class DeviceSet {
  public:
   DeviceSet() = default;
-  // InvalidArgument when a name is not a full device name.
-  Status Add(const std::string& full_name);
+  // `priority` is the device type's (DeviceFactory: GPU 210, CPU 100). InvalidArgument when
+  // a name is not a full device name.
+  Status Add(const std::string& full_name, int priority);
 
-  // In placement priority order: GPU before CPU, then by job, replica, task and id.
+  // In placement priority order (GPU before CPU), then by job, replica, task and id.
   const std::vector<DeviceDescription>& devices() const { return devices_; }
   std::vector<std::string> Types() const;
   // "a, b, c": for error messages.
   std::string NamesString() const;
-
-  // Higher runs first by default: GPU 210, CPU 100, anything else 0 (TensorFlow's order).
-  static int TypePriority(const std::string& type);
 
  private:
   std::vector<DeviceDescription> devices_;

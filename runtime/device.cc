@@ -3,6 +3,9 @@
 #include <mutex>
 #include <random>
 
+#include "kernels/kernel_registry.h"
+#include "runtime/device_factory.h"
+
 namespace tessera {
 namespace {
 
@@ -19,43 +22,41 @@ uint64_t NewIncarnation() {
 
 }  // namespace
 
-Device::Device(DeviceName name, std::shared_ptr<Allocator> allocator, ThreadPool* intra_op_pool)
+Device::Device(DeviceName name, std::shared_ptr<Allocator> allocator, std::shared_ptr<Allocator> host_allocator,
+               ThreadPool* intra_op_pool)
     : parsed_(std::move(name)),
       name_(parsed_.ToString()),
       allocator_(std::move(allocator)),
+      host_allocator_(std::move(host_allocator)),
       intra_op_pool_(intra_op_pool),
       incarnation_(NewIncarnation()) {}
 
-Status CpuDevice::CopyFromHost(const Tensor& host, Tensor* device_tensor) {
-  *device_tensor = host;
-  return Status::OK();
-}
-
-Status CpuDevice::CopyToHost(const Tensor& device_tensor, Tensor* host) {
-  *host = device_tensor;
-  return Status::OK();
-}
-
 StatusOr<std::unique_ptr<DeviceMgr>> DeviceMgr::CreateLocal(const std::map<std::string, int>& device_count,
                                                             ThreadPool* intra_op_pool, int64_t memory_limit_bytes) {
-  int cpus = 1;
+  std::map<std::string, int, std::less<>> counts = {{kDeviceCpu, 1}};
   for (const auto& [type, count] : device_count) {
     if (count < 0) {
       return errors::InvalidArgument("device_count for ", type, " must be >= 0, got ", count);
     }
-    if (type == "CPU") {
-      cpus = count;
-    } else if (type != "GPU") {
-      return errors::InvalidArgument("Unknown device type '", type, "' in device_count; use CPU or GPU");
+    if (DeviceFactory::Find(type) == nullptr) {
+      if (type == kDeviceGpu) continue;
+      std::string known;
+      for (const std::string& t : DeviceFactory::Types()) known += (known.empty() ? "" : ", ") + t;
+      return errors::InvalidArgument("Unknown device type '", type, "' in device_count; this build has ", known);
     }
+    counts[type] = count;
   }
-  if (cpus == 0) return errors::InvalidArgument("device_count CPU must be at least 1");
+  if (counts[kDeviceCpu] == 0) return errors::InvalidArgument("device_count CPU must be at least 1");
+  DeviceCreationParams params;
+  params.intra_op_pool = intra_op_pool;
+  params.host_memory = std::make_shared<MemoryBudget>(memory_limit_bytes);
   std::vector<std::unique_ptr<Device>> devices;
-  auto budget = std::make_shared<MemoryBudget>(memory_limit_bytes);
-  for (int i = 0; i < cpus; ++i) {
-    DeviceName name = DeviceName::Full("localhost", 0, 0, "CPU", i);
-    auto allocator = std::make_shared<TrackingAllocator>(name.ToString(), CpuAllocator(), budget);
-    devices.push_back(std::make_unique<CpuDevice>(name, std::move(allocator), intra_op_pool));
+  for (const std::string& type : DeviceFactory::Types()) {
+    auto it = counts.find(type);
+    if (it == counts.end() || it->second == 0) continue;
+    params.count = it->second;
+    ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Device>> created, DeviceFactory::Find(type)->CreateDevices(params));
+    for (auto& d : created) devices.push_back(std::move(d));
   }
   return std::make_unique<DeviceMgr>(std::move(devices));
 }
@@ -85,8 +86,8 @@ StatusOr<Device*> DeviceMgr::Lookup(std::string_view name) const {
 DeviceSet DeviceMgr::AsDeviceSet() const {
   DeviceSet set;
   for (Device* d : device_ptrs_) {
-    Status s = set.Add(d->name());
-    (void)s;  // names built by CreateLocal are always full
+    Status s = set.Add(d->name(), DeviceFactory::Priority(d->device_type()));
+    (void)s;  // a device's name is always full
   }
   return set;
 }

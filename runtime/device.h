@@ -1,12 +1,14 @@
 // Device: one place ops run, implementing the DeviceBase that kernels see; DeviceMgr owns a
-// process's devices and finds them by name.
+// process's devices and finds them by name. A Device as it is runs on host memory (the
+// CPU); a type with memory of its own derives from it and returns its DeviceContext.
+// Device types come from DeviceFactory (device_factory.h).
 //
 //   auto mgr = DeviceMgr::CreateLocal({{"CPU", 4}}, intra_op_pool, limit_bytes);   // CPU:0..3
 //   Device* d = *mgr->Lookup("/cpu:2");
 //
 // Each device has its own TrackingAllocator, so memory is accounted per device even when
-// several virtual CPU devices share the host's memory; all of them share one limit. Devices are thread-safe; a DeviceMgr
-// is immutable after creation.
+// several virtual CPU devices share the host's memory; all of them share one limit.
+// Devices are thread-safe; a DeviceMgr is immutable after creation.
 #pragma once
 
 #include <map>
@@ -22,13 +24,14 @@ namespace tessera {
 
 class Device : public DeviceBase {
  public:
-  Device(DeviceName name, std::shared_ptr<Allocator> allocator, ThreadPool* intra_op_pool);
+  Device(DeviceName name, std::shared_ptr<Allocator> allocator, std::shared_ptr<Allocator> host_allocator,
+         ThreadPool* intra_op_pool);
 
   const std::string& name() const override { return name_; }
   const std::string& device_type() const override { return parsed_.type; }
   const DeviceName& parsed_name() const { return parsed_; }
   std::shared_ptr<Allocator> allocator() const override { return allocator_; }
-  std::shared_ptr<Allocator> host_allocator() const override { return allocator_; }
+  std::shared_ptr<Allocator> host_allocator() const override { return host_allocator_; }
   ThreadPool* intra_op_pool() const override { return intra_op_pool_; }
   // Chosen at random when the device is created; part of every rendezvous key it sends.
   uint64_t incarnation() const { return incarnation_; }
@@ -37,26 +40,19 @@ class Device : public DeviceBase {
   const DeviceName parsed_;
   const std::string name_;
   const std::shared_ptr<Allocator> allocator_;
+  const std::shared_ptr<Allocator> host_allocator_;
   ThreadPool* const intra_op_pool_;
   const uint64_t incarnation_;
 };
 
-// A device on host memory: copies to and from the host share the buffer.
-class CpuDevice final : public Device {
- public:
-  using Device::Device;
-  Status CopyFromHost(const Tensor& host, Tensor* device_tensor) override;
-  Status CopyToHost(const Tensor& device_tensor, Tensor* host) override;
-  Status Sync() override { return Status::OK(); }
-};
-
 class DeviceMgr {
  public:
-  // Creates `device_count["CPU"]` CPU devices (default 1) named
-  // /job:localhost/replica:0/task:0/device:CPU:<i>. A GPU count is accepted and yields no
-  // device in a build without the GPU device. Any other type is InvalidArgument.
-  // `intra_op_pool` is borrowed and must outlive the devices. The devices' allocators
-  // together hold at most `memory_limit_bytes`.
+  // Creates up to `device_count[type]` devices of each type from its DeviceFactory, named
+  // /job:localhost/replica:0/task:0/device:<type>:<i>; one CPU when the count does not name
+  // it. A GPU count in a build without a GPU factory yields no device (a count is a
+  // maximum, as in TensorFlow); any other type without a factory is InvalidArgument.
+  // `intra_op_pool` is borrowed and must outlive the devices. The devices' host-memory
+  // allocators together hold at most `memory_limit_bytes`.
   static StatusOr<std::unique_ptr<DeviceMgr>> CreateLocal(const std::map<std::string, int>& device_count,
                                                           ThreadPool* intra_op_pool, int64_t memory_limit_bytes);
   explicit DeviceMgr(std::vector<std::unique_ptr<Device>> devices);

@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "kernels/copy_tensor.h"
+
 namespace tessera {
 
 IntraProcessRendezvous::~IntraProcessRendezvous() {
@@ -9,27 +11,37 @@ IntraProcessRendezvous::~IntraProcessRendezvous() {
   StartAbort(errors::Cancelled("The step ended before this tensor was sent"));
 }
 
-Status IntraProcessRendezvous::Send(std::string_view key, const Tensor& value) {
-  DoneCallback waiter;
+void IntraProcessRendezvous::Deliver(const Sent& sent, Waiter waiter) {
+  if (IsHostMemory(sent.args.device, sent.args.alloc_attrs) &&
+      IsHostMemory(waiter.args.device, waiter.args.alloc_attrs)) {
+    waiter.done(Status::OK(), sent.value);
+    return;
+  }
+  CopyTensor(sent.value, sent.args.device, sent.args.alloc_attrs, waiter.args.device, waiter.args.alloc_attrs,
+             [done = std::move(waiter.done)](const Status& s, Tensor copied) { done(s, copied); });
+}
+
+Status IntraProcessRendezvous::Send(std::string_view key, const Args& args, const Tensor& value) {
+  Waiter waiter;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!aborted_.ok()) return aborted_;
     auto it = table_.find(key);
     if (it == table_.end() || it->second.waiters.empty()) {
       if (it == table_.end()) it = table_.emplace(std::string(key), Slot()).first;
-      it->second.values.push_back(value);
+      it->second.values.push_back({value, args});
       return Status::OK();
     }
     waiter = std::move(it->second.waiters.front());
     it->second.waiters.erase(it->second.waiters.begin());
     if (it->second.waiters.empty()) table_.erase(it);
   }
-  waiter(Status::OK(), value);
+  Deliver({value, args}, std::move(waiter));
   return Status::OK();
 }
 
-void IntraProcessRendezvous::RecvAsync(std::string_view key, DoneCallback done) {
-  Tensor value;
+void IntraProcessRendezvous::RecvAsync(std::string_view key, const Args& args, DoneCallback done) {
+  Sent sent;
   {
     std::unique_lock<std::mutex> lock(mu_);
     if (!aborted_.ok()) {
@@ -41,18 +53,18 @@ void IntraProcessRendezvous::RecvAsync(std::string_view key, DoneCallback done) 
     auto it = table_.find(key);
     if (it == table_.end() || it->second.values.empty()) {
       if (it == table_.end()) it = table_.emplace(std::string(key), Slot()).first;
-      it->second.waiters.push_back(std::move(done));
+      it->second.waiters.push_back({std::move(done), args});
       return;
     }
-    value = std::move(it->second.values.front());
+    sent = std::move(it->second.values.front());
     it->second.values.erase(it->second.values.begin());
     if (it->second.values.empty()) table_.erase(it);
   }
-  done(Status::OK(), value);
+  Deliver(sent, {std::move(done), args});
 }
 
 void IntraProcessRendezvous::StartAbort(const Status& status) {
-  std::vector<DoneCallback> waiters;
+  std::vector<Waiter> waiters;
   Status reason;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -64,7 +76,7 @@ void IntraProcessRendezvous::StartAbort(const Status& status) {
     }
     table_.clear();
   }
-  for (auto& w : waiters) w(reason, Tensor());
+  for (auto& w : waiters) w.done(reason, Tensor());
 }
 
 }  // namespace tessera

@@ -1,6 +1,8 @@
 // IntraProcessRendezvous: the Rendezvous of one step whose devices are all in this
 // process. A Send stores the tensor (a reference to its buffer, never a copy) until its
-// Recv asks, or hands it straight to a Recv already waiting, on the sender's thread.
+// Recv asks, or hands it straight to a Recv already waiting, on the sender's thread. Between
+// different memories (a device's and the host's) the tensor is copied on the way
+// (copy_tensor.h), and the Recv hears back when the copy is done.
 //
 //   auto rendezvous = std::make_shared<IntraProcessRendezvous>();   // one per step
 //   executor_args.rendezvous = rendezvous.get();
@@ -23,17 +25,28 @@ class IntraProcessRendezvous final : public Rendezvous {
   IntraProcessRendezvous() = default;
   ~IntraProcessRendezvous() override;
 
-  Status Send(std::string_view key, const Tensor& value) override;
-  void RecvAsync(std::string_view key, DoneCallback done) override;
+  using Rendezvous::RecvAsync;
+  using Rendezvous::Send;
+  Status Send(std::string_view key, const Args& args, const Tensor& value) override;
+  void RecvAsync(std::string_view key, const Args& args, DoneCallback done) override;
   void StartAbort(const Status& status) override;
 
  private:
   // A key holds sent values nobody asked for yet, or receivers waiting, never both;
   // nearly always just one (vectors, unlike deques, allocate nothing until used).
-  struct Slot {
-    std::vector<Tensor> values;
-    std::vector<DoneCallback> waiters;
+  struct Sent {
+    Tensor value;
+    Args args;
   };
+  struct Waiter {
+    DoneCallback done;
+    Args args;
+  };
+  struct Slot {
+    std::vector<Sent> values;
+    std::vector<Waiter> waiters;
+  };
+  static void Deliver(const Sent& sent, Waiter waiter);
   struct KeyHash {
     using is_transparent = void;
     size_t operator()(std::string_view key) const { return std::hash<std::string_view>()(key); }

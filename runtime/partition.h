@@ -6,6 +6,11 @@
 // _Recv the destination waits on. AllReduce groups get their ring places
 // (collective_rings.h).
 //
+// An argument a kernel keeps in host memory (KernelDefBuilder::HostMemory) is honoured: the
+// end of a cross-device pair whose tensor is in host memory is a _HostSend or _HostRecv,
+// and an edge within one device between host and device memory gets such a pair too, so
+// the rendezvous copies the tensor where the consumer wants it.
+//
 //   auto parts = Partition(placed, {.incarnation = [&](const std::string& d) { ... }});
 //   for (const auto& [device, def] : *parts) ... Graph::FromGraphDef(def) ...
 //
@@ -20,12 +25,15 @@
 #include <string>
 
 #include "graph/graph.h"
+#include "kernels/kernel_registry.h"
 
 namespace tessera {
 
 struct PartitionOptions {
   // The incarnation of a device, by its full name.
   std::function<uint64_t(const std::string& device)> incarnation;
+  // Which arguments each node's kernel keeps in host memory.
+  const KernelRegistry* kernels = KernelRegistry::Global();
 };
 
 // Device name -> that device's graph, whose NodeDefs carry the assigned device in

@@ -9,10 +9,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "graph/dot.h"
-#include "graph/file_io.h"
-#include "graph/graph_json.h"
-#include "graph/logging.h"
+#include "graph/serialize/dot.h"
+#include "graph/platform/file_io.h"
+#include "graph/serialize/graph_json.h"
+#include "graph/platform/logging.h"
 #include "runtime/partition.h"
 #include "runtime/session.h"
 #include "runtime/timeline.h"
@@ -167,10 +167,10 @@ std::string PartitionSummary(const std::vector<GraphDef>& partitions) {
     std::string nodes, transfers;
     for (const NodeDef& n : def.nodes) {
       std::string tensor, peer;
-      if (n.op == "_Send" || n.op == "_Recv") {
+      if (IsSendOp(n.op) || IsRecvOp(n.op)) {
         (void)GetAttr(n.attrs, n.name, "tensor_name", &tensor);
-        (void)GetAttr(n.attrs, n.name, n.op == "_Send" ? "recv_device" : "send_device", &peer);
-        transfers += StrCat("    ", n.op == "_Send" ? "send " : "recv ", tensor, n.op == "_Send" ? " -> " : " <- ",
+        (void)GetAttr(n.attrs, n.name, IsSendOp(n.op) ? "recv_device" : "send_device", &peer);
+        transfers += StrCat("    ", IsSendOp(n.op) ? "send " : "recv ", tensor, IsSendOp(n.op) ? " -> " : " <- ",
                             peer, " (", n.name, ")\n");
       } else {
         nodes += StrCat(nodes.empty() ? "" : ", ", n.name);

@@ -37,54 +37,6 @@ class PlaceholderOp : public OpKernel {
   TensorShape shape_;
 };
 
-class IdentityOp : public OpKernel {
- public:
-  using OpKernel::OpKernel;
-  void Compute(OpKernelContext* ctx) override { ctx->set_output(0, ctx->input(0)); }
-  bool IsExpensive() const override { return false; }
-};
-
-class NoOp : public OpKernel {
- public:
-  using OpKernel::OpKernel;
-  void Compute(OpKernelContext*) override {}
-  bool IsExpensive() const override { return false; }
-};
-
-class ArgOp : public OpKernel {
- public:
-  explicit ArgOp(OpKernelConstruction* c) : OpKernel(c) {
-    Status s = c->GetAttr("index", &index_);
-    if (!s.ok()) c->SetStatus(s);
-  }
-  void Compute(OpKernelContext* ctx) override {
-    OP_REQUIRES(ctx, ctx->call_frame() != nullptr, errors::Internal("_Arg outside a call"));
-    StatusOr<Tensor> t = ctx->call_frame()->GetArg(index_);
-    OP_REQUIRES_OK(ctx, t.status());
-    ctx->set_output(0, std::move(*t));
-  }
-  bool IsExpensive() const override { return false; }
-
- private:
-  int index_ = 0;
-};
-
-class RetvalOp : public OpKernel {
- public:
-  explicit RetvalOp(OpKernelConstruction* c) : OpKernel(c) {
-    Status s = c->GetAttr("index", &index_);
-    if (!s.ok()) c->SetStatus(s);
-  }
-  void Compute(OpKernelContext* ctx) override {
-    OP_REQUIRES(ctx, ctx->call_frame() != nullptr, errors::Internal("_Retval outside a call"));
-    OP_REQUIRES_OK(ctx, ctx->call_frame()->SetRetval(index_, ctx->input(0)));
-  }
-  bool IsExpensive() const override { return false; }
-
- private:
-  int index_ = 0;
-};
-
 class ReshapeOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
@@ -205,10 +157,6 @@ class ShapeOp : public OpKernel {
 void RegisterArrayKernels(KernelRegistry& r) {
   r.Register<ConstOp>(KernelDefBuilder("Const").Device(kDeviceCpu));
   r.Register<PlaceholderOp>(KernelDefBuilder("Placeholder").Device(kDeviceCpu));
-  r.Register<IdentityOp>(KernelDefBuilder("Identity").Device(kDeviceCpu));
-  r.Register<NoOp>(KernelDefBuilder("NoOp").Device(kDeviceCpu));
-  r.Register<ArgOp>(KernelDefBuilder("_Arg").Device(kDeviceCpu));
-  r.Register<RetvalOp>(KernelDefBuilder("_Retval").Device(kDeviceCpu));
   r.Register<ReshapeOp>(KernelDefBuilder("Reshape").Device(kDeviceCpu));
   r.Register<FillOp>(KernelDefBuilder("Fill").Device(kDeviceCpu));
   r.Register<ConstantLikeOp<0>>(KernelDefBuilder("ZerosLike").Device(kDeviceCpu));

@@ -1,8 +1,13 @@
+#include "kernels/common/register.h"
 #include "kernels/cpu/register.h"
+#include "kernels/data/register.h"
 
 namespace tessera {
 
 void RegisterCpuKernels(KernelRegistry& r) {
+  RegisterRuntimeKernels(r, kDeviceCpu);
+  RegisterQueueKernels(r, kDeviceCpu);
+  RegisterDatasetKernels(r);
   cpu::RegisterArrayKernels(r);
   cpu::RegisterVariableKernels(r);
   cpu::RegisterCwiseKernels(r);
@@ -10,15 +15,8 @@ void RegisterCpuKernels(KernelRegistry& r) {
   cpu::RegisterReductionKernels(r);
   cpu::RegisterNnKernels(r);
   cpu::RegisterCastKernels(r);
-  cpu::RegisterSendRecvKernels(r);
   cpu::RegisterAllReduceKernels(r);
-  cpu::RegisterQueueKernels(r);
   cpu::RegisterDecodeCsvKernels(r);
-  cpu::RegisterSourceDatasetKernels(r);
-  cpu::RegisterTransformDatasetKernels(r);
-  cpu::RegisterPrefetchDatasetKernels(r);
-  cpu::RegisterFunctionDatasetKernels(r);
-  cpu::RegisterIteratorKernels(r);
   cpu::RegisterShapeKernels(r);
   cpu::RegisterTrainingKernels(r);
   cpu::RegisterRandomKernels(r);

@@ -1,4 +1,5 @@
-// Per-file registration functions of the CPU kernels; RegisterCpuKernels calls them all.
+// Per-file registration functions of the CPU kernels; RegisterCpuKernels calls them all,
+// with the device-independent kernels (kernels/common/) and the tf.data kernels.
 // Internal to kernels/.
 #pragma once
 
@@ -13,15 +14,8 @@ void RegisterMatMulKernels(KernelRegistry& r);
 void RegisterReductionKernels(KernelRegistry& r);
 void RegisterNnKernels(KernelRegistry& r);
 void RegisterCastKernels(KernelRegistry& r);
-void RegisterSendRecvKernels(KernelRegistry& r);
 void RegisterAllReduceKernels(KernelRegistry& r);
-void RegisterQueueKernels(KernelRegistry& r);
 void RegisterDecodeCsvKernels(KernelRegistry& r);
-void RegisterSourceDatasetKernels(KernelRegistry& r);
-void RegisterTransformDatasetKernels(KernelRegistry& r);
-void RegisterPrefetchDatasetKernels(KernelRegistry& r);
-void RegisterFunctionDatasetKernels(KernelRegistry& r);
-void RegisterIteratorKernels(KernelRegistry& r);
 void RegisterShapeKernels(KernelRegistry& r);
 void RegisterTrainingKernels(KernelRegistry& r);
 void RegisterRandomKernels(KernelRegistry& r);

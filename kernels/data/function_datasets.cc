@@ -5,10 +5,10 @@
 #include <mutex>
 #include <utility>
 
-#include "kernels/cpu/register.h"
+#include "kernels/data/register.h"
 #include "kernels/data/dataset_op_kernel.h"
 
-namespace tessera::cpu {
+namespace tessera::data {
 namespace {
 
 using Element = std::vector<Tensor>;
@@ -378,4 +378,4 @@ void RegisterFunctionDatasetKernels(KernelRegistry& r) {
   r.Register<InterleaveDatasetOp>(KernelDefBuilder("InterleaveDataset").Device(kDeviceCpu));
 }
 
-}  // namespace tessera::cpu
+}  // namespace tessera::data

@@ -4,11 +4,11 @@
 // A handle's name is the shared_name, or else the node's name, so every step of a session
 // (each with its own executor) reaches the same iterator; sessions on one local server
 // share iterators of the same name.
-#include "kernels/cpu/register.h"
+#include "kernels/data/register.h"
 #include "kernels/data/dataset_op_kernel.h"
 #include "kernels/data/iterator_resource.h"
 
-namespace tessera::cpu {
+namespace tessera::data {
 namespace {
 
 StatusOr<std::shared_ptr<IteratorResource>> IteratorFromHandle(OpKernelContext* ctx, int i) {
@@ -129,4 +129,4 @@ void RegisterIteratorKernels(KernelRegistry& r) {
   r.Register<IteratorGetNextOp>(KernelDefBuilder("IteratorGetNext").Device(kDeviceCpu));
 }
 
-}  // namespace tessera::cpu
+}  // namespace tessera::data

@@ -6,10 +6,10 @@
 #include <mutex>
 #include <thread>
 
-#include "kernels/cpu/register.h"
+#include "kernels/data/register.h"
 #include "kernels/data/dataset_op_kernel.h"
 
-namespace tessera::cpu {
+namespace tessera::data {
 namespace {
 
 using Element = std::vector<Tensor>;
@@ -134,4 +134,4 @@ void RegisterPrefetchDatasetKernels(KernelRegistry& r) {
   r.Register<PrefetchDatasetOp>(KernelDefBuilder("PrefetchDataset").Device(kDeviceCpu));
 }
 
-}  // namespace tessera::cpu
+}  // namespace tessera::data

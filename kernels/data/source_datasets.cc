@@ -1,11 +1,11 @@
 // Source datasets: TensorDataset, TensorSliceDataset, RangeDataset, TextLineDataset and
 // IdxDataset (the records of an IDX file, kernels/data/idx_file.h).
-#include "graph/file_io.h"
-#include "kernels/cpu/register.h"
+#include "graph/platform/file_io.h"
+#include "kernels/data/register.h"
 #include "kernels/data/dataset_op_kernel.h"
 #include "kernels/data/idx_file.h"
 
-namespace tessera::cpu {
+namespace tessera::data {
 namespace {
 
 // Row i of `t` (a view of its buffer) without the leading dimension.
@@ -338,4 +338,4 @@ void RegisterSourceDatasetKernels(KernelRegistry& r) {
   r.Register<IdxDatasetOp>(KernelDefBuilder("IdxDataset").Device(kDeviceCpu));
 }
 
-}  // namespace tessera::cpu
+}  // namespace tessera::data

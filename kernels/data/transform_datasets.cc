@@ -6,10 +6,10 @@
 #include <random>
 
 #include "kernels/batch_util.h"
-#include "kernels/cpu/register.h"
+#include "kernels/data/register.h"
 #include "kernels/data/dataset_op_kernel.h"
 
-namespace tessera::cpu {
+namespace tessera::data {
 namespace {
 
 using Element = std::vector<Tensor>;
@@ -510,4 +510,4 @@ void RegisterTransformDatasetKernels(KernelRegistry& r) {
   r.Register<ZipDatasetOp>(KernelDefBuilder("ZipDataset").Device(kDeviceCpu));
 }
 
-}  // namespace tessera::cpu
+}  // namespace tessera::data

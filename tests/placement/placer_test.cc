@@ -3,8 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "graph/logging.h"
-#include "graph/ops.h"
+#include "graph/platform/logging.h"
+#include "graph/builder/ops.h"
 
 namespace tessera {
 namespace {
@@ -33,7 +33,8 @@ class PlacerTest : public ::testing::Test {
     kernels_.Register<NeverRuns>(KernelDefBuilder("Shape").Device(kDeviceGpu).HostMemory("output"));
     for (const char* d : {"/job:localhost/replica:0/task:0/device:CPU:0", "/job:localhost/replica:0/task:0/device:CPU:1",
                           "/job:localhost/replica:0/task:0/device:GPU:0", "/job:localhost/replica:0/task:0/device:GPU:1"}) {
-      EXPECT_TRUE(devices_.Add(d).ok());
+      // The priorities DeviceFactory gives the two types: GPU before CPU.
+      EXPECT_TRUE(devices_.Add(d, std::string_view(d).find("GPU") != std::string_view::npos ? 210 : 100).ok());
     }
   }
 

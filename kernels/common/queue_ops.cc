@@ -1,10 +1,10 @@
 // The queue ops: FIFOQueue, RandomShuffleQueue and PaddingFIFOQueue create or find a Queue
 // resource; enqueue and dequeue are asynchronous kernels that never hold a thread while
 // the queue is full or empty.
-#include "kernels/cpu/register.h"
+#include "kernels/common/register.h"
 #include "kernels/queue.h"
 
-namespace tessera::cpu {
+namespace tessera {
 namespace {
 
 class QueueOp : public OpKernel {
@@ -171,17 +171,17 @@ class SizeOp : public OpKernel {
 
 }  // namespace
 
-void RegisterQueueKernels(KernelRegistry& r) {
-  r.Register<TypedQueueOp<Queue::Kind::kFifo>>(KernelDefBuilder("FIFOQueue").Device(kDeviceCpu));
-  r.Register<TypedQueueOp<Queue::Kind::kPaddingFifo>>(KernelDefBuilder("PaddingFIFOQueue").Device(kDeviceCpu));
-  r.Register<TypedQueueOp<Queue::Kind::kRandomShuffle>>(KernelDefBuilder("RandomShuffleQueue").Device(kDeviceCpu));
-  r.Register<EnqueueOp<false>>(KernelDefBuilder("QueueEnqueue").Device(kDeviceCpu));
-  r.Register<EnqueueOp<true>>(KernelDefBuilder("QueueEnqueueMany").Device(kDeviceCpu));
-  r.Register<DequeueOp<Queue::kOne>>(KernelDefBuilder("QueueDequeue").Device(kDeviceCpu));
-  r.Register<DequeueOp<Queue::kExactly>>(KernelDefBuilder("QueueDequeueMany").Device(kDeviceCpu));
-  r.Register<DequeueOp<Queue::kUpTo>>(KernelDefBuilder("QueueDequeueUpTo").Device(kDeviceCpu));
-  r.Register<CloseOp>(KernelDefBuilder("QueueClose").Device(kDeviceCpu));
-  r.Register<SizeOp>(KernelDefBuilder("QueueSize").Device(kDeviceCpu));
+void RegisterQueueKernels(KernelRegistry& r, const std::string& device_type) {
+  r.Register<TypedQueueOp<Queue::Kind::kFifo>>(KernelDefBuilder("FIFOQueue").Device(device_type));
+  r.Register<TypedQueueOp<Queue::Kind::kPaddingFifo>>(KernelDefBuilder("PaddingFIFOQueue").Device(device_type));
+  r.Register<TypedQueueOp<Queue::Kind::kRandomShuffle>>(KernelDefBuilder("RandomShuffleQueue").Device(device_type));
+  r.Register<EnqueueOp<false>>(KernelDefBuilder("QueueEnqueue").Device(device_type));
+  r.Register<EnqueueOp<true>>(KernelDefBuilder("QueueEnqueueMany").Device(device_type));
+  r.Register<DequeueOp<Queue::kOne>>(KernelDefBuilder("QueueDequeue").Device(device_type));
+  r.Register<DequeueOp<Queue::kExactly>>(KernelDefBuilder("QueueDequeueMany").Device(device_type));
+  r.Register<DequeueOp<Queue::kUpTo>>(KernelDefBuilder("QueueDequeueUpTo").Device(device_type));
+  r.Register<CloseOp>(KernelDefBuilder("QueueClose").Device(device_type));
+  r.Register<SizeOp>(KernelDefBuilder("QueueSize").Device(device_type));
 }
 
-}  // namespace tessera::cpu
+}  // namespace tessera

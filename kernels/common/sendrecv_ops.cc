@@ -1,9 +1,10 @@
 // _Send and _Recv: the two ends of a cross-device edge, meeting in the step's rendezvous.
-// On host memory the tensor's buffer is handed over, not copied; a device with its own
-// memory copies through the host (CopyToHost / CopyFromHost).
-#include "kernels/cpu/register.h"
+// Each end tells the rendezvous where its tensor lives; between host memory and host memory
+// the buffer is handed over, otherwise the rendezvous copies. _HostSend and _HostRecv are
+// the same kernels for a tensor a device keeps in host memory.
+#include "kernels/common/register.h"
 
-namespace tessera::cpu {
+namespace tessera {
 namespace {
 
 // The rendezvous key of a _Send/_Recv pair, from the attrs both ends carry.
@@ -32,9 +33,7 @@ class SendOp : public OpKernel {
   explicit SendOp(OpKernelConstruction* c) : OpKernel(c), key_(KeyFromAttrs(c)) {}
   void Compute(OpKernelContext* ctx) override {
     OP_REQUIRES_OK(ctx, NeedRendezvous(ctx));
-    Tensor host;
-    OP_REQUIRES_OK(ctx, ctx->device()->CopyToHost(ctx->input(0), &host));
-    OP_REQUIRES_OK(ctx, ctx->rendezvous()->Send(key_, host));
+    OP_REQUIRES_OK(ctx, ctx->rendezvous()->Send(key_, {ctx->device(), ctx->input_alloc_attr(0)}, ctx->input(0)));
   }
   bool IsExpensive() const override { return false; }
 
@@ -52,20 +51,15 @@ class RecvOp : public AsyncOpKernel {
       done();
       return;
     }
-    ctx->rendezvous()->RecvAsync(key_, [this, ctx, done = std::move(done)](const Status& st, const Tensor& value) {
+    const Rendezvous::Args args{ctx->device(), ctx->output_alloc_attr(0)};
+    ctx->rendezvous()->RecvAsync(key_, args, [this, ctx, done = std::move(done)](const Status& st, const Tensor& value) {
       if (!st.ok()) {
         ctx->SetStatus(st);
       } else if (value.dtype() != output_type(0)) {
         ctx->SetStatus(errors::Internal("Received a ", DataTypeName(value.dtype()), " tensor under key '",
                                         key_, "', expected ", DataTypeName(output_type(0))));
       } else {
-        Tensor t;
-        Status copied = ctx->device()->CopyFromHost(value, &t);
-        if (copied.ok()) {
-          ctx->set_output(0, std::move(t));
-        } else {
-          ctx->SetStatus(copied);
-        }
+        ctx->set_output(0, value);
       }
       done();
     });
@@ -79,9 +73,12 @@ class RecvOp : public AsyncOpKernel {
 
 }  // namespace
 
-void RegisterSendRecvKernels(KernelRegistry& r) {
-  r.Register<SendOp>(KernelDefBuilder("_Send").Device(kDeviceCpu));
-  r.Register<RecvOp>(KernelDefBuilder("_Recv").Device(kDeviceCpu));
+void RegisterSendRecvKernels(KernelRegistry& r, const std::string& device_type, bool host_variants) {
+  r.Register<SendOp>(KernelDefBuilder("_Send").Device(device_type));
+  r.Register<RecvOp>(KernelDefBuilder("_Recv").Device(device_type));
+  if (!host_variants) return;
+  r.Register<SendOp>(KernelDefBuilder("_HostSend").Device(device_type).HostMemory("tensor"));
+  r.Register<RecvOp>(KernelDefBuilder("_HostRecv").Device(device_type).HostMemory("tensor"));
 }
 
-}  // namespace tessera::cpu
+}  // namespace tessera
