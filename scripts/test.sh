@@ -40,6 +40,7 @@ if [ "${TESSERA_QUICK:-0}" != 1 ]; then
   fuzz decode_csv_fuzzer csv_corpus "${TESSERA_CSV_FUZZ_SECONDS:-15}" 1024
   fuzz idx_fuzzer idx_corpus "${TESSERA_IDX_FUZZ_SECONDS:-10}" 4096
   fuzz checkpoint_fuzzer checkpoint_corpus "${TESSERA_CKPT_FUZZ_SECONDS:-10}" 4096
+  fuzz tensor_codec_fuzzer tensor_corpus "${TESSERA_TENSOR_FUZZ_SECONDS:-10}" 1024
 
   scripts/build.sh tsan executor_test session_test subgraph_test scenarios_test rendezvous_test \
     multi_device_test ring_all_reduce_test replicate_test queue_test server_test queue_runner_test dataset_test \

@@ -1,0 +1,29 @@
+// A tensor as bytes, for the wire between processes: the dtype, the shape and the raw
+// elements, with every string length-prefixed. Little-endian, as every machine Tessera runs
+// on stores them, so encoding a numeric tensor is one copy of its buffer.
+//
+//   "TNSR" | u8 version (1) | u8 dtype | u8 rank | i64 dims[rank] | elements
+//   elements: num_elements * DataTypeSize bytes, or for strings, per element
+//             u64 length | bytes
+//
+//   std::string wire = EncodeTensor(t);
+//   StatusOr<Tensor> back = DecodeTensor(wire);
+//
+// Decoding trusts nothing: a wrong magic, an unknown dtype, a shape whose size overflows,
+// a length past the end or bytes left over are InvalidArgument (DataLoss for a truncated
+// body), checked before anything is allocated. Variants (datasets) have no bytes and are
+// refused. Both functions are thread-safe.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "graph/tensor.h"
+
+namespace tessera {
+
+// InvalidArgument for a variant tensor.
+StatusOr<std::string> EncodeTensor(const Tensor& tensor);
+StatusOr<Tensor> DecodeTensor(std::string_view bytes, std::shared_ptr<Allocator> allocator = CpuAllocator());
+
+}  // namespace tessera
