@@ -4,7 +4,7 @@
 // different memories (a device's and the host's) the tensor is copied on the way
 // (copy_tensor.h), and the Recv hears back when the copy is done.
 //
-//   auto rendezvous = std::make_shared<IntraProcessRendezvous>();   // one per step
+//   auto rendezvous = std::make_shared<IntraProcessRendezvous>(step_id);   // one per step
 //   executor_args.rendezvous = rendezvous.get();
 //
 // StartAbort fails every waiting Recv at once (they never hold a thread while they wait),
@@ -22,8 +22,10 @@ namespace tessera {
 
 class IntraProcessRendezvous final : public Rendezvous {
  public:
-  IntraProcessRendezvous() = default;
+  explicit IntraProcessRendezvous(int64_t step_id = 0) : step_id_(step_id) {}
   ~IntraProcessRendezvous() override;
+
+  int64_t step_id() const { return step_id_; }
 
   using Rendezvous::RecvAsync;
   using Rendezvous::Send;
@@ -51,6 +53,7 @@ class IntraProcessRendezvous final : public Rendezvous {
     using is_transparent = void;
     size_t operator()(std::string_view key) const { return std::hash<std::string_view>()(key); }
   };
+  const int64_t step_id_;
   std::mutex mu_;
   Status aborted_;                                // guarded by mu_
   std::unordered_map<std::string, Slot, KeyHash, std::equal_to<>> table_;  // guarded by mu_

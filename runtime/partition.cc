@@ -15,7 +15,7 @@ class Partitioner {
     for (const Node* n : g.nodes()) used_names_.insert(n->name());
   }
 
-  StatusOr<std::map<std::string, GraphDef>> Run() {
+  StatusOr<std::map<std::string, DevicePartition>> Run() {
     for (const Node* n : g_.nodes()) {
       if (n->assigned_device().empty()) {
         return errors::InvalidArgument("Cannot partition: node ", n->DebugName(), " has no assigned device");
@@ -59,7 +59,12 @@ class Partitioner {
       for (NodeDef& n : def.nodes) all.push_back(&n);
     }
     RETURN_IF_ERROR(AssignRingPlaces(all, options_.incarnation));
-    return std::move(parts_);
+    std::map<std::string, DevicePartition> result;
+    for (auto& [device, def] : parts_) {
+      ASSIGN_OR_RETURN(DeviceName name, DeviceName::Parse(device));
+      result.emplace(device, DevicePartition{TaskOf(name), std::move(def)});
+    }
+    return result;
   }
 
  private:
@@ -173,8 +178,12 @@ class Partitioner {
 
 }  // namespace
 
-StatusOr<std::map<std::string, GraphDef>> Partition(const Graph& placed, const PartitionOptions& options) {
+StatusOr<std::map<std::string, DevicePartition>> Partition(const Graph& placed, const PartitionOptions& options) {
   return Partitioner(placed, options).Run();
+}
+
+std::string TaskOf(const DeviceName& device) {
+  return StrCat("/job:", device.job, "/replica:", device.replica, "/task:", device.task);
 }
 
 }  // namespace tessera

@@ -12,7 +12,7 @@
 // the rendezvous copies the tensor where the consumer wants it.
 //
 //   auto parts = Partition(placed, {.incarnation = [&](const std::string& d) { ... }});
-//   for (const auto& [device, def] : *parts) ... Graph::FromGraphDef(def) ...
+//   for (const auto& [device, part] : *parts) ... Graph::FromGraphDef(part.graph) ...
 //
 // A reference edge (a variable's ref output read through a ref input) never crosses
 // devices: the placer colocates them. A value read of a variable on another device is
@@ -24,6 +24,7 @@
 #include <map>
 #include <string>
 
+#include "graph/device_name.h"
 #include "graph/graph.h"
 #include "kernels/kernel_registry.h"
 
@@ -36,9 +37,19 @@ struct PartitionOptions {
   const KernelRegistry* kernels = KernelRegistry::Global();
 };
 
-// Device name -> that device's graph, whose NodeDefs carry the assigned device in
-// `device`. InvalidArgument for a node without an assigned device or a reference edge
-// between devices.
-StatusOr<std::map<std::string, GraphDef>> Partition(const Graph& placed, const PartitionOptions& options);
+struct DevicePartition {
+  // The task the device belongs to, "/job:worker/replica:0/task:1": where a cluster's
+  // master registers the graph, and what tells a pair within a process from one between.
+  std::string task;
+  // The device's graph; every NodeDef carries the device in `device`.
+  GraphDef graph;
+};
+
+// Device name -> that device's partition. InvalidArgument for a node without an assigned
+// device or a reference edge between devices.
+StatusOr<std::map<std::string, DevicePartition>> Partition(const Graph& placed, const PartitionOptions& options);
+
+// "/job:<job>/replica:<r>/task:<t>" of a full device name.
+std::string TaskOf(const DeviceName& device);
 
 }  // namespace tessera

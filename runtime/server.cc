@@ -34,6 +34,7 @@ StatusOr<std::shared_ptr<Server>> Server::CreateLocal(const SessionConfig& confi
   std::shared_ptr<Server> server(new Server());
   server->devices_ = std::shared_ptr<DeviceMgr>(owned, owned->devices.get());
   server->resources_ = std::make_shared<ResourceMgr>();
+  server->rendezvous_ = std::make_shared<IntraProcessRendezvousMgr>();
   static int next_id = 0;
   std::lock_guard<std::mutex> lock(RegistryMutex());
   server->target_ = StrCat("local://", ++next_id);

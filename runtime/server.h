@@ -17,6 +17,7 @@
 
 #include "kernels/resource_mgr.h"
 #include "runtime/device.h"
+#include "runtime/rendezvous_mgr.h"
 #include "runtime/session_options.h"
 
 namespace tessera {
@@ -33,12 +34,15 @@ class Server {
   const std::string& target() const { return target_; }
   const std::shared_ptr<DeviceMgr>& devices() const { return devices_; }
   const std::shared_ptr<ResourceMgr>& resources() const { return resources_; }
+  // Where the steps of every session on this server find their rendezvous.
+  const std::shared_ptr<RendezvousMgr>& rendezvous() const { return rendezvous_; }
 
  private:
   Server() = default;
   std::string target_;
   std::shared_ptr<DeviceMgr> devices_;  // also owns the devices' intra-op pool
   std::shared_ptr<ResourceMgr> resources_;
+  std::shared_ptr<RendezvousMgr> rendezvous_;
 };
 
 }  // namespace tessera

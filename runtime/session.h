@@ -1,7 +1,7 @@
-// Session: runs a graph in this process. It places the graph once, then for each distinct
-// (feeds, fetches, targets) takes the part of the graph needed, splits it into one graph
-// per device joined by _Send/_Recv pairs (partition.h), caches an executor per device, and
-// runs them together, each step with its own rendezvous.
+// Session: runs a graph. Session::Create picks the implementation by the target's prefix
+// through the SessionFactory registry: "" and "local://<n>" are this process's
+// (direct_session.h), and a transport module registers its own ("grpc://") without
+// runtime/ depending on it.
 //
 //   SessionConfig config;
 //   config.device_count = {{"CPU", 4}};
@@ -9,83 +9,77 @@
 //   std::vector<Tensor> out;
 //   Status s = (*session)->Run({{"x", x}}, {"y"}, {}, &out);
 //
-// Variables live in the session's resource containers and keep their values across Run
-// calls; two local sessions never share them. Sessions created with the target of an
-// in-process Server (server.h) use its devices and share its containers. Run may be called concurrently from any number of
-// threads; Reset may be called concurrently with Run (a running step keeps the variables it
-// already looked up). The Session must outlive every Run in flight.
+// Run may be called concurrently from any number of threads; Reset may be called
+// concurrently with Run (a running step keeps the variables it already looked up). The
+// Session must outlive every Run in flight.
 #pragma once
 
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "graph/graph.h"
-#include "kernels/resource_mgr.h"
 #include "runtime/device.h"
-#include "runtime/executor.h"
 #include "runtime/session_options.h"
 
 namespace tessera {
 
 class Session {
  public:
-  // Builds devices and thread pools, validates the graph and places it (placement errors
-  // and the placement log come from here).
+  // A session in this process with its own devices and variables.
   static StatusOr<std::unique_ptr<Session>> Create(const SessionConfig& config, const GraphDef& graph);
-  // `target` "" is a local session as above; "local://<n>" a session on that Server, whose
-  // devices it uses (config.device_count is then ignored) and whose resources it shares.
-  // NotFound for a target no live server has.
+  // `target` "" is a local session as above; "local://<n>" a session on that Server
+  // (server.h), whose devices it uses (config.device_count is then ignored) and whose
+  // resources it shares; other prefixes go to the factory registered for them. NotFound
+  // for a target no factory or live server has. Placement errors and the placement log
+  // come from here.
   static StatusOr<std::unique_ptr<Session>> Create(const std::string& target, const SessionConfig& config,
                                                    const GraphDef& graph);
-  ~Session();
+  // Drops the named containers' resources on the server behind `target`, for every
+  // session sharing it (tf.Session.reset).
+  static Status Reset(const std::string& target, const std::vector<std::string>& containers);
+
+  virtual ~Session() = default;
 
   // feeds: {"x", tensor} or {"x:1", tensor}; fetches: "y", "y:1"; targets: node names run
   // for their effects. On success, `outputs` holds one tensor per fetch, in order; it may be
   // null when nothing is fetched.
-  Status Run(const std::vector<std::pair<std::string, Tensor>>& feeds,
-             const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
-             std::vector<Tensor>* outputs);
-  Status Run(const RunOptions& options, const std::vector<std::pair<std::string, Tensor>>& feeds,
-             const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
-             std::vector<Tensor>* outputs, RunMetadata* metadata);
+  Status Run(const std::vector<std::pair<std::string, Tensor>>& feeds, const std::vector<std::string>& fetches,
+             const std::vector<std::string>& targets, std::vector<Tensor>* outputs) {
+    return Run(RunOptions(), feeds, fetches, targets, outputs, nullptr);
+  }
+  virtual Status Run(const RunOptions& options, const std::vector<std::pair<std::string, Tensor>>& feeds,
+                     const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
+                     std::vector<Tensor>* outputs, RunMetadata* metadata) = 0;
 
   // Drops the resources (variables) of the named containers; "" names the default one.
-  void Reset(const std::vector<std::string>& containers);
-  // The same on the server behind `target`, for every session sharing it (tf.Session.reset).
-  static Status Reset(const std::string& target, const std::vector<std::string>& containers);
+  virtual void Reset(const std::vector<std::string>& containers) = 0;
 
   // Where each node of the graph was placed and why, in node order.
-  const std::vector<PlacementRecord>& placement() const { return placement_; }
-  const DeviceMgr& devices() const { return *devices_; }
-  const Graph& graph() const { return *graph_; }
+  virtual const std::vector<PlacementRecord>& placement() const = 0;
+  virtual const DeviceMgr& devices() const = 0;
+  virtual const Graph& graph() const = 0;
   // The threads this session's steps run on.
-  int inter_op_threads() const;
-  int intra_op_threads() const;
+  virtual int inter_op_threads() const = 0;
+  virtual int intra_op_threads() const = 0;
+};
 
- private:
-  struct ExecutorAndKeys;
-  Session() = default;
-  StatusOr<std::shared_ptr<const ExecutorAndKeys>> GetOrCreateExecutor(
-      const std::vector<std::pair<std::string, Tensor>>& feeds, const std::vector<std::string>& fetches,
-      const std::vector<std::string>& targets);
+// Makes the sessions of the targets that start with a prefix. Register and the lookup
+// behind Session::Create may be called concurrently; a factory's methods must be thread-safe.
+class SessionFactory {
+ public:
+  virtual ~SessionFactory() = default;
+  virtual StatusOr<std::unique_ptr<Session>> NewSession(const std::string& target, const SessionConfig& config,
+                                                        const GraphDef& graph) = 0;
+  virtual Status Reset(const std::string& target, const std::vector<std::string>& containers) = 0;
 
-  SessionConfig config_;
-  std::unique_ptr<ThreadPool> own_inter_op_pool_;
-  std::unique_ptr<ThreadPool> own_intra_op_pool_;
-  ThreadPool* inter_op_pool_ = nullptr;
-  ThreadPool* intra_op_pool_ = nullptr;
-  std::shared_ptr<DeviceMgr> devices_;
-  std::unique_ptr<Graph> graph_;
-  std::vector<PlacementRecord> placement_;
-  std::shared_ptr<ResourceMgr> resource_mgr_;
-  std::atomic<int64_t> next_step_id_{0};
-
-  std::mutex executors_mu_;
-  std::map<std::string, std::shared_ptr<const ExecutorAndKeys>, std::less<>> executors_;  // guarded by executors_mu_
+  // `prefix` "" claims only the empty target; any other claims the targets starting with
+  // it, the longest prefix winning. AlreadyExists when the prefix has a factory.
+  static Status Register(std::string prefix, std::shared_ptr<SessionFactory> factory);
+  // NotFound, naming the prefixes there are, for a target no factory claims.
+  static StatusOr<std::shared_ptr<SessionFactory>> ForTarget(std::string_view target);
 };
 
 }  // namespace tessera

@@ -148,8 +148,8 @@ StatusOr<std::unique_ptr<Graph>> PartitionedGraph(const Session& session) {
   options.incarnation = [&session](const std::string& device) { return session.devices().IncarnationOf(device); };
   ASSIGN_OR_RETURN(auto parts, Partition(session.graph(), options));
   GraphDef all;
-  for (auto& [device, def] : parts) {
-    for (NodeDef& n : def.nodes) all.nodes.push_back(std::move(n));
+  for (auto& [device, part] : parts) {
+    for (NodeDef& n : part.graph.nodes) all.nodes.push_back(std::move(n));
   }
   ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::FromGraphDef(all));
   for (Node* n : graph->nodes()) n->set_assigned_device(n->requested_device());

@@ -23,7 +23,11 @@ std::unique_ptr<Graph> Placed(const Scope& root) {
 std::map<std::string, GraphDef> Split(const Graph& g) {
   auto parts = Partition(g, {.incarnation = [](const std::string& d) -> uint64_t { return 100 + d.back() - '0'; }});
   EXPECT_TRUE(parts.ok()) << parts.status();
-  return parts.ok() ? *parts : std::map<std::string, GraphDef>();
+  std::map<std::string, GraphDef> graphs;
+  if (parts.ok()) {
+    for (auto& [device, part] : *parts) graphs.emplace(device, std::move(part.graph));
+  }
+  return graphs;
 }
 
 std::vector<const NodeDef*> OfOp(const GraphDef& def, std::string_view op) {
@@ -204,6 +208,19 @@ TEST(PartitionTest, IncompleteOrCrowdedAllReduceGroupsAreErrors) {
     EXPECT_EQ(parts.status().code(), Code::kInvalidArgument);
     EXPECT_NE(parts.status().message().find("'reduction'"), std::string::npos) << parts.status();
   }
+}
+
+TEST(PartitionTest, EachPartitionKnowsItsTask) {
+  const std::string ps = "/job:ps/replica:0/task:0/device:CPU:0";
+  const std::string worker = "/job:worker/replica:0/task:1/device:CPU:0";
+  Scope root = Scope::NewRootScope();
+  auto w = ops::Const(root.WithOpName("w").WithDevice(ps), Tensor::Scalar(2.0f));
+  ops::Neg(root.WithOpName("n").WithDevice(worker), w);
+  auto parts = Partition(*Placed(root), {.incarnation = [](const std::string&) -> uint64_t { return 1; }});
+  ASSERT_TRUE(parts.ok()) << parts.status();
+  EXPECT_EQ(parts->at(ps).task, "/job:ps/replica:0/task:0");
+  EXPECT_EQ(parts->at(worker).task, "/job:worker/replica:0/task:1");
+  EXPECT_EQ(OfOp(parts->at(ps).graph, "_Send").size(), 1u);
 }
 
 }  // namespace

@@ -1,0 +1,303 @@
+#include "runtime/direct_session.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <thread>
+
+#include "placement/placer.h"
+#include "runtime/deadline.h"
+#include "runtime/executor.h"
+#include "runtime/local_function_runtime.h"
+#include "runtime/partition.h"
+#include "runtime/server.h"
+#include "runtime/subgraph.h"
+
+namespace tessera {
+namespace {
+
+int ResolveThreads(int requested) {
+  if (requested > 0) return requested;
+  int n = static_cast<int>(std::thread::hardware_concurrency());
+  return n > 0 ? n : 1;
+}
+
+// Process-wide pools shared by sessions that do not ask for their own, one per size.
+// Never destroyed: sessions may be torn down in any order at exit.
+StatusOr<ThreadPool*> SharedPool(const char* name, int threads) {
+  static std::mutex mu;
+  static auto* pools = new std::map<std::pair<std::string, int>, std::unique_ptr<ThreadPool>>;
+  std::lock_guard<std::mutex> lock(mu);
+  auto& slot = (*pools)[{name, threads}];
+  if (slot == nullptr) {
+    StatusOr<std::unique_ptr<ThreadPool>> pool = ThreadPool::Create(name, threads);
+    if (!pool.ok()) {
+      pools->erase({name, threads});
+      return pool.status();
+    }
+    slot = std::move(*pool);
+  }
+  return slot.get();
+}
+
+class VectorCallFrame : public CallFrame {
+ public:
+  VectorCallFrame(const std::vector<std::pair<std::string, Tensor>>& feeds, size_t num_fetches)
+      : feeds_(feeds), retvals_(num_fetches) {}
+  StatusOr<Tensor> GetArg(int index) const override { return feeds_[index].second; }
+  Status SetRetval(int index, const Tensor& value) override {
+    retvals_[index] = value;
+    return Status::OK();
+  }
+  std::vector<Tensor>& retvals() { return retvals_; }
+
+ private:
+  const std::vector<std::pair<std::string, Tensor>>& feeds_;
+  std::vector<Tensor> retvals_;
+};
+
+}  // namespace
+
+struct DirectSession::ExecutorAndKeys {
+  // One per device the step touches; they meet in the step's rendezvous.
+  std::vector<std::unique_ptr<Executor>> executors;
+  std::vector<SubgraphTensor> feeds;
+  std::vector<SubgraphTensor> fetches;
+  std::vector<PlacementRecord> placement;
+};
+
+DirectSession::~DirectSession() = default;
+
+// What one node costs a session in host memory, rounded up from measurement: its Node in
+// the session's graph and in an executor's, its kernel, its placement record and its edges
+// came to 2.8 KiB a node on a chain of a million Identity nodes.
+constexpr int64_t kHostBytesPerNode = 4096;
+
+StatusOr<std::unique_ptr<DirectSession>> DirectSession::Create(const SessionConfig& config, const GraphDef& def,
+                                                               Environment environment) {
+  const int64_t limit = config.HostMemoryLimitBytes();
+  if (static_cast<int64_t>(def.nodes.size()) > limit / kHostBytesPerNode) {
+    return errors::ResourceExhausted("A graph of ", def.nodes.size(), " nodes needs about ",
+                                     static_cast<int64_t>(def.nodes.size()) * kHostBytesPerNode >> 20,
+                                     " MiB of host memory, more than the session's limit of ", limit >> 20,
+                                     " MiB (host_memory_limit_mb)");
+  }
+  std::unique_ptr<DirectSession> s(new DirectSession());
+  s->config_ = config;
+  int inter = ResolveThreads(config.inter_op_parallelism_threads);
+  int intra = ResolveThreads(config.intra_op_parallelism_threads);
+  if (config.use_per_session_threads) {
+    ASSIGN_OR_RETURN(s->own_inter_op_pool_, ThreadPool::Create("inter_op", inter));
+    ASSIGN_OR_RETURN(s->own_intra_op_pool_, ThreadPool::Create("intra_op", intra));
+    s->inter_op_pool_ = s->own_inter_op_pool_.get();
+    s->intra_op_pool_ = s->own_intra_op_pool_.get();
+  } else {
+    ASSIGN_OR_RETURN(s->inter_op_pool_, SharedPool("inter_op", inter));
+    ASSIGN_OR_RETURN(s->intra_op_pool_, SharedPool("intra_op", intra));
+  }
+  s->devices_ = std::move(environment.devices);
+  if (s->devices_ == nullptr) {
+    ASSIGN_OR_RETURN(s->devices_, DeviceMgr::CreateLocal(config.device_count, s->intra_op_pool_, limit));
+  }
+  s->resource_mgr_ = environment.resources != nullptr ? std::move(environment.resources)
+                                                      : std::make_shared<ResourceMgr>();
+  s->rendezvous_mgr_ = environment.rendezvous != nullptr ? std::move(environment.rendezvous)
+                                                         : std::make_shared<IntraProcessRendezvousMgr>();
+  ASSIGN_OR_RETURN(s->graph_, Graph::FromGraphDef(def));
+  DeviceSet device_set = s->devices_->AsDeviceSet();
+  Placer placer(s->graph_.get(), device_set,
+                {.allow_soft_placement = config.allow_soft_placement,
+                 .log_device_placement = config.log_device_placement});
+  ASSIGN_OR_RETURN(s->placement_, placer.Run());
+  return s;
+}
+
+int DirectSession::inter_op_threads() const { return inter_op_pool_->NumThreads(); }
+int DirectSession::intra_op_threads() const { return intra_op_pool_->NumThreads(); }
+
+void DirectSession::Reset(const std::vector<std::string>& containers) { resource_mgr_->Cleanup(containers); }
+
+namespace {
+
+// "": a session of its own; "local://<n>": a session on that in-process Server.
+class DirectSessionFactory final : public SessionFactory {
+ public:
+  StatusOr<std::unique_ptr<Session>> NewSession(const std::string& target, const SessionConfig& config,
+                                                const GraphDef& graph) override {
+    DirectSession::Environment environment;
+    if (!target.empty()) {
+      ASSIGN_OR_RETURN(std::shared_ptr<Server> server, Server::Find(target));
+      environment = {server->devices(), server->resources(), server->rendezvous()};
+    }
+    ASSIGN_OR_RETURN(std::unique_ptr<DirectSession> session, DirectSession::Create(config, graph, environment));
+    return std::unique_ptr<Session>(std::move(session));
+  }
+  Status Reset(const std::string& target, const std::vector<std::string>& containers) override {
+    ASSIGN_OR_RETURN(std::shared_ptr<Server> server, Server::Find(target));
+    server->resources()->Cleanup(containers);
+    return Status::OK();
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<SessionFactory> DirectSession::Factory() {
+  static auto* factory = new std::shared_ptr<SessionFactory>(std::make_shared<DirectSessionFactory>());
+  return *factory;
+}
+
+StatusOr<std::shared_ptr<const DirectSession::ExecutorAndKeys>> DirectSession::GetOrCreateExecutor(
+    const std::vector<std::pair<std::string, Tensor>>& feeds, const std::vector<std::string>& fetches,
+    const std::vector<std::string>& targets) {
+  std::string key;
+  for (const auto& f : feeds) key.append(f.first).push_back(',');
+  key.push_back('>');
+  for (const auto& f : fetches) key.append(f).push_back(',');
+  key.push_back('>');
+  for (const auto& t : targets) key.append(t).push_back(',');
+  {
+    std::lock_guard<std::mutex> lock(executors_mu_);
+    auto it = executors_.find(key);
+    if (it != executors_.end()) return it->second;
+  }
+  std::vector<std::string> feed_names;
+  for (const auto& f : feeds) feed_names.push_back(f.first);
+  ASSIGN_OR_RETURN(Subgraph sub, BuildSubgraph(*graph_, feed_names, fetches, targets));
+  auto ek = std::make_shared<ExecutorAndKeys>();
+  ek->feeds = std::move(sub.feeds);
+  ek->fetches = std::move(sub.fetches);
+  for (const Node* n : sub.graph->nodes()) {
+    const Node* orig = graph_->FindNode(n->name());
+    ek->placement.push_back(orig != nullptr ? placement_[orig->id()]
+                                            : PlacementRecord{n->name(), n->op(), n->assigned_device(),
+                                                              PlacementReason::kColocated,
+                                                              "feed or fetch of the step"});
+  }
+  PartitionOptions popts;
+  popts.incarnation = [this](const std::string& device) { return devices_->IncarnationOf(device); };
+  ASSIGN_OR_RETURN(auto partitions, Partition(*sub.graph, popts));
+  // Each copy of the graph goes as soon as the next is made: a graph of a million nodes
+  // takes gigabytes in every form.
+  sub.graph.reset();
+  for (auto& [device_name, part] : partitions) {
+    ASSIGN_OR_RETURN(Device * device, devices_->Lookup(device_name));
+    ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::FromGraphDef(part.graph));
+    part.graph = GraphDef();
+    for (Node* n : graph->nodes()) n->set_assigned_device(device_name);
+    Executor::Params params;
+    params.resource_mgr = resource_mgr_.get();
+    params.function_runtime = LocalFunctionRuntime();
+    params.lookup_device = [device](const Node&) -> StatusOr<DeviceBase*> { return static_cast<DeviceBase*>(device); };
+    ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, Executor::Create(std::move(graph), std::move(params)));
+    ek->executors.push_back(std::move(executor));
+  }
+  std::lock_guard<std::mutex> lock(executors_mu_);
+  auto [it, inserted] = executors_.emplace(std::move(key), std::move(ek));
+  return it->second;
+}
+
+Status DirectSession::Run(const RunOptions& options, const std::vector<std::pair<std::string, Tensor>>& feeds,
+                    const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
+                    std::vector<Tensor>* outputs, RunMetadata* metadata) {
+  ASSIGN_OR_RETURN(std::shared_ptr<const ExecutorAndKeys> ek,
+                   GetOrCreateExecutor(feeds, fetches, targets));
+  for (size_t i = 0; i < feeds.size(); ++i) {
+    const Tensor& t = feeds[i].second;
+    const SubgraphTensor& want = ek->feeds[i];
+    if (t.dtype() != want.dtype) {
+      return errors::InvalidArgument("Cannot feed a ", DataTypeName(t.dtype()), " tensor to '",
+                                     feeds[i].first, "', which has dtype ", DataTypeName(want.dtype));
+    }
+    if (!t.shape().IsCompatibleWith(want.shape)) {
+      return errors::InvalidArgument("Cannot feed value of shape ", t.shape().DebugString(),
+                                     " for tensor '", feeds[i].first, "', which has shape ",
+                                     want.shape.DebugString());
+    }
+  }
+
+  VectorCallFrame frame(feeds, fetches.size());
+  CancellationManager cancellation;
+  const int64_t step_id = NewStepId();
+  // Only a step spread over several devices has tensors to hand between them.
+  std::shared_ptr<Rendezvous> rendezvous;
+  const size_t num_parts = ek->executors.size();
+  if (num_parts > 1) {
+    rendezvous = rendezvous_mgr_->Find(step_id);
+    // An error or deadline anywhere wakes every Recv still waiting, on every device.
+    cancellation.RegisterCallback(cancellation.NewToken(), [r = rendezvous.get()] {
+      r->StartAbort(errors::Cancelled("Step was cancelled"));
+    });
+  }
+  const bool trace = metadata != nullptr && options.trace_level == RunOptions::TraceLevel::kFullTrace;
+  std::vector<std::vector<NodeExecStats>> stats(trace ? num_parts : 0);
+  Executor::Args args;
+  args.step_id = step_id;
+  args.call_frame = &frame;
+  args.runner = inter_op_pool_;
+  args.cancellation = &cancellation;
+  args.rendezvous = rendezvous.get();
+
+  const int64_t timeout_ms = options.timeout_in_ms > 0 ? options.timeout_in_ms : config_.operation_timeout_in_ms;
+  const auto deadline = DeadlineAfter(std::chrono::milliseconds(timeout_ms));
+  struct Waiter {
+    std::mutex mu;
+    std::condition_variable cv;
+    size_t pending = 0;
+    Status status;  // the first error, preferring a cause over the cancellations it caused
+  } w;
+  w.pending = num_parts;
+  auto part_done = [&w](const Status& s) {
+    std::lock_guard<std::mutex> lock(w.mu);
+    if (!s.ok() && (w.status.ok() || (w.status.code() == Code::kCancelled && s.code() != Code::kCancelled))) {
+      w.status = s;
+    }
+    if (--w.pending == 0) w.cv.notify_all();
+  };
+  // Every partition but the first starts on the pool, the first on this thread, unless the
+  // step has a deadline: then this thread keeps the time, and only a thread of the pool may
+  // be held by a long kernel.
+  for (size_t i = num_parts; i-- > 0;) {
+    Executor::Args part_args = args;
+    if (trace) part_args.stats = &stats[i];
+    const Executor* executor = ek->executors[i].get();
+    if (i == 0 && !deadline) {
+      executor->RunAsync(part_args, part_done);
+    } else {
+      inter_op_pool_->Schedule([executor, part_args, part_done] { executor->RunAsync(part_args, part_done); });
+    }
+  }
+  bool timed_out = false;
+  {
+    std::unique_lock<std::mutex> lock(w.mu);
+    if (deadline) timed_out = !w.cv.wait_until(lock, *deadline, [&] { return w.pending == 0; });
+    if (timed_out) {
+      lock.unlock();
+      cancellation.StartCancel();
+      lock.lock();
+    }
+    w.cv.wait(lock, [&] { return w.pending == 0; });
+  }
+  if (rendezvous != nullptr) rendezvous_mgr_->Cleanup(step_id);
+  Status status = w.status;
+  if (timed_out && (status.ok() || status.code() == Code::kCancelled)) {
+    status = errors::DeadlineExceeded("Timed out after ", timeout_ms, " ms",
+                                      status.ok() ? "" : ": " + status.message());
+  }
+  if (metadata != nullptr) {
+    metadata->placement = ek->placement;
+    metadata->step_stats.clear();
+    for (auto& part : stats) {
+      for (NodeExecStats& s : part) {
+        if (!s.node.empty()) metadata->step_stats.push_back(std::move(s));
+      }
+    }
+    metadata->partition_graphs.clear();
+    if (options.output_partition_graphs) {
+      for (const auto& executor : ek->executors) metadata->partition_graphs.push_back(executor->graph().ToGraphDef());
+    }
+  }
+  RETURN_IF_ERROR(status);
+  if (outputs != nullptr) *outputs = std::move(frame.retvals());
+  return Status::OK();
+}
+
+}  // namespace tessera

@@ -1,0 +1,118 @@
+// The session seams: implementations chosen by target prefix, and the per-step rendezvous
+// from an injected manager.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "graph/builder/ops.h"
+#include "runtime/direct_session.h"
+#include "runtime/server.h"
+#include "tests/test_util.h"
+
+namespace tessera {
+namespace {
+
+GraphDef TwoDeviceGraph() {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Const(root.WithOpName("x").WithDevice("/cpu:0"), Tensor::Scalar(3.0f));
+  ops::Neg(root.WithOpName("y").WithDevice("/cpu:1"), x);
+  GraphDef def;
+  EXPECT_TRUE(root.ToGraphDef(&def).ok());
+  return def;
+}
+
+SessionConfig TwoCpus() {
+  SessionConfig config;
+  config.device_count = {{"CPU", 2}};
+  return config;
+}
+
+// Sessions for "echo://" targets: a direct session that remembers the target it was made for.
+class EchoFactory final : public SessionFactory {
+ public:
+  StatusOr<std::unique_ptr<Session>> NewSession(const std::string& target, const SessionConfig& config,
+                                                const GraphDef& graph) override {
+    targets.push_back(target);
+    ASSIGN_OR_RETURN(std::unique_ptr<DirectSession> s, DirectSession::Create(config, graph));
+    return std::unique_ptr<Session>(std::move(s));
+  }
+  Status Reset(const std::string& target, const std::vector<std::string>&) override {
+    resets.push_back(target);
+    return Status::OK();
+  }
+  std::vector<std::string> targets, resets;
+};
+
+TEST(SessionFactoryTest, TargetsGoToTheFactoryOfTheirLongestPrefix) {
+  static auto* echo = new std::shared_ptr<EchoFactory>(std::make_shared<EchoFactory>());
+  static auto* echo_long = new std::shared_ptr<EchoFactory>(std::make_shared<EchoFactory>());
+  static const bool registered = SessionFactory::Register("echo://", *echo).ok() &&
+                                 SessionFactory::Register("echo://special/", *echo_long).ok();
+  ASSERT_TRUE(registered);
+  EXPECT_EQ(SessionFactory::Register("echo://", *echo).code(), Code::kAlreadyExists);
+
+  auto a = Session::Create("echo://host:1", TwoCpus(), TwoDeviceGraph());
+  ASSERT_TRUE(a.ok()) << a.status();
+  auto b = Session::Create("echo://special/x", TwoCpus(), TwoDeviceGraph());
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ((*echo)->targets, std::vector<std::string>{"echo://host:1"});
+  EXPECT_EQ((*echo_long)->targets, std::vector<std::string>{"echo://special/x"});
+  EXPECT_EQ(testing::Fetch(**a, "y").data<float>()[0], -3.0f);
+  EXPECT_TRUE(Session::Reset("echo://host:1", {""}).ok());
+  EXPECT_EQ((*echo)->resets, std::vector<std::string>{"echo://host:1"});
+
+  auto unknown = Session::Create("grpc://localhost:2222", TwoCpus(), TwoDeviceGraph());
+  EXPECT_EQ(unknown.status().code(), Code::kNotFound);
+  EXPECT_NE(unknown.status().message().find("local://"), std::string::npos) << unknown.status();
+}
+
+// Counts what a session asks of its rendezvous manager.
+class CountingRendezvousMgr final : public RendezvousMgr {
+ public:
+  std::shared_ptr<Rendezvous> Find(int64_t step_id) override {
+    std::lock_guard<std::mutex> lock(mu);
+    found.insert(step_id);
+    return inner.Find(step_id);
+  }
+  void Cleanup(int64_t step_id) override {
+    std::lock_guard<std::mutex> lock(mu);
+    cleaned.insert(step_id);
+    inner.Cleanup(step_id);
+  }
+  std::mutex mu;
+  std::set<int64_t> found, cleaned;
+  IntraProcessRendezvousMgr inner;
+};
+
+TEST(SessionFactoryTest, EachStepGetsItsRendezvousFromTheInjectedManager) {
+  auto mgr = std::make_shared<CountingRendezvousMgr>();
+  auto session = DirectSession::Create(TwoCpus(), TwoDeviceGraph(), {.devices = nullptr, .resources = nullptr, .rendezvous = mgr});
+  ASSERT_TRUE(session.ok()) << session.status();
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(testing::Fetch(**session, "y").data<float>()[0], -3.0f);
+  EXPECT_EQ(mgr->found.size(), 3u);  // one rendezvous per step, by distinct step ids
+  EXPECT_EQ(mgr->cleaned, mgr->found);
+
+  // A step on one device has nothing to exchange and asks for none.
+  std::vector<Tensor> out;
+  ASSERT_TRUE((*session)->Run({}, {"x"}, {}, &out).ok());
+  EXPECT_EQ(mgr->found.size(), 3u);
+}
+
+TEST(SessionFactoryTest, SessionsOnOneServerShareItsRendezvousManager) {
+  auto server = Server::CreateLocal(TwoCpus());
+  ASSERT_TRUE(server.ok());
+  auto a = Session::Create((*server)->target(), {}, TwoDeviceGraph());
+  auto b = Session::Create((*server)->target(), {}, TwoDeviceGraph());
+  ASSERT_TRUE(a.ok() && b.ok());
+  // Step ids are unique in the process, so concurrent steps of both never share a key.
+  std::vector<std::thread> threads;
+  for (Session* s : {a->get(), b->get()}) {
+    threads.emplace_back([s] {
+      for (int i = 0; i < 50; ++i) EXPECT_EQ(testing::Fetch(*s, "y").data<float>()[0], -3.0f);
+    });
+  }
+  for (auto& t : threads) t.join();
+}
+
+}  // namespace
+}  // namespace tessera
