@@ -10,10 +10,10 @@ namespace tessera {
 enum class MemoryType { kDevice, kHost };
 
 struct AllocatorAttributes {
-  // Host memory, even on a device with memory of its own.
+  // Host memory, even on a device with memory of its own. Such a device's host allocator
+  // hands out memory it can copy from and to directly (pinned, for a GPU), so host memory
+  // needs no second kind.
   bool on_host = false;
-  // Host memory the device can copy from and to directly (pinned, for a GPU).
-  bool device_compatible = false;
 
   static AllocatorAttributes For(MemoryType type) { return {.on_host = type == MemoryType::kHost}; }
 };

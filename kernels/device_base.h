@@ -29,7 +29,8 @@ class DeviceBase {
 
   // Memory the device computes on.
   virtual std::shared_ptr<Allocator> allocator() const = 0;
-  // Host memory for the arguments a kernel keeps on the host, and for staging copies.
+  // Host memory for the arguments a kernel keeps on the host, and for staging copies; on a
+  // device with memory of its own, memory it copies from and to directly (pinned).
   virtual std::shared_ptr<Allocator> host_allocator() const = 0;
   // The allocator `attr` asks for.
   std::shared_ptr<Allocator> GetAllocator(AllocatorAttributes attr) const {
