@@ -1,14 +1,91 @@
 #include "runtime/session_options.h"
 
+#include <algorithm>
+#include <charconv>
+#include <set>
+
 #include <nlohmann/json.hpp>
 
 #include "graph/allocator.h"
 #include "graph/serialize/json_util.h"
 
 namespace tessera {
+namespace {
+
+using json = nlohmann::json;
+
+Status ParseVisibleDevices(const std::string& list) {
+  std::set<int64_t> seen;
+  size_t start = 0;
+  while (start <= list.size()) {
+    const size_t comma = std::min(list.find(',', start), list.size());
+    const std::string_view item = std::string_view(list).substr(start, comma - start);
+    int64_t index = -1;
+    auto [end, error] = std::from_chars(item.data(), item.data() + item.size(), index);
+    if (item.empty() || error != std::errc() || end != item.data() + item.size() || index < 0 || index > 1024) {
+      return errors::InvalidArgument("gpu_options.visible_device_list '", Excerpt(list),
+                                     "' must be GPU indices separated by commas, like \"1,0\"");
+    }
+    if (!seen.insert(index).second) {
+      return errors::InvalidArgument("gpu_options.visible_device_list '", Excerpt(list), "' names GPU ", index,
+                                     " twice");
+    }
+    start = comma + 1;
+  }
+  return Status::OK();
+}
+
+Status ParseGpuOptions(const json& j, GpuOptions* out) {
+  if (!j.is_object()) return errors::InvalidArgument("Session config field 'gpu_options' must be an object");
+  for (const auto& [key, v] : j.items()) {
+    auto need = [&](bool ok, std::string_view type) -> Status {
+      if (ok) return Status::OK();
+      return errors::InvalidArgument("gpu_options.", key, " must be ", type);
+    };
+    if (key == "allow_growth" || key == "allow_tf32") {
+      RETURN_IF_ERROR(need(v.is_boolean(), "a bool"));
+      (key == "allow_growth" ? out->allow_growth : out->allow_tf32) = v.get<bool>();
+    } else if (key == "per_process_gpu_memory_fraction") {
+      // TensorFlow takes more than 1 for unified memory, which Tessera does not use.
+      RETURN_IF_ERROR(need(v.is_number() && v.get<double>() >= 0 && v.get<double>() <= 1, "a number in [0, 1]"));
+      out->per_process_gpu_memory_fraction = v.get<double>();
+    } else if (key == "visible_device_list") {
+      RETURN_IF_ERROR(need(v.is_string(), "a string like \"1,0\""));
+      out->visible_device_list = v.get<std::string>();
+      if (!out->visible_device_list.empty()) RETURN_IF_ERROR(ParseVisibleDevices(out->visible_device_list));
+    } else if (key == "experimental") {
+      RETURN_IF_ERROR(need(v.is_object(), "an object"));
+      for (const auto& [field, devices] : v.items()) {
+        if (field != "virtual_devices") {
+          return errors::InvalidArgument("Unknown session config field 'gpu_options.experimental.", field, "'");
+        }
+        const Status shape = errors::InvalidArgument(
+            "gpu_options.experimental.virtual_devices must be a list of {\"memory_limit_mb\": [MB, ...]}, one per "
+            "visible GPU, each MB > 0");
+        if (!devices.is_array()) return shape;
+        for (const json& gpu : devices) {
+          if (!gpu.is_object() || gpu.size() != 1 || !gpu.contains("memory_limit_mb") ||
+              !gpu["memory_limit_mb"].is_array()) {
+            return shape;
+          }
+          std::vector<double> limits;
+          for (const json& mb : gpu["memory_limit_mb"]) {
+            if (!mb.is_number() || mb.get<double>() <= 0 || mb.get<double>() > double(int64_t{1} << 30)) return shape;
+            limits.push_back(mb.get<double>());
+          }
+          out->virtual_device_memory_limit_mb.push_back(std::move(limits));
+        }
+      }
+    } else {
+      return errors::InvalidArgument("Unknown session config field 'gpu_options.", key, "'");
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
 
 StatusOr<SessionConfig> SessionConfig::FromJson(std::string_view text) {
-  using json = nlohmann::json;
   ASSIGN_OR_RETURN(json j, ParseJson(text, "session config"));
   if (!j.is_object()) return errors::InvalidArgument("Session config must be a JSON object");
   SessionConfig c;
@@ -46,6 +123,8 @@ StatusOr<SessionConfig> SessionConfig::FromJson(std::string_view text) {
         }
         c.device_count[type] = n.get<int>();
       }
+    } else if (key == "gpu_options") {
+      RETURN_IF_ERROR(ParseGpuOptions(v, &c.gpu_options));
     } else {
       return errors::InvalidArgument("Unknown session config field '", key, "'");
     }

@@ -3,7 +3,9 @@
 // `tessera run` reads like the Python config it mirrors:
 //
 //   {"inter_op_parallelism_threads": 2, "device_count": {"CPU": 4},
-//    "allow_soft_placement": true, "log_device_placement": true}
+//    "allow_soft_placement": true, "log_device_placement": true,
+//    "gpu_options": {"allow_growth": true, "visible_device_list": "1,0",
+//                    "experimental": {"virtual_devices": [{"memory_limit_mb": [2048, 2048]}]}}}
 #pragma once
 
 #include <cstdint>
@@ -18,6 +20,22 @@
 
 namespace tessera {
 
+// TensorFlow's GPUOptions, read by the GPU device: how much of each GPU a process takes and
+// which GPUs it sees. A build or a machine without GPUs accepts and ignores them.
+struct GpuOptions {
+  // Take memory as tensors need it rather than the whole share at the first allocation.
+  bool allow_growth = false;
+  // The share of each GPU's memory this process may take, in (0, 1]; 0 leaves the default.
+  double per_process_gpu_memory_fraction = 0;
+  // "1,0": these physical GPUs, in this order, as GPU:0 and GPU:1; "" sees all.
+  std::string visible_device_list;
+  // experimental.virtual_devices: for each visible GPU in order, the memory (MB) of each
+  // logical GPU made on it; empty makes one logical GPU per physical GPU.
+  std::vector<std::vector<double>> virtual_device_memory_limit_mb;
+  // MatMul and convolutions may use TF32 tensor cores (off: full float32, as TensorFlow 1.x).
+  bool allow_tf32 = false;
+};
+
 struct SessionConfig {
   int inter_op_parallelism_threads = 0;  // 0: one per core
   int intra_op_parallelism_threads = 0;  // 0: one per core
@@ -26,6 +44,7 @@ struct SessionConfig {
   bool allow_soft_placement = false;
   bool log_device_placement = false;
   std::map<std::string, int> device_count;  // {"CPU": 4} makes CPU:0..3
+  GpuOptions gpu_options;
   int64_t operation_timeout_in_ms = 0;      // 0: no deadline
   // What the session's tensors in host memory may hold together; an allocation past it is
   // ResourceExhausted naming the node. 0: the memory the process may use (the machine's,

@@ -89,6 +89,35 @@ TEST(SessionTest, ConfigFromJson) {
   EXPECT_THAT(Session::Create(bad, empty).status().message(), HasSubstr("Unknown device type 'TPU'"));
 }
 
+TEST(SessionTest, GpuOptionsUseTensorFlowsFieldNames) {
+  auto c = SessionConfig::FromJson(R"({"gpu_options": {"allow_growth": true, "per_process_gpu_memory_fraction": 0.5,
+      "visible_device_list": "1,0", "allow_tf32": true,
+      "experimental": {"virtual_devices": [{"memory_limit_mb": [1024, 2048.5]}, {"memory_limit_mb": []}]}}})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  const GpuOptions& g = c->gpu_options;
+  EXPECT_TRUE(g.allow_growth);
+  EXPECT_TRUE(g.allow_tf32);
+  EXPECT_EQ(g.per_process_gpu_memory_fraction, 0.5);
+  EXPECT_EQ(g.visible_device_list, "1,0");
+  ASSERT_EQ(g.virtual_device_memory_limit_mb.size(), 2u);
+  EXPECT_EQ(g.virtual_device_memory_limit_mb[0], (std::vector<double>{1024, 2048.5}));
+  EXPECT_TRUE(g.virtual_device_memory_limit_mb[1].empty());
+
+  auto error = [](std::string_view text) { return SessionConfig::FromJson(text).status().message(); };
+  EXPECT_THAT(error(R"({"gpu_options": {"visible_device_list": "1,,0"}})"), HasSubstr("GPU indices separated"));
+  EXPECT_THAT(error(R"({"gpu_options": {"visible_device_list": "0,x"}})"), HasSubstr("GPU indices separated"));
+  EXPECT_THAT(error(R"({"gpu_options": {"visible_device_list": "1,1"}})"), HasSubstr("names GPU 1 twice"));
+  EXPECT_THAT(error(R"({"gpu_options": {"per_process_gpu_memory_fraction": 1.5}})"), HasSubstr("in [0, 1]"));
+  EXPECT_THAT(error(R"({"gpu_options": {"allow_growth": 1}})"), HasSubstr("gpu_options.allow_growth must be a bool"));
+  EXPECT_THAT(error(R"({"gpu_options": {"experimental": {"virtual_devices": [{"memory_limit_mb": [-1]}]}}})"),
+              HasSubstr("virtual_devices must be"));
+  EXPECT_THAT(error(R"({"gpu_options": {"force_gpu_compatible": true}})"),
+              HasSubstr("Unknown session config field 'gpu_options.force_gpu_compatible'"));
+  // A machine without GPUs takes the options and makes no GPU.
+  GraphDef empty;
+  EXPECT_TRUE(Session::Create(*c, empty).ok());
+}
+
 TEST(SessionTest, DevicesHaveTheirOwnAllocatorAccounting) {
   Scope root = Scope::NewRootScope();
   auto big = ops::Fill(root.WithOpName("big").WithDevice("/cpu:2"), {256, 256}, 1.0f);
