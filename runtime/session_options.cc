@@ -37,7 +37,10 @@ Status ParseVisibleDevices(const std::string& list) {
 
 Status ParseGpuOptions(const json& j, GpuOptions* out) {
   if (!j.is_object()) return errors::InvalidArgument("Session config field 'gpu_options' must be an object");
-  for (const auto& [key, v] : j.items()) {
+  for (auto item = j.begin(); item != j.end(); ++item) {
+    // Names, not structured bindings: clang 14 cannot capture those in the lambda.
+    const std::string& key = item.key();
+    const json& v = item.value();
     auto need = [&](bool ok, std::string_view type) -> Status {
       if (ok) return Status::OK();
       return errors::InvalidArgument("gpu_options.", key, " must be ", type);
