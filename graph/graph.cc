@@ -28,12 +28,6 @@ struct ArgTypes {
   std::vector<bool> is_ref;
 };
 
-// An arg typed by a list(type) attr: one input or output per listed type.
-bool IsTypeListArg(const OpDef& op, const ArgDef& a) {
-  const AttrDef* ad = a.type_attr.empty() ? nullptr : op.FindAttr(a.type_attr);
-  return ad != nullptr && ad->type == AttrType::kListType;
-}
-
 // A node's list inputs and outputs hold at most this many tensors: each costs the graph,
 // the placer and the executor memory, and a 300-byte graph asking for ten million outputs
 // took 2.9 GB. No real model comes near it.
@@ -57,8 +51,7 @@ StatusOr<ArgTypes> ExpandArgs(const OpDef& op, const std::vector<ArgDef>& args, 
     }
     DataType dt = a.type;
     if (!a.type_attr.empty()) RETURN_IF_ERROR(GetAttr(attrs, node, a.type_attr, &dt));
-    int64_t count = 1;
-    if (!a.number_attr.empty()) RETURN_IF_ERROR(GetAttr(attrs, node, a.number_attr, &count));
+    ASSIGN_OR_RETURN(int64_t count, ArgLength(op, a, attrs, node));
     if (count > kMaxListLength) return too_long(a.number_attr, count);
     for (int64_t i = 0; i < count; ++i) {
       out.types.push_back(dt);

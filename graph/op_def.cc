@@ -150,6 +150,22 @@ StatusOr<AttrDef> ParseAttr(std::string_view spec) {
 
 }  // namespace
 
+bool IsTypeListArg(const OpDef& op, const ArgDef& arg) {
+  const AttrDef* ad = arg.type_attr.empty() ? nullptr : op.FindAttr(arg.type_attr);
+  return ad != nullptr && ad->type == AttrType::kListType;
+}
+
+StatusOr<int64_t> ArgLength(const OpDef& op, const ArgDef& arg, const AttrMap& attrs, std::string_view node) {
+  if (IsTypeListArg(op, arg)) {
+    std::vector<DataType> types;
+    RETURN_IF_ERROR(GetAttr(attrs, node, arg.type_attr, &types));
+    return static_cast<int64_t>(types.size());
+  }
+  int64_t count = 1;
+  if (!arg.number_attr.empty()) RETURN_IF_ERROR(GetAttr(attrs, node, arg.number_attr, &count));
+  return count;
+}
+
 const AttrDef* OpDef::FindAttr(std::string_view attr_name) const {
   for (const AttrDef& a : attrs) {
     if (a.name == attr_name) return &a;

@@ -51,6 +51,12 @@ struct OpDef {
   const AttrDef* FindAttr(std::string_view attr_name) const;
 };
 
+// An arg typed by a list(type) attr: one input or output per listed type.
+bool IsTypeListArg(const OpDef& op, const ArgDef& arg);
+// How many tensors `arg` stands for under `attrs` (of node `node`, for errors): its number
+// attr, the length of its list(type) attr, or 1.
+StatusOr<int64_t> ArgLength(const OpDef& op, const ArgDef& arg, const AttrMap& attrs, std::string_view node);
+
 class OpDefBuilder {
  public:
   explicit OpDefBuilder(std::string name);

@@ -69,28 +69,12 @@ const KernelDef* KernelRegistry::Find(const Node& node, std::string_view device_
 
 namespace {
 
-// How many tensors arg `a` of `node` stands for: its number attr, or its list of types.
-StatusOr<int64_t> ArgLength(const Node& node, const ArgDef& a) {
-  if (!a.number_attr.empty()) {
-    int64_t n = 0;
-    RETURN_IF_ERROR(node.GetAttr(a.number_attr, &n));
-    return n;
-  }
-  const AttrDef* type_attr = a.type_attr.empty() ? nullptr : node.op_def().FindAttr(a.type_attr);
-  if (type_attr != nullptr && type_attr->type == AttrType::kListType) {
-    std::vector<DataType> types;
-    RETURN_IF_ERROR(node.GetAttr(a.type_attr, &types));
-    return static_cast<int64_t>(types.size());
-  }
-  return 1;
-}
-
 // Marks kHost the slots of every arg among `args` that `def` keeps in host memory.
 Status MarkHostArgs(const KernelDef& def, const Node& node, const std::vector<ArgDef>& args,
                     std::vector<MemoryType>* types) {
   size_t slot = 0;
   for (const ArgDef& a : args) {
-    ASSIGN_OR_RETURN(int64_t n, ArgLength(node, a));
+    ASSIGN_OR_RETURN(int64_t n, ArgLength(node.op_def(), a, node.attrs(), node.name()));
     const bool host = std::find(def.host_memory_args.begin(), def.host_memory_args.end(), a.name) !=
                       def.host_memory_args.end();
     for (int64_t j = 0; j < n && slot < types->size(); ++j, ++slot) {
