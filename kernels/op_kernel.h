@@ -254,4 +254,24 @@ class OpKernelContext {
     }                                             \
   } while (0)
 
+// The same in AsyncOpKernel::ComputeAsync, which must call `done` on every path out.
+#define OP_REQUIRES_ASYNC(ctx, cond, status, done) \
+  do {                                             \
+    if (!(cond)) {                                 \
+      (ctx)->SetStatus(status);                    \
+      (done)();                                    \
+      return;                                      \
+    }                                              \
+  } while (0)
+
+#define OP_REQUIRES_OK_ASYNC(ctx, expr, done)           \
+  do {                                                  \
+    ::tessera::Status _tessera_op_status = (expr);      \
+    if (!_tessera_op_status.ok()) {                     \
+      (ctx)->SetStatus(_tessera_op_status);             \
+      (done)();                                         \
+      return;                                           \
+    }                                                   \
+  } while (0)
+
 }  // namespace tessera

@@ -65,11 +65,7 @@ class QueueAsyncOp : public AsyncOpKernel {
   using AsyncOpKernel::AsyncOpKernel;
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) final {
     StatusOr<std::shared_ptr<Queue>> queue = QueueFromHandle(ctx);
-    if (!queue.ok()) {
-      ctx->SetStatus(queue.status());
-      done();
-      return;
-    }
+    OP_REQUIRES_OK_ASYNC(ctx, queue.status(), done);
     Start(ctx, **queue, std::move(done));
   }
   bool IsExpensive() const override { return false; }
@@ -109,25 +105,23 @@ class DequeueOp : public QueueAsyncOp {
     int64_t n = 1;
     if (kMode != Queue::kOne) {
       const Tensor& count = ctx->input(1);
-      if (count.NumElements() != 1) {
-        ctx->SetStatus(errors::InvalidArgument("n must be a scalar, got shape ", count.shape().DebugString()));
-        done();
-        return;
-      }
+      OP_REQUIRES_ASYNC(ctx, count.NumElements() == 1,
+                        errors::InvalidArgument("n must be a scalar, got shape ", count.shape().DebugString()), done);
       n = count.data<int32_t>()[0];
     }
     // Checked before dequeuing, so a mismatched op takes nothing from the queue.
     const std::vector<DataType>& have = queue.options().dtypes;
     bool same = static_cast<int>(have.size()) == num_outputs();
     for (int i = 0; same && i < num_outputs(); ++i) same = have[i] == output_type(i);
-    if (!same) {
-      std::string want;
-      for (int i = 0; i < num_outputs(); ++i) want += StrCat(i ? ", " : "", DataTypeName(output_type(i)));
-      ctx->SetStatus(errors::InvalidArgument("Dequeue of components (", want, ") from ", queue.DebugString(),
-                                             ", whose components differ"));
-      done();
-      return;
-    }
+    auto want = [this] {
+      std::string types;
+      for (int i = 0; i < num_outputs(); ++i) types += StrCat(i ? ", " : "", DataTypeName(output_type(i)));
+      return types;
+    };
+    OP_REQUIRES_ASYNC(ctx, same,
+                      errors::InvalidArgument("Dequeue of components (", want(), ") from ", queue.DebugString(),
+                                              ", whose components differ"),
+                      done);
     queue.Dequeue(n, kMode, ctx->cancellation_manager(),
                   [ctx, done = std::move(done)](const Status& s, Queue::Tuple tuple) {
                     ctx->SetStatus(s);

@@ -56,13 +56,9 @@ class ArgToDeviceOp : public AsyncOpKernel {
  public:
   explicit ArgToDeviceOp(OpKernelConstruction* c) : AsyncOpKernel(c), index_(IndexAttr(c)) {}
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
-    Status s = NeedCallFrame(ctx);
-    StatusOr<Tensor> t = s.ok() ? ctx->call_frame()->GetArg(index_) : StatusOr<Tensor>(s);
-    if (!t.ok()) {
-      ctx->SetStatus(t.status());
-      done();
-      return;
-    }
+    OP_REQUIRES_OK_ASYNC(ctx, NeedCallFrame(ctx), done);
+    StatusOr<Tensor> t = ctx->call_frame()->GetArg(index_);
+    OP_REQUIRES_OK_ASYNC(ctx, t.status(), done);
     CopyTensor(*t, nullptr, {}, ctx->device(), ctx->output_alloc_attr(0),
                [ctx, done = std::move(done)](const Status& copied, Tensor value) {
                  if (copied.ok()) {
@@ -97,12 +93,7 @@ class RetvalFromDeviceOp : public AsyncOpKernel {
  public:
   explicit RetvalFromDeviceOp(OpKernelConstruction* c) : AsyncOpKernel(c), index_(IndexAttr(c)) {}
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
-    Status s = NeedCallFrame(ctx);
-    if (!s.ok()) {
-      ctx->SetStatus(s);
-      done();
-      return;
-    }
+    OP_REQUIRES_OK_ASYNC(ctx, NeedCallFrame(ctx), done);
     CopyTensor(ctx->input(0), ctx->device(), ctx->input_alloc_attr(0), nullptr, {},
                [this, ctx, done = std::move(done)](const Status& copied, Tensor value) {
                  ctx->SetStatus(copied.ok() ? ctx->call_frame()->SetRetval(index_, value) : copied);

@@ -45,12 +45,7 @@ class RecvOp : public AsyncOpKernel {
  public:
   explicit RecvOp(OpKernelConstruction* c) : AsyncOpKernel(c), key_(KeyFromAttrs(c)) {}
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
-    Status s = NeedRendezvous(ctx);
-    if (!s.ok()) {
-      ctx->SetStatus(s);
-      done();
-      return;
-    }
+    OP_REQUIRES_OK_ASYNC(ctx, NeedRendezvous(ctx), done);
     const Rendezvous::Args args{ctx->device(), ctx->output_alloc_attr(0)};
     ctx->rendezvous()->RecvAsync(key_, args, [this, ctx, done = std::move(done)](const Status& st, const Tensor& value) {
       if (!st.ok()) {

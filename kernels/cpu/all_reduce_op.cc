@@ -36,22 +36,14 @@ class AllReduceOp : public AsyncOpKernel {
   }
 
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
-    if (ring_.size > 1 && ctx->rendezvous() == nullptr) {
-      ctx->SetStatus(errors::Internal("AllReduce needs the step's rendezvous; run it through a Session"));
-      done();
-      return;
-    }
+    OP_REQUIRES_ASYNC(ctx, ring_.size == 1 || ctx->rendezvous() != nullptr,
+                      errors::Internal("AllReduce needs the step's rendezvous; run it through a Session"), done);
     RingAllReduce::Params params = ring_;
     params.pool = ctx->intra_op_pool();
     if (num_inputs() == 1) {
       const Tensor& in = ctx->input(0);
       Tensor* out = nullptr;
-      Status s = ctx->forward_input_or_allocate_output(0, 0, in.shape(), &out);
-      if (!s.ok()) {
-        ctx->SetStatus(s);
-        done();
-        return;
-      }
+      OP_REQUIRES_OK_ASYNC(ctx, ctx->forward_input_or_allocate_output(0, 0, in.shape(), &out), done);
       Tensor flat_in = *in.Reshaped(TensorShape({in.NumElements()}));
       Tensor flat_out = *out->Reshaped(TensorShape({in.NumElements()}));
       RingAllReduce::Start(params, ctx->rendezvous(), flat_in, flat_out,
@@ -64,12 +56,7 @@ class AllReduceOp : public AsyncOpKernel {
     int64_t total = 0;
     for (int i = 0; i < num_inputs(); ++i) total += ctx->input(i).NumElements();
     Tensor fused;
-    Status s = ctx->allocate_temp(input_type(0), TensorShape({total}), &fused);
-    if (!s.ok()) {
-      ctx->SetStatus(s);
-      done();
-      return;
-    }
+    OP_REQUIRES_OK_ASYNC(ctx, ctx->allocate_temp(input_type(0), TensorShape({total}), &fused), done);
     const size_t element = DataTypeSize(input_type(0));
     auto* dst = static_cast<std::byte*>(fused.raw_data());
     for (int i = 0; i < num_inputs(); ++i) {
