@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <random>
 
 #include "tests/test_util.h"
@@ -113,6 +114,23 @@ std::vector<float> Transposed(const std::vector<float>& x, int rows, int cols) {
   return t;
 }
 
+// a [m, k] times b [k, n] through MatMul four ways, each operand given as is or transposed;
+// `check` sees each product and which operands were transposed.
+void ForEachTransposition(const std::vector<float>& a, const std::vector<float>& b, int m, int k, int n,
+                          const std::function<void(const Tensor&, bool, bool)>& check) {
+  const std::vector<float> at = Transposed(a, m, k), bt = Transposed(b, k, n);
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      Scope root = Scope::NewRootScope();
+      auto ca = ops::Const(root, ta ? F(at, TensorShape({k, m})) : F(a, TensorShape({m, k})));
+      auto cb = ops::Const(root, tb ? F(bt, TensorShape({n, k})) : F(b, TensorShape({k, n})));
+      Tensor t = Eval(root, ops::MatMul(root, ca, cb, {.transpose_a = ta, .transpose_b = tb}));
+      ASSERT_EQ(t.shape(), TensorShape({m, n}));
+      check(t, ta, tb);
+    }
+  }
+}
+
 TEST(MatMulTest, TransposesAgainstNaive) {
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1, 1);
@@ -124,18 +142,9 @@ TEST(MatMulTest, TransposesAgainstNaive) {
   for (int i = 0; i < m; ++i)
     for (int j = 0; j < n; ++j)
       for (int p = 0; p < k; ++p) want[i * n + j] += a[i * k + p] * b[p * n + j];
-  // a^T stored as [k, m], b^T as [n, k].
-  const std::vector<float> at = Transposed(a, m, k), bt = Transposed(b, k, n);
-  for (bool ta : {false, true}) {
-    for (bool tb : {false, true}) {
-      Scope root = Scope::NewRootScope();
-      auto ca = ops::Const(root, ta ? F(at, TensorShape({k, m})) : F(a, TensorShape({m, k})));
-      auto cb = ops::Const(root, tb ? F(bt, TensorShape({n, k})) : F(b, TensorShape({k, n})));
-      Tensor t = Eval(root, ops::MatMul(root, ca, cb, {.transpose_a = ta, .transpose_b = tb}));
-      ASSERT_EQ(t.shape(), TensorShape({m, n}));
-      EXPECT_THAT(Values<float>(t), Pointwise(FloatNear(1e-4f), want)) << ta << tb;
-    }
-  }
+  ForEachTransposition(a, b, m, k, n, [&](const Tensor& t, bool ta, bool tb) {
+    EXPECT_THAT(Values<float>(t), Pointwise(FloatNear(1e-4f), want)) << ta << tb;
+  });
 }
 
 // A product past 2^31 flops runs as panels of rows (so that it can stop at a deadline):
@@ -147,23 +156,15 @@ TEST(MatMulTest, LargeProductsRunInPanelsWithTheSameResult) {
   std::vector<float> a(m * k), b(k * n);
   for (auto& x : a) x = static_cast<float>(u(rng));
   for (auto& x : b) x = static_cast<float>(u(rng));
-  const std::vector<float> at = Transposed(a, m, k), bt = Transposed(b, k, n);
-  for (bool ta : {false, true}) {
-    for (bool tb : {false, true}) {
-      Scope root = Scope::NewRootScope();
-      auto ca = ops::Const(root, ta ? F(at, TensorShape({k, m})) : F(a, TensorShape({m, k})));
-      auto cb = ops::Const(root, tb ? F(bt, TensorShape({n, k})) : F(b, TensorShape({k, n})));
-      Tensor t = Eval(root, ops::MatMul(root, ca, cb, {.transpose_a = ta, .transpose_b = tb}));
-      ASSERT_EQ(t.shape(), TensorShape({m, n}));
-      for (int i : {0, 1023, 1024, 2047, 2048, m - 1}) {  // each side of each panel edge
-        for (int j = 0; j < n; ++j) {
-          float want = 0;
-          for (int p = 0; p < k; ++p) want += a[i * k + p] * b[p * n + j];
-          ASSERT_EQ(t.data<float>()[i * n + j], want) << "row " << i << " col " << j << " ta " << ta << " tb " << tb;
-        }
+  ForEachTransposition(a, b, m, k, n, [&](const Tensor& t, bool ta, bool tb) {
+    for (int i : {0, 1023, 1024, 2047, 2048, m - 1}) {  // each side of each panel edge
+      for (int j = 0; j < n; ++j) {
+        float want = 0;
+        for (int p = 0; p < k; ++p) want += a[i * k + p] * b[p * n + j];
+        ASSERT_EQ(t.data<float>()[i * n + j], want) << "row " << i << " col " << j << " ta " << ta << " tb " << tb;
       }
     }
-  }
+  });
 }
 
 TEST(MatMulTest, RuntimeShapeMismatchIsAnError) {

@@ -12,9 +12,10 @@
 namespace tessera {
 namespace {
 
-GraphDef TwoDeviceGraph() {
+// y = -x, with x on CPU:0 and y on CPU:1.
+GraphDef TwoDeviceGraph(float x_value = 3.0f) {
   Scope root = Scope::NewRootScope();
-  auto x = ops::Const(root.WithOpName("x").WithDevice("/cpu:0"), Tensor::Scalar(3.0f));
+  auto x = ops::Const(root.WithOpName("x").WithDevice("/cpu:0"), Tensor::Scalar(x_value));
   ops::Neg(root.WithOpName("y").WithDevice("/cpu:1"), x);
   GraphDef def;
   EXPECT_TRUE(root.ToGraphDef(&def).ok());
@@ -101,14 +102,15 @@ TEST(SessionFactoryTest, EachStepGetsItsRendezvousFromTheInjectedManager) {
 TEST(SessionFactoryTest, SessionsOnOneServerShareItsRendezvousManager) {
   auto server = Server::CreateLocal(TwoCpus());
   ASSERT_TRUE(server.ok());
-  auto a = Session::Create((*server)->target(), {}, TwoDeviceGraph());
-  auto b = Session::Create((*server)->target(), {}, TwoDeviceGraph());
+  // The two graphs send different values under the same rendezvous key ("x:0" from CPU:0
+  // to CPU:1): were two steps to share a step id, one would receive the other's.
+  auto a = Session::Create((*server)->target(), {}, TwoDeviceGraph(3.0f));
+  auto b = Session::Create((*server)->target(), {}, TwoDeviceGraph(5.0f));
   ASSERT_TRUE(a.ok() && b.ok());
-  // Step ids are unique in the process, so concurrent steps of both never share a key.
   std::vector<std::thread> threads;
-  for (Session* s : {a->get(), b->get()}) {
-    threads.emplace_back([s] {
-      for (int i = 0; i < 50; ++i) EXPECT_EQ(testing::Fetch(*s, "y").data<float>()[0], -3.0f);
+  for (const auto& run : {std::pair{a->get(), -3.0f}, std::pair{b->get(), -5.0f}}) {
+    threads.emplace_back([s = run.first, want = run.second] {
+      for (int i = 0; i < 200; ++i) EXPECT_EQ(testing::Fetch(*s, "y").data<float>()[0], want);
     });
   }
   for (auto& t : threads) t.join();
