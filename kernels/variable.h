@@ -7,11 +7,14 @@
 
 #include <functional>
 #include <mutex>
+#include <vector>
 
 #include "graph/tensor.h"
 #include "kernels/resource_mgr.h"
 
 namespace tessera {
+
+class OpKernelContext;
 
 class Variable : public ResourceBase {
  public:
@@ -24,9 +27,12 @@ class Variable : public ResourceBase {
   StatusOr<Tensor> Read(std::string_view name) const;
   bool IsInitialized() const;
   void Write(Tensor value);
-  // Applies fn(value) with the lock held, on a buffer no reader shares (copying it first if
-  // one does). FailedPrecondition when uninitialized.
-  Status Update(std::string_view name, const std::function<Status(Tensor*)>& fn);
+  // Copies a value whose buffer a reader shares, before an update changes it in place.
+  using CopyFn = std::function<StatusOr<Tensor>(const Tensor&)>;
+  // Applies fn(value) with the lock held, on a buffer no reader shares (copying it first
+  // with `copy`, or a host copy when it is null, if one does). FailedPrecondition when
+  // uninitialized.
+  Status Update(std::string_view name, const std::function<Status(Tensor*)>& fn, const CopyFn& copy = nullptr);
 
   std::string DebugString() const override;
 
@@ -36,5 +42,12 @@ class Variable : public ResourceBase {
   mutable std::mutex mu_;
   Tensor value_;  // guarded by mu_; uninitialized until the first Write
 };
+
+// Locks the variables behind ctx's reference inputs `refs` (the last first: every apply op
+// takes them in the same order), checks that each holds a tensor of `shape`, and calls fn
+// with their values in the order of `refs`. `copy` is as for Variable::Update.
+Status UpdateRefInputs(OpKernelContext* ctx, std::vector<int> refs, const TensorShape& shape,
+                       const std::function<void(const std::vector<Tensor*>&)>& fn,
+                       const Variable::CopyFn& copy = nullptr);
 
 }  // namespace tessera

@@ -23,6 +23,12 @@ void RegisterRuntimeKernelsWithOwnMemory(KernelRegistry& r, const std::string& d
 // _Send and _Recv on `device_type`, and with `host_variants` _HostSend and _HostRecv.
 void RegisterSendRecvKernels(KernelRegistry& r, const std::string& device_type, bool host_variants);
 
+// Reshape, Shape and Size; with `own_memory`, shapes and sizes stay in host memory.
+void RegisterShapeOnlyKernels(KernelRegistry& r, const std::string& device_type, bool own_memory);
+
+// VariableV2, for variables of `dtypes` (every type when empty).
+void RegisterVariableOp(KernelRegistry& r, const std::string& device_type, const std::vector<DataType>& dtypes = {});
+
 // The queue ops, for a device whose memory is the host's: queues keep their tensors there.
 void RegisterQueueKernels(KernelRegistry& r, const std::string& device_type);
 

@@ -37,52 +37,6 @@ class PlaceholderOp : public OpKernel {
   TensorShape shape_;
 };
 
-class ReshapeOp : public OpKernel {
- public:
-  using OpKernel::OpKernel;
-  void Compute(OpKernelContext* ctx) override {
-    const Tensor& in = ctx->input(0);
-    const Tensor& shape = ctx->input(1);
-    OP_REQUIRES(ctx, shape.rank() == 1,
-                errors::InvalidArgument("shape must be a vector, got shape ",
-                                        shape.shape().DebugString()));
-    std::vector<int64_t> dims = IntTensorValues(shape);
-    int64_t known = 1;
-    int unknown = -1;
-    for (size_t i = 0; i < dims.size(); ++i) {
-      if (dims[i] == -1) {
-        OP_REQUIRES(ctx, unknown < 0,
-                    errors::InvalidArgument("Only one input size may be -1, not both ", unknown,
-                                            " and ", i));
-        unknown = static_cast<int>(i);
-      } else {
-        OP_REQUIRES(ctx, dims[i] >= 0,
-                    errors::InvalidArgument("Size ", i, " must be non-negative, not ", dims[i]));
-        OP_REQUIRES(ctx, !__builtin_mul_overflow(known, dims[i], &known),
-                    errors::InvalidArgument("The requested shape ", TensorShape(dims).DebugString(),
-                                            " has more than 2^63-1 elements"));
-      }
-    }
-    if (unknown >= 0) {
-      OP_REQUIRES(ctx, known > 0 && in.NumElements() % known == 0,
-                  errors::InvalidArgument("Input to reshape is a tensor with ", in.NumElements(),
-                                          " values, but the requested shape requires a multiple of ",
-                                          known));
-      dims[unknown] = in.NumElements() / known;
-    }
-    StatusOr<TensorShape> out_shape = TensorShape::Make(dims);
-    OP_REQUIRES_OK(ctx, out_shape.status());
-    OP_REQUIRES(ctx, out_shape->num_elements() == in.NumElements(),
-                errors::InvalidArgument("Input to reshape is a tensor with ", in.NumElements(),
-                                        " values, but the requested shape has ",
-                                        out_shape->num_elements()));
-    StatusOr<Tensor> out = in.Reshaped(*out_shape);
-    OP_REQUIRES_OK(ctx, out.status());
-    ctx->set_output(0, std::move(*out));
-  }
-  bool IsExpensive() const override { return false; }
-};
-
 template <typename T>
 void FillWith(OpKernelContext* ctx, Tensor* t, const T& v) {
   T* p = t->data<T>();
@@ -134,34 +88,14 @@ class ConstantLikeOp : public OpKernel {
   }
 };
 
-class ShapeOp : public OpKernel {
- public:
-  using OpKernel::OpKernel;
-  void Compute(OpKernelContext* ctx) override {
-    const Tensor& in = ctx->input(0);
-    Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({in.rank()}), &out));
-    for (int i = 0; i < in.rank(); ++i) {
-      if (out->dtype() == DataType::kInt64) {
-        out->data<int64_t>()[i] = in.dim(i);
-      } else {
-        out->data<int32_t>()[i] = static_cast<int32_t>(in.dim(i));
-      }
-    }
-  }
-  bool IsExpensive() const override { return false; }
-};
-
 }  // namespace
 
 void RegisterArrayKernels(KernelRegistry& r) {
   r.Register<ConstOp>(KernelDefBuilder("Const").Device(kDeviceCpu));
   r.Register<PlaceholderOp>(KernelDefBuilder("Placeholder").Device(kDeviceCpu));
-  r.Register<ReshapeOp>(KernelDefBuilder("Reshape").Device(kDeviceCpu));
   r.Register<FillOp>(KernelDefBuilder("Fill").Device(kDeviceCpu));
   r.Register<ConstantLikeOp<0>>(KernelDefBuilder("ZerosLike").Device(kDeviceCpu));
   r.Register<ConstantLikeOp<1>>(KernelDefBuilder("OnesLike").Device(kDeviceCpu));
-  r.Register<ShapeOp>(KernelDefBuilder("Shape").Device(kDeviceCpu));
 }
 
 }  // namespace tessera::cpu

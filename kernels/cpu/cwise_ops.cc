@@ -3,55 +3,11 @@
 #include <cmath>
 
 #include "graph/shape_inference.h"
+#include "kernels/broadcast_plan.h"
 #include "kernels/cpu/register.h"
 
 namespace tessera::cpu {
 namespace {
-
-// Operand strides over the output after adjacent dimensions that broadcast the same way
-// are merged; a stride of 0 repeats an operand along that dimension.
-struct BroadcastPlan {
-  int rank = 0;
-  int64_t dims[TensorShape::kMaxRank] = {};
-  int64_t a_stride[TensorShape::kMaxRank] = {};
-  int64_t b_stride[TensorShape::kMaxRank] = {};
-};
-
-BroadcastPlan MakePlan(const TensorShape& a, const TensorShape& b, const TensorShape& out) {
-  const int r = out.rank();
-  BroadcastPlan plan;
-  int prev = -1;  // kind of the previous merged dim: bit 0 = a broadcast, bit 1 = b broadcast
-  for (int i = 0; i < r; ++i) {
-    int ia = a.rank() - r + i, ib = b.rank() - r + i;
-    int64_t da = ia >= 0 ? a.dim(ia) : 1, db = ib >= 0 ? b.dim(ib) : 1, d = out.dim(i);
-    if (d == 1) continue;
-    int kind = (da == 1 ? 1 : 0) | (db == 1 ? 2 : 0);
-    if (kind == prev) {
-      plan.dims[plan.rank - 1] *= d;
-    } else {
-      plan.dims[plan.rank] = d;
-      plan.a_stride[plan.rank] = (kind & 1) ? 0 : 1;
-      plan.b_stride[plan.rank] = (kind & 2) ? 0 : 1;
-      ++plan.rank;
-      prev = kind;
-    }
-  }
-  if (plan.rank == 0) {  // a scalar result
-    plan.rank = 1;
-    plan.dims[0] = 1;
-    plan.a_stride[0] = plan.b_stride[0] = 1;
-  }
-  // Turn the 0/1 flags into element strides, innermost first.
-  int64_t sa = 1, sb = 1;
-  for (int i = plan.rank - 1; i >= 0; --i) {
-    bool a_on = plan.a_stride[i] != 0, b_on = plan.b_stride[i] != 0;
-    plan.a_stride[i] = a_on ? sa : 0;
-    plan.b_stride[i] = b_on ? sb : 0;
-    if (a_on) sa *= plan.dims[i];
-    if (b_on) sb *= plan.dims[i];
-  }
-  return plan;
-}
 
 // The innermost loop, specialised on whether each operand moves, so that it vectorises.
 template <typename T, typename Out, typename F, bool kA, bool kB>
@@ -66,7 +22,7 @@ void RunPlan(const BroadcastPlan& p, const T* a, const T* b, Out* out, int64_t b
   const int64_t n = p.dims[inner];
   const bool ka = p.a_stride[inner] != 0, kb = p.b_stride[inner] != 0;
   // Odometer over the outer dims, started at begin_row.
-  int64_t idx[TensorShape::kMaxRank] = {};
+  int64_t idx[BroadcastPlan::kMaxRank] = {};
   int64_t rem = begin_row, oa = 0, ob = 0;
   for (int d = inner - 1; d >= 0; --d) {
     idx[d] = rem % p.dims[d];
@@ -126,7 +82,7 @@ class BinaryOp : public OpKernel {
       OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
     }
     if (out->NumElements() == 0) return;
-    BroadcastPlan plan = MakePlan(a_shape, b_shape, *shape);
+    BroadcastPlan plan = MakeBroadcastPlan(a_shape, b_shape, *shape);
     const int64_t n = plan.dims[plan.rank - 1];
     const int64_t rows = out->NumElements() / n;
     Out* op = out->data<Out>();

@@ -1,13 +1,13 @@
 // Sum, Mean and Max over any set of axes, with keep_dims, and ArgMax.
 //
-// Adjacent axes that are all reduced (or all kept) are merged, which turns the input into
-// alternating kept/reduced groups; each reduced group is then folded with one
-// [outer, reduced, inner] pass, innermost group first.
+// Each reduced group of the ReductionPlan is folded with one [outer, reduced, inner] pass,
+// innermost group first.
 #include <limits>
 #include <vector>
 
 #include "kernels/cpu/register.h"
 #include "kernels/cpu/sum_accumulator.h"
+#include "kernels/reduction_plan.h"
 
 namespace tessera::cpu {
 namespace {
@@ -64,28 +64,10 @@ class ReductionOp : public OpKernel {
 
   void Compute(OpKernelContext* ctx) override {
     const Tensor& in = ctx->input(0);
-    const Tensor& axes_t = ctx->input(1);
-    OP_REQUIRES(ctx, axes_t.rank() <= 1,
-                errors::InvalidArgument("axes must be a scalar or vector, got shape ",
-                                        axes_t.shape().DebugString()));
-    const int rank = in.rank();
-    std::vector<bool> reduce(rank, false);
-    for (int64_t a : IntTensorValues(axes_t)) {
-      OP_REQUIRES(ctx, a >= -rank && a < rank,
-                  errors::InvalidArgument("Invalid reduction dimension ", a, " for input with ",
-                                          rank, " dimensions."));
-      reduce[a < 0 ? a + rank : a] = true;
-    }
-    TensorShape out_shape;
-    int64_t reduced_count = 1;
-    for (int i = 0; i < rank; ++i) {
-      if (!reduce[i]) {
-        out_shape.AddDim(in.dim(i));
-      } else {
-        reduced_count *= in.dim(i);
-        if (keep_dims_) out_shape.AddDim(1);
-      }
-    }
+    StatusOr<ReductionPlan> plan = MakeReductionPlan(in.shape(), ctx->input(1), keep_dims_);
+    OP_REQUIRES_OK(ctx, plan.status());
+    const TensorShape& out_shape = plan->out_shape;
+    const int64_t reduced_count = plan->reduced_count;
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, out_shape, &out));
     if (out->NumElements() == 0) return;
@@ -94,18 +76,8 @@ class ReductionOp : public OpKernel {
       return;
     }
 
-    // Merge adjacent axes of the same kind, dropping size-1 axes.
-    std::vector<int64_t> dims;
-    std::vector<bool> red;
-    for (int i = 0; i < rank; ++i) {
-      if (in.dim(i) == 1) continue;
-      if (!dims.empty() && red.back() == reduce[i]) {
-        dims.back() *= in.dim(i);
-      } else {
-        dims.push_back(in.dim(i));
-        red.push_back(reduce[i]);
-      }
-    }
+    std::vector<int64_t> dims = plan->dims;
+    const std::vector<bool>& red = plan->reduced;
     using Acc = std::conditional_t<kKind == Kind::kMax, MaxAcc<T>, SumAccumulator<T>>;
     Tensor current = in;
     for (int g = static_cast<int>(dims.size()) - 1; g >= 0; --g) {

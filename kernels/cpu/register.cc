@@ -7,6 +7,8 @@ namespace tessera {
 void RegisterCpuKernels(KernelRegistry& r) {
   RegisterRuntimeKernels(r, kDeviceCpu);
   RegisterQueueKernels(r, kDeviceCpu);
+  RegisterShapeOnlyKernels(r, kDeviceCpu, false);
+  RegisterVariableOp(r, kDeviceCpu);
   RegisterDatasetKernels(r);
   cpu::RegisterArrayKernels(r);
   cpu::RegisterVariableKernels(r);

@@ -113,30 +113,11 @@ class BroadcastToOp : public OpKernel {
   }
 };
 
-class SizeOp : public OpKernel {
- public:
-  using OpKernel::OpKernel;
-  void Compute(OpKernelContext* ctx) override {
-    const int64_t n = ctx->input(0).NumElements();
-    Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape(), &out));
-    if (out->dtype() == DataType::kInt64) {
-      out->data<int64_t>()[0] = n;
-    } else {
-      OP_REQUIRES(ctx, n <= std::numeric_limits<int32_t>::max(),
-                  errors::InvalidArgument("Size of ", n, " elements does not fit int32; use out_type int64"));
-      out->data<int32_t>()[0] = static_cast<int32_t>(n);
-    }
-  }
-  bool IsExpensive() const override { return false; }
-};
-
 }  // namespace
 
 void RegisterShapeKernels(KernelRegistry& r) {
   r.Register<BroadcastGradientArgsOp>(KernelDefBuilder("BroadcastGradientArgs").Device(kDeviceCpu));
   r.Register<BroadcastToOp>(KernelDefBuilder("BroadcastTo").Device(kDeviceCpu));
-  r.Register<SizeOp>(KernelDefBuilder("Size").Device(kDeviceCpu));
 }
 
 }  // namespace tessera::cpu

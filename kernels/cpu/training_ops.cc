@@ -17,25 +17,14 @@ StatusOr<T> Scalar(OpKernelContext* ctx, int i, std::string_view what) {
   return t.data<T>()[0];
 }
 
-// Locks the reference inputs `refs` (accumulators first, the variable last: every apply op
-// takes them in this order) and calls fn with their buffers, after checking each has the
-// gradient's shape.
+// The apply ops' update through UpdateRefInputs, with the buffers as T*.
 template <typename T>
 Status UpdateRefs(OpKernelContext* ctx, std::vector<int> refs, const Tensor& grad,
-                  const std::function<void(const std::vector<T*>&)>& fn, std::vector<T*> bufs = {}) {
-  if (refs.empty()) {
+                  const std::function<void(const std::vector<T*>&)>& fn) {
+  return UpdateRefInputs(ctx, std::move(refs), grad.shape(), [&](const std::vector<Tensor*>& values) {
+    std::vector<T*> bufs;
+    for (Tensor* v : values) bufs.push_back(v->data<T>());
     fn(bufs);
-    return Status::OK();
-  }
-  const int i = refs.back();
-  refs.pop_back();
-  return ctx->input_ref(i)->Update(ctx->input_ref_name(i), [&](Tensor* value) -> Status {
-    if (value->shape() != grad.shape()) {
-      return errors::InvalidArgument(ctx->input_ref_name(i), " and grad do not have the same shape: ",
-                                     value->shape().DebugString(), " ", grad.shape().DebugString());
-    }
-    bufs.insert(bufs.begin(), value->data<T>());
-    return UpdateRefs<T>(ctx, refs, grad, fn, bufs);
   });
 }
 

@@ -1,40 +1,9 @@
-// VariableV2 and the ops that write it through a reference input.
+// The ops that write a variable through a reference input, on the CPU.
 #include "kernels/cpu/register.h"
 #include "kernels/variable.h"
 
 namespace tessera::cpu {
 namespace {
-
-class VariableOp : public OpKernel {
- public:
-  explicit VariableOp(OpKernelConstruction* c) : OpKernel(c) {
-    Status s = c->GetAttr("shape", &shape_);
-    if (s.ok()) s = c->GetAttr("dtype", &dtype_);
-    if (s.ok()) s = c->GetAttr("container", &container_);
-    if (s.ok()) s = c->GetAttr("shared_name", &shared_name_);
-    if (!s.ok()) c->SetStatus(s);
-    if (shared_name_.empty()) shared_name_ = name();
-  }
-  void Compute(OpKernelContext* ctx) override {
-    OP_REQUIRES(ctx, ctx->resource_manager() != nullptr,
-                errors::Internal("VariableV2 needs a resource manager"));
-    auto var = ctx->resource_manager()->LookupOrCreate<Variable>(
-        container_, shared_name_, [&] { return std::make_shared<Variable>(dtype_, shape_); });
-    OP_REQUIRES_OK(ctx, var.status());
-    OP_REQUIRES(ctx, (*var)->dtype() == dtype_,
-                errors::InvalidArgument("Variable ", shared_name_, " exists with dtype ",
-                                        DataTypeName((*var)->dtype()), ", not ",
-                                        DataTypeName(dtype_)));
-    ctx->set_output_ref(0, std::move(*var), &name());
-  }
-  bool IsExpensive() const override { return false; }
-
- private:
-  TensorShape shape_;
-  DataType dtype_ = DataType::kInvalid;
-  std::string container_;
-  std::string shared_name_;
-};
 
 class AssignOp : public OpKernel {
  public:
@@ -88,7 +57,6 @@ class AssignUpdateOp : public OpKernel {
 }  // namespace
 
 void RegisterVariableKernels(KernelRegistry& r) {
-  r.Register<VariableOp>(KernelDefBuilder("VariableV2").Device(kDeviceCpu));
   r.Register<AssignOp>(KernelDefBuilder("Assign").Device(kDeviceCpu));
   ForEachType<float, double, int32_t, int64_t>([&](auto zero) {
     using T = decltype(zero);

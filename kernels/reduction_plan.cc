@@ -1,0 +1,38 @@
+#include "kernels/reduction_plan.h"
+
+namespace tessera {
+
+StatusOr<ReductionPlan> MakeReductionPlan(const TensorShape& in, const Tensor& axes, bool keep_dims) {
+  if (axes.rank() > 1) {
+    return errors::InvalidArgument("axes must be a scalar or vector, got shape ", axes.shape().DebugString());
+  }
+  const int rank = in.rank();
+  std::vector<bool> reduce(rank, false);
+  for (int64_t a : IntTensorValues(axes)) {
+    if (a < -rank || a >= rank) {
+      return errors::InvalidArgument("Invalid reduction dimension ", a, " for input with ", rank, " dimensions.");
+    }
+    reduce[a < 0 ? a + rank : a] = true;
+  }
+  ReductionPlan plan;
+  for (int i = 0; i < rank; ++i) {
+    if (!reduce[i]) {
+      plan.out_shape.AddDim(in.dim(i));
+    } else {
+      plan.reduced_count *= in.dim(i);
+      if (keep_dims) plan.out_shape.AddDim(1);
+    }
+  }
+  for (int i = 0; i < rank; ++i) {
+    if (in.dim(i) == 1) continue;
+    if (!plan.dims.empty() && plan.reduced.back() == reduce[i]) {
+      plan.dims.back() *= in.dim(i);
+    } else {
+      plan.dims.push_back(in.dim(i));
+      plan.reduced.push_back(reduce[i]);
+    }
+  }
+  return plan;
+}
+
+}  // namespace tessera
