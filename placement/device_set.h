@@ -14,6 +14,9 @@ struct DeviceDescription {
   DeviceName parsed;
   std::string type;  // "CPU", "GPU"
   int priority = 0;  // of the type: higher is placed on first by default
+  // The hardware behind it, for the placement log: "device: 0, name: NVIDIA H100 ...,
+  // pci bus id: ..., compute capability: 9.0" for a GPU; empty for a CPU.
+  std::string physical_device_desc;
 };
 
 class DeviceSet {
@@ -21,7 +24,7 @@ class DeviceSet {
   DeviceSet() = default;
   // `priority` is the device type's (DeviceFactory: GPU 210, CPU 100). InvalidArgument when
   // a name is not a full device name.
-  Status Add(const std::string& full_name, int priority);
+  Status Add(const std::string& full_name, int priority, std::string physical_device_desc = "");
 
   // In placement priority order (GPU before CPU), then by job, replica, task and id.
   const std::vector<DeviceDescription>& devices() const { return devices_; }

@@ -192,7 +192,11 @@ StatusOr<std::vector<PlacementRecord>> Placer::Run() {
 std::string PlacementLog(const DeviceSet& devices, const std::vector<PlacementRecord>& records) {
   std::string s = "Device mapping:\n";
   for (const DeviceDescription& d : devices.devices()) {
-    s += StrCat(d.name, " -> device: ", d.parsed.id, ", name: ", d.type, "\n");
+    if (d.physical_device_desc.empty()) {
+      s += StrCat(d.name, " -> device: ", d.parsed.id, ", name: ", d.type, "\n");
+    } else {
+      s += StrCat(d.name, " -> ", d.physical_device_desc, "\n");
+    }
   }
   for (size_t i = 0; i < records.size(); ++i) {
     const PlacementRecord& r = records[i];

@@ -23,17 +23,20 @@ uint64_t NewIncarnation() {
 }  // namespace
 
 Device::Device(DeviceName name, std::shared_ptr<Allocator> allocator, std::shared_ptr<Allocator> host_allocator,
-               ThreadPool* intra_op_pool)
+               ThreadPool* intra_op_pool, DeviceAttributes attributes)
     : parsed_(std::move(name)),
       name_(parsed_.ToString()),
       allocator_(std::move(allocator)),
       host_allocator_(std::move(host_allocator)),
       intra_op_pool_(intra_op_pool),
-      incarnation_(NewIncarnation()) {}
+      incarnation_(NewIncarnation()),
+      attributes_(std::move(attributes)) {}
 
 StatusOr<std::unique_ptr<DeviceMgr>> DeviceMgr::CreateLocal(const std::map<std::string, int>& device_count,
-                                                            ThreadPool* intra_op_pool, int64_t memory_limit_bytes) {
-  std::map<std::string, int, std::less<>> counts = {{kDeviceCpu, 1}};
+                                                            ThreadPool* intra_op_pool, int64_t memory_limit_bytes,
+                                                            const GpuOptions& gpu_options) {
+  std::map<std::string, int, std::less<>> counts;
+  for (const std::string& type : DeviceFactory::Types()) counts[type] = DeviceFactory::Find(type)->DefaultCount();
   for (const auto& [type, count] : device_count) {
     if (count < 0) {
       return errors::InvalidArgument("device_count for ", type, " must be >= 0, got ", count);
@@ -50,6 +53,7 @@ StatusOr<std::unique_ptr<DeviceMgr>> DeviceMgr::CreateLocal(const std::map<std::
   DeviceCreationParams params;
   params.intra_op_pool = intra_op_pool;
   params.host_memory = std::make_shared<MemoryBudget>(memory_limit_bytes);
+  params.gpu_options = gpu_options;
   std::vector<std::unique_ptr<Device>> devices;
   for (const std::string& type : DeviceFactory::Types()) {
     auto it = counts.find(type);
@@ -86,7 +90,7 @@ StatusOr<Device*> DeviceMgr::Lookup(std::string_view name) const {
 DeviceSet DeviceMgr::AsDeviceSet() const {
   DeviceSet set;
   for (Device* d : device_ptrs_) {
-    Status s = set.Add(d->name(), DeviceFactory::Priority(d->device_type()));
+    Status s = set.Add(d->name(), DeviceFactory::Priority(d->device_type()), d->attributes().physical_device_desc);
     (void)s;  // a device's name is always full
   }
   return set;

@@ -19,13 +19,23 @@
 #include "graph/device_name.h"
 #include "kernels/device_base.h"
 #include "placement/device_set.h"
+#include "runtime/session_options.h"
 
 namespace tessera {
+
+// What a device says about itself beyond its name (TensorFlow's DeviceAttributes).
+struct DeviceAttributes {
+  // The hardware behind it, as the placement log and `tessera devices` show it: "device: 0,
+  // name: NVIDIA H100 80GB HBM3, pci bus id: 0000:00:07.0, compute capability: 9.0" for a GPU.
+  std::string physical_device_desc;
+  // Bytes its allocator may hold; 0 when it shares the host's memory limit.
+  int64_t memory_limit = 0;
+};
 
 class Device : public DeviceBase {
  public:
   Device(DeviceName name, std::shared_ptr<Allocator> allocator, std::shared_ptr<Allocator> host_allocator,
-         ThreadPool* intra_op_pool);
+         ThreadPool* intra_op_pool, DeviceAttributes attributes = {});
 
   const std::string& name() const override { return name_; }
   const std::string& device_type() const override { return parsed_.type; }
@@ -35,6 +45,7 @@ class Device : public DeviceBase {
   ThreadPool* intra_op_pool() const override { return intra_op_pool_; }
   // Chosen at random when the device is created; part of every rendezvous key it sends.
   uint64_t incarnation() const { return incarnation_; }
+  const DeviceAttributes& attributes() const { return attributes_; }
 
  private:
   const DeviceName parsed_;
@@ -43,18 +54,21 @@ class Device : public DeviceBase {
   const std::shared_ptr<Allocator> host_allocator_;
   ThreadPool* const intra_op_pool_;
   const uint64_t incarnation_;
+  const DeviceAttributes attributes_;
 };
 
 class DeviceMgr {
  public:
   // Creates up to `device_count[type]` devices of each type from its DeviceFactory, named
-  // /job:localhost/replica:0/task:0/device:<type>:<i>; one CPU when the count does not name
-  // it. A GPU count in a build without a GPU factory yields no device (a count is a
-  // maximum, as in TensorFlow); any other type without a factory is InvalidArgument.
-  // `intra_op_pool` is borrowed and must outlive the devices. The devices' host-memory
-  // allocators together hold at most `memory_limit_bytes`.
+  // /job:localhost/replica:0/task:0/device:<type>:<i>; a type the count does not name gets
+  // its factory's DefaultCount (one CPU, every visible GPU). A GPU count in a build without
+  // a GPU factory yields no device (a count is a maximum, as in TensorFlow); any other type
+  // without a factory is InvalidArgument. `intra_op_pool` is borrowed and must outlive the
+  // devices. The devices' host-memory allocators together hold at most
+  // `memory_limit_bytes`; `gpu_options` go to the GPU factory.
   static StatusOr<std::unique_ptr<DeviceMgr>> CreateLocal(const std::map<std::string, int>& device_count,
-                                                          ThreadPool* intra_op_pool, int64_t memory_limit_bytes);
+                                                          ThreadPool* intra_op_pool, int64_t memory_limit_bytes,
+                                                          const GpuOptions& gpu_options = {});
   explicit DeviceMgr(std::vector<std::unique_ptr<Device>> devices);
 
   const std::vector<Device*>& devices() const { return device_ptrs_; }

@@ -5,12 +5,17 @@
 #include <shared_mutex>
 
 #include "kernels/kernel_registry.h"
+#if TESSERA_HAVE_CUDA
+#include "kernels/gpu/register.h"
+#include "runtime/gpu/gpu_device.h"
+#endif
 
 namespace tessera {
 namespace {
 
 class CpuDeviceFactory final : public DeviceFactory {
  public:
+  int DefaultCount() const override { return 1; }
   StatusOr<std::vector<std::unique_ptr<Device>>> CreateDevices(const DeviceCreationParams& p) override {
     std::vector<std::unique_ptr<Device>> devices;
     for (int i = 0; i < p.count; ++i) {
@@ -36,6 +41,10 @@ Registry& GetRegistry() {
   static Registry* registry = [] {
     auto* r = new Registry;
     r->by_type.emplace(kDeviceCpu, Registered{100, std::make_unique<CpuDeviceFactory>()});
+#if TESSERA_HAVE_CUDA
+    r->by_type.emplace(kDeviceGpu, Registered{kGpuDevicePriority, NewGpuDeviceFactory()});
+    RegisterGpuKernels(*KernelRegistry::Global());
+#endif
     return r;
   }();
   return *registry;

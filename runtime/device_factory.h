@@ -8,7 +8,8 @@
 //     RegisterMyDeviceKernels(*KernelRegistry::Global());
 //   }
 //
-// The CPU's factory is registered on first use of the registry. Register, Find and
+// The CPU's factory, and in a CUDA build the GPU's (runtime/gpu/gpu_device.h) with its
+// kernels, are registered on first use of the registry. Register, Find and
 // Priority may be called concurrently from any thread; a factory's CreateDevices may be
 // called concurrently for different sessions.
 #pragma once
@@ -34,12 +35,15 @@ struct DeviceCreationParams {
   ThreadPool* intra_op_pool = nullptr;
   // What the devices' host-memory allocations share (the session's host_memory_limit_mb).
   std::shared_ptr<MemoryBudget> host_memory;
+  GpuOptions gpu_options;
 };
 
 class DeviceFactory {
  public:
   virtual ~DeviceFactory() = default;
   virtual StatusOr<std::vector<std::unique_ptr<Device>>> CreateDevices(const DeviceCreationParams& params) = 0;
+  // How many devices to create when a config's device_count does not name the type.
+  virtual int DefaultCount() const { return 0; }
 
   // AlreadyExists when the type has a factory.
   static Status Register(std::string type, int priority, std::unique_ptr<DeviceFactory> factory);

@@ -96,7 +96,7 @@ StatusOr<std::unique_ptr<DirectSession>> DirectSession::Create(const SessionConf
   }
   s->devices_ = std::move(environment.devices);
   if (s->devices_ == nullptr) {
-    ASSIGN_OR_RETURN(s->devices_, DeviceMgr::CreateLocal(config.device_count, s->intra_op_pool_, limit));
+    ASSIGN_OR_RETURN(s->devices_, DeviceMgr::CreateLocal(config.device_count, s->intra_op_pool_, limit, config.gpu_options));
   }
   s->resource_mgr_ = environment.resources != nullptr ? std::move(environment.resources)
                                                       : std::make_shared<ResourceMgr>();

@@ -30,7 +30,8 @@ StatusOr<std::shared_ptr<Server>> Server::CreateLocal(const SessionConfig& confi
   int threads = config.intra_op_parallelism_threads > 0 ? config.intra_op_parallelism_threads
                                                         : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   ASSIGN_OR_RETURN(owned->pool, ThreadPool::Create("server_intra_op", threads));
-  ASSIGN_OR_RETURN(owned->devices, DeviceMgr::CreateLocal(config.device_count, owned->pool.get(), config.HostMemoryLimitBytes()));
+  ASSIGN_OR_RETURN(owned->devices, DeviceMgr::CreateLocal(config.device_count, owned->pool.get(), config.HostMemoryLimitBytes(),
+                                                          config.gpu_options));
   std::shared_ptr<Server> server(new Server());
   server->devices_ = std::shared_ptr<DeviceMgr>(owned, owned->devices.get());
   server->resources_ = std::make_shared<ResourceMgr>();
