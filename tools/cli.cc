@@ -13,10 +13,15 @@
 #include "graph/platform/file_io.h"
 #include "graph/serialize/graph_json.h"
 #include "graph/platform/logging.h"
+#include "kernels/kernel_registry.h"
+#include "runtime/device.h"
 #include "runtime/partition.h"
 #include "runtime/session.h"
 #include "runtime/timeline.h"
 #include "tools/train.h"
+#if TESSERA_HAVE_CUDA
+#include "runtime/gpu/gpu_device.h"
+#endif
 
 namespace tessera {
 namespace {
@@ -29,6 +34,7 @@ constexpr const char* kUsage =
     "  tessera place GRAPH.json [--config CONFIG.json] [--allow-soft-placement]\n"
     "  tessera dot GRAPH.json [--config CONFIG.json] [--allow-soft-placement]\n"
     "  tessera export GRAPH.json\n"
+    "  tessera devices [--config CONFIG.json]\n"
     "  tessera train [--epochs 2] [--devices 2] [--mode mirrored|parameter_device] [--batch 128]\n"
     "                [--threads N] [--learning-rate 0.001] [--seed 1] [--train-limit N]\n"
     "                [--test-limit N] [--data DIR] [--checkpoint OUT.ckpt] [--trace OUT.json]\n"
@@ -284,6 +290,43 @@ StatusOr<TrainOptions> ParseTrainArgs(const std::vector<std::string>& args) {
   return o;
 }
 
+std::string MiB(int64_t bytes) { return StrCat(bytes >> 20, " MiB"); }
+
+// `tessera devices`: the devices a session with this config would have, with their memory
+// and hardware, and why there is no GPU when there is none.
+Status ListDevices(const std::vector<std::string>& args, std::ostream& out) {
+  SessionConfig config;
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (args[i] != "--config" || i + 1 >= args.size()) {
+      return errors::InvalidArgument("unexpected argument '", args[i], "'");
+    }
+    ASSIGN_OR_RETURN(std::string text, ReadFileToString(args[++i], "session config"));
+    ASSIGN_OR_RETURN(config, SessionConfig::FromJson(text));
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<ThreadPool> pool, ThreadPool::Create("devices", 1));
+  ASSIGN_OR_RETURN(std::unique_ptr<DeviceMgr> devices, DeviceMgr::CreateLocal(config.device_count, pool.get(),
+                                                                              config.HostMemoryLimitBytes(),
+                                                                              config.gpu_options));
+  bool any_gpu = false;
+  for (const Device* d : devices->devices()) {
+    const DeviceAttributes& a = d->attributes();
+    out << d->name() << "  " << d->device_type() << "  memory: "
+        << (a.memory_limit > 0 ? MiB(a.memory_limit) : MiB(config.HostMemoryLimitBytes()) + " (host, shared)");
+    if (!a.physical_device_desc.empty()) out << "  " << a.physical_device_desc;
+    out << "\n";
+    any_gpu = any_gpu || d->device_type() == kDeviceGpu;
+  }
+  if (!any_gpu) {
+#if TESSERA_HAVE_CUDA
+    StatusOr<std::vector<PhysicalGpu>> gpus = ListPhysicalGpus();
+    out << "no GPU device: " << (gpus.ok() ? "the CUDA driver sees no GPU" : gpus.status().message()) << "\n";
+#else
+    out << "no GPU device: this build has no GPU support (configure with TESSERA_CUDA=ON)\n";
+#endif
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -296,6 +339,14 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
     StatusOr<TrainResult> result = Train(*o, out);
     if (!result.ok()) {
       err << result.status().ToString() << "\n";
+      return 1;
+    }
+    return 0;
+  }
+  if (!args.empty() && args[0] == "devices") {
+    Status s = ListDevices(args, out);
+    if (!s.ok()) {
+      err << "tessera: " << s.ToString() << "\n";
       return 1;
     }
     return 0;

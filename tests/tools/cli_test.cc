@@ -127,6 +127,18 @@ TEST_F(CliTest, RunShowsThePartitions) {
   EXPECT_THAT(err_.str(), HasSubstr("    recv w:0 <- /job:localhost/replica:0/task:0/device:CPU:1 (_recv_w_0)\n"));
 }
 
+TEST_F(CliTest, DevicesListsEachDeviceAndWhyThereIsNoGpu) {
+  ASSERT_EQ(Run({"devices"}), 0) << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("/job:localhost/replica:0/task:0/device:CPU:0  CPU  memory: "));
+  if (out_.str().find("device:GPU:0  GPU") == std::string::npos) {
+    EXPECT_THAT(out_.str(), HasSubstr("no GPU device: "));
+  } else {
+    EXPECT_THAT(out_.str(), HasSubstr("compute capability: "));
+  }
+  EXPECT_EQ(Run({"devices", "--bogus"}), 1);
+  EXPECT_THAT(err_.str(), HasSubstr("unexpected argument '--bogus'"));
+}
+
 TEST_F(CliTest, ExportFillsInEveryAttr) {
   std::string g = Write("g.json", kGraph);
   ASSERT_EQ(Run({"export", g}), 0) << err_.str();

@@ -1,0 +1,186 @@
+// Element-wise device code: unary math, binary ops and comparisons with broadcasting, fill,
+// cast and bias add.
+#include "kernels/gpu/cuda_launch_util.cuh"
+#include "kernels/gpu/launch.h"
+
+namespace tessera::gpu {
+namespace {
+
+template <typename T>
+__device__ T ApplyUnary(UnaryFn fn, T x) {
+  switch (fn) {
+    case UnaryFn::kNeg: return -x;
+    case UnaryFn::kSquare: return x * x;
+    case UnaryFn::kSqrt: return sqrt(x);
+    case UnaryFn::kExp: return exp(x);
+    case UnaryFn::kLog: return log(x);
+    case UnaryFn::kRelu: return x > T(0) ? x : T(0);
+  }
+  return x;
+}
+
+template <typename T>
+__device__ T ApplyBinary(BinaryFn fn, T x, T y) {
+  switch (fn) {
+    case BinaryFn::kAdd: return x + y;
+    case BinaryFn::kSub: return x - y;
+    case BinaryFn::kMul: return x * y;
+    case BinaryFn::kDiv: return x / y;
+    // As the CPU kernels: a NaN x gives y.
+    case BinaryFn::kMaximum: return x > y ? x : y;
+    case BinaryFn::kMinimum: return x < y ? x : y;
+    case BinaryFn::kReluGrad: return y > T(0) ? x : T(0);
+  }
+  return x;
+}
+
+template <typename T>
+__device__ bool ApplyCompare(CompareFn fn, T x, T y) {
+  switch (fn) {
+    case CompareFn::kEqual: return x == y;
+    case CompareFn::kGreater: return x > y;
+    case CompareFn::kLess: return x < y;
+  }
+  return false;
+}
+
+// Offsets of output element i in the two operands.
+__device__ inline void Offsets(const BroadcastPlan& p, int64_t i, int64_t* a, int64_t* b) {
+  int64_t oa = 0, ob = 0;
+  for (int d = p.rank - 1; d >= 0; --d) {
+    const int64_t idx = i % p.dims[d];
+    i /= p.dims[d];
+    oa += idx * p.a_stride[d];
+    ob += idx * p.b_stride[d];
+  }
+  *a = oa;
+  *b = ob;
+}
+
+template <typename T>
+__global__ void UnaryKernel(UnaryFn fn, const T* in, T* out, int64_t n) {
+  TESSERA_GRID_STRIDE_LOOP(i, n) { out[i] = ApplyUnary(fn, in[i]); }
+}
+
+template <typename T>
+__global__ void SameShapeBinaryKernel(BinaryFn fn, const T* a, const T* b, T* out, int64_t n) {
+  TESSERA_GRID_STRIDE_LOOP(i, n) { out[i] = ApplyBinary(fn, a[i], b[i]); }
+}
+
+template <typename T>
+__global__ void BroadcastBinaryKernel(BinaryFn fn, BroadcastPlan plan, const T* a, const T* b, T* out, int64_t n) {
+  TESSERA_GRID_STRIDE_LOOP(i, n) {
+    int64_t oa, ob;
+    Offsets(plan, i, &oa, &ob);
+    out[i] = ApplyBinary(fn, a[oa], b[ob]);
+  }
+}
+
+template <typename T>
+__global__ void CompareKernel(CompareFn fn, BroadcastPlan plan, const T* a, const T* b, bool* out, int64_t n) {
+  TESSERA_GRID_STRIDE_LOOP(i, n) {
+    int64_t oa, ob;
+    Offsets(plan, i, &oa, &ob);
+    out[i] = ApplyCompare(fn, a[oa], b[ob]);
+  }
+}
+
+template <typename T>
+__global__ void FillKernel(T* out, T value, int64_t n) {
+  TESSERA_GRID_STRIDE_LOOP(i, n) { out[i] = value; }
+}
+
+template <typename From, typename To>
+__global__ void CastKernel(const From* in, To* out, int64_t n) {
+  TESSERA_GRID_STRIDE_LOOP(i, n) { out[i] = static_cast<To>(in[i]); }
+}
+
+template <typename T>
+__global__ void BiasAddKernel(const T* in, const T* bias, T* out, int64_t n, int64_t channels, int64_t inner) {
+  TESSERA_GRID_STRIDE_LOOP(i, n) { out[i] = in[i] + bias[(i / inner) % channels]; }
+}
+
+bool SameShape(const BroadcastPlan& p) { return p.rank == 1 && p.a_stride[0] == 1 && p.b_stride[0] == 1; }
+
+}  // namespace
+
+template <typename T>
+cudaError_t Unary(UnaryFn fn, const T* in, T* out, int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  UnaryKernel<T><<<BlocksFor(n), kThreadsPerBlock, 0, stream>>>(fn, in, out, n);
+  return LaunchError();
+}
+
+template <typename T>
+cudaError_t Binary(BinaryFn fn, const BroadcastPlan& plan, const T* a, const T* b, T* out, int64_t n,
+                   cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  if (SameShape(plan)) {
+    SameShapeBinaryKernel<T><<<BlocksFor(n), kThreadsPerBlock, 0, stream>>>(fn, a, b, out, n);
+  } else {
+    BroadcastBinaryKernel<T><<<BlocksFor(n), kThreadsPerBlock, 0, stream>>>(fn, plan, a, b, out, n);
+  }
+  return LaunchError();
+}
+
+template <typename T>
+cudaError_t Compare(CompareFn fn, const BroadcastPlan& plan, const T* a, const T* b, bool* out, int64_t n,
+                    cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  CompareKernel<T><<<BlocksFor(n), kThreadsPerBlock, 0, stream>>>(fn, plan, a, b, out, n);
+  return LaunchError();
+}
+
+template <typename T>
+cudaError_t Fill(T* out, T value, int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  FillKernel<T><<<BlocksFor(n), kThreadsPerBlock, 0, stream>>>(out, value, n);
+  return LaunchError();
+}
+
+template <typename From, typename To>
+cudaError_t Cast(const From* in, To* out, int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  CastKernel<From, To><<<BlocksFor(n), kThreadsPerBlock, 0, stream>>>(in, out, n);
+  return LaunchError();
+}
+
+template <typename T>
+cudaError_t BiasAdd(const T* in, const T* bias, T* out, int64_t n, int64_t channels, int64_t inner,
+                    cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  BiasAddKernel<T><<<BlocksFor(n), kThreadsPerBlock, 0, stream>>>(in, bias, out, n, channels, inner);
+  return LaunchError();
+}
+
+#define TESSERA_INSTANTIATE(T)                                                                                   \
+  template cudaError_t Unary<T>(UnaryFn, const T*, T*, int64_t, cudaStream_t);                                    \
+  template cudaError_t Binary<T>(BinaryFn, const BroadcastPlan&, const T*, const T*, T*, int64_t, cudaStream_t);   \
+  template cudaError_t Compare<T>(CompareFn, const BroadcastPlan&, const T*, const T*, bool*, int64_t,             \
+                                  cudaStream_t);                                                                  \
+  template cudaError_t Fill<T>(T*, T, int64_t, cudaStream_t);                                                     \
+  template cudaError_t BiasAdd<T>(const T*, const T*, T*, int64_t, int64_t, int64_t, cudaStream_t);
+TESSERA_INSTANTIATE(float)
+TESSERA_INSTANTIATE(double)
+#undef TESSERA_INSTANTIATE
+
+template cudaError_t Fill<int32_t>(int32_t*, int32_t, int64_t, cudaStream_t);
+template cudaError_t Fill<int64_t>(int64_t*, int64_t, int64_t, cudaStream_t);
+template cudaError_t Fill<bool>(bool*, bool, int64_t, cudaStream_t);
+
+#define TESSERA_INSTANTIATE_CAST(From, To) template cudaError_t Cast<From, To>(const From*, To*, int64_t, cudaStream_t);
+#define TESSERA_INSTANTIATE_CASTS_FROM(From) \
+  TESSERA_INSTANTIATE_CAST(From, float)      \
+  TESSERA_INSTANTIATE_CAST(From, double)     \
+  TESSERA_INSTANTIATE_CAST(From, int32_t)    \
+  TESSERA_INSTANTIATE_CAST(From, int64_t)
+TESSERA_INSTANTIATE_CASTS_FROM(float)
+TESSERA_INSTANTIATE_CASTS_FROM(double)
+TESSERA_INSTANTIATE_CASTS_FROM(int32_t)
+TESSERA_INSTANTIATE_CASTS_FROM(int64_t)
+TESSERA_INSTANTIATE_CASTS_FROM(bool)
+TESSERA_INSTANTIATE_CASTS_FROM(uint8_t)
+#undef TESSERA_INSTANTIATE_CASTS_FROM
+#undef TESSERA_INSTANTIATE_CAST
+
+}  // namespace tessera::gpu

@@ -1,0 +1,53 @@
+// GpuOpKernel: the base of the GPU kernels. It makes the kernel's GPU current on the calling
+// thread (inter-op threads serve every device) and hands ComputeOnGpu the device's context,
+// whose compute stream the kernel enqueues its work on before returning. The executor
+// counts the kernel done when ComputeOnGpu returns: the stream orders what follows.
+// Internal to kernels/gpu/.
+#pragma once
+
+#include <string_view>
+
+#include "kernels/gpu/gpu_device_context.h"
+#include "kernels/kernel_registry.h"
+
+namespace tessera::gpu {
+
+class GpuOpKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) final {
+    GpuDeviceContext* gpu = GpuContextOf(ctx->device_context());
+    OP_REQUIRES_OK(ctx, gpu->Activate());
+    ComputeOnGpu(ctx, *gpu);
+  }
+
+ protected:
+  virtual void ComputeOnGpu(OpKernelContext* ctx, const GpuDeviceContext& gpu) = 0;
+};
+
+// The Status of a launch function's result, naming the device code that failed.
+inline Status Launched(cudaError_t err, std::string_view what) { return CudaStatus(err, what); }
+
+// Element pointers of a tensor in device memory.
+template <typename T>
+const T* DevicePtr(const Tensor& t) {
+  return static_cast<const T*>(t.raw_data());
+}
+template <typename T>
+T* MutableDevicePtr(Tensor* t) {
+  return static_cast<T*>(t->raw_data());
+}
+
+// A copy of `t` (device memory) in new device memory, enqueued on the compute stream: what a
+// variable update does with a buffer a reader still shares.
+StatusOr<Tensor> CopyOnGpu(OpKernelContext* ctx, const GpuDeviceContext& gpu, const Tensor& t);
+
+// Per-file registration, called by RegisterGpuKernels.
+void RegisterCwiseKernels(KernelRegistry& r);
+void RegisterReductionKernels(KernelRegistry& r);
+void RegisterNnKernels(KernelRegistry& r);
+void RegisterMatMulKernels(KernelRegistry& r);
+void RegisterTrainingKernels(KernelRegistry& r);
+void RegisterVariableKernels(KernelRegistry& r);
+
+}  // namespace tessera::gpu

@@ -1,0 +1,75 @@
+// The device code of the GPU kernels, behind plain functions that enqueue it on a stream
+// and return the launch's error. The OpKernels (kernels/gpu/*_ops.cc, host C++) check
+// inputs, allocate outputs and call these; the .cu files that define them see only this
+// header, so nvcc never compiles the engine's headers. Instantiated for float and double.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "kernels/broadcast_plan.h"
+
+namespace tessera::gpu {
+
+enum class UnaryFn { kNeg, kSquare, kSqrt, kExp, kLog, kRelu };
+template <typename T>
+cudaError_t Unary(UnaryFn fn, const T* in, T* out, int64_t n, cudaStream_t stream);
+
+// kReluGrad: a is the gradient, b the forward input.
+enum class BinaryFn { kAdd, kSub, kMul, kDiv, kMaximum, kMinimum, kReluGrad };
+enum class CompareFn { kEqual, kGreater, kLess };
+template <typename T>
+cudaError_t Binary(BinaryFn fn, const BroadcastPlan& plan, const T* a, const T* b, T* out, int64_t n,
+                   cudaStream_t stream);
+template <typename T>
+cudaError_t Compare(CompareFn fn, const BroadcastPlan& plan, const T* a, const T* b, bool* out, int64_t n,
+                    cudaStream_t stream);
+
+template <typename T>
+cudaError_t Fill(T* out, T value, int64_t n, cudaStream_t stream);
+template <typename From, typename To>
+cudaError_t Cast(const From* in, To* out, int64_t n, cudaStream_t stream);
+
+// out = in + bias along the channel dimension of [..., channels, inner]: inner is 1 for
+// NHWC, height * width for NCHW.
+template <typename T>
+cudaError_t BiasAdd(const T* in, const T* bias, T* out, int64_t n, int64_t channels, int64_t inner,
+                    cudaStream_t stream);
+
+// A reduction as TensorFlow's kernels see it after merging adjacent dimensions: the input
+// is [outer, reduced, inner] and the output [outer, inner].
+enum class ReduceFn { kSum, kMean, kMax, kMin };
+template <typename T>
+cudaError_t Reduce(ReduceFn fn, const T* in, T* out, int64_t outer, int64_t reduced, int64_t inner,
+                   cudaStream_t stream);
+// The index of the largest value along the middle dimension; the first on ties.
+template <typename T, typename Index>
+cudaError_t ArgMax(const T* in, Index* out, int64_t outer, int64_t reduced, int64_t inner,
+                   cudaStream_t stream);
+
+// Softmax or LogSoftmax over the last dimension of [rows, cols].
+template <typename T>
+cudaError_t Softmax(bool log, const T* logits, T* out, int64_t rows, int64_t cols, cudaStream_t stream);
+// loss[r] and backprop[r, :] from logits[r, :] and labels[r]; a label outside [0, cols)
+// gives NaN, as TensorFlow's GPU kernel does.
+template <typename T, typename Label>
+cudaError_t SparseSoftmaxXent(const T* logits, const Label* labels, T* loss, T* backprop, int64_t rows,
+                              int64_t cols, cudaStream_t stream);
+
+// The optimizers' updates, in place, with TensorFlow's formulas. Scalars (lr, momentum, ...)
+// are read from device memory, so the host never waits for them.
+template <typename T>
+cudaError_t ApplyGradientDescent(T* var, const T* lr, const T* grad, int64_t n, cudaStream_t stream);
+template <typename T>
+cudaError_t ApplyMomentum(T* var, T* accum, const T* lr, const T* grad, const T* momentum, bool use_nesterov,
+                          int64_t n, cudaStream_t stream);
+template <typename T>
+cudaError_t ApplyRMSProp(T* var, T* ms, T* mom, const T* lr, const T* rho, const T* momentum, const T* epsilon,
+                         const T* grad, int64_t n, cudaStream_t stream);
+template <typename T>
+cudaError_t ApplyAdam(T* var, T* m, T* v, const T* beta1_power, const T* beta2_power, const T* lr, const T* beta1,
+                      const T* beta2, const T* epsilon, const T* grad, bool use_nesterov, int64_t n,
+                      cudaStream_t stream);
+
+}  // namespace tessera::gpu

@@ -1,0 +1,237 @@
+// The GPU kernels against the CPU kernels, which are the oracle: each case builds the same
+// ops twice, once under /device:GPU:0 and once under /device:CPU:0, on the same random
+// inputs (odd sizes, broadcasting, empty and large tensors), and compares the results with
+// a per-op tolerance. Without a GPU every case skips, saying why.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+
+#include "graph/builder/ops.h"
+#include "tests/gpu/gpu_test_util.h"
+#include "tests/test_util.h"
+
+namespace tessera {
+namespace {
+
+using Build = std::function<std::vector<Output>(const Scope&, const std::vector<Output>&)>;
+
+Tensor Random(TensorShape shape, uint32_t seed, float lo = -2, float hi = 2) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<float> v(static_cast<size_t>(shape.num_elements()));
+  for (float& x : v) x = u(rng);
+  return Tensor::FromVector(v, shape);
+}
+
+Tensor Ints(std::vector<int32_t> v) { return Tensor::FromVector(v, TensorShape({static_cast<int64_t>(v.size())})); }
+
+class GpuKernelsTest : public ::testing::Test {
+ protected:
+  void SetUp() override { TESSERA_SKIP_WITHOUT_GPU(); }
+
+  // Builds `build` on each device over `inputs` (made once, on the host) and expects the
+  // same dtype, shape and values within `tolerance` (absolute + relative).
+  void ExpectSameOnGpu(const std::vector<Tensor>& inputs, const Build& build, double tolerance = 1e-5) {
+    Scope root = Scope::NewRootScope();
+    std::vector<Output> in;
+    for (const Tensor& t : inputs) in.push_back(ops::Const(root, t));
+    std::vector<Output> cpu = build(root.WithDevice("/device:CPU:0").NewSubScope("cpu"), in);
+    std::vector<Output> gpu = build(root.WithDevice("/device:GPU:0").NewSubScope("gpu"), in);
+    auto session = testing::MakeSession(root);
+    ASSERT_NE(session, nullptr);
+    std::vector<std::string> names;
+    for (const Output& o : cpu) names.push_back(o.name());
+    for (const Output& o : gpu) names.push_back(o.name());
+    std::vector<Tensor> out;
+    Status s = session->Run({}, names, {}, &out);
+    ASSERT_TRUE(s.ok()) << s;
+    for (size_t i = 0; i < cpu.size(); ++i) ExpectClose(out[i], out[i + cpu.size()], tolerance, gpu[i].name());
+  }
+
+  static void ExpectClose(const Tensor& want, const Tensor& got, double tolerance, const std::string& what) {
+    ASSERT_EQ(want.dtype(), got.dtype()) << what;
+    ASSERT_EQ(want.shape(), got.shape()) << what;
+    for (int64_t i = 0; i < want.NumElements(); ++i) {
+      const double w = ValueAt(want, i), g = ValueAt(got, i);
+      if (std::isnan(w)) {
+        ASSERT_TRUE(std::isnan(g)) << what << "[" << i << "]";
+        continue;
+      }
+      ASSERT_NEAR(g, w, tolerance * (1 + std::abs(w))) << what << "[" << i << "]";
+    }
+  }
+
+  static double ValueAt(const Tensor& t, int64_t i) {
+    double v = 0;
+    VisitDataType(t.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      if constexpr (std::is_arithmetic_v<T>) v = static_cast<double>(t.data<T>()[i]);
+    });
+    return v;
+  }
+};
+
+TEST_F(GpuKernelsTest, MatMulInEveryTranspositionAndOddSizes) {
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      const int64_t m = 37, k = 129, n = 65;
+      Tensor a = Random(ta ? TensorShape({k, m}) : TensorShape({m, k}), 1);
+      Tensor b = Random(tb ? TensorShape({n, k}) : TensorShape({k, n}), 2);
+      ExpectSameOnGpu({a, b}, [&](const Scope& s, const std::vector<Output>& in) {
+        ops::MatMulAttrs attrs;
+        attrs.transpose_a = ta;
+        attrs.transpose_b = tb;
+        return std::vector<Output>{ops::MatMul(s, in[0], in[1], attrs)};
+      }, 1e-4);
+    }
+  }
+}
+
+TEST_F(GpuKernelsTest, MatMulWithAnEmptyInnerDimensionIsZeros) {
+  ExpectSameOnGpu({Random(TensorShape({3, 0}), 1), Random(TensorShape({0, 4}), 2)},
+                  [](const Scope& s, const std::vector<Output>& in) {
+                    return std::vector<Output>{ops::MatMul(s, in[0], in[1])};
+                  });
+}
+
+TEST_F(GpuKernelsTest, BinaryOpsBroadcastLikeTheCpu) {
+  const std::vector<std::pair<TensorShape, TensorShape>> shapes = {
+      {TensorShape({5, 7}), TensorShape({5, 7})},      {TensorShape({5, 7}), TensorShape({7})},
+      {TensorShape({5, 1, 3}), TensorShape({4, 1})},   {TensorShape({}), TensorShape({2, 3})},
+      {TensorShape({0, 3}), TensorShape({3})},         {TensorShape({2, 1, 4, 3}), TensorShape({3, 1, 3})}};
+  for (const auto& [sa, sb] : shapes) {
+    ExpectSameOnGpu({Random(sa, 3), Random(sb, 4, 0.5, 2)}, [](const Scope& s, const std::vector<Output>& in) {
+      return std::vector<Output>{ops::Add(s, in[0], in[1]),     ops::Sub(s, in[0], in[1]),
+                                 ops::Mul(s, in[0], in[1]),     ops::Div(s, in[0], in[1]),
+                                 ops::Maximum(s, in[0], in[1]), ops::Minimum(s, in[0], in[1]),
+                                 ops::Greater(s, in[0], in[1]), ops::Less(s, in[0], in[1]),
+                                 ops::Equal(s, in[0], in[0])};
+    });
+  }
+}
+
+TEST_F(GpuKernelsTest, UnaryOpsAndGradients) {
+  Tensor x = Random(TensorShape({3, 1001}), 5, 0.1f, 3);
+  Tensor g = Random(TensorShape({3, 1001}), 6);
+  Tensor signed_x = Random(TensorShape({3, 1001}), 7);
+  ExpectSameOnGpu({x, g, signed_x}, [](const Scope& s, const std::vector<Output>& in) {
+    return std::vector<Output>{ops::Neg(s, in[0]),  ops::Square(s, in[0]), ops::Sqrt(s, in[0]),
+                               ops::Exp(s, in[0]),  ops::Log(s, in[0]),    ops::Relu(s, in[2]),
+                               ops::ReluGrad(s, in[1], in[2]), ops::AddN(s, {in[0], in[1], in[2]})};
+  });
+}
+
+TEST_F(GpuKernelsTest, LargeTensorsCoverEveryBlock) {
+  Tensor a = Random(TensorShape({1 << 22}), 8), b = Random(TensorShape({1 << 22}), 9);
+  ExpectSameOnGpu({a, b}, [](const Scope& s, const std::vector<Output>& in) {
+    return std::vector<Output>{ops::Mul(s, in[0], in[1]), ops::Sum(s, in[0], ops::Const(s, Ints({0})))};
+  }, 1e-4);
+}
+
+TEST_F(GpuKernelsTest, FillZerosOnesAndCast) {
+  ExpectSameOnGpu({Random(TensorShape({4, 5}), 10)}, [](const Scope& s, const std::vector<Output>& in) {
+    return std::vector<Output>{ops::Fill(s, ops::Const(s, Ints({2, 3})), 1.5f), ops::ZerosLike(s, in[0]),
+                               ops::OnesLike(s, in[0]), ops::Cast(s, in[0], DataType::kDouble),
+                               ops::Cast(s, ops::Cast(s, in[0], DataType::kInt64), DataType::kFloat)};
+  });
+}
+
+TEST_F(GpuKernelsTest, ReductionsOverAnySetOfAxes) {
+  Tensor x = Random(TensorShape({3, 5, 7, 2}), 11);
+  const std::vector<std::vector<int32_t>> axes = {{0}, {3}, {1, 2}, {0, 2}, {0, 1, 2, 3}, {-1}, {}};
+  for (const auto& a : axes) {
+    ExpectSameOnGpu({x}, [&](const Scope& s, const std::vector<Output>& in) {
+      Output axis = ops::Const(s, Ints(a));
+      ops::ReductionAttrs keep;
+      keep.keep_dims = true;
+      return std::vector<Output>{ops::Sum(s, in[0], axis), ops::Mean(s, in[0], axis), ops::Max(s, in[0], axis),
+                                 ops::Sum(s, in[0], axis, keep)};
+    });
+  }
+}
+
+TEST_F(GpuKernelsTest, ReductionsOfEmptyTensors) {
+  ExpectSameOnGpu({Random(TensorShape({0, 4}), 12)}, [](const Scope& s, const std::vector<Output>& in) {
+    Output axis = ops::Const(s, Ints({0}));
+    return std::vector<Output>{ops::Sum(s, in[0], axis), ops::Mean(s, in[0], axis), ops::Max(s, in[0], axis)};
+  });
+}
+
+TEST_F(GpuKernelsTest, ArgMaxSoftmaxAndCrossEntropy) {
+  Tensor logits = Random(TensorShape({33, 10}), 13);
+  std::vector<int64_t> labels(33);
+  for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<int64_t>(i * 7 % 10);
+  ExpectSameOnGpu({logits, Tensor::FromVector(labels, TensorShape({33}))},
+                  [](const Scope& s, const std::vector<Output>& in) {
+                    auto xent = ops::SparseSoftmaxCrossEntropyWithLogits(s, in[0], in[1]);
+                    return std::vector<Output>{ops::ArgMax(s, in[0], ops::Const(s, Tensor::Scalar<int32_t>(1))),
+                                               ops::ArgMax(s, in[0], ops::Const(s, Tensor::Scalar<int32_t>(0))),
+                                               ops::Softmax(s, in[0]), ops::LogSoftmax(s, in[0]), xent[0], xent[1]};
+                  });
+}
+
+TEST_F(GpuKernelsTest, BiasAddAndItsGradientInBothLayouts) {
+  Tensor x = Random(TensorShape({2, 3, 5, 4}), 14);
+  ExpectSameOnGpu({x, Random(TensorShape({4}), 15), Random(TensorShape({3}), 16)},
+                  [](const Scope& s, const std::vector<Output>& in) {
+                    return std::vector<Output>{ops::BiasAdd(s, in[0], in[1]), ops::BiasAdd(s, in[0], in[2], "NCHW"),
+                                               ops::BiasAddGrad(s, in[0]), ops::BiasAddGrad(s, in[0], "NCHW")};
+                  });
+}
+
+TEST_F(GpuKernelsTest, ReshapeAndShapeKeepTheBytesWhereTheyAre) {
+  ExpectSameOnGpu({Random(TensorShape({6, 4}), 17)}, [](const Scope& s, const std::vector<Output>& in) {
+    Output r = ops::Reshape(s, ops::Relu(s, in[0]), ops::Const(s, Ints({3, -1})));
+    return std::vector<Output>{r, ops::Shape(s, r), ops::Size(s, r)};
+  });
+}
+
+// Variables in GPU memory, written by Assign and the optimizers' apply ops, read back.
+TEST_F(GpuKernelsTest, VariablesAndOptimizerUpdates) {
+  Tensor init = Random(TensorShape({7, 3}), 18), grad = Random(TensorShape({7, 3}), 19);
+  {
+    Scope root = Scope::NewRootScope();
+    std::vector<Output> results[2];
+    std::vector<Operation> inits[2];
+    std::vector<Output> updates[2];
+    for (int d = 0; d < 2; ++d) {
+      Scope s = root.WithDevice(d == 0 ? "/device:CPU:0" : "/device:GPU:0").NewSubScope(d == 0 ? "cpu" : "gpu");
+      auto var = [&](const char* name) {
+        Output v = ops::Variable(s.WithOpName(name), init.shape(), DataType::kFloat);
+        inits[d].push_back(ops::Assign(s, v, ops::Const(s, init)).op());
+        return v;
+      };
+      Output sgd = var("sgd"), mom = var("mom"), acc = var("acc"), rms = var("rms"), ms = var("ms"),
+             rmom = var("rmom"), adam = var("adam"), m = var("m"), v = var("v"), add = var("add");
+      Output g = ops::Const(s, grad);
+      updates[d] = {ops::ApplyGradientDescent(s, sgd, 0.1f, g),
+                    ops::ApplyMomentum(s, mom, acc, 0.1f, g, 0.9f),
+                    ops::ApplyRMSProp(s, rms, ms, rmom, 0.01f, 0.9f, 0.5f, 1e-7f, g),
+                    ops::ApplyAdam(s, adam, m, v, 0.9f, 0.99f, 0.001f, 0.9f, 0.999f, 1e-8f, g),
+                    ops::AssignAdd(s, add, g),
+                    ops::AssignSub(s, add, ops::Square(s, g))};
+      results[d] = {sgd, mom, acc, rms, ms, rmom, adam, m, v, add};
+    }
+    auto session = testing::MakeSession(root);
+    ASSERT_NE(session, nullptr);
+    std::vector<std::string> targets, updates_names, fetches;
+    for (int d = 0; d < 2; ++d) {
+      for (const Operation& op : inits[d]) targets.push_back(op.name());
+      for (const Output& u : updates[d]) updates_names.push_back(u.op().name());
+      for (const Output& r : results[d]) fetches.push_back(r.name());
+    }
+    ASSERT_TRUE(session->Run({}, {}, targets, nullptr).ok());
+    for (int step = 0; step < 3; ++step) ASSERT_TRUE(session->Run({}, {}, updates_names, nullptr).ok());
+    std::vector<Tensor> out;
+    Status s = session->Run({}, fetches, {}, &out);
+    ASSERT_TRUE(s.ok()) << s;
+    const size_t n = results[0].size();
+    for (size_t i = 0; i < n; ++i) ExpectClose(out[i], out[i + n], 1e-5, fetches[i + n]);
+  }
+}
+
+}  // namespace
+}  // namespace tessera
