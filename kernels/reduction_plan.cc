@@ -35,4 +35,24 @@ StatusOr<ReductionPlan> MakeReductionPlan(const TensorShape& in, const Tensor& a
   return plan;
 }
 
+StatusOr<ArgMaxPlan> MakeArgMaxPlan(const TensorShape& in, const Tensor& dimension) {
+  if (dimension.NumElements() != 1) return errors::InvalidArgument("dimension must be a scalar");
+  int64_t d = IntTensorValues(dimension)[0];
+  if (d < -in.rank() || d >= in.rank()) {
+    return errors::InvalidArgument("Expected dimension in the range [", -in.rank(), ", ", in.rank(), "), but got ", d);
+  }
+  if (d < 0) d += in.rank();
+  if (in.dim(static_cast<int>(d)) == 0) {
+    return errors::InvalidArgument("Reduction axis ", d, " is empty in shape ", in.DebugString());
+  }
+  ArgMaxPlan plan;
+  plan.n = in.dim(static_cast<int>(d));
+  for (int i = 0; i < in.rank(); ++i) {
+    if (i == d) continue;
+    plan.out_shape.AddDim(in.dim(i));
+    (i < d ? plan.outer : plan.inner) *= in.dim(i);
+  }
+  return plan;
+}
+
 }  // namespace tessera

@@ -20,4 +20,12 @@ struct ReductionPlan {
 // `axes` is a scalar or vector of int32/int64 in [-rank, rank). InvalidArgument otherwise.
 StatusOr<ReductionPlan> MakeReductionPlan(const TensorShape& in, const Tensor& axes, bool keep_dims);
 
+// ArgMax over one non-empty dimension: the input as [outer, n, inner].
+struct ArgMaxPlan {
+  TensorShape out_shape;
+  int64_t outer = 1, n = 0, inner = 1;
+};
+// `dimension` is a scalar int32/int64 in [-rank, rank) naming a dimension of size > 0.
+StatusOr<ArgMaxPlan> MakeArgMaxPlan(const TensorShape& in, const Tensor& dimension);
+
 }  // namespace tessera

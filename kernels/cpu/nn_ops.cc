@@ -7,6 +7,7 @@
 
 #include "kernels/cpu/register.h"
 #include "kernels/cpu/sum_accumulator.h"
+#include "kernels/sparse_xent_inputs.h"
 
 namespace tessera::cpu {
 namespace {
@@ -108,11 +109,7 @@ class SparseXentOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     const Tensor& logits = ctx->input(0);
     const Tensor& labels = ctx->input(1);
-    OP_REQUIRES(ctx, logits.rank() == 2,
-                errors::InvalidArgument("logits must be 2-D, but got shape ", logits.shape().DebugString()));
-    OP_REQUIRES(ctx, labels.rank() == 1 && labels.dim(0) == logits.dim(0),
-                errors::InvalidArgument("labels must be 1-D with as many entries as logits has rows: logits ",
-                                        logits.shape().DebugString(), ", labels ", labels.shape().DebugString()));
+    OP_REQUIRES_OK(ctx, CheckSparseXentInputs(logits, labels));
     const int64_t rows = logits.dim(0), depth = logits.dim(1);
     const L* lp = labels.data<L>();
     for (int64_t r = 0; r < rows; ++r) {

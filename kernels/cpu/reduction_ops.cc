@@ -113,23 +113,10 @@ class ArgMaxOp : public OpKernel {
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
     const Tensor& in = ctx->input(0);
-    const Tensor& dim = ctx->input(1);
-    OP_REQUIRES(ctx, dim.NumElements() == 1, errors::InvalidArgument("dimension must be a scalar"));
-    int64_t d = IntTensorValues(dim)[0];
-    OP_REQUIRES(ctx, d >= -in.rank() && d < in.rank(),
-                errors::InvalidArgument("Expected dimension in the range [", -in.rank(), ", ", in.rank(),
-                                        "), but got ", d));
-    if (d < 0) d += in.rank();
-    OP_REQUIRES(ctx, in.dim(static_cast<int>(d)) > 0,
-                errors::InvalidArgument("Reduction axis ", d, " is empty in shape ", in.shape().DebugString()));
-    TensorShape out_shape;
-    int64_t outer = 1, inner = 1;
-    for (int i = 0; i < in.rank(); ++i) {
-      if (i == d) continue;
-      out_shape.AddDim(in.dim(i));
-      (i < d ? outer : inner) *= in.dim(i);
-    }
-    const int64_t n = in.dim(static_cast<int>(d));
+    StatusOr<ArgMaxPlan> plan = MakeArgMaxPlan(in.shape(), ctx->input(1));
+    OP_REQUIRES_OK(ctx, plan.status());
+    const int64_t outer = plan->outer, n = plan->n, inner = plan->inner;
+    const TensorShape& out_shape = plan->out_shape;
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, out_shape, &out));
     const T* ip = in.data<T>();

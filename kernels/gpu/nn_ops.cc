@@ -1,6 +1,7 @@
 // Softmax, LogSoftmax, the sparse softmax cross-entropy, BiasAdd and BiasAddGrad on the GPU.
 #include "kernels/gpu/gpu_op_kernel.h"
 #include "kernels/gpu/launch.h"
+#include "kernels/sparse_xent_inputs.h"
 
 namespace tessera::gpu {
 namespace {
@@ -32,11 +33,7 @@ class SparseXentOp : public GpuOpKernel {
   void ComputeOnGpu(OpKernelContext* ctx, const GpuDeviceContext& gpu) override {
     const Tensor& logits = ctx->input(0);
     const Tensor& labels = ctx->input(1);
-    OP_REQUIRES(ctx, logits.rank() == 2,
-                errors::InvalidArgument("logits must be 2-D, but got shape ", logits.shape().DebugString()));
-    OP_REQUIRES(ctx, labels.rank() == 1 && labels.dim(0) == logits.dim(0),
-                errors::InvalidArgument("labels must be 1-D with as many entries as logits has rows: logits ",
-                                        logits.shape().DebugString(), ", labels ", labels.shape().DebugString()));
+    OP_REQUIRES_OK(ctx, CheckSparseXentInputs(logits, labels));
     const int64_t rows = logits.dim(0), depth = logits.dim(1);
     Tensor *loss, *backprop;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({rows}), &loss));

@@ -107,18 +107,26 @@ __global__ void ArgMaxKernel(const T* in, Index* out, int64_t outer, int64_t red
   }
 }
 
+// The largest value of a row and the sum of exp(x - max) over it, for the whole block.
+template <typename T, typename A>
+__device__ void RowExpStats(const T* row, int64_t cols, A* shared, A* max_value, A* sum) {
+  A m = Lowest<T>();
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) m = max(m, A(row[j]));
+  m = BlockReduce(m, MaxOp(), shared);
+  A s = 0;
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) s += exp(A(row[j]) - m);
+  *max_value = m;
+  *sum = BlockReduce(s, SumOp(), shared);
+}
+
 template <typename T>
 __global__ void SoftmaxKernel(bool log_softmax, const T* logits, T* out, int64_t cols) {
   using A = typename Accumulator<T>::type;
   __shared__ A shared[kThreadsPerBlock];
   const T* row = logits + blockIdx.x * cols;
   T* out_row = out + blockIdx.x * cols;
-  A max_value = Lowest<T>();
-  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) max_value = max(max_value, A(row[j]));
-  max_value = BlockReduce(max_value, MaxOp(), shared);
-  A sum = 0;
-  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) sum += exp(A(row[j]) - max_value);
-  sum = BlockReduce(sum, SumOp(), shared);
+  A max_value, sum;
+  RowExpStats(row, cols, shared, &max_value, &sum);
   const A log_sum = log(sum);
   for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
     const A shifted = A(row[j]) - max_value;
@@ -134,12 +142,8 @@ __global__ void SparseSoftmaxXentKernel(const T* logits, const Label* labels, T*
   T* grad_row = backprop + blockIdx.x * cols;
   const Label label = labels[blockIdx.x];
   const bool valid = label >= 0 && static_cast<int64_t>(label) < cols;
-  A max_value = Lowest<T>();
-  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) max_value = max(max_value, A(row[j]));
-  max_value = BlockReduce(max_value, MaxOp(), shared);
-  A sum = 0;
-  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) sum += exp(A(row[j]) - max_value);
-  sum = BlockReduce(sum, SumOp(), shared);
+  A max_value, sum;
+  RowExpStats(row, cols, shared, &max_value, &sum);
   const A log_sum = log(sum);
   for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
     const A probability = exp(A(row[j]) - max_value) / sum;

@@ -74,27 +74,12 @@ class ArgMaxOp : public GpuOpKernel {
   using GpuOpKernel::GpuOpKernel;
   void ComputeOnGpu(OpKernelContext* ctx, const GpuDeviceContext& gpu) override {
     const Tensor& in = ctx->input(0);
-    const Tensor& dim = ctx->input(1);  // in host memory
-    OP_REQUIRES(ctx, dim.NumElements() == 1, errors::InvalidArgument("dimension must be a scalar"));
-    int64_t d = IntTensorValues(dim)[0];
-    OP_REQUIRES(ctx, d >= -in.rank() && d < in.rank(),
-                errors::InvalidArgument("Expected dimension in the range [", -in.rank(), ", ", in.rank(),
-                                        "), but got ", d));
-    if (d < 0) d += in.rank();
-    OP_REQUIRES(ctx, in.dim(static_cast<int>(d)) > 0,
-                errors::InvalidArgument("Reduction axis ", d, " is empty in shape ", in.shape().DebugString()));
-    TensorShape out_shape;
-    int64_t outer = 1, inner = 1;
-    for (int i = 0; i < in.rank(); ++i) {
-      if (i == d) continue;
-      out_shape.AddDim(in.dim(i));
-      (i < d ? outer : inner) *= in.dim(i);
-    }
+    StatusOr<ArgMaxPlan> plan = MakeArgMaxPlan(in.shape(), ctx->input(1));  // dimension: in host memory
+    OP_REQUIRES_OK(ctx, plan.status());
     Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, out_shape, &out));
-    const int64_t n = in.dim(static_cast<int>(d));
-    OP_REQUIRES_OK(ctx, Launched(ArgMax<T, int64_t>(DevicePtr<T>(in), MutableDevicePtr<int64_t>(out), outer, n,
-                                                    inner, gpu.compute_stream()),
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, plan->out_shape, &out));
+    OP_REQUIRES_OK(ctx, Launched(ArgMax<T, int64_t>(DevicePtr<T>(in), MutableDevicePtr<int64_t>(out), plan->outer,
+                                                    plan->n, plan->inner, gpu.compute_stream()),
                                  "ArgMax"));
   }
 };
