@@ -14,7 +14,8 @@ namespace {
 
 using json = nlohmann::json;
 
-Status ParseVisibleDevices(const std::string& list) {
+StatusOr<std::vector<int>> ParseVisibleDevices(const std::string& list) {
+  std::vector<int> indices;
   std::set<int64_t> seen;
   size_t start = 0;
   while (start <= list.size()) {
@@ -30,9 +31,10 @@ Status ParseVisibleDevices(const std::string& list) {
       return errors::InvalidArgument("gpu_options.visible_device_list '", Excerpt(list), "' names GPU ", index,
                                      " twice");
     }
+    indices.push_back(static_cast<int>(index));
     start = comma + 1;
   }
-  return Status::OK();
+  return indices;
 }
 
 Status ParseGpuOptions(const json& j, GpuOptions* out) {
@@ -55,7 +57,7 @@ Status ParseGpuOptions(const json& j, GpuOptions* out) {
     } else if (key == "visible_device_list") {
       RETURN_IF_ERROR(need(v.is_string(), "a string like \"1,0\""));
       out->visible_device_list = v.get<std::string>();
-      if (!out->visible_device_list.empty()) RETURN_IF_ERROR(ParseVisibleDevices(out->visible_device_list));
+      if (!out->visible_device_list.empty()) RETURN_IF_ERROR(ParseVisibleDevices(out->visible_device_list).status());
     } else if (key == "experimental") {
       RETURN_IF_ERROR(need(v.is_object(), "an object"));
       for (const auto& [field, devices] : v.items()) {
@@ -87,6 +89,11 @@ Status ParseGpuOptions(const json& j, GpuOptions* out) {
 }
 
 }  // namespace
+
+StatusOr<std::vector<int>> GpuOptions::VisibleDevices() const {
+  if (visible_device_list.empty()) return std::vector<int>{};
+  return ParseVisibleDevices(visible_device_list);
+}
 
 StatusOr<SessionConfig> SessionConfig::FromJson(std::string_view text) {
   ASSIGN_OR_RETURN(json j, ParseJson(text, "session config"));

@@ -29,6 +29,9 @@ struct GpuOptions {
   double per_process_gpu_memory_fraction = 0;
   // "1,0": these physical GPUs, in this order, as GPU:0 and GPU:1; "" sees all.
   std::string visible_device_list;
+  // visible_device_list as indices; empty for all. InvalidArgument when it is not a list
+  // of distinct indices (FromJson has already refused such a list).
+  StatusOr<std::vector<int>> VisibleDevices() const;
   // experimental.virtual_devices: for each visible GPU in order, the memory (MB) of each
   // logical GPU made on it; empty makes one logical GPU per physical GPU.
   std::vector<std::vector<double>> virtual_device_memory_limit_mb;

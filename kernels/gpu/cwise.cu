@@ -9,12 +9,18 @@ namespace {
 template <typename T>
 __device__ T ApplyUnary(UnaryFn fn, T x) {
   switch (fn) {
-    case UnaryFn::kNeg: return -x;
-    case UnaryFn::kSquare: return x * x;
-    case UnaryFn::kSqrt: return sqrt(x);
-    case UnaryFn::kExp: return exp(x);
-    case UnaryFn::kLog: return log(x);
-    case UnaryFn::kRelu: return x > T(0) ? x : T(0);
+    case UnaryFn::kNeg:
+      return -x;
+    case UnaryFn::kSquare:
+      return x * x;
+    case UnaryFn::kSqrt:
+      return sqrt(x);
+    case UnaryFn::kExp:
+      return exp(x);
+    case UnaryFn::kLog:
+      return log(x);
+    case UnaryFn::kRelu:
+      return x > T(0) ? x : T(0);
   }
   return x;
 }
@@ -22,14 +28,21 @@ __device__ T ApplyUnary(UnaryFn fn, T x) {
 template <typename T>
 __device__ T ApplyBinary(BinaryFn fn, T x, T y) {
   switch (fn) {
-    case BinaryFn::kAdd: return x + y;
-    case BinaryFn::kSub: return x - y;
-    case BinaryFn::kMul: return x * y;
-    case BinaryFn::kDiv: return x / y;
+    case BinaryFn::kAdd:
+      return x + y;
+    case BinaryFn::kSub:
+      return x - y;
+    case BinaryFn::kMul:
+      return x * y;
+    case BinaryFn::kDiv:
+      return x / y;
     // As the CPU kernels: a NaN x gives y.
-    case BinaryFn::kMaximum: return x > y ? x : y;
-    case BinaryFn::kMinimum: return x < y ? x : y;
-    case BinaryFn::kReluGrad: return y > T(0) ? x : T(0);
+    case BinaryFn::kMaximum:
+      return x > y ? x : y;
+    case BinaryFn::kMinimum:
+      return x < y ? x : y;
+    case BinaryFn::kReluGrad:
+      return y > T(0) ? x : T(0);
   }
   return x;
 }
@@ -37,9 +50,12 @@ __device__ T ApplyBinary(BinaryFn fn, T x, T y) {
 template <typename T>
 __device__ bool ApplyCompare(CompareFn fn, T x, T y) {
   switch (fn) {
-    case CompareFn::kEqual: return x == y;
-    case CompareFn::kGreater: return x > y;
-    case CompareFn::kLess: return x < y;
+    case CompareFn::kEqual:
+      return x == y;
+    case CompareFn::kGreater:
+      return x > y;
+    case CompareFn::kLess:
+      return x < y;
   }
   return false;
 }
@@ -67,23 +83,27 @@ __global__ void SameShapeBinaryKernel(BinaryFn fn, const T* a, const T* b, T* ou
   TESSERA_GRID_STRIDE_LOOP(i, n) { out[i] = ApplyBinary(fn, a[i], b[i]); }
 }
 
-template <typename T>
-__global__ void BroadcastBinaryKernel(BinaryFn fn, BroadcastPlan plan, const T* a, const T* b, T* out, int64_t n) {
+// out[i] = f(a, b) at output element i's offsets in the operands.
+template <typename T, typename Out, typename F>
+__global__ void BroadcastKernel(F f, BroadcastPlan plan, const T* a, const T* b, Out* out, int64_t n) {
   TESSERA_GRID_STRIDE_LOOP(i, n) {
     int64_t oa, ob;
     Offsets(plan, i, &oa, &ob);
-    out[i] = ApplyBinary(fn, a[oa], b[ob]);
+    out[i] = f(a[oa], b[ob]);
   }
 }
 
 template <typename T>
-__global__ void CompareKernel(CompareFn fn, BroadcastPlan plan, const T* a, const T* b, bool* out, int64_t n) {
-  TESSERA_GRID_STRIDE_LOOP(i, n) {
-    int64_t oa, ob;
-    Offsets(plan, i, &oa, &ob);
-    out[i] = ApplyCompare(fn, a[oa], b[ob]);
-  }
-}
+struct BinaryFunctor {
+  BinaryFn fn;
+  __device__ T operator()(T x, T y) const { return ApplyBinary(fn, x, y); }
+};
+
+template <typename T>
+struct CompareFunctor {
+  CompareFn fn;
+  __device__ bool operator()(T x, T y) const { return ApplyCompare(fn, x, y); }
+};
 
 template <typename T>
 __global__ void FillKernel(T* out, T value, int64_t n) {
@@ -118,7 +138,7 @@ cudaError_t Binary(BinaryFn fn, const BroadcastPlan& plan, const T* a, const T* 
   if (SameShape(plan)) {
     SameShapeBinaryKernel<T><<<BlocksFor(n), kThreadsPerBlock, 0, stream>>>(fn, a, b, out, n);
   } else {
-    BroadcastBinaryKernel<T><<<BlocksFor(n), kThreadsPerBlock, 0, stream>>>(fn, plan, a, b, out, n);
+    BroadcastKernel<T, T><<<BlocksFor(n), kThreadsPerBlock, 0, stream>>>(BinaryFunctor<T>{fn}, plan, a, b, out, n);
   }
   return LaunchError();
 }
@@ -127,7 +147,7 @@ template <typename T>
 cudaError_t Compare(CompareFn fn, const BroadcastPlan& plan, const T* a, const T* b, bool* out, int64_t n,
                     cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  CompareKernel<T><<<BlocksFor(n), kThreadsPerBlock, 0, stream>>>(fn, plan, a, b, out, n);
+  BroadcastKernel<T, bool><<<BlocksFor(n), kThreadsPerBlock, 0, stream>>>(CompareFunctor<T>{fn}, plan, a, b, out, n);
   return LaunchError();
 }
 
@@ -153,30 +173,23 @@ cudaError_t BiasAdd(const T* in, const T* bias, T* out, int64_t n, int64_t chann
   return LaunchError();
 }
 
-#define TESSERA_INSTANTIATE(T)                                                                                   \
-  template cudaError_t Unary<T>(UnaryFn, const T*, T*, int64_t, cudaStream_t);                                    \
-  template cudaError_t Binary<T>(BinaryFn, const BroadcastPlan&, const T*, const T*, T*, int64_t, cudaStream_t);   \
-  template cudaError_t Compare<T>(CompareFn, const BroadcastPlan&, const T*, const T*, bool*, int64_t,             \
-                                  cudaStream_t);                                                                  \
-  template cudaError_t Fill<T>(T*, T, int64_t, cudaStream_t);                                                     \
+#define TESSERA_INSTANTIATE(T)                                                                                        \
+  template cudaError_t Unary<T>(UnaryFn, const T*, T*, int64_t, cudaStream_t);                                        \
+  template cudaError_t Binary<T>(BinaryFn, const BroadcastPlan&, const T*, const T*, T*, int64_t, cudaStream_t);      \
+  template cudaError_t Compare<T>(CompareFn, const BroadcastPlan&, const T*, const T*, bool*, int64_t, cudaStream_t); \
+  template cudaError_t Fill<T>(T*, T, int64_t, cudaStream_t);                                                         \
   template cudaError_t BiasAdd<T>(const T*, const T*, T*, int64_t, int64_t, int64_t, cudaStream_t);
 TESSERA_INSTANTIATE(float)
 TESSERA_INSTANTIATE(double)
 #undef TESSERA_INSTANTIATE
 
-template cudaError_t Fill<int32_t>(int32_t*, int32_t, int64_t, cudaStream_t);
-template cudaError_t Fill<int64_t>(int64_t*, int64_t, int64_t, cudaStream_t);
-template cudaError_t Fill<bool>(bool*, bool, int64_t, cudaStream_t);
-
 #define TESSERA_INSTANTIATE_CAST(From, To) template cudaError_t Cast<From, To>(const From*, To*, int64_t, cudaStream_t);
 #define TESSERA_INSTANTIATE_CASTS_FROM(From) \
   TESSERA_INSTANTIATE_CAST(From, float)      \
   TESSERA_INSTANTIATE_CAST(From, double)     \
-  TESSERA_INSTANTIATE_CAST(From, int32_t)    \
   TESSERA_INSTANTIATE_CAST(From, int64_t)
 TESSERA_INSTANTIATE_CASTS_FROM(float)
 TESSERA_INSTANTIATE_CASTS_FROM(double)
-TESSERA_INSTANTIATE_CASTS_FROM(int32_t)
 TESSERA_INSTANTIATE_CASTS_FROM(int64_t)
 TESSERA_INSTANTIATE_CASTS_FROM(bool)
 TESSERA_INSTANTIATE_CASTS_FROM(uint8_t)

@@ -16,8 +16,9 @@ class UnaryOp : public GpuOpKernel {
     const T* ip = DevicePtr<T>(in);  // stays valid if the buffer is forwarded to the output
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output(0, 0, in.shape(), &out));
-    OP_REQUIRES_OK(ctx, Launched(Unary<T>(fn_, ip, MutableDevicePtr<T>(out), out->NumElements(), gpu.compute_stream()),
-                                 type_string()));
+    OP_REQUIRES_OK(ctx,
+                   CudaStatus(Unary<T>(fn_, ip, MutableDevicePtr<T>(out), out->NumElements(), gpu.compute_stream()),
+                              type_string()));
   }
 
  private:
@@ -42,9 +43,9 @@ class BinaryOp : public GpuOpKernel {
     const T* bp = DevicePtr<T>(b);
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output(a.shape() == *shape ? 0 : 1, 0, *shape, &out));
-    OP_REQUIRES_OK(ctx, Launched(Binary<T>(fn_, plan, ap, bp, MutableDevicePtr<T>(out), out->NumElements(),
-                                           gpu.compute_stream()),
-                                 type_string()));
+    OP_REQUIRES_OK(ctx, CudaStatus(Binary<T>(fn_, plan, ap, bp, MutableDevicePtr<T>(out), out->NumElements(),
+                                             gpu.compute_stream()),
+                                   type_string()));
   }
 
  private:
@@ -63,9 +64,9 @@ class CompareOp : public GpuOpKernel {
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
     const BroadcastPlan plan = MakeBroadcastPlan(a.shape(), b.shape(), *shape);
-    OP_REQUIRES_OK(ctx, Launched(Compare<T>(fn_, plan, DevicePtr<T>(a), DevicePtr<T>(b), MutableDevicePtr<bool>(out),
-                                            out->NumElements(), gpu.compute_stream()),
-                                 type_string()));
+    OP_REQUIRES_OK(ctx, CudaStatus(Compare<T>(fn_, plan, DevicePtr<T>(a), DevicePtr<T>(b), MutableDevicePtr<bool>(out),
+                                              out->NumElements(), gpu.compute_stream()),
+                                   type_string()));
   }
 
  private:
@@ -97,9 +98,9 @@ class AddNOp : public GpuOpKernel {
     T* o = MutableDevicePtr<T>(out);
     const T* acc = DevicePtr<T>(first);
     for (int i = 1; i < ctx->num_inputs(); ++i) {
-      OP_REQUIRES_OK(ctx, Launched(Binary<T>(BinaryFn::kAdd, plan, acc, DevicePtr<T>(ctx->input(i)), o, n,
-                                             gpu.compute_stream()),
-                                   "AddN"));
+      OP_REQUIRES_OK(
+          ctx, CudaStatus(Binary<T>(BinaryFn::kAdd, plan, acc, DevicePtr<T>(ctx->input(i)), o, n, gpu.compute_stream()),
+                          "AddN"));
       acc = o;
     }
   }
@@ -122,9 +123,9 @@ class FillOp : public GpuOpKernel {
     OP_REQUIRES_OK(ctx, shape.status());
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
-    OP_REQUIRES_OK(ctx, Launched(Fill<T>(MutableDevicePtr<T>(out), value.data<T>()[0], out->NumElements(),
-                                         gpu.compute_stream()),
-                                 "Fill"));
+    OP_REQUIRES_OK(
+        ctx, CudaStatus(Fill<T>(MutableDevicePtr<T>(out), value.data<T>()[0], out->NumElements(), gpu.compute_stream()),
+                        "Fill"));
   }
 };
 
@@ -135,9 +136,9 @@ class ConstantLikeOp : public GpuOpKernel {
   void ComputeOnGpu(OpKernelContext* ctx, const GpuDeviceContext& gpu) override {
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, ctx->input(0).shape(), &out));
-    OP_REQUIRES_OK(ctx, Launched(Fill<T>(MutableDevicePtr<T>(out), static_cast<T>(kValue), out->NumElements(),
-                                         gpu.compute_stream()),
-                                 type_string()));
+    OP_REQUIRES_OK(ctx, CudaStatus(Fill<T>(MutableDevicePtr<T>(out), static_cast<T>(kValue), out->NumElements(),
+                                           gpu.compute_stream()),
+                                   type_string()));
   }
 };
 
@@ -149,9 +150,9 @@ class CastOp : public GpuOpKernel {
     const Tensor& in = ctx->input(0);
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, in.shape(), &out));
-    OP_REQUIRES_OK(ctx, Launched(Cast<From, To>(DevicePtr<From>(in), MutableDevicePtr<To>(out), in.NumElements(),
-                                                gpu.compute_stream()),
-                                 "Cast"));
+    OP_REQUIRES_OK(ctx, CudaStatus(Cast<From, To>(DevicePtr<From>(in), MutableDevicePtr<To>(out), in.NumElements(),
+                                                  gpu.compute_stream()),
+                                   "Cast"));
   }
 };
 
@@ -165,8 +166,10 @@ template <typename From>
 void RegisterCastsFrom(KernelRegistry& r) {
   auto to = [&r](auto zero) {
     using To = decltype(zero);
-    r.Register<CastOp<From, To>>(
-        KernelDefBuilder("Cast").Device(kDeviceGpu).TypeConstraint("SrcT", {DataTypeToEnum<From>::value}).TypeConstraint("DstT", {DataTypeToEnum<To>::value}));
+    r.Register<CastOp<From, To>>(KernelDefBuilder("Cast")
+                                     .Device(kDeviceGpu)
+                                     .TypeConstraint("SrcT", {DataTypeToEnum<From>::value})
+                                     .TypeConstraint("DstT", {DataTypeToEnum<To>::value}));
   };
   to(float{});
   to(double{});
@@ -178,23 +181,28 @@ void RegisterCastsFrom(KernelRegistry& r) {
 void RegisterCwiseKernels(KernelRegistry& r) {
   auto floating = [&r](auto zero) {
     using T = decltype(zero);
-    const std::pair<const char*, UnaryFn> unary[] = {{"Neg", UnaryFn::kNeg}, {"Square", UnaryFn::kSquare},
+    const std::pair<const char*, UnaryFn> unary[] = {{"Neg", UnaryFn::kNeg},   {"Square", UnaryFn::kSquare},
                                                      {"Sqrt", UnaryFn::kSqrt}, {"Exp", UnaryFn::kExp},
                                                      {"Log", UnaryFn::kLog},   {"Relu", UnaryFn::kRelu}};
     for (const auto& [op, fn] : unary) RegisterFn<T, UnaryOp<T>>(r, op, fn);
     const std::pair<const char*, BinaryFn> binary[] = {
-        {"Add", BinaryFn::kAdd},         {"Sub", BinaryFn::kSub},         {"Mul", BinaryFn::kMul},
-        {"Div", BinaryFn::kDiv},         {"Maximum", BinaryFn::kMaximum}, {"Minimum", BinaryFn::kMinimum},
+        {"Add", BinaryFn::kAdd},          {"Sub", BinaryFn::kSub},         {"Mul", BinaryFn::kMul},
+        {"Div", BinaryFn::kDiv},          {"Maximum", BinaryFn::kMaximum}, {"Minimum", BinaryFn::kMinimum},
         {"ReluGrad", BinaryFn::kReluGrad}};
     for (const auto& [op, fn] : binary) RegisterFn<T, BinaryOp<T>>(r, op, fn);
     const std::pair<const char*, CompareFn> compare[] = {
         {"Equal", CompareFn::kEqual}, {"Greater", CompareFn::kGreater}, {"Less", CompareFn::kLess}};
     for (const auto& [op, fn] : compare) RegisterFn<T, CompareOp<T>>(r, op, fn);
     r.Register<AddNOp<T>>(KernelDefBuilder("AddN").Device(kDeviceGpu).TypeConstraint("T", {DataTypeToEnum<T>::value}));
-    r.Register<FillOp<T>>(KernelDefBuilder("Fill").Device(kDeviceGpu).TypeConstraint("T", {DataTypeToEnum<T>::value}).HostMemory("dims")
+    r.Register<FillOp<T>>(KernelDefBuilder("Fill")
+                              .Device(kDeviceGpu)
+                              .TypeConstraint("T", {DataTypeToEnum<T>::value})
+                              .HostMemory("dims")
                               .HostMemory("value"));
-    r.Register<ConstantLikeOp<T, 0>>(KernelDefBuilder("ZerosLike").Device(kDeviceGpu).TypeConstraint("T", {DataTypeToEnum<T>::value}));
-    r.Register<ConstantLikeOp<T, 1>>(KernelDefBuilder("OnesLike").Device(kDeviceGpu).TypeConstraint("T", {DataTypeToEnum<T>::value}));
+    r.Register<ConstantLikeOp<T, 0>>(
+        KernelDefBuilder("ZerosLike").Device(kDeviceGpu).TypeConstraint("T", {DataTypeToEnum<T>::value}));
+    r.Register<ConstantLikeOp<T, 1>>(
+        KernelDefBuilder("OnesLike").Device(kDeviceGpu).TypeConstraint("T", {DataTypeToEnum<T>::value}));
   };
   floating(float{});
   floating(double{});

@@ -69,8 +69,9 @@ StatusOr<std::unique_ptr<GpuDeviceContext>> GpuDeviceContext::Create(int ordinal
   RETURN_IF_ERROR(CublasStatus(cublasCreate(&c->cublas_), "cublasCreate"));
   RETURN_IF_ERROR(CublasStatus(cublasSetStream(c->cublas_, c->compute_), "cublasSetStream"));
   // TensorFlow 1.x computes float32 in float32; TF32 only when the config allows it.
-  RETURN_IF_ERROR(CublasStatus(cublasSetMathMode(c->cublas_, allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
-                               "cublasSetMathMode"));
+  RETURN_IF_ERROR(
+      CublasStatus(cublasSetMathMode(c->cublas_, allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
+                   "cublasSetMathMode"));
   RETURN_IF_ERROR(CudnnStatus(cudnnCreate(&c->cudnn_), "cudnnCreate"));
   RETURN_IF_ERROR(CudnnStatus(cudnnSetStream(c->cudnn_, c->compute_), "cudnnSetStream"));
   return c;
@@ -128,8 +129,8 @@ void GpuDeviceContext::RunOnCallbackThread(void* arg) {
 
 Status GpuDeviceContext::ThenExecute(cudaStream_t stream, std::function<void()> fn) const {
   auto* callback = new PendingCallback{this, std::move(fn)};
-  Status s = CudaStatus(cudaLaunchHostFunc(stream, &GpuDeviceContext::RunOnCallbackThread, callback),
-                        "cudaLaunchHostFunc");
+  Status s =
+      CudaStatus(cudaLaunchHostFunc(stream, &GpuDeviceContext::RunOnCallbackThread, callback), "cudaLaunchHostFunc");
   if (!s.ok()) delete callback;
   return s;
 }
@@ -160,8 +161,8 @@ void GpuDeviceContext::Copy(void* dst, const void* src, size_t bytes, cudaMemcpy
     RETURN_IF_ERROR(StreamWaitFor(copy_stream, ordinal_, compute_, ordinal_));
     if (other != nullptr) RETURN_IF_ERROR(StreamWaitFor(copy_stream, ordinal_, other->compute_, other->ordinal_));
     if (other != nullptr && other->ordinal_ != ordinal_) {
-      RETURN_IF_ERROR(
-          CudaStatus(cudaMemcpyPeerAsync(dst, other->ordinal_, src, ordinal_, bytes, copy_stream), "cudaMemcpyPeerAsync"));
+      RETURN_IF_ERROR(CudaStatus(cudaMemcpyPeerAsync(dst, other->ordinal_, src, ordinal_, bytes, copy_stream),
+                                 "cudaMemcpyPeerAsync"));
     } else {
       RETURN_IF_ERROR(CudaStatus(cudaMemcpyAsync(dst, src, bytes, kind, copy_stream), "cudaMemcpyAsync"));
     }

@@ -51,7 +51,8 @@ class GpuDeviceContext final : public DeviceContext {
   // Runs `fn` on the callback thread once the work enqueued on `stream` so far is done.
   // An error means fn will not run.
   Status ThenExecute(cudaStream_t stream, std::function<void()> fn) const;
-  // Blocks until the compute stream's work is done: for tests and benchmarks, never in a step.
+  // Blocks until the compute stream's work is done: never inside a step (a Const is copied
+  // when its kernel is made; tests and benchmarks wait with it).
   Status Synchronize() const;
 
   void CopyHostToDevice(const Tensor& host, DeviceBase* device, Tensor* device_tensor,

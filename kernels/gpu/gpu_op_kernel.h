@@ -5,8 +5,6 @@
 // Internal to kernels/gpu/.
 #pragma once
 
-#include <string_view>
-
 #include "kernels/gpu/gpu_device_context.h"
 #include "kernels/kernel_registry.h"
 
@@ -25,9 +23,6 @@ class GpuOpKernel : public OpKernel {
   virtual void ComputeOnGpu(OpKernelContext* ctx, const GpuDeviceContext& gpu) = 0;
 };
 
-// The Status of a launch function's result, naming the device code that failed.
-inline Status Launched(cudaError_t err, std::string_view what) { return CudaStatus(err, what); }
-
 // Element pointers of a tensor in device memory.
 template <typename T>
 const T* DevicePtr(const Tensor& t) {
@@ -43,6 +38,7 @@ T* MutableDevicePtr(Tensor* t) {
 StatusOr<Tensor> CopyOnGpu(OpKernelContext* ctx, const GpuDeviceContext& gpu, const Tensor& t);
 
 // Per-file registration, called by RegisterGpuKernels.
+void RegisterConstKernels(KernelRegistry& r);
 void RegisterCwiseKernels(KernelRegistry& r);
 void RegisterReductionKernels(KernelRegistry& r);
 void RegisterNnKernels(KernelRegistry& r);

@@ -45,8 +45,7 @@ cudaError_t Reduce(ReduceFn fn, const T* in, T* out, int64_t outer, int64_t redu
                    cudaStream_t stream);
 // The index of the largest value along the middle dimension; the first on ties.
 template <typename T, typename Index>
-cudaError_t ArgMax(const T* in, Index* out, int64_t outer, int64_t reduced, int64_t inner,
-                   cudaStream_t stream);
+cudaError_t ArgMax(const T* in, Index* out, int64_t outer, int64_t reduced, int64_t inner, cudaStream_t stream);
 
 // Softmax or LogSoftmax over the last dimension of [rows, cols].
 template <typename T>
@@ -54,16 +53,16 @@ cudaError_t Softmax(bool log, const T* logits, T* out, int64_t rows, int64_t col
 // loss[r] and backprop[r, :] from logits[r, :] and labels[r]; a label outside [0, cols)
 // gives NaN, as TensorFlow's GPU kernel does.
 template <typename T, typename Label>
-cudaError_t SparseSoftmaxXent(const T* logits, const Label* labels, T* loss, T* backprop, int64_t rows,
-                              int64_t cols, cudaStream_t stream);
+cudaError_t SparseSoftmaxXent(const T* logits, const Label* labels, T* loss, T* backprop, int64_t rows, int64_t cols,
+                              cudaStream_t stream);
 
 // The optimizers' updates, in place, with TensorFlow's formulas. Scalars (lr, momentum, ...)
 // are read from device memory, so the host never waits for them.
 template <typename T>
 cudaError_t ApplyGradientDescent(T* var, const T* lr, const T* grad, int64_t n, cudaStream_t stream);
 template <typename T>
-cudaError_t ApplyMomentum(T* var, T* accum, const T* lr, const T* grad, const T* momentum, bool use_nesterov,
-                          int64_t n, cudaStream_t stream);
+cudaError_t ApplyMomentum(T* var, T* accum, const T* lr, const T* grad, const T* momentum, bool use_nesterov, int64_t n,
+                          cudaStream_t stream);
 template <typename T>
 cudaError_t ApplyRMSProp(T* var, T* ms, T* mom, const T* lr, const T* rho, const T* momentum, const T* epsilon,
                          const T* grad, int64_t n, cudaStream_t stream);

@@ -47,8 +47,8 @@ class MatMulOp : public GpuOpKernel {
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({m, n}), &out));
     if (out->NumElements() == 0) return;
     if (k == 0) {
-      OP_REQUIRES_OK(ctx, Launched(Fill<T>(MutableDevicePtr<T>(out), T(0), out->NumElements(), gpu.compute_stream()),
-                                   "MatMul"));
+      OP_REQUIRES_OK(
+          ctx, CudaStatus(Fill<T>(MutableDevicePtr<T>(out), T(0), out->NumElements(), gpu.compute_stream()), "MatMul"));
       return;
     }
     const auto op_a = transpose_a_ ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -56,10 +56,10 @@ class MatMulOp : public GpuOpKernel {
     const int lda = static_cast<int>(transpose_a_ ? m : k);
     const int ldb = static_cast<int>(transpose_b_ ? k : n);
     OP_REQUIRES_OK(ctx, gpu.WithCublas([&](cublasHandle_t h) {
-      return CublasStatus(Gemm(h, op_b, op_a, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k),
-                               DevicePtr<T>(b), ldb, DevicePtr<T>(a), lda, MutableDevicePtr<T>(out),
-                               static_cast<int>(n)),
-                          "MatMul");
+      return CublasStatus(
+          Gemm(h, op_b, op_a, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), DevicePtr<T>(b), ldb,
+               DevicePtr<T>(a), lda, MutableDevicePtr<T>(out), static_cast<int>(n)),
+          "MatMul");
     }));
   }
 
@@ -71,8 +71,10 @@ class MatMulOp : public GpuOpKernel {
 }  // namespace
 
 void RegisterMatMulKernels(KernelRegistry& r) {
-  r.Register<MatMulOp<float>>(KernelDefBuilder("MatMul").Device(kDeviceGpu).TypeConstraint("T", {DataTypeToEnum<float>::value}));
-  r.Register<MatMulOp<double>>(KernelDefBuilder("MatMul").Device(kDeviceGpu).TypeConstraint("T", {DataTypeToEnum<double>::value}));
+  r.Register<MatMulOp<float>>(
+      KernelDefBuilder("MatMul").Device(kDeviceGpu).TypeConstraint("T", {DataTypeToEnum<float>::value}));
+  r.Register<MatMulOp<double>>(
+      KernelDefBuilder("MatMul").Device(kDeviceGpu).TypeConstraint("T", {DataTypeToEnum<double>::value}));
 }
 
 }  // namespace tessera::gpu

@@ -18,9 +18,9 @@ class SoftmaxOp : public GpuOpKernel {
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, in.shape(), &out));
     const int64_t cols = in.dim(in.rank() - 1);
     const int64_t rows = cols == 0 ? 0 : in.NumElements() / cols;
-    OP_REQUIRES_OK(ctx, Launched(Softmax<T>(kLog, DevicePtr<T>(in), MutableDevicePtr<T>(out), rows, cols,
-                                            gpu.compute_stream()),
-                                 type_string()));
+    OP_REQUIRES_OK(
+        ctx, CudaStatus(Softmax<T>(kLog, DevicePtr<T>(in), MutableDevicePtr<T>(out), rows, cols, gpu.compute_stream()),
+                        type_string()));
   }
 };
 
@@ -38,10 +38,10 @@ class SparseXentOp : public GpuOpKernel {
     Tensor *loss, *backprop;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({rows}), &loss));
     OP_REQUIRES_OK(ctx, ctx->allocate_output(1, logits.shape(), &backprop));
-    OP_REQUIRES_OK(ctx, Launched(SparseSoftmaxXent<T, L>(DevicePtr<T>(logits), DevicePtr<L>(labels),
-                                                         MutableDevicePtr<T>(loss), MutableDevicePtr<T>(backprop), rows,
-                                                         depth, gpu.compute_stream()),
-                                 type_string()));
+    OP_REQUIRES_OK(
+        ctx, CudaStatus(SparseSoftmaxXent<T, L>(DevicePtr<T>(logits), DevicePtr<L>(labels), MutableDevicePtr<T>(loss),
+                                                MutableDevicePtr<T>(backprop), rows, depth, gpu.compute_stream()),
+                        type_string()));
   }
 };
 
@@ -81,9 +81,9 @@ class BiasAddOp : public GpuOpKernel {
     const T* ip = DevicePtr<T>(in);
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output(0, 0, in.shape(), &out));
-    OP_REQUIRES_OK(ctx, Launched(BiasAdd<T>(ip, DevicePtr<T>(bias), MutableDevicePtr<T>(out), out->NumElements(),
-                                            layout.channels, layout.inner, gpu.compute_stream()),
-                                 "BiasAdd"));
+    OP_REQUIRES_OK(ctx, CudaStatus(BiasAdd<T>(ip, DevicePtr<T>(bias), MutableDevicePtr<T>(out), out->NumElements(),
+                                              layout.channels, layout.inner, gpu.compute_stream()),
+                                   "BiasAdd"));
   }
 
  private:
@@ -108,13 +108,13 @@ class BiasAddGradOp : public GpuOpKernel {
     Tensor per_channel = g;
     if (layout.inner > 1) {
       OP_REQUIRES_OK(ctx, ctx->allocate_temp(g.dtype(), TensorShape({outer * layout.channels}), &per_channel));
-      OP_REQUIRES_OK(ctx, Launched(Reduce<T>(ReduceFn::kSum, DevicePtr<T>(g), MutableDevicePtr<T>(&per_channel),
-                                             outer * layout.channels, layout.inner, 1, gpu.compute_stream()),
-                                   "BiasAddGrad"));
+      OP_REQUIRES_OK(ctx, CudaStatus(Reduce<T>(ReduceFn::kSum, DevicePtr<T>(g), MutableDevicePtr<T>(&per_channel),
+                                               outer * layout.channels, layout.inner, 1, gpu.compute_stream()),
+                                     "BiasAddGrad"));
     }
-    OP_REQUIRES_OK(ctx, Launched(Reduce<T>(ReduceFn::kSum, DevicePtr<T>(per_channel), MutableDevicePtr<T>(out), 1,
-                                           outer, layout.channels, gpu.compute_stream()),
-                                 "BiasAddGrad"));
+    OP_REQUIRES_OK(ctx, CudaStatus(Reduce<T>(ReduceFn::kSum, DevicePtr<T>(per_channel), MutableDevicePtr<T>(out), 1,
+                                             outer, layout.channels, gpu.compute_stream()),
+                                   "BiasAddGrad"));
   }
 
  private:
@@ -126,8 +126,10 @@ class BiasAddGradOp : public GpuOpKernel {
 void RegisterNnKernels(KernelRegistry& r) {
   auto types = [&r](auto zero) {
     using T = decltype(zero);
-    r.Register<SoftmaxOp<T, false>>(KernelDefBuilder("Softmax").Device(kDeviceGpu).TypeConstraint("T", {DataTypeToEnum<T>::value}));
-    r.Register<SoftmaxOp<T, true>>(KernelDefBuilder("LogSoftmax").Device(kDeviceGpu).TypeConstraint("T", {DataTypeToEnum<T>::value}));
+    r.Register<SoftmaxOp<T, false>>(
+        KernelDefBuilder("Softmax").Device(kDeviceGpu).TypeConstraint("T", {DataTypeToEnum<T>::value}));
+    r.Register<SoftmaxOp<T, true>>(
+        KernelDefBuilder("LogSoftmax").Device(kDeviceGpu).TypeConstraint("T", {DataTypeToEnum<T>::value}));
     r.Register<SparseXentOp<T, int32_t>>(KernelDefBuilder("SparseSoftmaxCrossEntropyWithLogits")
                                              .Device(kDeviceGpu)
                                              .TypeConstraint("T", {DataTypeToEnum<T>::value})
@@ -136,8 +138,10 @@ void RegisterNnKernels(KernelRegistry& r) {
                                              .Device(kDeviceGpu)
                                              .TypeConstraint("T", {DataTypeToEnum<T>::value})
                                              .TypeConstraint("Tlabels", {DataTypeToEnum<int64_t>::value}));
-    r.Register<BiasAddOp<T>>(KernelDefBuilder("BiasAdd").Device(kDeviceGpu).TypeConstraint("T", {DataTypeToEnum<T>::value}));
-    r.Register<BiasAddGradOp<T>>(KernelDefBuilder("BiasAddGrad").Device(kDeviceGpu).TypeConstraint("T", {DataTypeToEnum<T>::value}));
+    r.Register<BiasAddOp<T>>(
+        KernelDefBuilder("BiasAdd").Device(kDeviceGpu).TypeConstraint("T", {DataTypeToEnum<T>::value}));
+    r.Register<BiasAddGradOp<T>>(
+        KernelDefBuilder("BiasAddGrad").Device(kDeviceGpu).TypeConstraint("T", {DataTypeToEnum<T>::value}));
   };
   types(float{});
   types(double{});

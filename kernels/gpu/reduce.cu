@@ -76,8 +76,7 @@ __global__ void ReduceRowsKernel(ReduceFn fn, const T* in, T* out, int64_t reduc
 
 // One thread per output otherwise: neighbouring threads read neighbouring inner elements.
 template <typename T>
-__global__ void ReduceColumnsKernel(ReduceFn fn, const T* in, T* out, int64_t outer, int64_t reduced,
-                                    int64_t inner) {
+__global__ void ReduceColumnsKernel(ReduceFn fn, const T* in, T* out, int64_t outer, int64_t reduced, int64_t inner) {
   using A = typename Accumulator<T>::type;
   TESSERA_GRID_STRIDE_LOOP(o, outer * inner) {
     const T* base = in + (o / inner) * reduced * inner + o % inner;
@@ -166,8 +165,10 @@ cudaError_t Reduce(ReduceFn fn, const T* in, T* out, int64_t outer, int64_t redu
   if (outputs == 0) return cudaSuccess;
   if (reduced == 0) {
     // Nothing to reduce: the identity of the reduction (Mean of nothing is NaN, as 0/0).
-    const T identity = fn == ReduceFn::kMax ? T(-INFINITY) : fn == ReduceFn::kMin ? T(INFINITY)
-                       : fn == ReduceFn::kMean ? T(NAN) : T(0);
+    const T identity = fn == ReduceFn::kMax    ? T(-INFINITY)
+                       : fn == ReduceFn::kMin  ? T(INFINITY)
+                       : fn == ReduceFn::kMean ? T(NAN)
+                                               : T(0);
     return Fill(out, identity, outputs, stream);
   }
   if (inner == 1 && outer <= kMaxRows) {
@@ -179,8 +180,7 @@ cudaError_t Reduce(ReduceFn fn, const T* in, T* out, int64_t outer, int64_t redu
 }
 
 template <typename T, typename Index>
-cudaError_t ArgMax(const T* in, Index* out, int64_t outer, int64_t reduced, int64_t inner,
-                   cudaStream_t stream) {
+cudaError_t ArgMax(const T* in, Index* out, int64_t outer, int64_t reduced, int64_t inner, cudaStream_t stream) {
   const int64_t outputs = outer * inner;
   if (outputs == 0) return cudaSuccess;
   ArgMaxKernel<T, Index><<<BlocksFor(outputs), kThreadsPerBlock, 0, stream>>>(in, out, outer, reduced, inner);
@@ -205,14 +205,13 @@ cudaError_t SparseSoftmaxXent(const T* logits, const Label* labels, T* loss, T* 
   return LaunchError();
 }
 
-#define TESSERA_INSTANTIATE(T)                                                                                   \
-  template cudaError_t Reduce<T>(ReduceFn, const T*, T*, int64_t, int64_t, int64_t, cudaStream_t);               \
-  template cudaError_t ArgMax<T, int64_t>(const T*, int64_t*, int64_t, int64_t, int64_t, cudaStream_t);    \
-  template cudaError_t Softmax<T>(bool, const T*, T*, int64_t, int64_t, cudaStream_t);                           \
-  template cudaError_t SparseSoftmaxXent<T, int32_t>(const T*, const int32_t*, T*, T*, int64_t, int64_t,         \
-                                                     cudaStream_t);                                             \
-  template cudaError_t SparseSoftmaxXent<T, int64_t>(const T*, const int64_t*, T*, T*, int64_t, int64_t,         \
-                                                     cudaStream_t);
+#define TESSERA_INSTANTIATE(T)                                                                           \
+  template cudaError_t Reduce<T>(ReduceFn, const T*, T*, int64_t, int64_t, int64_t, cudaStream_t);       \
+  template cudaError_t ArgMax<T, int64_t>(const T*, int64_t*, int64_t, int64_t, int64_t, cudaStream_t);  \
+  template cudaError_t Softmax<T>(bool, const T*, T*, int64_t, int64_t, cudaStream_t);                   \
+  template cudaError_t SparseSoftmaxXent<T, int32_t>(const T*, const int32_t*, T*, T*, int64_t, int64_t, \
+                                                     cudaStream_t);                                      \
+  template cudaError_t SparseSoftmaxXent<T, int64_t>(const T*, const int64_t*, T*, T*, int64_t, int64_t, cudaStream_t);
 TESSERA_INSTANTIATE(float)
 TESSERA_INSTANTIATE(double)
 #undef TESSERA_INSTANTIATE

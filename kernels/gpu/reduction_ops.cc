@@ -26,7 +26,8 @@ class ReductionOp : public GpuOpKernel {
     if (n == 0) return;
     cudaStream_t stream = gpu.compute_stream();
     if (plan->reduced_count == 0) {  // the reduction's identity
-      OP_REQUIRES_OK(ctx, Launched(Reduce<T>(fn_, nullptr, MutableDevicePtr<T>(out), n, 0, 1, stream), type_string()));
+      OP_REQUIRES_OK(ctx,
+                     CudaStatus(Reduce<T>(fn_, nullptr, MutableDevicePtr<T>(out), n, 0, 1, stream), type_string()));
       return;
     }
     std::vector<int64_t> dims = plan->dims;
@@ -55,9 +56,9 @@ class ReductionOp : public GpuOpKernel {
       } else {
         OP_REQUIRES_OK(ctx, ctx->allocate_temp(in.dtype(), TensorShape({outer * inner}), &next));
       }
-      OP_REQUIRES_OK(ctx, Launched(Reduce<T>(fn_, DevicePtr<T>(current), MutableDevicePtr<T>(&next), outer, dims[g],
-                                             inner, stream),
-                                   type_string()));
+      OP_REQUIRES_OK(ctx, CudaStatus(Reduce<T>(fn_, DevicePtr<T>(current), MutableDevicePtr<T>(&next), outer, dims[g],
+                                               inner, stream),
+                                     type_string()));
       current = next;
       dims[g] = 1;
     }
@@ -78,9 +79,9 @@ class ArgMaxOp : public GpuOpKernel {
     OP_REQUIRES_OK(ctx, plan.status());
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, plan->out_shape, &out));
-    OP_REQUIRES_OK(ctx, Launched(ArgMax<T, int64_t>(DevicePtr<T>(in), MutableDevicePtr<int64_t>(out), plan->outer,
-                                                    plan->n, plan->inner, gpu.compute_stream()),
-                                 "ArgMax"));
+    OP_REQUIRES_OK(ctx, CudaStatus(ArgMax<T, int64_t>(DevicePtr<T>(in), MutableDevicePtr<int64_t>(out), plan->outer,
+                                                      plan->n, plan->inner, gpu.compute_stream()),
+                                   "ArgMax"));
   }
 };
 
@@ -92,14 +93,20 @@ void RegisterReductionKernels(KernelRegistry& r) {
     const std::pair<const char*, ReduceFn> reductions[] = {
         {"Sum", ReduceFn::kSum}, {"Mean", ReduceFn::kMean}, {"Max", ReduceFn::kMax}};
     for (const auto& [op, fn] : reductions) {
-      r.Register(KernelDefBuilder(op).Device(kDeviceGpu).TypeConstraint("T", {DataTypeToEnum<T>::value}).HostMemory("reduction_indices"),
+      r.Register(KernelDefBuilder(op)
+                     .Device(kDeviceGpu)
+                     .TypeConstraint("T", {DataTypeToEnum<T>::value})
+                     .HostMemory("reduction_indices"),
                  [fn = fn](OpKernelConstruction* c) -> std::unique_ptr<OpKernel> {
                    return std::make_unique<ReductionOp<T>>(c, fn);
                  });
     }
     // An int32 index stays in host memory, as every int32 on the GPU.
-    r.Register<ArgMaxOp<T>>(KernelDefBuilder("ArgMax").Device(kDeviceGpu).TypeConstraint("T", {DataTypeToEnum<T>::value})
-                                .TypeConstraint("output_type", {DataTypeToEnum<int64_t>::value}).HostMemory("dimension"));
+    r.Register<ArgMaxOp<T>>(KernelDefBuilder("ArgMax")
+                                .Device(kDeviceGpu)
+                                .TypeConstraint("T", {DataTypeToEnum<T>::value})
+                                .TypeConstraint("output_type", {DataTypeToEnum<int64_t>::value})
+                                .HostMemory("dimension"));
   };
   types(float{});
   types(double{});

@@ -10,6 +10,7 @@ void RegisterGpuKernels(KernelRegistry& r) {
   RegisterRuntimeKernelsWithOwnMemory(r, kDeviceGpu, {DataType::kInt32});
   RegisterShapeOnlyKernels(r, kDeviceGpu, true);
   RegisterVariableOp(r, kDeviceGpu, {DataType::kFloat, DataType::kDouble});
+  gpu::RegisterConstKernels(r);
   gpu::RegisterCwiseKernels(r);
   gpu::RegisterReductionKernels(r);
   gpu::RegisterNnKernels(r);

@@ -36,8 +36,8 @@ __global__ void RMSPropKernel(T* var, T* ms, T* mom, const T* lr, const T* rho, 
 }
 
 template <typename T>
-__global__ void AdamKernel(T* var, T* m, T* v, const T* beta1_power, const T* beta2_power, const T* lr,
-                           const T* beta1, const T* beta2, const T* epsilon, const T* grad, bool nesterov, int64_t n) {
+__global__ void AdamKernel(T* var, T* m, T* v, const T* beta1_power, const T* beta2_power, const T* lr, const T* beta1,
+                           const T* beta2, const T* epsilon, const T* grad, bool nesterov, int64_t n) {
   const T b1 = *beta1, b2 = *beta2, eps = *epsilon;
   const T lr_t = *lr * sqrt(T(1) - *beta2_power) / (T(1) - *beta1_power);
   TESSERA_GRID_STRIDE_LOOP(i, n) {
@@ -59,8 +59,8 @@ cudaError_t ApplyGradientDescent(T* var, const T* lr, const T* grad, int64_t n, 
 }
 
 template <typename T>
-cudaError_t ApplyMomentum(T* var, T* accum, const T* lr, const T* grad, const T* momentum, bool use_nesterov,
-                          int64_t n, cudaStream_t stream) {
+cudaError_t ApplyMomentum(T* var, T* accum, const T* lr, const T* grad, const T* momentum, bool use_nesterov, int64_t n,
+                          cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   MomentumKernel<T><<<BlocksFor(n), kThreadsPerBlock, 0, stream>>>(var, accum, lr, grad, momentum, use_nesterov, n);
   return LaunchError();
@@ -80,17 +80,17 @@ cudaError_t ApplyAdam(T* var, T* m, T* v, const T* beta1_power, const T* beta2_p
                       cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   AdamKernel<T><<<BlocksFor(n), kThreadsPerBlock, 0, stream>>>(var, m, v, beta1_power, beta2_power, lr, beta1, beta2,
-                                                              epsilon, grad, use_nesterov, n);
+                                                               epsilon, grad, use_nesterov, n);
   return LaunchError();
 }
 
-#define TESSERA_INSTANTIATE(T)                                                                                     \
-  template cudaError_t ApplyGradientDescent<T>(T*, const T*, const T*, int64_t, cudaStream_t);                     \
-  template cudaError_t ApplyMomentum<T>(T*, T*, const T*, const T*, const T*, bool, int64_t, cudaStream_t);        \
-  template cudaError_t ApplyRMSProp<T>(T*, T*, T*, const T*, const T*, const T*, const T*, const T*, int64_t,      \
-                                       cudaStream_t);                                                             \
-  template cudaError_t ApplyAdam<T>(T*, T*, T*, const T*, const T*, const T*, const T*, const T*, const T*,        \
-                                    const T*, bool, int64_t, cudaStream_t);
+#define TESSERA_INSTANTIATE(T)                                                                                        \
+  template cudaError_t ApplyGradientDescent<T>(T*, const T*, const T*, int64_t, cudaStream_t);                        \
+  template cudaError_t ApplyMomentum<T>(T*, T*, const T*, const T*, const T*, bool, int64_t, cudaStream_t);           \
+  template cudaError_t ApplyRMSProp<T>(T*, T*, T*, const T*, const T*, const T*, const T*, const T*, int64_t,         \
+                                       cudaStream_t);                                                                 \
+  template cudaError_t ApplyAdam<T>(T*, T*, T*, const T*, const T*, const T*, const T*, const T*, const T*, const T*, \
+                                    bool, int64_t, cudaStream_t);
 TESSERA_INSTANTIATE(float)
 TESSERA_INSTANTIATE(double)
 #undef TESSERA_INSTANTIATE

@@ -29,9 +29,8 @@ ApplyArgs ArgsOf(Optimizer optimizer) {
     case Optimizer::kAdam:
       break;
   }
-  return {{0, 1, 2},
-          {{3, "beta1_power"}, {4, "beta2_power"}, {5, "lr"}, {6, "beta1"}, {7, "beta2"}, {8, "epsilon"}},
-          9};
+  return {
+      {0, 1, 2}, {{3, "beta1_power"}, {4, "beta2_power"}, {5, "lr"}, {6, "beta1"}, {7, "beta2"}, {8, "epsilon"}}, 9};
 }
 
 template <typename T>
@@ -63,21 +62,21 @@ class ApplyOp : public GpuOpKernel {
           T* var = MutableDevicePtr<T>(v[0]);
           switch (optimizer_) {
             case Optimizer::kGradientDescent:
-              launched = Launched(ApplyGradientDescent<T>(var, in(1), in(2), n, stream), op);
+              launched = CudaStatus(ApplyGradientDescent<T>(var, in(1), in(2), n, stream), op);
               break;
             case Optimizer::kMomentum:
-              launched = Launched(
+              launched = CudaStatus(
                   ApplyMomentum<T>(var, MutableDevicePtr<T>(v[1]), in(2), in(3), in(4), nesterov_, n, stream), op);
               break;
             case Optimizer::kRMSProp:
-              launched = Launched(ApplyRMSProp<T>(var, MutableDevicePtr<T>(v[1]), MutableDevicePtr<T>(v[2]), in(3),
-                                                  in(4), in(5), in(6), in(7), n, stream),
-                                  op);
+              launched = CudaStatus(ApplyRMSProp<T>(var, MutableDevicePtr<T>(v[1]), MutableDevicePtr<T>(v[2]), in(3),
+                                                    in(4), in(5), in(6), in(7), n, stream),
+                                    op);
               break;
             case Optimizer::kAdam:
-              launched = Launched(ApplyAdam<T>(var, MutableDevicePtr<T>(v[1]), MutableDevicePtr<T>(v[2]), in(3),
-                                               in(4), in(5), in(6), in(7), in(8), in(9), nesterov_, n, stream),
-                                  op);
+              launched = CudaStatus(ApplyAdam<T>(var, MutableDevicePtr<T>(v[1]), MutableDevicePtr<T>(v[2]), in(3),
+                                                 in(4), in(5), in(6), in(7), in(8), in(9), nesterov_, n, stream),
+                                    op);
               break;
           }
         },
@@ -96,9 +95,9 @@ class ApplyOp : public GpuOpKernel {
 
 void RegisterTrainingKernels(KernelRegistry& r) {
   const std::pair<const char*, Optimizer> ops[] = {{"ApplyGradientDescent", Optimizer::kGradientDescent},
-                                                    {"ApplyMomentum", Optimizer::kMomentum},
-                                                    {"ApplyRMSProp", Optimizer::kRMSProp},
-                                                    {"ApplyAdam", Optimizer::kAdam}};
+                                                   {"ApplyMomentum", Optimizer::kMomentum},
+                                                   {"ApplyRMSProp", Optimizer::kRMSProp},
+                                                   {"ApplyAdam", Optimizer::kAdam}};
   auto types = [&](auto zero) {
     using T = decltype(zero);
     for (const auto& [op, optimizer] : ops) {

@@ -27,10 +27,10 @@ class AssignOp : public GpuOpKernel {
     Variable* var = ctx->input_ref(0);
     const Tensor& value = ctx->input(1);
     if (validate_shape_ && var->declared_shape().IsFullyDefined()) {
-      OP_REQUIRES(ctx, var->declared_shape() == value.shape(),
-                  errors::InvalidArgument("Assign requires shapes of both tensors to match. lhs shape= ",
-                                          var->declared_shape().DebugString(), " rhs shape= ",
-                                          value.shape().DebugString()));
+      OP_REQUIRES(
+          ctx, var->declared_shape() == value.shape(),
+          errors::InvalidArgument("Assign requires shapes of both tensors to match. lhs shape= ",
+                                  var->declared_shape().DebugString(), " rhs shape= ", value.shape().DebugString()));
     }
     if (value.BufferIsUnshared()) {
       var->Write(value);
@@ -63,8 +63,8 @@ class AssignUpdateOp : public GpuOpKernel {
                                            delta.shape().DebugString());
           }
           T* v = MutableDevicePtr<T>(value);
-          return Launched(Binary<T>(fn_, plan, v, DevicePtr<T>(delta), v, value->NumElements(), gpu.compute_stream()),
-                          type_string());
+          return CudaStatus(Binary<T>(fn_, plan, v, DevicePtr<T>(delta), v, value->NumElements(), gpu.compute_stream()),
+                            type_string());
         },
         [&](const Tensor& shared) { return CopyOnGpu(ctx, gpu, shared); });
     OP_REQUIRES_OK(ctx, s);
@@ -79,8 +79,8 @@ class AssignUpdateOp : public GpuOpKernel {
 }  // namespace
 
 void RegisterVariableKernels(KernelRegistry& r) {
-  r.Register<AssignOp>(KernelDefBuilder("Assign").Device(kDeviceGpu).TypeConstraint("T", {DataType::kFloat,
-                                                                                          DataType::kDouble}));
+  r.Register<AssignOp>(
+      KernelDefBuilder("Assign").Device(kDeviceGpu).TypeConstraint("T", {DataType::kFloat, DataType::kDouble}));
   auto types = [&r](auto zero) {
     using T = decltype(zero);
     const std::pair<const char*, BinaryFn> updates[] = {{"AssignAdd", BinaryFn::kAdd}, {"AssignSub", BinaryFn::kSub}};

@@ -6,7 +6,6 @@
 #include <climits>
 #include <map>
 #include <mutex>
-#include <set>
 
 #include "graph/platform/logging.h"
 #include "kernels/gpu/gpu_device_context.h"
@@ -125,33 +124,18 @@ class GpuDevice final : public Device {
   GpuDeviceContext* const context_;  // owned by GpuProcessState
 };
 
-// "1,0" -> {1, 0}: indexes into the visible GPUs, each at most once.
-StatusOr<std::vector<int>> ParseVisibleDeviceList(const std::string& list, int num_visible) {
-  std::vector<int> order;
-  if (list.empty()) {
+// The visible GPUs in the order gpu_options list them: all when the list is empty.
+StatusOr<std::vector<int>> VisibleOrder(const GpuOptions& options, int num_visible) {
+  ASSIGN_OR_RETURN(std::vector<int> order, options.VisibleDevices());
+  if (order.empty()) {
     for (int i = 0; i < num_visible; ++i) order.push_back(i);
-    return order;
   }
-  std::set<int> seen;
-  size_t start = 0;
-  while (start <= list.size()) {
-    size_t end = list.find(',', start);
-    if (end == std::string::npos) end = list.size();
-    std::string item = list.substr(start, end - start);
-    if (item.empty() || item.size() > 4 || item.find_first_not_of("0123456789") != std::string::npos) {
-      return errors::InvalidArgument("gpu_options.visible_device_list '", list, "' is not a list of GPU indexes like \"1,0\"");
-    }
-    int index = std::stoi(item);
+  for (int index : order) {
     if (index >= num_visible) {
-      return errors::InvalidArgument("gpu_options.visible_device_list '", list, "' names GPU ", index, ", but ",
-                                     num_visible == 0 ? "no GPU is" : StrCat("only GPUs 0 to ", num_visible - 1, " are"),
-                                     " visible to this process (after CUDA_VISIBLE_DEVICES)");
+      return errors::InvalidArgument("gpu_options.visible_device_list '", options.visible_device_list, "' names GPU ",
+                                     index, ", but only GPUs 0 to ", num_visible - 1,
+                                     " are visible to this process (after CUDA_VISIBLE_DEVICES)");
     }
-    if (!seen.insert(index).second) {
-      return errors::InvalidArgument("gpu_options.visible_device_list '", list, "' names GPU ", index, " twice");
-    }
-    order.push_back(index);
-    start = end + 1;
   }
   return order;
 }
@@ -167,7 +151,7 @@ class GpuDeviceFactory final : public DeviceFactory {
     // No driver or no GPU: no GPU device, whatever the options say (a graph that asks for a
     // GPU then fails to place, naming the node).
     if (!gpus.ok() || gpus->empty()) return devices;
-    ASSIGN_OR_RETURN(std::vector<int> order, ParseVisibleDeviceList(options.visible_device_list, gpus->size()));
+    ASSIGN_OR_RETURN(std::vector<int> order, VisibleOrder(options, static_cast<int>(gpus->size())));
     if (options.virtual_device_memory_limit_mb.size() > order.size()) {
       return errors::InvalidArgument("gpu_options.experimental.virtual_devices has ",
                                      options.virtual_device_memory_limit_mb.size(), " entries, but ", order.size(),
@@ -183,8 +167,9 @@ class GpuDeviceFactory final : public DeviceFactory {
         limits.push_back(limit);
       }
       for (size_t k = 0; k < limits.size() && static_cast<int>(devices.size()) < p.count; ++k) {
-        ASSIGN_OR_RETURN(LogicalGpu * gpu, GpuProcessState::Get().GetOrCreate(physical, static_cast<int>(k), limits[k],
-                                                                              options.allow_growth, options.allow_tf32));
+        ASSIGN_OR_RETURN(LogicalGpu * gpu,
+                         GpuProcessState::Get().GetOrCreate(physical, static_cast<int>(k), limits[k],
+                                                            options.allow_growth, options.allow_tf32));
         DeviceName name = DeviceName::Full(p.job, p.replica, p.task, kDeviceGpu, static_cast<int>(devices.size()));
         DeviceAttributes attributes;
         attributes.physical_device_desc = physical.Description();

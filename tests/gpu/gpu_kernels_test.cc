@@ -80,35 +80,36 @@ TEST_F(GpuKernelsTest, MatMulInEveryTranspositionAndOddSizes) {
       const int64_t m = 37, k = 129, n = 65;
       Tensor a = Random(ta ? TensorShape({k, m}) : TensorShape({m, k}), 1);
       Tensor b = Random(tb ? TensorShape({n, k}) : TensorShape({k, n}), 2);
-      ExpectSameOnGpu({a, b}, [&](const Scope& s, const std::vector<Output>& in) {
-        ops::MatMulAttrs attrs;
-        attrs.transpose_a = ta;
-        attrs.transpose_b = tb;
-        return std::vector<Output>{ops::MatMul(s, in[0], in[1], attrs)};
-      }, 1e-4);
+      ExpectSameOnGpu(
+          {a, b},
+          [&](const Scope& s, const std::vector<Output>& in) {
+            ops::MatMulAttrs attrs;
+            attrs.transpose_a = ta;
+            attrs.transpose_b = tb;
+            return std::vector<Output>{ops::MatMul(s, in[0], in[1], attrs)};
+          },
+          1e-4);
     }
   }
 }
 
 TEST_F(GpuKernelsTest, MatMulWithAnEmptyInnerDimensionIsZeros) {
-  ExpectSameOnGpu({Random(TensorShape({3, 0}), 1), Random(TensorShape({0, 4}), 2)},
-                  [](const Scope& s, const std::vector<Output>& in) {
-                    return std::vector<Output>{ops::MatMul(s, in[0], in[1])};
-                  });
+  ExpectSameOnGpu(
+      {Random(TensorShape({3, 0}), 1), Random(TensorShape({0, 4}), 2)},
+      [](const Scope& s, const std::vector<Output>& in) { return std::vector<Output>{ops::MatMul(s, in[0], in[1])}; });
 }
 
 TEST_F(GpuKernelsTest, BinaryOpsBroadcastLikeTheCpu) {
   const std::vector<std::pair<TensorShape, TensorShape>> shapes = {
-      {TensorShape({5, 7}), TensorShape({5, 7})},      {TensorShape({5, 7}), TensorShape({7})},
-      {TensorShape({5, 1, 3}), TensorShape({4, 1})},   {TensorShape({}), TensorShape({2, 3})},
-      {TensorShape({0, 3}), TensorShape({3})},         {TensorShape({2, 1, 4, 3}), TensorShape({3, 1, 3})}};
+      {TensorShape({5, 7}), TensorShape({5, 7})},    {TensorShape({5, 7}), TensorShape({7})},
+      {TensorShape({5, 1, 3}), TensorShape({4, 1})}, {TensorShape({}), TensorShape({2, 3})},
+      {TensorShape({0, 3}), TensorShape({3})},       {TensorShape({2, 1, 4, 3}), TensorShape({3, 1, 3})}};
   for (const auto& [sa, sb] : shapes) {
     ExpectSameOnGpu({Random(sa, 3), Random(sb, 4, 0.5, 2)}, [](const Scope& s, const std::vector<Output>& in) {
-      return std::vector<Output>{ops::Add(s, in[0], in[1]),     ops::Sub(s, in[0], in[1]),
-                                 ops::Mul(s, in[0], in[1]),     ops::Div(s, in[0], in[1]),
-                                 ops::Maximum(s, in[0], in[1]), ops::Minimum(s, in[0], in[1]),
-                                 ops::Greater(s, in[0], in[1]), ops::Less(s, in[0], in[1]),
-                                 ops::Equal(s, in[0], in[0])};
+      return std::vector<Output>{
+          ops::Add(s, in[0], in[1]),     ops::Sub(s, in[0], in[1]),     ops::Mul(s, in[0], in[1]),
+          ops::Div(s, in[0], in[1]),     ops::Maximum(s, in[0], in[1]), ops::Minimum(s, in[0], in[1]),
+          ops::Greater(s, in[0], in[1]), ops::Less(s, in[0], in[1]),    ops::Equal(s, in[0], in[0])};
     });
   }
 }
@@ -118,17 +119,25 @@ TEST_F(GpuKernelsTest, UnaryOpsAndGradients) {
   Tensor g = Random(TensorShape({3, 1001}), 6);
   Tensor signed_x = Random(TensorShape({3, 1001}), 7);
   ExpectSameOnGpu({x, g, signed_x}, [](const Scope& s, const std::vector<Output>& in) {
-    return std::vector<Output>{ops::Neg(s, in[0]),  ops::Square(s, in[0]), ops::Sqrt(s, in[0]),
-                               ops::Exp(s, in[0]),  ops::Log(s, in[0]),    ops::Relu(s, in[2]),
-                               ops::ReluGrad(s, in[1], in[2]), ops::AddN(s, {in[0], in[1], in[2]})};
+    return std::vector<Output>{ops::Neg(s, in[0]),
+                               ops::Square(s, in[0]),
+                               ops::Sqrt(s, in[0]),
+                               ops::Exp(s, in[0]),
+                               ops::Log(s, in[0]),
+                               ops::Relu(s, in[2]),
+                               ops::ReluGrad(s, in[1], in[2]),
+                               ops::AddN(s, {in[0], in[1], in[2]})};
   });
 }
 
 TEST_F(GpuKernelsTest, LargeTensorsCoverEveryBlock) {
   Tensor a = Random(TensorShape({1 << 22}), 8), b = Random(TensorShape({1 << 22}), 9);
-  ExpectSameOnGpu({a, b}, [](const Scope& s, const std::vector<Output>& in) {
-    return std::vector<Output>{ops::Mul(s, in[0], in[1]), ops::Sum(s, in[0], ops::Const(s, Ints({0})))};
-  }, 1e-4);
+  ExpectSameOnGpu(
+      {a, b},
+      [](const Scope& s, const std::vector<Output>& in) {
+        return std::vector<Output>{ops::Mul(s, in[0], in[1]), ops::Sum(s, in[0], ops::Const(s, Ints({0})))};
+      },
+      1e-4);
 }
 
 TEST_F(GpuKernelsTest, FillZerosOnesAndCast) {
@@ -169,7 +178,10 @@ TEST_F(GpuKernelsTest, ArgMaxSoftmaxAndCrossEntropy) {
                     auto xent = ops::SparseSoftmaxCrossEntropyWithLogits(s, in[0], in[1]);
                     return std::vector<Output>{ops::ArgMax(s, in[0], ops::Const(s, Tensor::Scalar<int32_t>(1))),
                                                ops::ArgMax(s, in[0], ops::Const(s, Tensor::Scalar<int32_t>(0))),
-                                               ops::Softmax(s, in[0]), ops::LogSoftmax(s, in[0]), xent[0], xent[1]};
+                                               ops::Softmax(s, in[0]),
+                                               ops::LogSoftmax(s, in[0]),
+                                               xent[0],
+                                               xent[1]};
                   });
 }
 
@@ -192,45 +204,43 @@ TEST_F(GpuKernelsTest, ReshapeAndShapeKeepTheBytesWhereTheyAre) {
 // Variables in GPU memory, written by Assign and the optimizers' apply ops, read back.
 TEST_F(GpuKernelsTest, VariablesAndOptimizerUpdates) {
   Tensor init = Random(TensorShape({7, 3}), 18), grad = Random(TensorShape({7, 3}), 19);
-  {
-    Scope root = Scope::NewRootScope();
-    std::vector<Output> results[2];
-    std::vector<Operation> inits[2];
-    std::vector<Output> updates[2];
-    for (int d = 0; d < 2; ++d) {
-      Scope s = root.WithDevice(d == 0 ? "/device:CPU:0" : "/device:GPU:0").NewSubScope(d == 0 ? "cpu" : "gpu");
-      auto var = [&](const char* name) {
-        Output v = ops::Variable(s.WithOpName(name), init.shape(), DataType::kFloat);
-        inits[d].push_back(ops::Assign(s, v, ops::Const(s, init)).op());
-        return v;
-      };
-      Output sgd = var("sgd"), mom = var("mom"), acc = var("acc"), rms = var("rms"), ms = var("ms"),
-             rmom = var("rmom"), adam = var("adam"), m = var("m"), v = var("v"), add = var("add");
-      Output g = ops::Const(s, grad);
-      updates[d] = {ops::ApplyGradientDescent(s, sgd, 0.1f, g),
-                    ops::ApplyMomentum(s, mom, acc, 0.1f, g, 0.9f),
-                    ops::ApplyRMSProp(s, rms, ms, rmom, 0.01f, 0.9f, 0.5f, 1e-7f, g),
-                    ops::ApplyAdam(s, adam, m, v, 0.9f, 0.99f, 0.001f, 0.9f, 0.999f, 1e-8f, g),
-                    ops::AssignAdd(s, add, g),
-                    ops::AssignSub(s, add, ops::Square(s, g))};
-      results[d] = {sgd, mom, acc, rms, ms, rmom, adam, m, v, add};
-    }
-    auto session = testing::MakeSession(root);
-    ASSERT_NE(session, nullptr);
-    std::vector<std::string> targets, updates_names, fetches;
-    for (int d = 0; d < 2; ++d) {
-      for (const Operation& op : inits[d]) targets.push_back(op.name());
-      for (const Output& u : updates[d]) updates_names.push_back(u.op().name());
-      for (const Output& r : results[d]) fetches.push_back(r.name());
-    }
-    ASSERT_TRUE(session->Run({}, {}, targets, nullptr).ok());
-    for (int step = 0; step < 3; ++step) ASSERT_TRUE(session->Run({}, {}, updates_names, nullptr).ok());
-    std::vector<Tensor> out;
-    Status s = session->Run({}, fetches, {}, &out);
-    ASSERT_TRUE(s.ok()) << s;
-    const size_t n = results[0].size();
-    for (size_t i = 0; i < n; ++i) ExpectClose(out[i], out[i + n], 1e-5, fetches[i + n]);
+  Scope root = Scope::NewRootScope();
+  std::vector<Output> results[2];
+  std::vector<Operation> inits[2];
+  std::vector<Output> updates[2];
+  for (int d = 0; d < 2; ++d) {
+    Scope s = root.WithDevice(d == 0 ? "/device:CPU:0" : "/device:GPU:0").NewSubScope(d == 0 ? "cpu" : "gpu");
+    auto var = [&](const char* name) {
+      Output v = ops::Variable(s.WithOpName(name), init.shape(), DataType::kFloat);
+      inits[d].push_back(ops::Assign(s, v, ops::Const(s, init)).op());
+      return v;
+    };
+    Output sgd = var("sgd"), mom = var("mom"), acc = var("acc"), rms = var("rms"), ms = var("ms"), rmom = var("rmom"),
+           adam = var("adam"), m = var("m"), v = var("v"), add = var("add");
+    Output g = ops::Const(s, grad);
+    updates[d] = {ops::ApplyGradientDescent(s, sgd, 0.1f, g),
+                  ops::ApplyMomentum(s, mom, acc, 0.1f, g, 0.9f),
+                  ops::ApplyRMSProp(s, rms, ms, rmom, 0.01f, 0.9f, 0.5f, 1e-7f, g),
+                  ops::ApplyAdam(s, adam, m, v, 0.9f, 0.99f, 0.001f, 0.9f, 0.999f, 1e-8f, g),
+                  ops::AssignAdd(s, add, g),
+                  ops::AssignSub(s, add, ops::Square(s, g))};
+    results[d] = {sgd, mom, acc, rms, ms, rmom, adam, m, v, add};
   }
+  auto session = testing::MakeSession(root);
+  ASSERT_NE(session, nullptr);
+  std::vector<std::string> targets, update_targets, fetches;
+  for (int d = 0; d < 2; ++d) {
+    for (const Operation& op : inits[d]) targets.push_back(op.name());
+    for (const Output& u : updates[d]) update_targets.push_back(u.op().name());
+    for (const Output& r : results[d]) fetches.push_back(r.name());
+  }
+  ASSERT_TRUE(session->Run({}, {}, targets, nullptr).ok());
+  for (int step = 0; step < 3; ++step) ASSERT_TRUE(session->Run({}, {}, update_targets, nullptr).ok());
+  std::vector<Tensor> out;
+  Status s = session->Run({}, fetches, {}, &out);
+  ASSERT_TRUE(s.ok()) << s;
+  const size_t n = results[0].size();
+  for (size_t i = 0; i < n; ++i) ExpectClose(out[i], out[i + n], 1e-5, fetches[i + n]);
 }
 
 }  // namespace

@@ -20,8 +20,8 @@ inline std::string NoGpuReason() {
 }  // namespace tessera::testing
 
 // Skips the test, with the reason, on a machine without a GPU.
-#define TESSERA_SKIP_WITHOUT_GPU()                                              \
-  do {                                                                          \
-    const std::string no_gpu = ::tessera::testing::NoGpuReason();               \
-    if (!no_gpu.empty()) GTEST_SKIP() << "needs a GPU: " << no_gpu;             \
+#define TESSERA_SKIP_WITHOUT_GPU()                                  \
+  do {                                                              \
+    const std::string no_gpu = ::tessera::testing::NoGpuReason();   \
+    if (!no_gpu.empty()) GTEST_SKIP() << "needs a GPU: " << no_gpu; \
   } while (0)
