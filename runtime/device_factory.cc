@@ -85,4 +85,15 @@ std::vector<std::string> DeviceFactory::Types() {
   return names;
 }
 
+std::string NoGpuReason() {
+#if TESSERA_HAVE_CUDA
+  StatusOr<std::vector<PhysicalGpu>> gpus = ListPhysicalGpus();
+  if (!gpus.ok()) return std::string(gpus.status().message());
+  if (gpus->empty()) return "the CUDA driver sees no GPU";
+  return "";
+#else
+  return "this build has no GPU support (configure with TESSERA_CUDA=ON)";
+#endif
+}
+
 }  // namespace tessera

@@ -55,4 +55,8 @@ class DeviceFactory {
   static std::vector<std::string> Types();
 };
 
+// Why this process can have no GPU device, in words ("this build has no GPU support ...",
+// the CUDA driver's error, "the CUDA driver sees no GPU"); empty when a GPU is there.
+std::string NoGpuReason();
+
 }  // namespace tessera

@@ -15,13 +15,11 @@
 #include "graph/platform/logging.h"
 #include "kernels/kernel_registry.h"
 #include "runtime/device.h"
+#include "runtime/device_factory.h"
 #include "runtime/partition.h"
 #include "runtime/session.h"
 #include "runtime/timeline.h"
 #include "tools/train.h"
-#if TESSERA_HAVE_CUDA
-#include "runtime/gpu/gpu_device.h"
-#endif
 
 namespace tessera {
 namespace {
@@ -35,8 +33,8 @@ constexpr const char* kUsage =
     "  tessera dot GRAPH.json [--config CONFIG.json] [--allow-soft-placement]\n"
     "  tessera export GRAPH.json\n"
     "  tessera devices [--config CONFIG.json]\n"
-    "  tessera train [--epochs 2] [--devices 2] [--mode mirrored|parameter_device] [--batch 128]\n"
-    "                [--threads N] [--learning-rate 0.001] [--seed 1] [--train-limit N]\n"
+    "  tessera train [--device cpu|gpu] [--devices 2] [--mode mirrored|parameter_device] [--epochs 2]\n"
+    "                [--batch 128] [--threads N] [--learning-rate 0.001] [--seed 1] [--train-limit N]\n"
     "                [--test-limit N] [--data DIR] [--checkpoint OUT.ckpt] [--trace OUT.json]\n"
     "                [--inference-graph OUT.json] [--frozen-graph OUT.json] [--no-progress]\n";
 
@@ -253,6 +251,7 @@ StatusOr<TrainOptions> ParseTrainArgs(const std::vector<std::string>& args) {
   const std::map<std::string, int*> small_ints = {
       {"--epochs", &o.epochs}, {"--devices", &o.devices}, {"--threads", &o.threads}};
   const std::map<std::string, std::string*> strings = {{"--mode", &o.mode},
+                                                       {"--device", &o.device},
                                                        {"--data", &o.data_dir},
                                                        {"--trace", &o.trace_path},
                                                        {"--checkpoint", &o.checkpoint_path},
@@ -317,12 +316,8 @@ Status ListDevices(const std::vector<std::string>& args, std::ostream& out) {
     any_gpu = any_gpu || d->device_type() == kDeviceGpu;
   }
   if (!any_gpu) {
-#if TESSERA_HAVE_CUDA
-    StatusOr<std::vector<PhysicalGpu>> gpus = ListPhysicalGpus();
-    out << "no GPU device: " << (gpus.ok() ? "the CUDA driver sees no GPU" : gpus.status().message()) << "\n";
-#else
-    out << "no GPU device: this build has no GPU support (configure with TESSERA_CUDA=ON)\n";
-#endif
+    const std::string reason = NoGpuReason();
+    out << "no GPU device: " << (reason.empty() ? "the config's device_count asks for none" : reason) << "\n";
   }
   return Status::OK();
 }

@@ -9,6 +9,9 @@
 #include "graph/builder/optimizers.h"
 #include "graph/serialize/graph_json.h"
 #include "kernels/data/idx_file.h"
+#include "kernels/kernel_registry.h"
+#include "runtime/device.h"
+#include "runtime/device_factory.h"
 #include "runtime/freeze.h"
 #include "runtime/saver.h"
 #include "runtime/session.h"
@@ -52,6 +55,9 @@ Status ExportInference(const TrainOptions& o, std::ostream& log) {
 Status CheckOptions(const TrainOptions& o) {
   if (o.epochs < 1) return errors::InvalidArgument("--epochs must be at least 1, got ", o.epochs);
   if (o.devices < 1) return errors::InvalidArgument("--devices must be at least 1, got ", o.devices);
+  if (o.device != "cpu" && o.device != "gpu") {
+    return errors::InvalidArgument("--device must be cpu or gpu, got '", o.device, "'");
+  }
   if (o.mode != "mirrored" && o.mode != "parameter_device") {
     return errors::InvalidArgument("--mode must be mirrored or parameter_device, got '", o.mode, "'");
   }
@@ -155,7 +161,7 @@ StatusOr<TrainGraph> BuildGraph(const TrainOptions& o, const std::string& dir, i
 
   ReplicateOptions options;
   options.mode = o.mode == "mirrored" ? ReplicationMode::kMirrored : ReplicationMode::kParameterDevice;
-  for (int d = 0; d < o.devices; ++d) options.devices.push_back(StrCat("/cpu:", d));
+  for (int d = 0; d < o.devices; ++d) options.devices.push_back(StrCat("/", o.device, ":", d));
   Output correct, tested;
   auto model = [&](Tower& tower, TowerOutputs* out) {
     const Scope& s = tower.scope();
@@ -206,6 +212,16 @@ StatusOr<TrainGraph> BuildGraph(const TrainOptions& o, const std::string& dir, i
   return g;
 }
 
+// Soft placement would quietly move towers without a GPU to the CPU: refuse instead.
+Status CheckGpus(const Session& session, int wanted) {
+  int gpus = 0;
+  for (const Device* d : session.devices().devices()) gpus += d->device_type() == kDeviceGpu ? 1 : 0;
+  if (gpus >= wanted) return Status::OK();
+  const std::string reason = NoGpuReason();
+  return errors::FailedPrecondition("--device gpu --devices ", wanted, " needs ", wanted, " GPUs; this process has ",
+                                    gpus, reason.empty() ? "" : StrCat(" (", reason, ")"));
+}
+
 // Nodes per device, and where the heavy ops went.
 void PrintPlacement(const Session& session, std::ostream& log) {
   std::map<std::string, std::map<std::string, int>> by_device;
@@ -250,10 +266,17 @@ StatusOr<TrainResult> Train(const TrainOptions& o, std::ostream& log) {
   if (o.train_limit > 0) train_images = std::min(o.train_limit, train_images);
   ASSIGN_OR_RETURN(TrainGraph g, BuildGraph(o, dir, train_images));
   SessionConfig config;
-  config.device_count = {{"CPU", o.devices}};
+  if (o.device == "gpu") {
+    config.device_count = {{"CPU", 1}, {"GPU", o.devices}};
+    // The evaluation's int32 counting has no GPU kernels: it moves to the CPU, as in TF.
+    config.allow_soft_placement = true;
+  } else {
+    config.device_count = {{"CPU", o.devices}};
+  }
   config.inter_op_parallelism_threads = o.threads;
   config.intra_op_parallelism_threads = o.threads;
   ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Create(config, g.def));
+  if (o.device == "gpu") RETURN_IF_ERROR(CheckGpus(*session, o.devices));
   std::vector<Tensor> out;
   RETURN_IF_ERROR(session->Run({}, {}, {g.init}, &out));
   PrintPlacement(*session, log);

@@ -1,5 +1,5 @@
 // `tessera train`: the seeds' CNN (tools/fashion_cnn.h) trained on Fashion-MNIST with
-// RMSProp, on one device or replicated over virtual CPU devices, fed by a prefetching
+// RMSProp, on one device or replicated over virtual CPU devices or GPUs, fed by a prefetching
 // dataset pipeline. Prints the placement summary, a progress line per epoch (images/s,
 // running loss) and the test accuracy after each epoch, and can save a checkpoint
 // (runtime/saver.h) after each epoch and a Chrome trace of one step.
@@ -24,7 +24,10 @@ namespace tessera {
 
 struct TrainOptions {
   int epochs = 2;
-  // Towers, one per virtual CPU device; the global batch is split evenly between them.
+  // "cpu": towers on virtual CPU devices; "gpu": towers on GPUs, with the input pipeline,
+  // the loss report and the ops without a GPU kernel on the CPU.
+  std::string device = "cpu";
+  // Towers, one per device; the global batch is split evenly between them.
   int devices = 1;
   std::string mode = "mirrored";  // or "parameter_device"
   int64_t batch = 128;            // global
@@ -57,6 +60,7 @@ struct TrainResult {
   std::map<std::string, Tensor> variables;
 };
 
+// FailedPrecondition when --device gpu finds fewer GPUs than towers, saying why;
 // InvalidArgument for options out of range, for data files whose images and labels disagree
 // or hold nothing, and for output paths that name the same file (or a data file); NotFound
 // when the data files are missing. All of these are found before training starts. Outputs

@@ -3,6 +3,7 @@
 // (RegisterCpuKernels for the CPU).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,22 @@ void RegisterShapeOnlyKernels(KernelRegistry& r, const std::string& device_type,
 
 // VariableV2, for variables of `dtypes` (every type when empty).
 void RegisterVariableOp(KernelRegistry& r, const std::string& device_type, const std::vector<DataType>& dtypes = {});
+
+// One strided copy: `rows` rows of `row_bytes`, `src_pitch` bytes apart in the source and
+// `dst_pitch` apart in the destination, both in the kernel's device memory.
+struct RowCopy {
+  void* dst;
+  size_t dst_pitch;
+  const void* src;
+  size_t src_pitch;
+  size_t row_bytes;
+  int64_t rows;
+};
+// How a device type does a RowCopy: memcpy on the CPU, a 2-D copy on a GPU's stream.
+using CopyRowsFn = std::function<Status(OpKernelContext* ctx, const RowCopy& copy)>;
+// ConcatV2, Split and SplitV for tensors of `dtypes` (every type when empty).
+void RegisterConcatSplitKernels(KernelRegistry& r, const std::string& device_type, bool own_memory,
+                                const std::vector<DataType>& dtypes, CopyRowsFn copy_rows);
 
 // The queue ops, for a device whose memory is the host's: queues keep their tensors there.
 void RegisterQueueKernels(KernelRegistry& r, const std::string& device_type);

@@ -8,7 +8,7 @@
 #include <limits>
 #include <type_traits>
 
-#include "kernels/cpu/conv_geometry.h"
+#include "kernels/conv_geometry.h"
 #include "kernels/cpu/dnnl_conv.h"
 #include "kernels/cpu/register.h"
 #include "kernels/eigen_tensor.h"
@@ -86,37 +86,16 @@ void Col2Im(OpKernelContext* ctx, const Geometry& g, const T* patches, T* in) {
 class ConvBase : public OpKernel {
  public:
   explicit ConvBase(OpKernelConstruction* c) : OpKernel(c) {
-    std::string format;
-    std::vector<int64_t> dilations;
-    Status s = c->GetAttr("strides", &strides_);
-    if (s.ok()) s = c->GetAttr("padding", &padding_);
-    if (s.ok()) s = c->GetAttr("data_format", &format);
-    if (s.ok()) s = c->GetAttr("dilations", &dilations);
-    if (s.ok() && format != "NHWC") s = errors::Unimplemented("Conv2D on CPU supports data_format NHWC, not ", format);
-    if (s.ok() && dilations != std::vector<int64_t>{1, 1, 1, 1}) {
-      s = errors::Unimplemented("Conv2D supports dilations [1, 1, 1, 1] only");
+    StatusOr<ConvAttrs> attrs = ReadConvAttrs(c);
+    if (attrs.ok()) {
+      attrs_ = *std::move(attrs);
+    } else {
+      c->SetStatus(attrs.status());
     }
-    if (!s.ok()) c->SetStatus(s);
   }
 
  protected:
-  // The geometry of input `in` and filter `f` [KH, KW, C, O], checked against each other.
-  StatusOr<Geometry> ConvGeometry(const TensorShape& in, const TensorShape& f) const {
-    if (f.rank() != 4) return errors::InvalidArgument("filter must be 4-D [KH, KW, C, O], got ", f.DebugString());
-    ASSIGN_OR_RETURN(Geometry g, MakeGeometry(in, f.dim(0), f.dim(1), strides_, padding_));
-    if (f.dim(2) != g.c) {
-      return errors::InvalidArgument("input depth must match filter depth: ", g.c, " vs ", f.dim(2), " (input ",
-                                     in.DebugString(), ", filter ", f.DebugString(), ")");
-    }
-    return g;
-  }
-  static StatusOr<TensorShape> ShapeInput(const Tensor& t, std::string_view what) {
-    if (t.rank() != 1 || t.NumElements() != 4) return errors::InvalidArgument(what, " must be a 4-vector");
-    return TensorShape::Make(IntTensorValues(t));
-  }
-
-  std::vector<int64_t> strides_;
-  std::string padding_;
+  ConvAttrs attrs_;
 };
 
 template <typename T>
@@ -126,11 +105,11 @@ class Conv2DOp : public ConvBase {
   void Compute(OpKernelContext* ctx) override {
     const Tensor& in = ctx->input(0);
     const Tensor& f = ctx->input(1);
-    StatusOr<Geometry> g = ConvGeometry(in.shape(), f.shape());
+    StatusOr<Geometry> g = ConvGeometry(attrs_, in.shape(), f.shape());
     OP_REQUIRES_OK(ctx, g.status());
     const int64_t o = f.dim(3), rows = g->n * g->oh * g->ow, cols = g->kh * g->kw * g->c;
     Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({g->n, g->oh, g->ow, o}), &out));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, g->output_shape(o), &out));
     if (out->NumElements() == 0) return;
     if (cols == 0) {
       std::fill(out->data<T>(), out->data<T>() + out->NumElements(), T(0));
@@ -153,16 +132,14 @@ class Conv2DBackpropInputOp : public ConvBase {
  public:
   using ConvBase::ConvBase;
   void Compute(OpKernelContext* ctx) override {
-    StatusOr<TensorShape> in_shape = ShapeInput(ctx->input(0), "input_sizes");
+    StatusOr<TensorShape> in_shape = ShapeArgument(ctx->input(0), "input_sizes");
     OP_REQUIRES_OK(ctx, in_shape.status());
     const Tensor& f = ctx->input(1);
     const Tensor& dy = ctx->input(2);
-    StatusOr<Geometry> g = ConvGeometry(*in_shape, f.shape());
+    StatusOr<Geometry> g = ConvGeometry(attrs_, *in_shape, f.shape());
     OP_REQUIRES_OK(ctx, g.status());
     const int64_t o = f.dim(3), rows = g->n * g->oh * g->ow, cols = g->kh * g->kw * g->c;
-    OP_REQUIRES(ctx, dy.shape() == TensorShape({g->n, g->oh, g->ow, o}),
-                errors::InvalidArgument("out_backprop has shape ", dy.shape().DebugString(), ", expected ",
-                                        TensorShape({g->n, g->oh, g->ow, o}).DebugString()));
+    OP_REQUIRES_OK(ctx, CheckGradientShape(dy, g->output_shape(o), "out_backprop"));
     Tensor* dx;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *in_shape, &dx));
     if (dx->NumElements() == 0) return;
@@ -190,15 +167,13 @@ class Conv2DBackpropFilterOp : public ConvBase {
   using ConvBase::ConvBase;
   void Compute(OpKernelContext* ctx) override {
     const Tensor& in = ctx->input(0);
-    StatusOr<TensorShape> f_shape = ShapeInput(ctx->input(1), "filter_sizes");
+    StatusOr<TensorShape> f_shape = ShapeArgument(ctx->input(1), "filter_sizes");
     OP_REQUIRES_OK(ctx, f_shape.status());
     const Tensor& dy = ctx->input(2);
-    StatusOr<Geometry> g = ConvGeometry(in.shape(), *f_shape);
+    StatusOr<Geometry> g = ConvGeometry(attrs_, in.shape(), *f_shape);
     OP_REQUIRES_OK(ctx, g.status());
     const int64_t o = f_shape->dim(3), rows = g->n * g->oh * g->ow, cols = g->kh * g->kw * g->c;
-    OP_REQUIRES(ctx, dy.shape() == TensorShape({g->n, g->oh, g->ow, o}),
-                errors::InvalidArgument("out_backprop has shape ", dy.shape().DebugString(), ", expected ",
-                                        TensorShape({g->n, g->oh, g->ow, o}).DebugString()));
+    OP_REQUIRES_OK(ctx, CheckGradientShape(dy, g->output_shape(o), "out_backprop"));
     Tensor* df;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *f_shape, &df));
     if (df->NumElements() == 0) return;
@@ -221,22 +196,15 @@ class Conv2DBackpropFilterOp : public ConvBase {
 class PoolBase : public OpKernel {
  public:
   explicit PoolBase(OpKernelConstruction* c) : OpKernel(c) {
-    std::string format;
-    Status s = c->GetAttr("ksize", &ksize_);
-    if (s.ok()) s = c->GetAttr("strides", &strides_);
-    if (s.ok()) s = c->GetAttr("padding", &padding_);
-    if (s.ok()) s = c->GetAttr("data_format", &format);
-    if (s.ok() && format != "NHWC") s = errors::Unimplemented("Pooling on CPU supports data_format NHWC, not ", format);
-    if (s.ok() && (ksize_.size() != 4 || ksize_[0] != 1 || ksize_[3] != 1)) {
-      s = errors::InvalidArgument("ksize must be [1, kh, kw, 1]");
+    StatusOr<PoolAttrs> attrs = ReadPoolAttrs(c);
+    if (attrs.ok()) {
+      attrs_ = *std::move(attrs);
+    } else {
+      c->SetStatus(attrs.status());
     }
-    if (!s.ok()) c->SetStatus(s);
   }
 
  protected:
-  StatusOr<Geometry> PoolGeometry(const TensorShape& in) const {
-    return MakeGeometry(in, ksize_[1], ksize_[2], strides_, padding_);
-  }
   // Calls fn(b, y, x, iy0, iy1, ix0, ix1) for every output position with the window's rows
   // [iy0, iy1) and columns [ix0, ix1) clipped to the input, images spread over the pool.
   template <typename F>
@@ -256,8 +224,7 @@ class PoolBase : public OpKernel {
     });
   }
 
-  std::vector<int64_t> ksize_, strides_;
-  std::string padding_;
+  PoolAttrs attrs_;
 };
 
 // MaxPool, or AvgPool over the window's cells inside the input (TensorFlow's SAME rule).
@@ -267,10 +234,10 @@ class PoolOp : public PoolBase {
   using PoolBase::PoolBase;
   void Compute(OpKernelContext* ctx) override {
     const Tensor& in = ctx->input(0);
-    StatusOr<Geometry> g = PoolGeometry(in.shape());
+    StatusOr<Geometry> g = PoolGeometry(attrs_, in.shape());
     OP_REQUIRES_OK(ctx, g.status());
     Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({g->n, g->oh, g->ow, g->c}), &out));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, g->output_shape(g->c), &out));
     const T* ip = in.data<T>();
     T* op = out->data<T>();
     const Geometry geo = *g;
@@ -299,11 +266,9 @@ class MaxPoolGradOp : public PoolBase {
   void Compute(OpKernelContext* ctx) override {
     const Tensor& in = ctx->input(0);
     const Tensor& dy = ctx->input(2);
-    StatusOr<Geometry> g = PoolGeometry(in.shape());
+    StatusOr<Geometry> g = PoolGeometry(attrs_, in.shape());
     OP_REQUIRES_OK(ctx, g.status());
-    OP_REQUIRES(ctx, dy.shape() == TensorShape({g->n, g->oh, g->ow, g->c}),
-                errors::InvalidArgument("grad has shape ", dy.shape().DebugString(), ", expected ",
-                                        TensorShape({g->n, g->oh, g->ow, g->c}).DebugString()));
+    OP_REQUIRES_OK(ctx, CheckGradientShape(dy, g->output_shape(g->c), "grad"));
     Tensor* dx;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, in.shape(), &dx));
     const Geometry geo = *g;
@@ -363,16 +328,12 @@ class AvgPoolGradOp : public PoolBase {
   using PoolBase::PoolBase;
   void Compute(OpKernelContext* ctx) override {
     const Tensor& sizes = ctx->input(0);
-    OP_REQUIRES(ctx, sizes.rank() == 1 && sizes.NumElements() == 4,
-                errors::InvalidArgument("orig_input_shape must be a 4-vector"));
-    StatusOr<TensorShape> in_shape = TensorShape::Make(IntTensorValues(sizes));
+    StatusOr<TensorShape> in_shape = ShapeArgument(sizes, "orig_input_shape");
     OP_REQUIRES_OK(ctx, in_shape.status());
     const Tensor& dy = ctx->input(1);
-    StatusOr<Geometry> g = PoolGeometry(*in_shape);
+    StatusOr<Geometry> g = PoolGeometry(attrs_, *in_shape);
     OP_REQUIRES_OK(ctx, g.status());
-    OP_REQUIRES(ctx, dy.shape() == TensorShape({g->n, g->oh, g->ow, g->c}),
-                errors::InvalidArgument("grad has shape ", dy.shape().DebugString(), ", expected ",
-                                        TensorShape({g->n, g->oh, g->ow, g->c}).DebugString()));
+    OP_REQUIRES_OK(ctx, CheckGradientShape(dy, g->output_shape(g->c), "grad"));
     Tensor* dx;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *in_shape, &dx));
     std::fill(dx->data<T>(), dx->data<T>() + dx->NumElements(), T(0));

@@ -249,4 +249,27 @@ void RegisterCwiseKernels(KernelRegistry& r) {
   RegisterUnary<ReluF, float, double, int32_t, int64_t>(r, "Relu");
 }
 
+void RegisterHostInt32CwiseKernels(KernelRegistry& r, const std::string& device_type) {
+  auto binary = [&](auto kernel, const char* op) {
+    r.Register<typename decltype(kernel)::type>(KernelDefBuilder(op)
+                                                    .Device(device_type)
+                                                    .TypeConstraint<int32_t>("T")
+                                                    .HostMemory("x")
+                                                    .HostMemory("y")
+                                                    .HostMemory("z"));
+  };
+  binary(std::type_identity<BinaryOp<int32_t, int32_t, AddF>>{}, "Add");
+  binary(std::type_identity<BinaryOp<int32_t, int32_t, SubF>>{}, "Sub");
+  binary(std::type_identity<BinaryOp<int32_t, int32_t, MulF>>{}, "Mul");
+  binary(std::type_identity<BinaryOp<int32_t, int32_t, DivF>>{}, "Div");
+  binary(std::type_identity<BinaryOp<int32_t, int32_t, MaxF>>{}, "Maximum");
+  binary(std::type_identity<BinaryOp<int32_t, int32_t, MinF>>{}, "Minimum");
+  auto unary = [&](auto kernel, const char* op) {
+    r.Register<typename decltype(kernel)::type>(
+        KernelDefBuilder(op).Device(device_type).TypeConstraint<int32_t>("T").HostMemory("x").HostMemory("y"));
+  };
+  unary(std::type_identity<UnaryOp<int32_t, NegF>>{}, "Neg");
+  unary(std::type_identity<UnaryOp<int32_t, SquareF>>{}, "Square");
+}
+
 }  // namespace tessera::cpu

@@ -6,7 +6,7 @@
 // Primitives are built once per shape and cached; every function may run concurrently.
 #pragma once
 
-#include "kernels/cpu/conv_geometry.h"
+#include "kernels/conv_geometry.h"
 #include "kernels/op_kernel.h"
 
 namespace tessera::cpu {

@@ -1,8 +1,20 @@
+#include <cstring>
+
 #include "kernels/common/register.h"
 #include "kernels/cpu/register.h"
 #include "kernels/data/register.h"
 
 namespace tessera {
+namespace {
+
+Status CopyRowsOnHost(OpKernelContext*, const RowCopy& c) {
+  char* dst = static_cast<char*>(c.dst);
+  const char* src = static_cast<const char*>(c.src);
+  for (int64_t r = 0; r < c.rows; ++r) std::memcpy(dst + r * c.dst_pitch, src + r * c.src_pitch, c.row_bytes);
+  return Status::OK();
+}
+
+}  // namespace
 
 void RegisterCpuKernels(KernelRegistry& r) {
   RegisterRuntimeKernels(r, kDeviceCpu);
@@ -23,7 +35,7 @@ void RegisterCpuKernels(KernelRegistry& r) {
   cpu::RegisterTrainingKernels(r);
   cpu::RegisterRandomKernels(r);
   cpu::RegisterConvKernels(r);
-  cpu::RegisterConcatSplitKernels(r);
+  RegisterConcatSplitKernels(r, kDeviceCpu, false, {}, CopyRowsOnHost);
   cpu::RegisterCheckpointKernels(r);
 }
 

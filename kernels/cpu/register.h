@@ -3,6 +3,8 @@
 // Internal to kernels/.
 #pragma once
 
+#include <string>
+
 #include "kernels/kernel_registry.h"
 
 namespace tessera::cpu {
@@ -20,8 +22,12 @@ void RegisterShapeKernels(KernelRegistry& r);
 void RegisterTrainingKernels(KernelRegistry& r);
 void RegisterRandomKernels(KernelRegistry& r);
 void RegisterConvKernels(KernelRegistry& r);
-void RegisterConcatSplitKernels(KernelRegistry& r);
 void RegisterCheckpointKernels(KernelRegistry& r);
+
+// The int32 arithmetic of shapes (Add, Sub, Mul, Div, Maximum, Minimum, Neg, Square) for a
+// device with memory of its own: the CPU's kernels with every argument in host memory, as
+// TensorFlow registers int32 on a GPU.
+void RegisterHostInt32CwiseKernels(KernelRegistry& r, const std::string& device_type);
 
 // Calls fn(T{}) for each type in Ts: registration loops over a kernel's types.
 template <typename... Ts, typename Fn>

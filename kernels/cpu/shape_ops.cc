@@ -4,22 +4,11 @@
 #include <limits>
 
 #include "graph/shape_inference.h"
+#include "kernels/shape_argument.h"
 #include "kernels/cpu/register.h"
 
 namespace tessera::cpu {
 namespace {
-
-StatusOr<TensorShape> ShapeFromVector(const Tensor& t, std::string_view what) {
-  if (t.rank() != 1 || (t.dtype() != DataType::kInt32 && t.dtype() != DataType::kInt64)) {
-    return errors::InvalidArgument(what, " must be an int32 or int64 vector, got ", DataTypeName(t.dtype()), " ",
-                                   t.shape().DebugString());
-  }
-  std::vector<int64_t> dims = IntTensorValues(t);
-  for (int64_t d : dims) {
-    if (d < 0) return errors::InvalidArgument(what, " has a negative dimension ", d);
-  }
-  return TensorShape::Make(dims);
-}
 
 Tensor IndexVector(DataType dtype, const std::vector<int64_t>& v) {
   Tensor t(dtype, TensorShape({static_cast<int64_t>(v.size())}));
@@ -63,12 +52,8 @@ class BroadcastToOp : public OpKernel {
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
     const Tensor& in = ctx->input(0);
-    StatusOr<TensorShape> shape = ShapeFromVector(ctx->input(1), "shape");
+    StatusOr<TensorShape> shape = BroadcastToShape(in, ctx->input(1));
     OP_REQUIRES_OK(ctx, shape.status());
-    StatusOr<TensorShape> merged = InferenceContext::BroadcastShapes(in.shape(), *shape);
-    OP_REQUIRES(ctx, merged.ok() && *merged == *shape,
-                errors::InvalidArgument("Cannot broadcast a tensor of shape ", in.shape().DebugString(),
-                                        " to shape ", shape->DebugString()));
     if (in.shape() == *shape) {
       ctx->set_output(0, in);
       return;

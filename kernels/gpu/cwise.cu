@@ -106,6 +106,11 @@ struct CompareFunctor {
 };
 
 template <typename T>
+struct FirstFunctor {
+  __device__ T operator()(T x, T) const { return x; }
+};
+
+template <typename T>
 __global__ void FillKernel(T* out, T value, int64_t n) {
   TESSERA_GRID_STRIDE_LOOP(i, n) { out[i] = value; }
 }
@@ -152,6 +157,13 @@ cudaError_t Compare(CompareFn fn, const BroadcastPlan& plan, const T* a, const T
 }
 
 template <typename T>
+cudaError_t Broadcast(const BroadcastPlan& plan, const T* in, T* out, int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  BroadcastKernel<T, T><<<BlocksFor(n), kThreadsPerBlock, 0, stream>>>(FirstFunctor<T>{}, plan, in, in, out, n);
+  return LaunchError();
+}
+
+template <typename T>
 cudaError_t Fill(T* out, T value, int64_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   FillKernel<T><<<BlocksFor(n), kThreadsPerBlock, 0, stream>>>(out, value, n);
@@ -177,6 +189,7 @@ cudaError_t BiasAdd(const T* in, const T* bias, T* out, int64_t n, int64_t chann
   template cudaError_t Unary<T>(UnaryFn, const T*, T*, int64_t, cudaStream_t);                                        \
   template cudaError_t Binary<T>(BinaryFn, const BroadcastPlan&, const T*, const T*, T*, int64_t, cudaStream_t);      \
   template cudaError_t Compare<T>(CompareFn, const BroadcastPlan&, const T*, const T*, bool*, int64_t, cudaStream_t); \
+  template cudaError_t Broadcast<T>(const BroadcastPlan&, const T*, T*, int64_t, cudaStream_t);                      \
   template cudaError_t Fill<T>(T*, T, int64_t, cudaStream_t);                                                         \
   template cudaError_t BiasAdd<T>(const T*, const T*, T*, int64_t, int64_t, int64_t, cudaStream_t);
 TESSERA_INSTANTIATE(float)
@@ -191,6 +204,7 @@ TESSERA_INSTANTIATE(double)
 TESSERA_INSTANTIATE_CASTS_FROM(float)
 TESSERA_INSTANTIATE_CASTS_FROM(double)
 TESSERA_INSTANTIATE_CASTS_FROM(int64_t)
+TESSERA_INSTANTIATE_CASTS_FROM(int32_t)
 TESSERA_INSTANTIATE_CASTS_FROM(bool)
 TESSERA_INSTANTIATE_CASTS_FROM(uint8_t)
 #undef TESSERA_INSTANTIATE_CASTS_FROM

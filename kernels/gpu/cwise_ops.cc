@@ -1,6 +1,7 @@
 // Element-wise GPU kernels: unary math, binary ops and comparisons with broadcasting, AddN,
-// Fill, ZerosLike/OnesLike and Cast.
+// BroadcastTo, Fill, ZerosLike/OnesLike and Cast.
 #include "graph/shape_inference.h"
+#include "kernels/shape_argument.h"
 #include "kernels/gpu/gpu_op_kernel.h"
 #include "kernels/gpu/launch.h"
 
@@ -156,6 +157,26 @@ class CastOp : public GpuOpKernel {
   }
 };
 
+template <typename T>
+class BroadcastToOp : public GpuOpKernel {
+ public:
+  using GpuOpKernel::GpuOpKernel;
+  void ComputeOnGpu(OpKernelContext* ctx, const GpuDeviceContext& gpu) override {
+    const Tensor& in = ctx->input(0);
+    StatusOr<TensorShape> shape = BroadcastToShape(in, ctx->input(1));
+    OP_REQUIRES_OK(ctx, shape.status());
+    if (in.shape() == *shape) {
+      ctx->set_output(0, in);
+      return;
+    }
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
+    OP_REQUIRES_OK(ctx, CudaStatus(Broadcast<T>(MakeBroadcastPlan(in.shape(), in.shape(), *shape), DevicePtr<T>(in),
+                                                MutableDevicePtr<T>(out), out->NumElements(), gpu.compute_stream()),
+                                   "BroadcastTo"));
+  }
+};
+
 template <typename T, typename Kernel, typename Fn>
 void RegisterFn(KernelRegistry& r, const char* op, Fn fn) {
   r.Register(KernelDefBuilder(op).Device(kDeviceGpu).TypeConstraint("T", {DataTypeToEnum<T>::value}),
@@ -199,6 +220,10 @@ void RegisterCwiseKernels(KernelRegistry& r) {
                               .TypeConstraint("T", {DataTypeToEnum<T>::value})
                               .HostMemory("dims")
                               .HostMemory("value"));
+    r.Register<BroadcastToOp<T>>(KernelDefBuilder("BroadcastTo")
+                                     .Device(kDeviceGpu)
+                                     .TypeConstraint("T", {DataTypeToEnum<T>::value})
+                                     .HostMemory("shape"));
     r.Register<ConstantLikeOp<T, 0>>(
         KernelDefBuilder("ZerosLike").Device(kDeviceGpu).TypeConstraint("T", {DataTypeToEnum<T>::value}));
     r.Register<ConstantLikeOp<T, 1>>(
@@ -209,6 +234,7 @@ void RegisterCwiseKernels(KernelRegistry& r) {
   RegisterCastsFrom<float>(r);
   RegisterCastsFrom<double>(r);
   RegisterCastsFrom<int64_t>(r);
+  RegisterCastsFrom<int32_t>(r);
   RegisterCastsFrom<bool>(r);
   RegisterCastsFrom<uint8_t>(r);
 }

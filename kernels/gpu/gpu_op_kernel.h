@@ -39,9 +39,11 @@ StatusOr<Tensor> CopyOnGpu(OpKernelContext* ctx, const GpuDeviceContext& gpu, co
 
 // Per-file registration, called by RegisterGpuKernels.
 void RegisterConstKernels(KernelRegistry& r);
+void RegisterConvKernels(KernelRegistry& r);
 void RegisterCwiseKernels(KernelRegistry& r);
 void RegisterReductionKernels(KernelRegistry& r);
 void RegisterNnKernels(KernelRegistry& r);
+void RegisterRandomKernels(KernelRegistry& r);
 void RegisterMatMulKernels(KernelRegistry& r);
 void RegisterTrainingKernels(KernelRegistry& r);
 void RegisterVariableKernels(KernelRegistry& r);

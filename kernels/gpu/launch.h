@@ -26,6 +26,9 @@ template <typename T>
 cudaError_t Compare(CompareFn fn, const BroadcastPlan& plan, const T* a, const T* b, bool* out, int64_t n,
                     cudaStream_t stream);
 
+// out = in repeated along the dimensions it broadcasts over (plan's operand a; b is unused).
+template <typename T>
+cudaError_t Broadcast(const BroadcastPlan& plan, const T* in, T* out, int64_t n, cudaStream_t stream);
 template <typename T>
 cudaError_t Fill(T* out, T value, int64_t n, cudaStream_t stream);
 template <typename From, typename To>
@@ -70,5 +73,51 @@ template <typename T>
 cudaError_t ApplyAdam(T* var, T* m, T* v, const T* beta1_power, const T* beta2_power, const T* lr, const T* beta1,
                       const T* beta2, const T* epsilon, const T* grad, bool use_nesterov, int64_t n,
                       cudaStream_t stream);
+
+// out = in with its dimensions permuted: out's dimension i is in's dimension perm[i].
+constexpr int kMaxTransposeRank = 8;
+struct Permutation {
+  int rank;
+  int64_t in_dims[kMaxTransposeRank];
+  int perm[kMaxTransposeRank];
+};
+template <typename T>
+cudaError_t Transpose(const T* in, T* out, const Permutation& p, int64_t n, cudaStream_t stream);
+
+// An NHWC image batch [n, h, w, c] and the rows and columns added below and to the right
+// of it, which TensorFlow's SAME padding has where cuDNN's symmetric padding cannot.
+struct NhwcPadding {
+  int64_t n, h, w, c;
+  int64_t bottom, right;
+};
+// padded [n, h + bottom, w + right, c] = in with zeros below and to the right.
+template <typename T>
+cudaError_t PadNhwc(const T* in, T* padded, const NhwcPadding& p, cudaStream_t stream);
+// out [n, h, w, c] = the top-left part of padded.
+template <typename T>
+cudaError_t CropNhwc(const T* padded, T* out, const NhwcPadding& p, cudaStream_t stream);
+
+// Where pooling windows fall over an NHWC input (kernels/conv_geometry.h's Geometry).
+struct PoolWindows {
+  int64_t n, h, w, c;
+  int64_t kh, kw, sh, sw;
+  int64_t oh, ow;
+  int64_t pad_top, pad_left;
+};
+// MaxPool, or AvgPool over the window's cells inside the input.
+template <typename T>
+cudaError_t Pool(bool max, const T* in, T* out, const PoolWindows& g, cudaStream_t stream);
+// Each window's gradient to the first of its maxima (row-major), as on the CPU.
+template <typename T>
+cudaError_t MaxPoolGrad(const T* in, const T* grad, T* d_in, const PoolWindows& g, cudaStream_t stream);
+template <typename T>
+cudaError_t AvgPoolGrad(const T* grad, T* d_in, const PoolWindows& g, cudaStream_t stream);
+
+// Counter-based random numbers (Philox4x32-10): element i of a call with `offset` is drawn
+// from counter (offset + i), so a kernel that advances its offset by what it drew gives new
+// numbers every step, and the same sequence for the same key.
+enum class RandomDistribution { kUniform, kNormal, kTruncatedNormal };
+template <typename T>
+cudaError_t Random(RandomDistribution dist, uint64_t key, uint64_t offset, T* out, int64_t n, cudaStream_t stream);
 
 }  // namespace tessera::gpu

@@ -12,6 +12,7 @@
 #include "graph/platform/logging.h"
 #include "kernels/gpu/gpu_device_context.h"
 #include "kernels/kernel_registry.h"
+#include "runtime/gpu/gpu_device.h"
 #include "tests/gpu/gpu_test_util.h"
 #include "tests/test_util.h"
 
@@ -72,7 +73,7 @@ TEST(GpuDeviceTest, AVisibleDeviceListNamingAMissingGpuIsAClearError) {
 }
 
 TEST(GpuDeviceTest, WithoutAGpuTheOptionsAreTakenAndAGraphAskingForOneNamesTheNode) {
-  if (testing::NoGpuReason().empty()) GTEST_SKIP() << "this machine has a GPU";
+  if (NoGpuReason().empty()) GTEST_SKIP() << "this machine has a GPU";
   Scope root = Scope::NewRootScope();
   auto y = ops::Add(root.WithDevice("/device:GPU:0").WithOpName("on_gpu"), 1.0f, 2.0f);
   SessionConfig config;

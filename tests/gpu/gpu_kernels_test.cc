@@ -201,6 +201,138 @@ TEST_F(GpuKernelsTest, ReshapeAndShapeKeepTheBytesWhereTheyAre) {
   });
 }
 
+// SAME padding with an uneven overhang (padded on the GPU before cuDNN, cropped after),
+// VALID, strides, and a channel count cuDNN's fast paths do not like.
+TEST_F(GpuKernelsTest, Conv2DAndBothBackpropsLikeTheCpu) {
+  struct Case {
+    TensorShape input, filter;
+    std::vector<int64_t> strides;
+    const char* padding;
+  };
+  const std::vector<Case> cases = {{TensorShape({2, 9, 8, 3}), TensorShape({3, 3, 3, 5}), {1, 1, 1, 1}, "SAME"},
+                                   {TensorShape({3, 10, 7, 4}), TensorShape({2, 4, 4, 6}), {1, 2, 3, 1}, "SAME"},
+                                   {TensorShape({2, 28, 28, 1}), TensorShape({3, 3, 1, 32}), {1, 1, 1, 1}, "VALID"},
+                                   {TensorShape({1, 6, 6, 7}), TensorShape({5, 5, 7, 2}), {1, 2, 2, 1}, "VALID"}};
+  for (const Case& c : cases) {
+    Tensor in = Random(c.input, 20), f = Random(c.filter, 21);
+    ExpectSameOnGpu(
+        {in, f},
+        [&](const Scope& s, const std::vector<Output>& x) {
+          Output y = ops::Conv2D(s, x[0], x[1], c.strides, c.padding);
+          Output dy = ops::Square(s, y);
+          Output in_sizes = ops::Const(s, Ints({static_cast<int32_t>(c.input.dim(0)), static_cast<int32_t>(c.input.dim(1)),
+                                                static_cast<int32_t>(c.input.dim(2)), static_cast<int32_t>(c.input.dim(3))}));
+          Output f_sizes = ops::Const(s, Ints({static_cast<int32_t>(c.filter.dim(0)), static_cast<int32_t>(c.filter.dim(1)),
+                                               static_cast<int32_t>(c.filter.dim(2)), static_cast<int32_t>(c.filter.dim(3))}));
+          return std::vector<Output>{y, ops::Conv2DBackpropInput(s, in_sizes, x[1], dy, c.strides, c.padding),
+                                     ops::Conv2DBackpropFilter(s, x[0], f_sizes, dy, c.strides, c.padding)};
+        },
+        1e-3);
+  }
+}
+
+TEST_F(GpuKernelsTest, PoolingAndItsGradientsLikeTheCpu) {
+  struct Case {
+    TensorShape input;
+    std::vector<int64_t> ksize, strides;
+    const char* padding;
+  };
+  const std::vector<Case> cases = {{TensorShape({2, 8, 8, 3}), {1, 2, 2, 1}, {1, 2, 2, 1}, "VALID"},
+                                   {TensorShape({2, 9, 7, 5}), {1, 3, 3, 1}, {1, 2, 2, 1}, "SAME"},
+                                   {TensorShape({1, 5, 6, 2}), {1, 2, 3, 1}, {1, 1, 1, 1}, "VALID"}};
+  for (const Case& c : cases) {
+    // Rounded inputs, so that windows hold ties and the first maximum must be the one chosen.
+    Tensor in = Random(c.input, 22);
+    for (int64_t i = 0; i < in.NumElements(); ++i) in.data<float>()[i] = std::round(in.data<float>()[i] * 2);
+    ExpectSameOnGpu({in}, [&](const Scope& s, const std::vector<Output>& x) {
+      Output max = ops::MaxPool(s, x[0], c.ksize, c.strides, c.padding);
+      Output avg = ops::AvgPool(s, x[0], c.ksize, c.strides, c.padding);
+      Output shape = ops::Const(s, Ints({static_cast<int32_t>(c.input.dim(0)), static_cast<int32_t>(c.input.dim(1)),
+                                         static_cast<int32_t>(c.input.dim(2)), static_cast<int32_t>(c.input.dim(3))}));
+      return std::vector<Output>{max, avg,
+                                 ops::MaxPoolGrad(s, x[0], max, ops::Square(s, max), c.ksize, c.strides, c.padding),
+                                 ops::AvgPoolGrad(s, shape, ops::Square(s, avg), c.ksize, c.strides, c.padding)};
+    });
+  }
+}
+
+TEST_F(GpuKernelsTest, ConcatAndSplitAlongEveryAxis) {
+  Tensor a = Random(TensorShape({4, 6, 5}), 23), b = Random(TensorShape({4, 6, 5}), 24);
+  for (int32_t axis : {0, 1, 2, -1}) {
+    ExpectSameOnGpu({a, b}, [&](const Scope& s, const std::vector<Output>& x) {
+      Output joined = ops::Concat(s, {x[0], x[1], x[0]}, ops::Const(s, Tensor::Scalar<int32_t>(axis)));
+      std::vector<Output> out = ops::Split(s, ops::Const(s, Tensor::Scalar<int32_t>(axis)), joined, 3);
+      std::vector<Output> uneven =
+          ops::SplitV(s, joined, ops::Const(s, Ints({1, 0, 3})), ops::Const(s, Tensor::Scalar<int32_t>(0)), 3);
+      out.insert(out.end(), uneven.begin(), uneven.end());
+      out.push_back(joined);
+      return out;
+    });
+  }
+}
+
+// The GPU draws its own numbers: what is compared is their distribution and the seeds'
+// contract (the same sequence in every session, a new tensor every step).
+TEST_F(GpuKernelsTest, RandomOpsHaveTheirDistributionAndHonourSeeds) {
+  auto draw = [](int64_t seed) {
+    Scope root = Scope::NewRootScope();
+    Scope s = root.WithDevice("/device:GPU:0");
+    Output shape = ops::Const(s, Ints({1 << 16}));
+    std::vector<Output> outs = {ops::RandomUniform(s, shape, DataType::kFloat, {.seed = seed, .seed2 = 0}),
+                                ops::RandomNormal(s, shape, DataType::kFloat, {.seed = seed, .seed2 = 0}),
+                                ops::TruncatedNormal(s, shape, DataType::kDouble, {.seed = seed, .seed2 = 0})};
+    auto session = testing::MakeSession(root);
+    std::vector<std::vector<Tensor>> steps(2);
+    for (auto& out : steps) {
+      Status st = session->Run({}, {outs[0].name(), outs[1].name(), outs[2].name()}, {}, &out);
+      EXPECT_TRUE(st.ok()) << st;
+    }
+    return steps;
+  };
+  auto first = draw(7), again = draw(7);
+  ASSERT_EQ(first[0].size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(first[0][i].DebugString(), again[0][i].DebugString()) << "same seed, same first tensor";
+    EXPECT_NE(first[0][i].DebugString(), first[1][i].DebugString()) << "a new tensor each step";
+  }
+  auto moments = [](const Tensor& t, double* mean, double* var, double* lo, double* hi) {
+    const int64_t n = t.NumElements();
+    double sum = 0, sq = 0;
+    *lo = 1e9, *hi = -1e9;
+    for (int64_t i = 0; i < n; ++i) {
+      const double v = ValueAt(t, i);
+      sum += v, sq += v * v, *lo = std::min(*lo, v), *hi = std::max(*hi, v);
+    }
+    *mean = sum / n, *var = sq / n - *mean * *mean;
+  };
+  double mean, var, lo, hi;
+  moments(first[0][0], &mean, &var, &lo, &hi);
+  EXPECT_NEAR(mean, 0.5, 0.01);
+  EXPECT_NEAR(var, 1.0 / 12, 0.005);
+  EXPECT_GE(lo, 0);
+  EXPECT_LT(hi, 1);
+  moments(first[0][1], &mean, &var, &lo, &hi);
+  EXPECT_NEAR(mean, 0, 0.02);
+  EXPECT_NEAR(var, 1, 0.03);
+  moments(first[0][2], &mean, &var, &lo, &hi);
+  EXPECT_NEAR(mean, 0, 0.02);
+  EXPECT_NEAR(var, 0.774, 0.03);  // the variance of N(0, 1) truncated to [-2, 2]
+  EXPECT_GE(lo, -2);
+  EXPECT_LE(hi, 2);
+}
+
+// What a Mean's gradient is made of: int32 shape arithmetic (in host memory, on the CPU's
+// kernels), a Cast of an int32 count, and BroadcastTo.
+TEST_F(GpuKernelsTest, ShapeArithmeticCastOfInt32AndBroadcastTo) {
+  ExpectSameOnGpu({Random(TensorShape({3, 1, 5}), 25)}, [](const Scope& s, const std::vector<Output>& in) {
+    Output shape = ops::Shape(s, in[0]);
+    Output grown = ops::Add(s, ops::Mul(s, shape, ops::Const(s, Ints({1, 4, 1}))), ops::Const(s, Ints({0, 0, 0})));
+    Output count = ops::Div(s, ops::Size(s, in[0]), ops::Const(s, Tensor::Scalar<int32_t>(5)));
+    return std::vector<Output>{ops::BroadcastTo(s, in[0], grown), ops::Cast(s, count, DataType::kFloat),
+                               ops::Neg(s, ops::Square(s, grown))};
+  });
+}
+
 // Variables in GPU memory, written by Assign and the optimizers' apply ops, read back.
 TEST_F(GpuKernelsTest, VariablesAndOptimizerUpdates) {
   Tensor init = Random(TensorShape({7, 3}), 18), grad = Random(TensorShape({7, 3}), 19);

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "kernels/checkpoint_file.h"
+#include "runtime/device_factory.h"
 #include "tools/cli.h"
 #include "tools/train.h"
 
@@ -97,6 +98,9 @@ TEST(TrainTest, BadOptionsAndMissingDataAreClearErrors) {
   o.mode = "ring";
   EXPECT_THAT(Train(o, log).status().message(), HasSubstr("--mode must be mirrored or parameter_device"));
   o = TrainOptions();
+  o.device = "tpu";
+  EXPECT_THAT(Train(o, log).status().message(), HasSubstr("--device must be cpu or gpu, got 'tpu'"));
+  o = TrainOptions();
   o.data_dir = "/nonexistent";
   r = Train(o, log);
   EXPECT_EQ(r.status().code(), Code::kNotFound);
@@ -108,6 +112,26 @@ TEST(TrainTest, BadOptionsAndMissingDataAreClearErrors) {
   err.str("");
   EXPECT_EQ(RunCli({"train", "--epochs", "1", "--data", "/nonexistent"}, out, err), 1);
   EXPECT_THAT(err.str(), HasSubstr("NotFound"));
+}
+
+// Soft placement would move the towers to the CPU; asking for GPUs that are not there is an
+// error that says why instead.
+TEST(TrainTest, AskingForMoreGpusThanThereAreSaysWhy) {
+  TrainOptions o;
+  o.device = "gpu";
+  o.devices = 64;
+  o.batch = 128;
+  o.train_limit = 256;
+  o.test_limit = 128;
+  o.progress = false;
+  std::ostringstream log;
+  StatusOr<TrainResult> r = Train(o, log);
+  EXPECT_EQ(r.status().code(), Code::kFailedPrecondition) << r.status();
+  EXPECT_THAT(r.status().message(), HasSubstr("--device gpu --devices 64 needs 64 GPUs; this process has"));
+  if (!NoGpuReason().empty()) {
+    EXPECT_THAT(r.status().message(), HasSubstr(NoGpuReason()));
+  }
+  EXPECT_THAT(log.str(), ::testing::Not(HasSubstr("epoch 1/")));
 }
 
 }  // namespace

@@ -1,11 +1,10 @@
 // ConcatV2, Split and SplitV: tensors joined or cut along one axis (the batch split of
-// in-graph replication, and their gradients). A cut along the outermost axis is a
-// zero-copy slice; other axes copy rows of bytes.
-#include <cstring>
+// in-graph replication, and their gradients), for every device type. A cut along the
+// outermost axis is a zero-copy slice; other axes copy rows of bytes with the device's
+// strided copy, so the kernels are the same on every device.
+#include "kernels/common/register.h"
 
-#include "kernels/cpu/register.h"
-
-namespace tessera::cpu {
+namespace tessera {
 namespace {
 
 // `axis` from a scalar tensor, negative counting from the end, checked against `rank`.
@@ -36,7 +35,7 @@ void OuterInner(const TensorShape& s, int axis, int64_t* outer, int64_t* inner) 
 
 class ConcatV2Op : public OpKernel {
  public:
-  using OpKernel::OpKernel;
+  ConcatV2Op(OpKernelConstruction* c, CopyRowsFn copy_rows) : OpKernel(c), copy_rows_(std::move(copy_rows)) {}
   void Compute(OpKernelContext* ctx) override {
     const int n = ctx->num_inputs() - 1;
     const Tensor& first = ctx->input(0);
@@ -67,15 +66,20 @@ class ConcatV2Op : public OpKernel {
     for (int i = 0; i < n; ++i) {
       const Tensor& t = ctx->input(i);
       const size_t row = static_cast<size_t>(t.dim(*axis) * inner) * elem;
-      const char* src = static_cast<const char*>(t.raw_data());
-      for (int64_t o = 0; o < outer && row > 0; ++o) std::memcpy(dst + o * out_row + offset, src + o * row, row);
+      if (row > 0 && outer > 0) {
+        OP_REQUIRES_OK(ctx, copy_rows_(ctx, {dst + offset, out_row, t.raw_data(), row, row, outer}));
+      }
       offset += row;
     }
   }
+
+ private:
+  const CopyRowsFn copy_rows_;
 };
 
 // Cuts `value` along `axis` into pieces of the given sizes.
-void SplitInto(OpKernelContext* ctx, const Tensor& value, int axis, const std::vector<int64_t>& sizes) {
+void SplitInto(OpKernelContext* ctx, const CopyRowsFn& copy_rows, const Tensor& value, int axis,
+               const std::vector<int64_t>& sizes) {
   if (axis == 0) {
     int64_t start = 0;
     for (size_t i = 0; i < sizes.size(); ++i) {
@@ -97,15 +101,14 @@ void SplitInto(OpKernelContext* ctx, const Tensor& value, int axis, const std::v
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(static_cast<int>(i), TensorShape(dims), &out));
     const size_t row = static_cast<size_t>(sizes[i] * inner) * elem;
-    char* dst = static_cast<char*>(out->raw_data());
-    for (int64_t o = 0; o < outer && row > 0; ++o) std::memcpy(dst + o * row, src + o * in_row + offset, row);
+    if (row > 0 && outer > 0) OP_REQUIRES_OK(ctx, copy_rows(ctx, {out->raw_data(), row, src + offset, in_row, row, outer}));
     offset += row;
   }
 }
 
 class SplitOp : public OpKernel {
  public:
-  using OpKernel::OpKernel;
+  SplitOp(OpKernelConstruction* c, CopyRowsFn copy_rows) : OpKernel(c), copy_rows_(std::move(copy_rows)) {}
   void Compute(OpKernelContext* ctx) override {
     const Tensor& value = ctx->input(1);
     OP_REQUIRES(ctx, value.rank() > 0, errors::InvalidArgument("Split of a scalar"));
@@ -115,14 +118,17 @@ class SplitOp : public OpKernel {
     OP_REQUIRES(ctx, value.dim(*axis) % n == 0,
                 errors::InvalidArgument("Number of ways to split should evenly divide the split dimension, but got "
                                         "split_dim ", *axis, " (size = ", value.dim(*axis), ") and num_split ", n));
-    SplitInto(ctx, value, *axis, std::vector<int64_t>(n, value.dim(*axis) / n));
+    SplitInto(ctx, copy_rows_, value, *axis, std::vector<int64_t>(n, value.dim(*axis) / n));
   }
   bool IsExpensive() const override { return false; }
+
+ private:
+  const CopyRowsFn copy_rows_;
 };
 
 class SplitVOp : public OpKernel {
  public:
-  using OpKernel::OpKernel;
+  SplitVOp(OpKernelConstruction* c, CopyRowsFn copy_rows) : OpKernel(c), copy_rows_(std::move(copy_rows)) {}
   void Compute(OpKernelContext* ctx) override {
     const Tensor& value = ctx->input(0);
     OP_REQUIRES(ctx, value.rank() > 0, errors::InvalidArgument("SplitV of a scalar"));
@@ -140,17 +146,38 @@ class SplitVOp : public OpKernel {
     OP_REQUIRES(ctx, total == value.dim(*axis),
                 errors::InvalidArgument("size_splits sum to ", total, ", but split_dim ", *axis, " has size ",
                                         value.dim(*axis)));
-    SplitInto(ctx, value, *axis, sizes);
+    SplitInto(ctx, copy_rows_, value, *axis, sizes);
   }
   bool IsExpensive() const override { return false; }
+
+ private:
+  const CopyRowsFn copy_rows_;
 };
 
 }  // namespace
 
-void RegisterConcatSplitKernels(KernelRegistry& r) {
-  r.Register<ConcatV2Op>(KernelDefBuilder("ConcatV2").Device(kDeviceCpu));
-  r.Register<SplitOp>(KernelDefBuilder("Split").Device(kDeviceCpu));
-  r.Register<SplitVOp>(KernelDefBuilder("SplitV").Device(kDeviceCpu));
+void RegisterConcatSplitKernels(KernelRegistry& r, const std::string& device_type, bool own_memory,
+                                const std::vector<DataType>& dtypes, CopyRowsFn copy_rows) {
+  // On a device with memory of its own, the axis and the sizes stay in host memory: the
+  // kernel reads them on the host.
+  auto def = [&](const char* op, std::vector<std::string> host_args) {
+    KernelDefBuilder b(op);
+    b.Device(device_type);
+    if (!dtypes.empty()) b.TypeConstraint("T", dtypes);
+    if (own_memory) {
+      for (std::string& arg : host_args) b.HostMemory(std::move(arg));
+    }
+    return b;
+  };
+  auto make = [copy_rows](auto kernel) {
+    using Kernel = typename decltype(kernel)::type;
+    return [copy_rows](OpKernelConstruction* c) -> std::unique_ptr<OpKernel> {
+      return std::make_unique<Kernel>(c, copy_rows);
+    };
+  };
+  r.Register(def("ConcatV2", {"axis"}), make(std::type_identity<ConcatV2Op>{}));
+  r.Register(def("Split", {"split_dim"}), make(std::type_identity<SplitOp>{}));
+  r.Register(def("SplitV", {"size_splits", "split_dim"}), make(std::type_identity<SplitVOp>{}));
 }
 
-}  // namespace tessera::cpu
+}  // namespace tessera

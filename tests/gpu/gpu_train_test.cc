@@ -1,0 +1,66 @@
+// `tessera train --device gpu`: the seeds' CNN on a GPU. Whether every op of its training
+// step has a GPU kernel is checked on any machine; the training itself needs a GPU.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "graph/builder/gradients.h"
+#include "graph/builder/optimizers.h"
+#include "graph/graph.h"
+#include "kernels/kernel_registry.h"
+#include "runtime/device_factory.h"
+#include "tests/gpu/gpu_test_util.h"
+#include "tools/fashion_cnn.h"
+#include "tools/train.h"
+
+namespace tessera {
+namespace {
+
+using ::testing::HasSubstr;
+
+// The step as one tower builds it: forward, gradients and RMSProp's updates.
+TEST(GpuTrainTest, EveryOpOfTheTrainingStepHasAGpuKernel) {
+  Scope root = Scope::NewRootScope();
+  const Scope s = root.WithDevice("/device:GPU:0");
+  FashionCnn cnn = CreateFashionCnn(
+      s, [&](const std::string& name, Input init) { return ops::Variable(s.WithOpName(name), init.tensor().shape(),
+                                                                         DataType::kFloat); },
+      1, /*initializers=*/false);
+  auto images = ops::Placeholder(s.WithOpName("images"), DataType::kFloat, TensorShape({-1, 28, 28, 1}));
+  auto labels = ops::Placeholder(s.WithOpName("labels"), DataType::kInt32, TensorShape({-1}));
+  auto xent = ops::SparseSoftmaxCrossEntropyWithLogits(s, FashionCnnLogits(s, cnn, images), labels);
+  ASSERT_EQ(xent.size(), 2u);
+  Output loss = ops::Mean(s, xent[0], {0});
+  RMSPropOptimizer optimizer({.learning_rate = 1e-3, .decay = 0.9, .momentum = 0.0, .epsilon = 1e-7});
+  ASSERT_TRUE(optimizer.Minimize(s, loss, cnn.Variables()).ok());
+  GraphDef def;
+  ASSERT_TRUE(root.ToGraphDef(&def).ok());
+  StatusOr<std::unique_ptr<Graph>> g = Graph::FromGraphDef(def);
+  ASSERT_TRUE(g.ok()) << g.status();
+  DeviceFactory::Types();  // registers the GPU kernels with the GPU device
+  std::vector<std::string> missing;
+  for (const Node* n : (*g)->nodes()) {
+    if (n->op() == "Placeholder") continue;  // fed, never run
+    if (KernelRegistry::Global()->Find(*n, kDeviceGpu) == nullptr) missing.push_back(n->name() + " (" + n->op() + ")");
+  }
+  EXPECT_THAT(missing, ::testing::IsEmpty());
+}
+
+TEST(GpuTrainTest, TheCnnReachesTheTargetAccuracyInTwoEpochsOnOneGpu) {
+  TESSERA_SKIP_WITHOUT_GPU();
+  TrainOptions o;
+  o.device = "gpu";
+  o.devices = 1;
+  o.epochs = 2;
+  o.progress = false;
+  std::ostringstream log;
+  StatusOr<TrainResult> r = Train(o, log);
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::cout << log.str();
+  EXPECT_THAT(log.str(), HasSubstr("device:GPU:0"));
+  EXPECT_GE(r->epochs[1].test_accuracy, 0.865);
+}
+
+}  // namespace
+}  // namespace tessera
