@@ -80,8 +80,14 @@ Tensor::Tensor(std::shared_ptr<Allocator> allocator, DataType dtype, const Tenso
   *this = std::move(*t);
 }
 
-StatusOr<Tensor> Tensor::Allocate(std::shared_ptr<Allocator> allocator, DataType dtype,
-                                  const TensorShape& shape) {
+namespace {
+
+std::string OnDevice(std::string_view device) { return device.empty() ? "" : StrCat(" on ", device); }
+
+}  // namespace
+
+StatusOr<Tensor> Tensor::Allocate(std::shared_ptr<Allocator> allocator, DataType dtype, const TensorShape& shape,
+                                  std::string_view device) {
   if (!shape.IsFullyDefined()) {
     return errors::InvalidArgument("Cannot allocate a tensor of undefined shape ",
                                    shape.DebugString());
@@ -97,7 +103,7 @@ StatusOr<Tensor> Tensor::Allocate(std::shared_ptr<Allocator> allocator, DataType
   if (__builtin_mul_overflow(static_cast<size_t>(num_elements), DataTypeStorageSize(dtype), &bytes) ||
       bytes > static_cast<size_t>(std::numeric_limits<ptrdiff_t>::max())) {
     return errors::ResourceExhausted("OOM when allocating tensor with shape ", shape.DebugString(), " and type ",
-                                     DataTypeName(dtype), " on ", allocator->name(),
+                                     DataTypeName(dtype), OnDevice(device), " by allocator ", allocator->name(),
                                      ": more bytes than an address space holds");
   }
   Tensor t;
@@ -109,7 +115,8 @@ StatusOr<Tensor> Tensor::Allocate(std::shared_ptr<Allocator> allocator, DataType
   if (t.data_ == nullptr) {
     const std::string limit = allocator->DescribeLimit();
     return errors::ResourceExhausted("OOM when allocating tensor with shape ", shape.DebugString(), " and type ",
-                                     DataTypeName(dtype), " on ", allocator->name(), limit.empty() ? "" : ": ", limit);
+                                     DataTypeName(dtype), OnDevice(device), " by allocator ", allocator->name(),
+                                     limit.empty() ? "" : ": ", limit);
   }
   return t;
 }

@@ -70,9 +70,10 @@ class Tensor {
   Tensor(DataType dtype, const TensorShape& shape);
   Tensor(std::shared_ptr<Allocator> allocator, DataType dtype, const TensorShape& shape);
   // Like the constructor, but an undefined shape or an exhausted allocator is a Status
-  // rather than a precondition violation or std::bad_alloc.
-  static StatusOr<Tensor> Allocate(std::shared_ptr<Allocator> allocator, DataType dtype,
-                                   const TensorShape& shape);
+  // rather than a precondition violation or std::bad_alloc. An OOM names `device` (the
+  // allocator's device, when known), the allocator and what it holds.
+  static StatusOr<Tensor> Allocate(std::shared_ptr<Allocator> allocator, DataType dtype, const TensorShape& shape,
+                                   std::string_view device = {});
 
   template <typename T>
   static Tensor Scalar(T value) {

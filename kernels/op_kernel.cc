@@ -86,7 +86,7 @@ void OpKernelContext::ParallelFor(int64_t total, int64_t cost_per_unit,
 
 Status OpKernelContext::allocate_output(int i, const TensorShape& shape, Tensor** out) {
   ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(p_.device->GetAllocator(output_alloc_attr(i)),
-                                              p_.kernel->output_type(i), shape));
+                                              p_.kernel->output_type(i), shape, p_.device->name()));
   p_.outputs[i].tensor = std::move(t);
   *out = &p_.outputs[i].tensor;
   return Status::OK();
@@ -108,7 +108,7 @@ Status OpKernelContext::forward_input_or_allocate_output(int in, int i, const Te
 
 Status OpKernelContext::allocate_temp(DataType dtype, const TensorShape& shape, Tensor* out,
                                       AllocatorAttributes attr) {
-  ASSIGN_OR_RETURN(*out, Tensor::Allocate(p_.device->GetAllocator(attr), dtype, shape));
+  ASSIGN_OR_RETURN(*out, Tensor::Allocate(p_.device->GetAllocator(attr), dtype, shape, p_.device->name()));
   return Status::OK();
 }
 

@@ -15,6 +15,19 @@
 namespace tessera {
 namespace {
 
+std::vector<DeviceAllocationStats> AllocationStats(const DeviceMgr& devices) {
+  std::vector<DeviceAllocationStats> out;
+  auto add = [&out](const Device& d, const Allocator& a, int64_t limit) {
+    const AllocatorStats s = a.stats();
+    out.push_back({d.name(), std::string(a.name()), s.bytes_in_use, s.peak_bytes_in_use, s.num_allocs, limit});
+  };
+  for (const Device* d : devices.devices()) {
+    add(*d, *d->allocator(), d->attributes().memory_limit);
+    if (d->host_allocator() != d->allocator()) add(*d, *d->host_allocator(), 0);
+  }
+  return out;
+}
+
 int ResolveThreads(int requested) {
   if (requested > 0) return requested;
   int n = static_cast<int>(std::thread::hardware_concurrency());
@@ -290,6 +303,7 @@ Status DirectSession::Run(const RunOptions& options, const std::vector<std::pair
         if (!s.node.empty()) metadata->step_stats.push_back(std::move(s));
       }
     }
+    metadata->allocation_stats = AllocationStats(*devices_);
     metadata->partition_graphs.clear();
     if (options.output_partition_graphs) {
       for (const auto& executor : ek->executors) metadata->partition_graphs.push_back(executor->graph().ToGraphDef());

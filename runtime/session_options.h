@@ -68,9 +68,23 @@ struct RunOptions {
   bool output_partition_graphs = false;
 };
 
+// What one device's memory allocator holds, read when the step ends (TensorFlow reports
+// the same per allocator in its step stats).
+struct DeviceAllocationStats {
+  std::string device;     // full name
+  std::string allocator;  // "GPU_0_bfc", ...
+  int64_t bytes_in_use = 0;       // when the step ended
+  int64_t peak_bytes_in_use = 0;  // since the allocator was made
+  int64_t num_allocs = 0;         // since the allocator was made
+  int64_t bytes_limit = 0;        // 0 for a device sharing the host's memory limit
+};
+
 struct RunMetadata {
   // One entry per node that ran, when trace_level is kFullTrace.
   std::vector<NodeExecStats> step_stats;
+  // One entry per device of the session, in device order; a device with memory of its own
+  // also reports its pinned host allocator.
+  std::vector<DeviceAllocationStats> allocation_stats;
   // Where every node of this step's graph runs and why.
   std::vector<PlacementRecord> placement;
   // With output_partition_graphs: one graph per device, in device-name order, with the

@@ -29,6 +29,8 @@ TEST(MemoryTest, RunawayAllocationsMeetTheSessionsMemoryLimit) {
   std::vector<Tensor> out;
   Status s = session->Run({}, {big.name()}, {}, &out);
   EXPECT_EQ(s.code(), Code::kResourceExhausted);
+  EXPECT_THAT(s.message(), HasSubstr("OOM when allocating tensor with shape [1073741824] and type float32 on "
+                                     "/job:localhost/replica:0/task:0/device:CPU:0 by allocator "));
   EXPECT_THAT(s.message(), HasSubstr("the session's host memory limit is 64 MiB"));
   EXPECT_THAT(s.message(), HasSubstr("[[node big (Fill)"));
   // The session goes on, and what the failed step held is given back.

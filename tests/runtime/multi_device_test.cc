@@ -63,6 +63,27 @@ std::vector<Tensor> RunModel(int num_devices, const std::function<std::string(in
   return out;
 }
 
+// Each device reports what its allocator holds: a 4 MiB Fill on cpu:1 shows in cpu:1's peak.
+TEST(MultiDeviceTest, RunMetadataReportsEachDevicesAllocations) {
+  Scope root = Scope::NewRootScope();
+  auto big = ops::Fill(root.WithOpName("big").WithDevice(Cpu(1)), Tensor::FromVector<int32_t>({1 << 20}), 1.0f);
+  auto small = ops::Sum(root.WithOpName("small").WithDevice(Cpu(0)), big, {0});
+  auto session = testing::MakeSession(root, Devices(2));
+  ASSERT_NE(session, nullptr);
+  std::vector<Tensor> out;
+  RunMetadata md;
+  Status s = session->Run(RunOptions(), {}, {small.name()}, {}, &out, &md);
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_EQ(md.allocation_stats.size(), 2u);
+  EXPECT_EQ(md.allocation_stats[0].device, "/job:localhost/replica:0/task:0/device:CPU:0");
+  const DeviceAllocationStats& cpu1 = md.allocation_stats[1];
+  EXPECT_EQ(cpu1.device, "/job:localhost/replica:0/task:0/device:CPU:1");
+  EXPECT_FALSE(cpu1.allocator.empty());
+  EXPECT_GE(cpu1.peak_bytes_in_use, int64_t{4} << 20);
+  EXPECT_GE(cpu1.num_allocs, 1);
+  EXPECT_LT(md.allocation_stats[0].peak_bytes_in_use, int64_t{4} << 20);
+}
+
 TEST(MultiDeviceTest, ValuesAcrossTwoThreeAndFourDevicesEqualOneDevice) {
   auto expected = RunModel(1, [](int) { return Cpu(0); });
   ASSERT_EQ(expected.size(), 2u);
