@@ -1,0 +1,259 @@
+// The GPU device against what it is built on, each pair in one binary on one GPU:
+//   MatMul 4096 fp32 through a Session   vs  cublasSgemm called directly;
+//   a chain of 1,000 small ops           vs  1,000 bare launches of the same kernel;
+//   64 MiB CPU -> GPU -> CPU by _Send/_Recv  vs  pinned cudaMemcpy both ways;
+// and the seeds' CNN at batch 128 with its data on the GPU (bench/torch_cnn_gpu.py is the
+// PyTorch side). Every benchmark skips, saying why, without a GPU.
+#include <benchmark/benchmark.h>
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <random>
+
+#include "graph/builder/optimizers.h"
+#include "kernels/gpu/launch.h"
+#include "runtime/device_factory.h"
+#include "runtime/session.h"
+#include "tools/fashion_cnn.h"
+
+namespace tessera {
+namespace {
+
+bool SkipWithoutGpu(benchmark::State& state) {
+  const std::string why = NoGpuReason();
+  if (!why.empty()) state.SkipWithError(("needs a GPU: " + why).c_str());
+  return !why.empty();
+}
+
+Tensor RandomTensor(TensorShape shape, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  Tensor t(DataType::kFloat, shape);
+  for (int64_t i = 0; i < t.NumElements(); ++i) t.data<float>()[i] = u(rng);
+  return t;
+}
+
+std::unique_ptr<Session> MakeSession(const Scope& root, benchmark::State& state, bool soft_placement = false) {
+  GraphDef def;
+  Status s = root.ToGraphDef(&def);
+  SessionConfig config;
+  config.allow_soft_placement = soft_placement;
+  StatusOr<std::unique_ptr<Session>> session = s.ok() ? Session::Create(config, def)
+                                                      : StatusOr<std::unique_ptr<Session>>(s);
+  if (!session.ok()) {
+    state.SkipWithError(session.status().ToString().c_str());
+    return nullptr;
+  }
+  return std::move(*session);
+}
+
+bool Ok(const Status& s, benchmark::State& state) {
+  if (!s.ok()) state.SkipWithError(s.ToString().c_str());
+  return s.ok();
+}
+
+constexpr int64_t kN = 4096;
+constexpr int kMatMulsPerIteration = 10;
+
+// Ten products per iteration; the last Run fetches a scalar of the last product, so the
+// iteration ends when the GPU has done all ten (the stream runs them in order).
+void BM_MatMul4096_Session(benchmark::State& state) {
+  if (SkipWithoutGpu(state)) return;
+  Scope root = Scope::NewRootScope();
+  Scope gpu = root.WithDevice("/device:GPU:0");
+  Output a = ops::Const(gpu, RandomTensor(TensorShape({kN, kN}), 1));
+  Output b = ops::Const(gpu, RandomTensor(TensorShape({kN, kN}), 2));
+  Output product = ops::MatMul(gpu.WithOpName("product"), a, b);
+  Output check = ops::Sum(gpu.WithOpName("check"), product, {0, 1});
+  auto session = MakeSession(root, state);
+  if (session == nullptr) return;
+  std::vector<Tensor> out;
+  if (!Ok(session->Run({}, {check.name()}, {}, &out), state)) return;
+  for (auto _ : state) {
+    for (int i = 0; i + 1 < kMatMulsPerIteration; ++i) {
+      if (!Ok(session->Run({}, {}, {product.op().name()}, &out), state)) return;
+    }
+    if (!Ok(session->Run({}, {check.name()}, {}, &out), state)) return;
+  }
+  state.counters["TFLOP/s"] = benchmark::Counter(2.0 * kN * kN * kN * kMatMulsPerIteration / 1e12,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_MatMul4096_Cublas(benchmark::State& state) {
+  if (SkipWithoutGpu(state)) return;
+  const size_t bytes = kN * kN * sizeof(float);
+  float *a = nullptr, *b = nullptr, *c = nullptr;
+  cublasHandle_t handle = nullptr;
+  if (cudaMalloc(&a, bytes) != cudaSuccess || cudaMalloc(&b, bytes) != cudaSuccess ||
+      cudaMalloc(&c, bytes) != cudaSuccess || cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) {
+    state.SkipWithError("cudaMalloc or cublasCreate failed");
+    return;
+  }
+  cudaMemset(a, 0, bytes);
+  cudaMemset(b, 0, bytes);
+  const float one = 1, zero = 0;
+  for (auto _ : state) {
+    for (int i = 0; i < kMatMulsPerIteration; ++i) {
+      cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, kN, kN, kN, &one, b, kN, a, kN, &zero, c, kN);
+    }
+    cudaDeviceSynchronize();
+  }
+  state.counters["TFLOP/s"] = benchmark::Counter(2.0 * kN * kN * kN * kMatMulsPerIteration / 1e12,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+  cublasDestroy(handle);
+  cudaFree(a);
+  cudaFree(b);
+  cudaFree(c);
+}
+
+constexpr int kChain = 1000;
+
+// 1,000 Negs of a 256-float vector, one Run, its last value fetched.
+void BM_OpChain1000_Session(benchmark::State& state) {
+  if (SkipWithoutGpu(state)) return;
+  Scope root = Scope::NewRootScope();
+  Scope gpu = root.WithDevice("/device:GPU:0");
+  Output x = ops::Const(gpu, RandomTensor(TensorShape({256}), 3));
+  for (int i = 0; i < kChain; ++i) x = ops::Neg(gpu, x);
+  auto session = MakeSession(root, state);
+  if (session == nullptr) return;
+  std::vector<Tensor> out;
+  for (auto _ : state) {
+    if (!Ok(session->Run({}, {x.name()}, {}, &out), state)) return;
+  }
+  state.counters["us/op"] = benchmark::Counter(static_cast<double>(kChain) * 1e-6,
+                                               benchmark::Counter::kIsIterationInvariantRate |
+                                                   benchmark::Counter::kInvert);
+}
+
+// The same kernel launched 1,000 times back to back, then one copy of the result to the host.
+void BM_OpChain1000_BareLaunch(benchmark::State& state) {
+  if (SkipWithoutGpu(state)) return;
+  float* x = nullptr;
+  cudaStream_t stream = nullptr;
+  if (cudaMalloc(&x, 256 * sizeof(float)) != cudaSuccess || cudaStreamCreate(&stream) != cudaSuccess) {
+    state.SkipWithError("cudaMalloc or cudaStreamCreate failed");
+    return;
+  }
+  cudaMemset(x, 0, 256 * sizeof(float));
+  float host[256];
+  for (auto _ : state) {
+    for (int i = 0; i < kChain; ++i) gpu::Unary<float>(gpu::UnaryFn::kNeg, x, x, 256, stream);
+    cudaMemcpyAsync(host, x, sizeof host, cudaMemcpyDeviceToHost, stream);
+    cudaStreamSynchronize(stream);
+  }
+  state.counters["us/op"] = benchmark::Counter(static_cast<double>(kChain) * 1e-6,
+                                               benchmark::Counter::kIsIterationInvariantRate |
+                                                   benchmark::Counter::kInvert);
+  cudaStreamDestroy(stream);
+  cudaFree(x);
+}
+
+constexpr int64_t kTransferFloats = int64_t{16} << 20;  // 64 MiB
+
+// A CPU tensor to the GPU and back: _Send/_Recv each way, the bytes counted once per way.
+void BM_Transfer64MiB_SendRecv(benchmark::State& state) {
+  if (SkipWithoutGpu(state)) return;
+  Scope root = Scope::NewRootScope();
+  Output x = ops::Const(root.WithDevice("/device:CPU:0"), RandomTensor(TensorShape({kTransferFloats}), 4));
+  Output on_gpu = ops::Identity(root.WithDevice("/device:GPU:0"), x);
+  Output back = ops::Identity(root.WithDevice("/device:CPU:0"), on_gpu);
+  auto session = MakeSession(root, state);
+  if (session == nullptr) return;
+  std::vector<Tensor> out;
+  for (auto _ : state) {
+    if (!Ok(session->Run({}, {back.name()}, {}, &out), state)) return;
+  }
+  state.counters["GB/s"] = benchmark::Counter(2.0 * kTransferFloats * sizeof(float) / 1e9,
+                                              benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_Transfer64MiB_PinnedMemcpy(benchmark::State& state) {
+  if (SkipWithoutGpu(state)) return;
+  const size_t bytes = kTransferFloats * sizeof(float);
+  void *host = nullptr, *device = nullptr;
+  if (cudaMallocHost(&host, bytes) != cudaSuccess || cudaMalloc(&device, bytes) != cudaSuccess) {
+    state.SkipWithError("cudaMallocHost or cudaMalloc failed");
+    return;
+  }
+  for (auto _ : state) {
+    cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice);
+    cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost);
+  }
+  state.counters["GB/s"] = benchmark::Counter(2.0 * bytes / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  cudaFreeHost(host);
+  cudaFree(device);
+}
+
+constexpr int64_t kBatch = 128;
+
+// The CNN on GPU:0 with one batch held in GPU variables, as PyTorch's side holds its data
+// on the GPU. Training fetches the loss every tenth step (the GPU runs ahead in between);
+// inference fetches the classes every step.
+void RunCnn(benchmark::State& state, bool training) {
+  if (SkipWithoutGpu(state)) return;
+  Scope root = Scope::NewRootScope();
+  const Scope gpu = root.WithDevice("/device:GPU:0");
+  std::vector<Operation> inits;
+  auto variable = [&](const std::string& name, Input init) {
+    Output value = gpu.AsOutput(init);
+    Output var = ops::Variable(gpu.WithOpName(name), value.node->output_shape(value.index), value.type());
+    inits.push_back(ops::Assign(gpu, var, value).op());
+    return var;
+  };
+  FashionCnn cnn = CreateFashionCnn(gpu, variable, 1);
+  Tensor labels(DataType::kInt32, TensorShape({kBatch}));
+  for (int64_t i = 0; i < kBatch; ++i) labels.data<int32_t>()[i] = static_cast<int32_t>(i % 10);
+  Output images = variable("images", RandomTensor(TensorShape({kBatch, 28, 28, 1}), 5));
+  Output logits = FashionCnnLogits(gpu, cnn, images);
+  Output classes = ops::ArgMax(gpu.WithOpName("classes"), logits, 1, DataType::kInt64);
+  std::string train, loss_name;
+  if (training) {
+    auto xent = ops::SparseSoftmaxCrossEntropyWithLogits(gpu, logits, ops::Const(gpu, labels));
+    Output loss = ops::Mean(gpu.WithOpName("loss"), xent[0], {0});
+    loss_name = loss.name();
+    StatusOr<Training> t = RMSPropOptimizer({.learning_rate = 1e-3, .decay = 0.9, .momentum = 0, .epsilon = 1e-7,
+                                             .initial_mean_square = 0})
+                               .Minimize(gpu, loss, cnn.Variables());
+    if (!Ok(t.status(), state)) return;
+    inits.push_back(t->init);
+    train = t->train.name();
+  }
+  const std::string init = ops::NoOp(root.WithOpName("init").WithControlDependencies(inits)).name();
+  auto session = MakeSession(root, state);
+  if (session == nullptr) return;
+  std::vector<Tensor> out;
+  if (!Ok(session->Run({}, {}, {init}, &out), state)) return;
+  int64_t step = 0;
+  auto run = [&]() {
+    if (!training) return session->Run({}, {classes.name()}, {}, &out);
+    const bool sync = ++step % 10 == 0;
+    return session->Run({}, sync ? std::vector<std::string>{loss_name} : std::vector<std::string>{}, {train}, &out);
+  };
+  for (int i = 0; i < 20; ++i) {
+    if (!Ok(run(), state)) return;  // algorithms chosen, memory grown
+  }
+  if (training && !Ok(session->Run({}, {loss_name}, {}, &out), state)) return;
+  for (auto _ : state) {
+    if (!Ok(run(), state)) return;
+  }
+  state.counters["images/s"] =
+      benchmark::Counter(static_cast<double>(kBatch), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_CnnTrainStep_Gpu(benchmark::State& state) { RunCnn(state, true); }
+void BM_CnnInference_Gpu(benchmark::State& state) { RunCnn(state, false); }
+
+BENCHMARK(BM_MatMul4096_Session)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MatMul4096_Cublas)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_OpChain1000_Session)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_OpChain1000_BareLaunch)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Transfer64MiB_SendRecv)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Transfer64MiB_PinnedMemcpy)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CnnTrainStep_Gpu)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_CnnInference_Gpu)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace tessera
+
+BENCHMARK_MAIN();
