@@ -139,6 +139,19 @@ TEST_F(CliTest, DevicesListsEachDeviceAndWhyThereIsNoGpu) {
   EXPECT_THAT(err_.str(), HasSubstr("unexpected argument '--bogus'"));
 }
 
+// TensorFlow's GPU options are taken by `run --config` on any machine; a graph that does not
+// ask for a GPU runs with or without one, and a bad option is a clear error.
+TEST_F(CliTest, RunTakesTheGpuOptions) {
+  std::string g = Write("g.json", kGraph);
+  std::string config = Write("gpu.json", R"({"allow_soft_placement": true, "gpu_options": {"allow_growth": true,
+      "per_process_gpu_memory_fraction": 0.5, "allow_tf32": false}})");
+  ASSERT_EQ(Run({"run", g, "--fetch", "two", "--config", config}), 0) << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("[7,8]"));
+  std::string bad = Write("bad.json", R"({"gpu_options": {"visible_device_list": "0,x"}})");
+  EXPECT_EQ(Run({"run", g, "--fetch", "two", "--config", bad}), 1);
+  EXPECT_THAT(err_.str(), HasSubstr("gpu_options.visible_device_list '0,x'"));
+}
+
 TEST_F(CliTest, ExportFillsInEveryAttr) {
   std::string g = Write("g.json", kGraph);
   ASSERT_EQ(Run({"export", g}), 0) << err_.str();
