@@ -35,6 +35,13 @@ Device::Device(DeviceName name, std::shared_ptr<Allocator> allocator, std::share
 StatusOr<std::unique_ptr<DeviceMgr>> DeviceMgr::CreateLocal(const std::map<std::string, int>& device_count,
                                                             ThreadPool* intra_op_pool, int64_t memory_limit_bytes,
                                                             const GpuOptions& gpu_options) {
+  return CreateForTask("localhost", 0, device_count, intra_op_pool, memory_limit_bytes, gpu_options);
+}
+
+StatusOr<std::unique_ptr<DeviceMgr>> DeviceMgr::CreateForTask(std::string_view job, int task,
+                                                              const std::map<std::string, int>& device_count,
+                                                              ThreadPool* intra_op_pool, int64_t memory_limit_bytes,
+                                                              const GpuOptions& gpu_options) {
   std::map<std::string, int, std::less<>> counts;
   for (const std::string& type : DeviceFactory::Types()) counts[type] = DeviceFactory::Find(type)->DefaultCount();
   for (const auto& [type, count] : device_count) {
@@ -51,6 +58,8 @@ StatusOr<std::unique_ptr<DeviceMgr>> DeviceMgr::CreateLocal(const std::map<std::
   }
   if (counts[kDeviceCpu] == 0) return errors::InvalidArgument("device_count CPU must be at least 1");
   DeviceCreationParams params;
+  params.job = std::string(job);
+  params.task = task;
   params.intra_op_pool = intra_op_pool;
   params.host_memory = std::make_shared<MemoryBudget>(memory_limit_bytes);
   params.gpu_options = gpu_options;

@@ -69,6 +69,11 @@ class DeviceMgr {
   static StatusOr<std::unique_ptr<DeviceMgr>> CreateLocal(const std::map<std::string, int>& device_count,
                                                           ThreadPool* intra_op_pool, int64_t memory_limit_bytes,
                                                           const GpuOptions& gpu_options = {});
+  // The same for task `task` of job `job` of a cluster: /job:<job>/replica:0/task:<task>/...
+  static StatusOr<std::unique_ptr<DeviceMgr>> CreateForTask(std::string_view job, int task,
+                                                            const std::map<std::string, int>& device_count,
+                                                            ThreadPool* intra_op_pool, int64_t memory_limit_bytes,
+                                                            const GpuOptions& gpu_options = {});
   explicit DeviceMgr(std::vector<std::unique_ptr<Device>> devices);
 
   const std::vector<Device*>& devices() const { return device_ptrs_; }

@@ -21,6 +21,10 @@ std::map<std::string, std::weak_ptr<Server>, std::less<>>& Registry() {
 }  // namespace
 
 StatusOr<std::shared_ptr<Server>> Server::CreateLocal(const SessionConfig& config) {
+  return CreateForTask(config, "localhost", 0);
+}
+
+StatusOr<std::shared_ptr<Server>> Server::CreateForTask(const SessionConfig& config, std::string_view job, int task) {
   // The devices borrow their intra-op pool, so one allocation owns both, pool last to go.
   struct DevicesAndPool {
     std::unique_ptr<ThreadPool> pool;
@@ -30,8 +34,8 @@ StatusOr<std::shared_ptr<Server>> Server::CreateLocal(const SessionConfig& confi
   int threads = config.intra_op_parallelism_threads > 0 ? config.intra_op_parallelism_threads
                                                         : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   ASSIGN_OR_RETURN(owned->pool, ThreadPool::Create("server_intra_op", threads));
-  ASSIGN_OR_RETURN(owned->devices, DeviceMgr::CreateLocal(config.device_count, owned->pool.get(), config.HostMemoryLimitBytes(),
-                                                          config.gpu_options));
+  ASSIGN_OR_RETURN(owned->devices, DeviceMgr::CreateForTask(job, task, config.device_count, owned->pool.get(),
+                                                            config.HostMemoryLimitBytes(), config.gpu_options));
   std::shared_ptr<Server> server(new Server());
   server->devices_ = std::shared_ptr<DeviceMgr>(owned, owned->devices.get());
   server->resources_ = std::make_shared<ResourceMgr>();

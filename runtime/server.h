@@ -26,6 +26,9 @@ class Server {
  public:
   // Devices from config.device_count; their intra-op pool from intra_op_parallelism_threads.
   static StatusOr<std::shared_ptr<Server>> CreateLocal(const SessionConfig& config = {});
+  // The same with the devices of a cluster's task, /job:<job>/replica:0/task:<task>/...; the
+  // in-process half of a cluster server (distributed/cluster_server.h).
+  static StatusOr<std::shared_ptr<Server>> CreateForTask(const SessionConfig& config, std::string_view job, int task);
   // The live server with this target, or NotFound.
   static StatusOr<std::shared_ptr<Server>> Find(std::string_view target);
   ~Server();

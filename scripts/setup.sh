@@ -10,6 +10,9 @@ packages=(cmake ninja-build g++ clang libclang-rt-dev ccache
           libeigen3-dev libtbb-dev nlohmann-json3-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
           # oneDNN's CMake config looks for OpenCL, which libdnnl-dev only recommends.
           libdnnl-dev ocl-icd-opencl-dev
+          # the cluster's RPCs: gRPC, protobuf and their code generators; gRPC's CMake package
+          # finds re2 through pkg-config
+          libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc pkg-config
           dataset-fashion-mnist
           # tests/fresh_machine/fresh_debian.sh
           debootstrap)

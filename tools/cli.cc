@@ -19,6 +19,7 @@
 #include "runtime/partition.h"
 #include "runtime/session.h"
 #include "runtime/timeline.h"
+#include "tools/serve.h"
 #include "tools/train.h"
 
 namespace tessera {
@@ -33,6 +34,8 @@ constexpr const char* kUsage =
     "  tessera dot GRAPH.json [--config CONFIG.json] [--allow-soft-placement]\n"
     "  tessera export GRAPH.json\n"
     "  tessera devices [--config CONFIG.json]\n"
+    "  tessera server --cluster JSON --job NAME --task I [--config CONFIG.json] [--token-file FILE]\n"
+    "                 (or the cluster and task from TF_CONFIG)\n"
     "  tessera train [--device cpu|gpu] [--devices 2] [--mode mirrored|parameter_device] [--epochs 2]\n"
     "                [--batch 128] [--threads N] [--learning-rate 0.001] [--seed 1] [--train-limit N]\n"
     "                [--test-limit N] [--data DIR] [--checkpoint OUT.ckpt] [--trace OUT.json]\n"
@@ -338,6 +341,7 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
     }
     return 0;
   }
+  if (!args.empty() && args[0] == "server") return ServeClusterTask(args, out, err);
   if (!args.empty() && args[0] == "devices") {
     Status s = ListDevices(args, out);
     if (!s.ok()) {

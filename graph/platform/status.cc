@@ -20,6 +20,7 @@ std::string_view CodeName(Code code) {
     case Code::kInternal: return "Internal";
     case Code::kUnavailable: return "Unavailable";
     case Code::kDataLoss: return "DataLoss";
+    case Code::kUnauthenticated: return "Unauthenticated";
   }
   return "Unknown";
 }

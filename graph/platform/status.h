@@ -36,6 +36,7 @@ enum class Code {
   kInternal,
   kUnavailable,
   kDataLoss,
+  kUnauthenticated,
 };
 
 // "InvalidArgument", "NotFound", ... as TensorFlow spells them in its error classes.
@@ -109,6 +110,7 @@ TESSERA_ERROR_FACTORY(Unimplemented)
 TESSERA_ERROR_FACTORY(Internal)
 TESSERA_ERROR_FACTORY(Unavailable)
 TESSERA_ERROR_FACTORY(DataLoss)
+TESSERA_ERROR_FACTORY(Unauthenticated)
 #undef TESSERA_ERROR_FACTORY
 }  // namespace errors
 

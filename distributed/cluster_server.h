@@ -1,0 +1,84 @@
+// ClusterServer: one task of a cluster, serving its devices and resources to the other tasks
+// over gRPC, as tf.distribute.Server does. It listens on its own task's address only
+// (ClusterSpec), and with a token set it refuses every RPC that does not carry the same
+// token (Unauthenticated, logged). The in-process part, its devices, resource containers and
+// rendezvous, is a runtime Server (runtime/server.h), so sessions in the same process share
+// them too.
+//
+//   auto cluster = ClusterSpec::FromJson(R"({"ps": ["127.0.0.1:2222"], "worker": ["127.0.0.1:2223"]})");
+//   auto server = ClusterServer::Create(*cluster, "worker", 0, {});
+//   (*server)->target();   // "grpc://127.0.0.1:2223"
+//   (*server)->Join();     // until Stop()
+//
+// Stop and Join may be called from any thread; Stop from a signal-handling thread.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "distributed/cluster_spec.h"
+#include "runtime/server.h"
+#include "runtime/session_options.h"
+
+namespace tessera {
+
+struct ClusterServerOptions {
+  // The task's devices and pools: device_count, gpu_options, intra_op_parallelism_threads.
+  SessionConfig config;
+  // When set, every RPC must carry it (TESSERA_CLUSTER_TOKEN); compared in constant time.
+  std::string token;
+};
+
+class ClusterServer {
+ public:
+  // InvalidArgument for a job or task the cluster does not have; Unavailable when the task's
+  // address cannot be listened on (a port in use, an address not of this machine). A
+  // non-loopback address without a token is served with a warning in the log.
+  static StatusOr<std::unique_ptr<ClusterServer>> Create(const ClusterSpec& cluster, std::string_view job, int task,
+                                                         ClusterServerOptions options);
+  ~ClusterServer();  // Stop, then Join
+  ClusterServer(const ClusterServer&) = delete;
+  ClusterServer& operator=(const ClusterServer&) = delete;
+
+  // "grpc://host:port": what sessions and other tasks name this server by.
+  const std::string& target() const { return target_; }
+  // "/job:worker/replica:0/task:0"
+  const std::string& task_name() const { return task_name_; }
+  const std::shared_ptr<Server>& local() const { return local_; }
+
+  // Stops accepting RPCs; those in flight get until `grace` to finish, then are cancelled.
+  void Stop(std::chrono::milliseconds grace = std::chrono::milliseconds(2000));
+  // Blocks until Stop has finished.
+  void Join();
+
+ private:
+  struct Impl;
+  ClusterServer() = default;
+  std::string target_;
+  std::string task_name_;
+  std::shared_ptr<Server> local_;
+  std::unique_ptr<Impl> impl_;
+};
+
+// What a task's GetStatus says: its name and devices.
+struct RemoteDevice {
+  std::string name;
+  std::string device_type;
+  int64_t memory_limit = 0;
+  std::string physical_device_desc;
+  uint64_t incarnation = 0;
+};
+struct TaskStatus {
+  std::string task;
+  std::vector<RemoteDevice> devices;
+};
+
+// Asks the server at `address` ("host:port" or "grpc://host:port") for its devices, with
+// `token` and a deadline. Unavailable when nothing answers there in time, naming the
+// address; Unauthenticated when the token is refused.
+StatusOr<TaskStatus> GetTaskStatus(std::string_view address, const std::string& token,
+                                   std::chrono::milliseconds timeout);
+
+}  // namespace tessera

@@ -1,0 +1,145 @@
+// `tessera server` as a process: it says when it listens, serves its task, and stops cleanly
+// on SIGTERM; bad clusters, tasks and ports are errors with exit code 1.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <sstream>
+
+#include "distributed/cluster_server.h"
+#include "tests/distributed/free_port.h"
+#include "tools/cli.h"
+
+namespace tessera {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::FreePort;
+using testing::LoopbackAddress;
+
+// A child process running the tessera binary, its stdout read through a pipe.
+class Child {
+ public:
+  Child(const std::vector<std::string>& args, const std::string& tf_config) {
+    int fds[2];
+    if (pipe(fds) != 0) return;
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(fds[1], STDOUT_FILENO);
+      close(fds[0]);
+      close(fds[1]);
+      if (tf_config.empty()) {
+        unsetenv("TF_CONFIG");
+      } else {
+        setenv("TF_CONFIG", tf_config.c_str(), 1);
+      }
+      std::vector<char*> argv = {const_cast<char*>(TESSERA_CLI)};
+      for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      execv(TESSERA_CLI, argv.data());
+      _exit(127);
+    }
+    close(fds[1]);
+    out_ = fds[0];
+  }
+  ~Child() {
+    if (pid_ > 0 && !reaped_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    if (out_ >= 0) close(out_);
+  }
+
+  // What the child printed until `text` appeared or `timeout` passed.
+  std::string ReadUntil(const std::string& text, std::chrono::milliseconds timeout) {
+    const auto end = std::chrono::steady_clock::now() + timeout;
+    while (printed_.find(text) == std::string::npos && std::chrono::steady_clock::now() < end) {
+      pollfd p{out_, POLLIN, 0};
+      if (poll(&p, 1, 100) <= 0) continue;
+      char buf[256];
+      const ssize_t n = read(out_, buf, sizeof buf);
+      if (n <= 0) break;
+      printed_.append(buf, static_cast<size_t>(n));
+    }
+    return printed_;
+  }
+  // The exit code, or -1 when it did not exit within `timeout`.
+  int Wait(std::chrono::milliseconds timeout) {
+    const auto end = std::chrono::steady_clock::now() + timeout;
+    int status = 0;
+    while (std::chrono::steady_clock::now() < end) {
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        reaped_ = true;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      usleep(10000);
+    }
+    return -1;
+  }
+  pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_ = -1;
+  int out_ = -1;
+  bool reaped_ = false;
+  std::string printed_;
+};
+
+std::string Cluster(int ps, int worker) {
+  return StrCat(R"({"ps": [")", LoopbackAddress(ps), R"("], "worker": [")", LoopbackAddress(worker), R"("]})");
+}
+
+TEST(ServerCliTest, ServesUntilSigtermThenExitsCleanly) {
+  const int port = FreePort();
+  Child server({"server", "--cluster", Cluster(FreePort(), port), "--job", "worker", "--task", "0"}, "");
+  const std::string target = "grpc://" + LoopbackAddress(port);
+  EXPECT_THAT(server.ReadUntil(target, std::chrono::seconds(20)), HasSubstr("Started server with target: " + target));
+  StatusOr<TaskStatus> status = GetTaskStatus(target, "", std::chrono::seconds(5));
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(status->devices.at(0).name, "/job:worker/replica:0/task:0/device:CPU:0");
+  kill(server.pid(), SIGTERM);
+  EXPECT_EQ(server.Wait(std::chrono::seconds(10)), 0);
+  EXPECT_THAT(server.ReadUntil("Stopped", std::chrono::seconds(1)), HasSubstr("Stopped server /job:worker/replica:0/task:0"));
+}
+
+TEST(ServerCliTest, TakesItsTaskFromTfConfig) {
+  const int port = FreePort();
+  Child server({"server"}, StrCat(R"({"cluster": )", Cluster(port, FreePort()), R"(, "task": {"type": "ps", "index": 0}})"));
+  const std::string target = "grpc://" + LoopbackAddress(port);
+  EXPECT_THAT(server.ReadUntil(target, std::chrono::seconds(20)), HasSubstr("Started server with target: " + target));
+  StatusOr<TaskStatus> status = GetTaskStatus(target, "", std::chrono::seconds(5));
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(status->task, "/job:ps/replica:0/task:0");
+  kill(server.pid(), SIGINT);
+  EXPECT_EQ(server.Wait(std::chrono::seconds(10)), 0);
+}
+
+TEST(ServerCliTest, BadClustersTasksAndPortsExitWithOne) {
+  const int port = FreePort();
+  auto cluster = ClusterSpec::FromJson(Cluster(FreePort(), port));
+  ASSERT_TRUE(cluster.ok());
+  auto taken = ClusterServer::Create(*cluster, "worker", 0, {});
+  ASSERT_TRUE(taken.ok()) << taken.status();
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"server", "--cluster", "{\"worker\": [", "--job", "worker", "--task", "0"}, "cluster spec"},
+      {{"server", "--cluster", Cluster(FreePort(), FreePort()), "--job", "worker", "--task", "1"},
+       "task index 1 is out of range"},
+      {{"server", "--cluster", Cluster(FreePort(), port), "--job", "worker", "--task", "0"}, "cannot listen on"},
+      {{"server", "--cluster", Cluster(FreePort(), FreePort()), "--job", "worker"}, "--cluster needs --job and --task"},
+      {{"server", "--bogus"}, "unexpected argument '--bogus'"}};
+  for (const auto& [args, why] : cases) {
+    std::ostringstream out, err;
+    EXPECT_EQ(RunCli(args, out, err), 1) << why;
+    EXPECT_THAT(err.str(), HasSubstr(why));
+    EXPECT_THAT(out.str(), ::testing::Not(HasSubstr("Started server")));
+  }
+}
+
+}  // namespace
+}  // namespace tessera

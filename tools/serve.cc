@@ -1,0 +1,101 @@
+#include "tools/serve.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdlib>
+#include <map>
+
+#include "distributed/cluster_server.h"
+#include "graph/platform/file_io.h"
+
+namespace tessera {
+namespace {
+
+struct ServeArgs {
+  TfConfig task;
+  ClusterServerOptions options;
+};
+
+StatusOr<std::string> ReadToken(const std::string& path) {
+  ASSIGN_OR_RETURN(std::string token, ReadFileToString(path, "token file"));
+  while (!token.empty() && (token.back() == '\n' || token.back() == '\r')) token.pop_back();
+  if (token.empty()) return errors::InvalidArgument("token file '", path, "' is empty");
+  return token;
+}
+
+StatusOr<ServeArgs> Parse(const std::vector<std::string>& args) {
+  std::map<std::string, std::string> flags;
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a != "--cluster" && a != "--job" && a != "--task" && a != "--config" && a != "--token-file") {
+      return errors::InvalidArgument("unexpected argument '", a, "'");
+    }
+    if (i + 1 >= args.size()) return errors::InvalidArgument(a, " needs a value");
+    flags[a] = args[++i];
+  }
+  ServeArgs out;
+  if (flags.contains("--cluster")) {
+    if (!flags.contains("--job") || !flags.contains("--task")) {
+      return errors::InvalidArgument("--cluster needs --job and --task");
+    }
+    ASSIGN_OR_RETURN(out.task.cluster, ClusterSpec::FromJson(flags["--cluster"]));
+    out.task.job = flags["--job"];
+    char* end = nullptr;
+    const long task = std::strtol(flags["--task"].c_str(), &end, 10);
+    if (end == flags["--task"].c_str() || *end != '\0' || task < 0 || task > INT32_MAX) {
+      return errors::InvalidArgument("--task takes a task index, got '", flags["--task"], "'");
+    }
+    out.task.task = static_cast<int>(task);
+    RETURN_IF_ERROR(out.task.cluster.TaskAddress(out.task.job, out.task.task).status());
+  } else {
+    const char* tf_config = std::getenv("TF_CONFIG");
+    if (tf_config == nullptr || *tf_config == '\0') {
+      return errors::InvalidArgument("tessera server needs --cluster, --job and --task, or TF_CONFIG");
+    }
+    ASSIGN_OR_RETURN(out.task, ParseTfConfig(tf_config));
+  }
+  if (flags.contains("--config")) {
+    ASSIGN_OR_RETURN(std::string text, ReadFileToString(flags["--config"], "session config"));
+    ASSIGN_OR_RETURN(out.options.config, SessionConfig::FromJson(text));
+  }
+  if (flags.contains("--token-file")) {
+    ASSIGN_OR_RETURN(out.options.token, ReadToken(flags["--token-file"]));
+  } else if (const char* token = std::getenv("TESSERA_CLUSTER_TOKEN"); token != nullptr) {
+    out.options.token = token;
+  }
+  return out;
+}
+
+}  // namespace
+
+int ServeClusterTask(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  StatusOr<ServeArgs> parsed = Parse(args);
+  if (!parsed.ok()) {
+    err << "tessera server: " << parsed.status().ToString() << "\n";
+    return 1;
+  }
+  // The server's threads inherit this mask, so the signals reach only the sigwait below.
+  sigset_t stop_signals, previous;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, &previous);
+  StatusOr<std::unique_ptr<ClusterServer>> server =
+      ClusterServer::Create(parsed->task.cluster, parsed->task.job, parsed->task.task, std::move(parsed->options));
+  if (!server.ok()) {
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    err << "tessera server: " << server.status().ToString() << "\n";
+    return 1;
+  }
+  out << "Started server with target: " << (*server)->target() << std::endl;
+  int signal = 0;
+  sigwait(&stop_signals, &signal);
+  (*server)->Stop();
+  (*server)->Join();
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  out << "Stopped server " << (*server)->task_name() << " on signal " << signal << std::endl;
+  return 0;
+}
+
+}  // namespace tessera
