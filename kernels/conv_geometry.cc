@@ -18,7 +18,9 @@ StatusOr<Geometry> MakeGeometry(const TensorShape& input, int64_t kh, int64_t kw
   return g;
 }
 
-StatusOr<ConvAttrs> ReadConvAttrs(OpKernelConstruction* c) {
+namespace {
+
+StatusOr<ConvAttrs> ConvAttrsOf(OpKernelConstruction* c) {
   ConvAttrs attrs;
   std::string format;
   std::vector<int64_t> dilations;
@@ -35,17 +37,7 @@ StatusOr<ConvAttrs> ReadConvAttrs(OpKernelConstruction* c) {
   return attrs;
 }
 
-StatusOr<Geometry> ConvGeometry(const ConvAttrs& attrs, const TensorShape& in, const TensorShape& f) {
-  if (f.rank() != 4) return errors::InvalidArgument("filter must be 4-D [KH, KW, C, O], got ", f.DebugString());
-  ASSIGN_OR_RETURN(Geometry g, MakeGeometry(in, f.dim(0), f.dim(1), attrs.strides, attrs.padding));
-  if (f.dim(2) != g.c) {
-    return errors::InvalidArgument("input depth must match filter depth: ", g.c, " vs ", f.dim(2), " (input ",
-                                   in.DebugString(), ", filter ", f.DebugString(), ")");
-  }
-  return g;
-}
-
-StatusOr<PoolAttrs> ReadPoolAttrs(OpKernelConstruction* c) {
+StatusOr<PoolAttrs> PoolAttrsOf(OpKernelConstruction* c) {
   PoolAttrs attrs;
   std::string format;
   RETURN_IF_ERROR(c->GetAttr("ksize", &attrs.ksize));
@@ -59,6 +51,28 @@ StatusOr<PoolAttrs> ReadPoolAttrs(OpKernelConstruction* c) {
     return errors::InvalidArgument("ksize must be [1, kh, kw, 1]");
   }
   return attrs;
+}
+
+template <typename Attrs>
+Attrs OrFail(OpKernelConstruction* c, StatusOr<Attrs> attrs) {
+  if (attrs.ok()) return *std::move(attrs);
+  c->SetStatus(attrs.status());
+  return Attrs();
+}
+
+}  // namespace
+
+ConvAttrs ReadConvAttrs(OpKernelConstruction* c) { return OrFail(c, ConvAttrsOf(c)); }
+PoolAttrs ReadPoolAttrs(OpKernelConstruction* c) { return OrFail(c, PoolAttrsOf(c)); }
+
+StatusOr<Geometry> ConvGeometry(const ConvAttrs& attrs, const TensorShape& in, const TensorShape& f) {
+  if (f.rank() != 4) return errors::InvalidArgument("filter must be 4-D [KH, KW, C, O], got ", f.DebugString());
+  ASSIGN_OR_RETURN(Geometry g, MakeGeometry(in, f.dim(0), f.dim(1), attrs.strides, attrs.padding));
+  if (f.dim(2) != g.c) {
+    return errors::InvalidArgument("input depth must match filter depth: ", g.c, " vs ", f.dim(2), " (input ",
+                                   in.DebugString(), ", filter ", f.DebugString(), ")");
+  }
+  return g;
 }
 
 StatusOr<TensorShape> ShapeArgument(const Tensor& t, std::string_view what) {

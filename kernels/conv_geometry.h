@@ -34,7 +34,8 @@ struct ConvAttrs {
   std::vector<int64_t> strides;
   std::string padding;
 };
-StatusOr<ConvAttrs> ReadConvAttrs(OpKernelConstruction* c);
+// A bad attribute sets `c`'s status (the kernel is then not made) and gives empty attrs.
+ConvAttrs ReadConvAttrs(OpKernelConstruction* c);
 // The geometry of input `in` and filter `f` [KH, KW, C, O], checked against each other.
 StatusOr<Geometry> ConvGeometry(const ConvAttrs& attrs, const TensorShape& in, const TensorShape& f);
 
@@ -43,7 +44,8 @@ struct PoolAttrs {
   std::vector<int64_t> ksize, strides;
   std::string padding;
 };
-StatusOr<PoolAttrs> ReadPoolAttrs(OpKernelConstruction* c);
+// As ReadConvAttrs.
+PoolAttrs ReadPoolAttrs(OpKernelConstruction* c);
 inline StatusOr<Geometry> PoolGeometry(const PoolAttrs& attrs, const TensorShape& in) {
   return MakeGeometry(in, attrs.ksize[1], attrs.ksize[2], attrs.strides, attrs.padding);
 }

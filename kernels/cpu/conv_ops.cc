@@ -85,17 +85,10 @@ void Col2Im(OpKernelContext* ctx, const Geometry& g, const T* patches, T* in) {
 
 class ConvBase : public OpKernel {
  public:
-  explicit ConvBase(OpKernelConstruction* c) : OpKernel(c) {
-    StatusOr<ConvAttrs> attrs = ReadConvAttrs(c);
-    if (attrs.ok()) {
-      attrs_ = *std::move(attrs);
-    } else {
-      c->SetStatus(attrs.status());
-    }
-  }
+  explicit ConvBase(OpKernelConstruction* c) : OpKernel(c), attrs_(ReadConvAttrs(c)) {}
 
  protected:
-  ConvAttrs attrs_;
+  const ConvAttrs attrs_;
 };
 
 template <typename T>
@@ -195,14 +188,7 @@ class Conv2DBackpropFilterOp : public ConvBase {
 
 class PoolBase : public OpKernel {
  public:
-  explicit PoolBase(OpKernelConstruction* c) : OpKernel(c) {
-    StatusOr<PoolAttrs> attrs = ReadPoolAttrs(c);
-    if (attrs.ok()) {
-      attrs_ = *std::move(attrs);
-    } else {
-      c->SetStatus(attrs.status());
-    }
-  }
+  explicit PoolBase(OpKernelConstruction* c) : OpKernel(c), attrs_(ReadPoolAttrs(c)) {}
 
  protected:
   // Calls fn(b, y, x, iy0, iy1, ix0, ix1) for every output position with the window's rows
@@ -224,7 +210,7 @@ class PoolBase : public OpKernel {
     });
   }
 
-  PoolAttrs attrs_;
+  const PoolAttrs attrs_;
 };
 
 // MaxPool, or AvgPool over the window's cells inside the input (TensorFlow's SAME rule).

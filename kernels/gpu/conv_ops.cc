@@ -147,14 +147,7 @@ StatusOr<std::vector<Algorithm>> Candidates(cudnnHandle_t h, ConvPass pass, cons
 
 class ConvBase : public GpuOpKernel {
  public:
-  ConvBase(OpKernelConstruction* c, ConvPass pass) : GpuOpKernel(c), pass_(pass) {
-    StatusOr<ConvAttrs> attrs = ReadConvAttrs(c);
-    if (attrs.ok()) {
-      attrs_ = *std::move(attrs);
-    } else {
-      c->SetStatus(attrs.status());
-    }
-  }
+  ConvBase(OpKernelConstruction* c, ConvPass pass) : GpuOpKernel(c), attrs_(ReadConvAttrs(c)), pass_(pass) {}
 
  protected:
   // Runs this kernel's pass of `conv` with a workspace: the heuristics' first algorithm whose
@@ -190,7 +183,7 @@ class ConvBase : public GpuOpKernel {
     });
   }
 
-  ConvAttrs attrs_;
+  const ConvAttrs attrs_;
 
  private:
   template <typename T>
@@ -343,20 +336,13 @@ class Conv2DBackpropFilterOp : public ConvBase {
 
 class PoolBase : public GpuOpKernel {
  public:
-  explicit PoolBase(OpKernelConstruction* c) : GpuOpKernel(c) {
-    StatusOr<PoolAttrs> attrs = ReadPoolAttrs(c);
-    if (attrs.ok()) {
-      attrs_ = *std::move(attrs);
-    } else {
-      c->SetStatus(attrs.status());
-    }
-  }
+  explicit PoolBase(OpKernelConstruction* c) : GpuOpKernel(c), attrs_(ReadPoolAttrs(c)) {}
 
  protected:
   static PoolWindows Windows(const Geometry& g) {
     return {g.n, g.h, g.w, g.c, g.kh, g.kw, g.sh, g.sw, g.oh, g.ow, g.pad_top, g.pad_left};
   }
-  PoolAttrs attrs_;
+  const PoolAttrs attrs_;
 };
 
 template <typename T, bool kMax>

@@ -55,16 +55,27 @@ __device__ void Covering(int64_t i, int64_t pad, int64_t k, int64_t s, int64_t o
   *last = min((i + pad) / s, outputs - 1);
 }
 
+// Input cell i of a gradient and the output windows [y_first, y_last] x [x_first, x_last]
+// that cover it.
+struct InputCell {
+  int64_t b, iy, ix, c;
+  int64_t y_first, y_last, x_first, x_last;
+};
+__device__ InputCell CellAt(const PoolWindows& g, int64_t i) {
+  InputCell cell{i / g.c / g.w / g.h, (i / g.c / g.w) % g.h, (i / g.c) % g.w, i % g.c, 0, 0, 0, 0};
+  Covering(cell.iy, g.pad_top, g.kh, g.sh, g.oh, &cell.y_first, &cell.y_last);
+  Covering(cell.ix, g.pad_left, g.kw, g.sw, g.ow, &cell.x_first, &cell.x_last);
+  return cell;
+}
+
 template <typename T>
 __global__ void MaxPoolGradKernel(const T* in, const T* grad, T* d_in, PoolWindows g, int64_t n) {
   TESSERA_GRID_STRIDE_LOOP(i, n) {
-    const int64_t c = i % g.c, ix = (i / g.c) % g.w, iy = (i / g.c / g.w) % g.h, b = i / g.c / g.w / g.h;
-    int64_t y_first, y_last, x_first, x_last;
-    Covering(iy, g.pad_top, g.kh, g.sh, g.oh, &y_first, &y_last);
-    Covering(ix, g.pad_left, g.kw, g.sw, g.ow, &x_first, &x_last);
+    const InputCell cell = CellAt(g, i);
+    const int64_t b = cell.b, c = cell.c;
     T sum = 0;
-    for (int64_t y = y_first; y <= y_last; ++y) {
-      for (int64_t x = x_first; x <= x_last; ++x) {
+    for (int64_t y = cell.y_first; y <= cell.y_last; ++y) {
+      for (int64_t x = cell.x_first; x <= cell.x_last; ++x) {
         const Window win = WindowAt(g, y, x);
         int64_t best_y = win.y0, best_x = win.x0;
         T best = in[((b * g.h + win.y0) * g.w + win.x0) * g.c + c];
@@ -74,7 +85,7 @@ __global__ void MaxPoolGradKernel(const T* in, const T* grad, T* d_in, PoolWindo
             if (v > best) best = v, best_y = wy, best_x = wx;
           }
         }
-        if (best_y == iy && best_x == ix) sum += grad[((b * g.oh + y) * g.ow + x) * g.c + c];
+        if (best_y == cell.iy && best_x == cell.ix) sum += grad[((b * g.oh + y) * g.ow + x) * g.c + c];
       }
     }
     d_in[i] = sum;
@@ -84,16 +95,13 @@ __global__ void MaxPoolGradKernel(const T* in, const T* grad, T* d_in, PoolWindo
 template <typename T>
 __global__ void AvgPoolGradKernel(const T* grad, T* d_in, PoolWindows g, int64_t n) {
   TESSERA_GRID_STRIDE_LOOP(i, n) {
-    const int64_t c = i % g.c, ix = (i / g.c) % g.w, iy = (i / g.c / g.w) % g.h, b = i / g.c / g.w / g.h;
-    int64_t y_first, y_last, x_first, x_last;
-    Covering(iy, g.pad_top, g.kh, g.sh, g.oh, &y_first, &y_last);
-    Covering(ix, g.pad_left, g.kw, g.sw, g.ow, &x_first, &x_last);
+    const InputCell cell = CellAt(g, i);
     T sum = 0;
-    for (int64_t y = y_first; y <= y_last; ++y) {
-      for (int64_t x = x_first; x <= x_last; ++x) {
+    for (int64_t y = cell.y_first; y <= cell.y_last; ++y) {
+      for (int64_t x = cell.x_first; x <= cell.x_last; ++x) {
         const Window win = WindowAt(g, y, x);
         const T scale = T(1) / static_cast<T>((win.y1 - win.y0) * (win.x1 - win.x0));
-        sum += grad[((b * g.oh + y) * g.ow + x) * g.c + c] * scale;
+        sum += grad[((cell.b * g.oh + y) * g.ow + x) * g.c + cell.c] * scale;
       }
     }
     d_in[i] = sum;
