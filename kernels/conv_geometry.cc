@@ -80,9 +80,27 @@ StatusOr<TensorShape> ShapeArgument(const Tensor& t, std::string_view what) {
   return TensorShape::Make(IntTensorValues(t));
 }
 
+namespace {
+
+// InvalidArgument unless the gradient `what` has `expected` shape.
 Status CheckGradientShape(const Tensor& grad, const TensorShape& expected, std::string_view what) {
   if (grad.shape() == expected) return Status::OK();
   return errors::InvalidArgument(what, " has shape ", grad.shape().DebugString(), ", expected ", expected.DebugString());
+}
+
+}  // namespace
+
+StatusOr<Geometry> ConvBackpropGeometry(const ConvAttrs& attrs, const TensorShape& in, const TensorShape& f,
+                                        const Tensor& out_backprop) {
+  ASSIGN_OR_RETURN(Geometry g, ConvGeometry(attrs, in, f));
+  RETURN_IF_ERROR(CheckGradientShape(out_backprop, g.output_shape(f.dim(3)), "out_backprop"));
+  return g;
+}
+
+StatusOr<Geometry> PoolGradGeometry(const PoolAttrs& attrs, const TensorShape& in, const Tensor& grad) {
+  ASSIGN_OR_RETURN(Geometry g, PoolGeometry(attrs, in));
+  RETURN_IF_ERROR(CheckGradientShape(grad, g.output_shape(g.c), "grad"));
+  return g;
 }
 
 }  // namespace tessera

@@ -50,9 +50,13 @@ inline StatusOr<Geometry> PoolGeometry(const PoolAttrs& attrs, const TensorShape
   return MakeGeometry(in, attrs.ksize[1], attrs.ksize[2], attrs.strides, attrs.padding);
 }
 
+// The geometry of a convolution's backprop, with `out_backprop` checked against it.
+StatusOr<Geometry> ConvBackpropGeometry(const ConvAttrs& attrs, const TensorShape& in, const TensorShape& f,
+                                        const Tensor& out_backprop);
+// The geometry of a pooling gradient, with `grad` checked against it.
+StatusOr<Geometry> PoolGradGeometry(const PoolAttrs& attrs, const TensorShape& in, const Tensor& grad);
+
 // A shape given as a tensor (input_sizes, filter_sizes, orig_input_shape): a 4-vector.
 StatusOr<TensorShape> ShapeArgument(const Tensor& t, std::string_view what);
-// InvalidArgument unless the gradient `what` has `expected` shape.
-Status CheckGradientShape(const Tensor& grad, const TensorShape& expected, std::string_view what);
 
 }  // namespace tessera

@@ -129,10 +129,9 @@ class Conv2DBackpropInputOp : public ConvBase {
     OP_REQUIRES_OK(ctx, in_shape.status());
     const Tensor& f = ctx->input(1);
     const Tensor& dy = ctx->input(2);
-    StatusOr<Geometry> g = ConvGeometry(attrs_, *in_shape, f.shape());
+    StatusOr<Geometry> g = ConvBackpropGeometry(attrs_, *in_shape, f.shape(), dy);
     OP_REQUIRES_OK(ctx, g.status());
     const int64_t o = f.dim(3), rows = g->n * g->oh * g->ow, cols = g->kh * g->kw * g->c;
-    OP_REQUIRES_OK(ctx, CheckGradientShape(dy, g->output_shape(o), "out_backprop"));
     Tensor* dx;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *in_shape, &dx));
     if (dx->NumElements() == 0) return;
@@ -163,10 +162,9 @@ class Conv2DBackpropFilterOp : public ConvBase {
     StatusOr<TensorShape> f_shape = ShapeArgument(ctx->input(1), "filter_sizes");
     OP_REQUIRES_OK(ctx, f_shape.status());
     const Tensor& dy = ctx->input(2);
-    StatusOr<Geometry> g = ConvGeometry(attrs_, in.shape(), *f_shape);
+    StatusOr<Geometry> g = ConvBackpropGeometry(attrs_, in.shape(), *f_shape, dy);
     OP_REQUIRES_OK(ctx, g.status());
     const int64_t o = f_shape->dim(3), rows = g->n * g->oh * g->ow, cols = g->kh * g->kw * g->c;
-    OP_REQUIRES_OK(ctx, CheckGradientShape(dy, g->output_shape(o), "out_backprop"));
     Tensor* df;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *f_shape, &df));
     if (df->NumElements() == 0) return;
@@ -252,9 +250,8 @@ class MaxPoolGradOp : public PoolBase {
   void Compute(OpKernelContext* ctx) override {
     const Tensor& in = ctx->input(0);
     const Tensor& dy = ctx->input(2);
-    StatusOr<Geometry> g = PoolGeometry(attrs_, in.shape());
+    StatusOr<Geometry> g = PoolGradGeometry(attrs_, in.shape(), dy);
     OP_REQUIRES_OK(ctx, g.status());
-    OP_REQUIRES_OK(ctx, CheckGradientShape(dy, g->output_shape(g->c), "grad"));
     Tensor* dx;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, in.shape(), &dx));
     const Geometry geo = *g;
@@ -317,9 +314,8 @@ class AvgPoolGradOp : public PoolBase {
     StatusOr<TensorShape> in_shape = ShapeArgument(sizes, "orig_input_shape");
     OP_REQUIRES_OK(ctx, in_shape.status());
     const Tensor& dy = ctx->input(1);
-    StatusOr<Geometry> g = PoolGeometry(attrs_, *in_shape);
+    StatusOr<Geometry> g = PoolGradGeometry(attrs_, *in_shape, dy);
     OP_REQUIRES_OK(ctx, g.status());
-    OP_REQUIRES_OK(ctx, CheckGradientShape(dy, g->output_shape(g->c), "grad"));
     Tensor* dx;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *in_shape, &dx));
     std::fill(dx->data<T>(), dx->data<T>() + dx->NumElements(), T(0));

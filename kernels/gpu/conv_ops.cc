@@ -277,9 +277,8 @@ class Conv2DBackpropInputOp : public ConvBase {
     OP_REQUIRES_OK(ctx, in_shape.status());
     const Tensor& f = ctx->input(1);
     const Tensor& dy = ctx->input(2);
-    StatusOr<Geometry> g = ConvGeometry(attrs_, *in_shape, f.shape());
+    StatusOr<Geometry> g = ConvBackpropGeometry(attrs_, *in_shape, f.shape(), dy);
     OP_REQUIRES_OK(ctx, g.status());
-    OP_REQUIRES_OK(ctx, CheckGradientShape(dy, g->output_shape(f.dim(3)), "out_backprop"));
     Tensor* dx;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *in_shape, &dx));
     if (dx->NumElements() == 0) return;
@@ -310,10 +309,9 @@ class Conv2DBackpropFilterOp : public ConvBase {
     StatusOr<TensorShape> f_shape = ShapeArgument(ctx->input(1), "filter_sizes");
     OP_REQUIRES_OK(ctx, f_shape.status());
     const Tensor& dy = ctx->input(2);
-    StatusOr<Geometry> g = ConvGeometry(attrs_, in.shape(), *f_shape);
+    StatusOr<Geometry> g = ConvBackpropGeometry(attrs_, in.shape(), *f_shape, dy);
     OP_REQUIRES_OK(ctx, g.status());
     const int64_t o = f_shape->dim(3);
-    OP_REQUIRES_OK(ctx, CheckGradientShape(dy, g->output_shape(o), "out_backprop"));
     Tensor* df;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *f_shape, &df));
     if (df->NumElements() == 0) return;
@@ -368,9 +366,8 @@ class MaxPoolGradOp : public PoolBase {
   void ComputeOnGpu(OpKernelContext* ctx, const GpuDeviceContext& gpu) override {
     const Tensor& in = ctx->input(0);
     const Tensor& dy = ctx->input(2);
-    StatusOr<Geometry> g = PoolGeometry(attrs_, in.shape());
+    StatusOr<Geometry> g = PoolGradGeometry(attrs_, in.shape(), dy);
     OP_REQUIRES_OK(ctx, g.status());
-    OP_REQUIRES_OK(ctx, CheckGradientShape(dy, g->output_shape(g->c), "grad"));
     Tensor* dx;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, in.shape(), &dx));
     OP_REQUIRES_OK(ctx, CudaStatus(MaxPoolGrad<T>(DevicePtr<T>(in), DevicePtr<T>(dy), MutableDevicePtr<T>(dx),
@@ -387,9 +384,8 @@ class AvgPoolGradOp : public PoolBase {
     StatusOr<TensorShape> in_shape = ShapeArgument(ctx->input(0), "orig_input_shape");
     OP_REQUIRES_OK(ctx, in_shape.status());
     const Tensor& dy = ctx->input(1);
-    StatusOr<Geometry> g = PoolGeometry(attrs_, *in_shape);
+    StatusOr<Geometry> g = PoolGradGeometry(attrs_, *in_shape, dy);
     OP_REQUIRES_OK(ctx, g.status());
-    OP_REQUIRES_OK(ctx, CheckGradientShape(dy, g->output_shape(g->c), "grad"));
     Tensor* dx;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *in_shape, &dx));
     OP_REQUIRES_OK(ctx, CudaStatus(AvgPoolGrad<T>(DevicePtr<T>(dy), MutableDevicePtr<T>(dx), Windows(*g),
