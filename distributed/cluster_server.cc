@@ -6,27 +6,13 @@
 #include <mutex>
 
 #include "distributed/protos/worker_service.grpc.pb.h"
+#include "distributed/rpc_util.h"
+#include "distributed/worker_channels.h"
 #include "graph/platform/logging.h"
+#include "graph/serialize/tensor_codec.h"
 
 namespace tessera {
 namespace {
-
-constexpr char kTokenHeader[] = "tessera-cluster-token";
-
-// Our codes are TensorFlow's, which are gRPC's.
-grpc::Status ToGrpc(const Status& s) {
-  if (s.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
-}
-
-Status FromGrpc(const grpc::Status& s, std::string_view address) {
-  if (s.ok()) return Status::OK();
-  const Code code = static_cast<Code>(s.error_code());
-  if (code == Code::kUnavailable || code == Code::kDeadlineExceeded) {
-    return Status(code, StrCat("task at ", address, " did not answer: ", s.error_message()));
-  }
-  return Status(code, s.error_message());
-}
 
 // Whether a and b are equal, in time that depends on their lengths only.
 bool SameToken(std::string_view a, std::string_view b) {
@@ -63,11 +49,43 @@ class WorkerService final : public rpc::WorkerService::Service {
     return grpc::Status::OK;
   }
 
+  // Waits for the step's tensor in this task's rendezvous; the caller's deadline or
+  // cancellation ends the wait (the rendezvous keeps its callback, which then finds no one).
+  grpc::Status RecvTensor(grpc::ServerContext* context, const rpc::RecvTensorRequest* request,
+                          rpc::RecvTensorResponse* response) override {
+    if (Status s = Authenticate(*context, "RecvTensor"); !s.ok()) return ToGrpc(s);
+    struct Wait {
+      std::mutex mu;
+      std::condition_variable cv;
+      bool done = false;
+      Status status;
+      Tensor value;
+    };
+    auto wait = std::make_shared<Wait>();
+    local_->rendezvous()->Find(request->step_id())->RecvAsync(
+        request->rendezvous_key(), [wait](const Status& s, const Tensor& t) {
+          std::lock_guard<std::mutex> lock(wait->mu);
+          wait->status = s;
+          wait->value = t;
+          wait->done = true;
+          wait->cv.notify_all();
+        });
+    std::unique_lock<std::mutex> lock(wait->mu);
+    while (!wait->cv.wait_for(lock, std::chrono::milliseconds(50), [&] { return wait->done; })) {
+      if (context->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "the receiver gave up");
+    }
+    if (!wait->status.ok()) return ToGrpc(wait->status);
+    StatusOr<std::string> bytes = EncodeTensor(wait->value);
+    if (!bytes.ok()) return ToGrpc(bytes.status());
+    response->set_tensor(std::move(*bytes));
+    return grpc::Status::OK;
+  }
+
  private:
   Status Authenticate(const grpc::ServerContext& context, std::string_view method) const {
     if (token_.empty()) return Status::OK();
     const auto& metadata = context.client_metadata();
-    auto it = metadata.find(kTokenHeader);
+    auto it = metadata.find(kClusterTokenHeader);
     if (it != metadata.end() && SameToken(std::string_view(it->second.data(), it->second.size()), token_)) {
       return Status::OK();
     }
@@ -148,14 +166,13 @@ void ClusterServer::Join() {
 StatusOr<TaskStatus> GetTaskStatus(std::string_view address, const std::string& token,
                                    std::chrono::milliseconds timeout) {
   if (address.starts_with("grpc://")) address.remove_prefix(7);
-  auto channel = grpc::CreateChannel(std::string(address), grpc::InsecureChannelCredentials());
-  auto stub = rpc::WorkerService::NewStub(channel);
+  auto stub = rpc::WorkerService::NewStub(NewWorkerChannel(std::string(address)));
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + timeout);
-  if (!token.empty()) context.AddMetadata(kTokenHeader, token);
+  if (!token.empty()) context.AddMetadata(kClusterTokenHeader, token);
   rpc::GetStatusRequest request;
   rpc::GetStatusResponse response;
-  RETURN_IF_ERROR(FromGrpc(stub->GetStatus(&context, request, &response), address));
+  RETURN_IF_ERROR(FromGrpc(stub->GetStatus(&context, request, &response), StrCat("task at ", address)));
   TaskStatus status;
   status.task = response.task();
   for (const rpc::DeviceAttributes& a : response.devices()) {

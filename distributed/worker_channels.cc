@@ -1,0 +1,34 @@
+#include "distributed/worker_channels.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include "distributed/rpc_util.h"
+
+namespace tessera {
+
+std::shared_ptr<grpc::Channel> NewWorkerChannel(const std::string& address) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  args.SetMaxSendMessageSize(-1);
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+}
+
+WorkerChannels::WorkerChannels(ClusterSpec cluster, std::string token)
+    : cluster_(std::move(cluster)), token_(std::move(token)) {}
+
+StatusOr<std::shared_ptr<grpc::Channel>> WorkerChannels::ForTask(const std::string& job, int task) {
+  ASSIGN_OR_RETURN(std::string address, cluster_.TaskAddress(job, task));
+  std::lock_guard<std::mutex> lock(mu_);
+  std::shared_ptr<grpc::Channel>& channel = channels_[address];
+  if (channel == nullptr) channel = NewWorkerChannel(address);
+  return channel;
+}
+
+std::unique_ptr<grpc::ClientContext> WorkerChannels::NewContext(std::chrono::milliseconds timeout) const {
+  auto context = std::make_unique<grpc::ClientContext>();
+  if (!token_.empty()) context->AddMetadata(kClusterTokenHeader, token_);
+  if (timeout.count() > 0) context->set_deadline(std::chrono::system_clock::now() + timeout);
+  return context;
+}
+
+}  // namespace tessera

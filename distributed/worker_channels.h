@@ -1,0 +1,41 @@
+// WorkerChannels: one gRPC channel per task of a cluster, made on first use and kept, with
+// the cluster's token put on every call. What the remote rendezvous and the status queries
+// talk to other tasks through. Thread-safe.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "distributed/cluster_spec.h"
+
+namespace grpc {
+class Channel;
+class ClientContext;
+}  // namespace grpc
+
+namespace tessera {
+
+class WorkerChannels {
+ public:
+  WorkerChannels(ClusterSpec cluster, std::string token);
+
+  // The channel to `job`'s task `task`; InvalidArgument for a task the cluster lacks.
+  StatusOr<std::shared_ptr<grpc::Channel>> ForTask(const std::string& job, int task);
+  // A fresh context for one call: the token, and a deadline `timeout` from now (none when 0).
+  std::unique_ptr<grpc::ClientContext> NewContext(std::chrono::milliseconds timeout) const;
+  const ClusterSpec& cluster() const { return cluster_; }
+
+ private:
+  const ClusterSpec cluster_;
+  const std::string token_;
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<grpc::Channel>> channels_;  // by address; guarded by mu_
+};
+
+// A channel to `address` ("host:port") without gRPC's 4 MiB cap on what it receives.
+std::shared_ptr<grpc::Channel> NewWorkerChannel(const std::string& address);
+
+}  // namespace tessera
