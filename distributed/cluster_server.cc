@@ -3,13 +3,17 @@
 #include <grpcpp/grpcpp.h>
 
 #include <condition_variable>
+#include <map>
 #include <mutex>
 
+#include "distributed/protos/master_service.grpc.pb.h"
 #include "distributed/protos/worker_service.grpc.pb.h"
 #include "distributed/rpc_util.h"
 #include "distributed/worker_channels.h"
 #include "graph/platform/logging.h"
+#include "graph/serialize/graph_json.h"
 #include "graph/serialize/tensor_codec.h"
+#include "runtime/session.h"
 
 namespace tessera {
 namespace {
@@ -29,23 +33,51 @@ bool IsLoopback(std::string_view address) {
   return host == "localhost" || host == "[::1]" || host.starts_with("127.");
 }
 
+// Admits a request when the server has no token or the request carries it.
+class Authenticator {
+ public:
+  Authenticator(std::string task_name, std::string token)
+      : task_name_(std::move(task_name)), token_(std::move(token)) {}
+
+  Status Check(const grpc::ServerContext& context, std::string_view method) const {
+    if (token_.empty()) return Status::OK();
+    const auto& metadata = context.client_metadata();
+    auto it = metadata.find(kClusterTokenHeader);
+    if (it != metadata.end() && SameToken(std::string_view(it->second.data(), it->second.size()), token_)) {
+      return Status::OK();
+    }
+    const char* why = it == metadata.end() ? "without the cluster token" : "with a wrong cluster token";
+    Log(LogSeverity::kWarning, StrCat(task_name_, ": refused ", method, " from ", context.peer(), " ", why));
+    return errors::Unauthenticated(task_name_, " refused ", method, ": the request came ", why,
+                                   " (TESSERA_CLUSTER_TOKEN)");
+  }
+
+ private:
+  const std::string task_name_;
+  const std::string token_;
+};
+
+void DescribeDevices(const DeviceMgr& devices, google::protobuf::RepeatedPtrField<rpc::DeviceAttributes>* out) {
+  for (const Device* d : devices.devices()) {
+    rpc::DeviceAttributes* a = out->Add();
+    a->set_name(d->name());
+    a->set_device_type(d->device_type());
+    a->set_memory_limit(d->attributes().memory_limit);
+    a->set_physical_device_desc(d->attributes().physical_device_desc);
+    a->set_incarnation(d->incarnation());
+  }
+}
+
 class WorkerService final : public rpc::WorkerService::Service {
  public:
-  WorkerService(std::string task_name, std::shared_ptr<Server> local, std::string token)
-      : task_name_(std::move(task_name)), local_(std::move(local)), token_(std::move(token)) {}
+  WorkerService(std::string task_name, std::shared_ptr<Server> local, const Authenticator& auth)
+      : task_name_(std::move(task_name)), local_(std::move(local)), auth_(auth) {}
 
   grpc::Status GetStatus(grpc::ServerContext* context, const rpc::GetStatusRequest*,
                          rpc::GetStatusResponse* response) override {
-    if (Status s = Authenticate(*context, "GetStatus"); !s.ok()) return ToGrpc(s);
+    if (Status s = auth_.Check(*context, "GetStatus"); !s.ok()) return ToGrpc(s);
     response->set_task(task_name_);
-    for (const Device* d : local_->devices()->devices()) {
-      rpc::DeviceAttributes* a = response->add_devices();
-      a->set_name(d->name());
-      a->set_device_type(d->device_type());
-      a->set_memory_limit(d->attributes().memory_limit);
-      a->set_physical_device_desc(d->attributes().physical_device_desc);
-      a->set_incarnation(d->incarnation());
-    }
+    DescribeDevices(*local_->devices(), response->mutable_devices());
     return grpc::Status::OK;
   }
 
@@ -53,7 +85,7 @@ class WorkerService final : public rpc::WorkerService::Service {
   // cancellation ends the wait (the rendezvous keeps its callback, which then finds no one).
   grpc::Status RecvTensor(grpc::ServerContext* context, const rpc::RecvTensorRequest* request,
                           rpc::RecvTensorResponse* response) override {
-    if (Status s = Authenticate(*context, "RecvTensor"); !s.ok()) return ToGrpc(s);
+    if (Status s = auth_.Check(*context, "RecvTensor"); !s.ok()) return ToGrpc(s);
     struct Wait {
       std::mutex mu;
       std::condition_variable cv;
@@ -82,28 +114,114 @@ class WorkerService final : public rpc::WorkerService::Service {
   }
 
  private:
-  Status Authenticate(const grpc::ServerContext& context, std::string_view method) const {
-    if (token_.empty()) return Status::OK();
-    const auto& metadata = context.client_metadata();
-    auto it = metadata.find(kClusterTokenHeader);
-    if (it != metadata.end() && SameToken(std::string_view(it->second.data(), it->second.size()), token_)) {
-      return Status::OK();
+  const std::string task_name_;
+  const std::shared_ptr<Server> local_;
+  const Authenticator& auth_;
+};
+
+// The master: sessions of clients that name this task as their target. Each runs on this
+// task's devices and shares its resource containers (runtime Server).
+class MasterService final : public rpc::MasterService::Service {
+ public:
+  MasterService(std::string task_name, std::shared_ptr<Server> local, SessionConfig config,
+                const Authenticator& auth)
+      : task_name_(std::move(task_name)), local_(std::move(local)), config_(std::move(config)), auth_(auth) {}
+
+  grpc::Status CreateSession(grpc::ServerContext* context, const rpc::CreateSessionRequest* request,
+                             rpc::CreateSessionResponse* response) override {
+    if (Status s = auth_.Check(*context, "CreateSession"); !s.ok()) return ToGrpc(s);
+    StatusOr<GraphDef> def = GraphDefFromJson(request->graph_json());
+    if (!def.ok()) return ToGrpc(def.status());
+    SessionConfig config = config_;
+    config.log_device_placement = false;  // the client prints it
+    StatusOr<std::unique_ptr<Session>> session = Session::Create(local_->target(), config, *def);
+    if (!session.ok()) return ToGrpc(session.status());
+    for (const PlacementRecord& r : (*session)->placement()) {
+      rpc::PlacedNode* p = response->add_placement();
+      p->set_node(r.node);
+      p->set_op(r.op);
+      p->set_device(r.device);
+      p->set_reason(static_cast<int>(r.reason));
+      p->set_detail(r.detail);
     }
-    const char* why = it == metadata.end() ? "without the cluster token" : "with a wrong cluster token";
-    Log(LogSeverity::kWarning, StrCat(task_name_, ": refused ", method, " from ", context.peer(), " ", why));
-    return errors::Unauthenticated(task_name_, " refused ", method, ": the request came ", why,
-                                   " (TESSERA_CLUSTER_TOKEN)");
+    DescribeDevices((*session)->devices(), response->mutable_devices());
+    std::lock_guard<std::mutex> lock(mu_);
+    const std::string handle = StrCat(task_name_, "/session:", ++last_handle_);
+    sessions_.emplace(handle, std::move(*session));
+    response->set_session_handle(handle);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status RunStep(grpc::ServerContext* context, const rpc::RunStepRequest* request,
+                       rpc::RunStepResponse* response) override {
+    if (Status s = auth_.Check(*context, "RunStep"); !s.ok()) return ToGrpc(s);
+    StatusOr<std::shared_ptr<Session>> session = Find(request->session_handle());
+    if (!session.ok()) return ToGrpc(session.status());
+    std::vector<std::pair<std::string, Tensor>> feeds;
+    for (const rpc::NamedTensor& f : request->feeds()) {
+      StatusOr<Tensor> t = DecodeTensor(f.tensor());
+      if (!t.ok()) return ToGrpc(Status(t.status().code(), StrCat("feed '", f.name(), "': ", t.status().message())));
+      feeds.emplace_back(f.name(), *std::move(t));
+    }
+    RunOptions options;
+    options.timeout_in_ms = request->timeout_in_ms();
+    std::vector<Tensor> outputs;
+    Status s = (*session)->Run(options, feeds, {request->fetches().begin(), request->fetches().end()},
+                               {request->targets().begin(), request->targets().end()}, &outputs, nullptr);
+    if (!s.ok()) return ToGrpc(s);
+    for (const Tensor& t : outputs) {
+      StatusOr<std::string> bytes = EncodeTensor(t);
+      if (!bytes.ok()) return ToGrpc(bytes.status());
+      response->add_tensors(std::move(*bytes));
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status CloseSession(grpc::ServerContext* context, const rpc::CloseSessionRequest* request,
+                            rpc::CloseSessionResponse*) override {
+    if (Status s = auth_.Check(*context, "CloseSession"); !s.ok()) return ToGrpc(s);
+    std::shared_ptr<Session> closing;  // destroyed outside the lock: it may wait for steps
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = sessions_.find(request->session_handle());
+      if (it == sessions_.end()) return ToGrpc(NoSession(request->session_handle()));
+      closing = std::move(it->second);
+      sessions_.erase(it);
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Reset(grpc::ServerContext* context, const rpc::ResetRequest* request, rpc::ResetResponse*) override {
+    if (Status s = auth_.Check(*context, "Reset"); !s.ok()) return ToGrpc(s);
+    return ToGrpc(Session::Reset(local_->target(), {request->containers().begin(), request->containers().end()}));
+  }
+
+ private:
+  Status NoSession(const std::string& handle) const {
+    return errors::NotFound(task_name_, " has no session '", handle, "': it was closed, or the task restarted");
+  }
+  StatusOr<std::shared_ptr<Session>> Find(const std::string& handle) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = sessions_.find(handle);
+    if (it == sessions_.end()) return NoSession(handle);
+    return it->second;
   }
 
   const std::string task_name_;
   const std::shared_ptr<Server> local_;
-  const std::string token_;
+  const SessionConfig config_;
+  const Authenticator& auth_;
+  std::mutex mu_;
+  int64_t last_handle_ = 0;                                        // guarded by mu_
+  std::map<std::string, std::shared_ptr<Session>> sessions_;  // guarded by mu_
 };
 
 }  // namespace
 
 struct ClusterServer::Impl {
+  std::unique_ptr<Authenticator> auth;
   std::unique_ptr<WorkerService> service;
+  std::unique_ptr<MasterService> master;
   std::unique_ptr<grpc::Server> server;
   std::mutex mu;
   std::condition_variable cv;
@@ -122,11 +240,14 @@ StatusOr<std::unique_ptr<ClusterServer>> ClusterServer::Create(const ClusterSpec
                                       "Set TESSERA_CLUSTER_TOKEN or --token-file."));
   }
   s->impl_ = std::make_unique<Impl>();
-  s->impl_->service = std::make_unique<WorkerService>(s->task_name_, s->local_, std::move(options.token));
+  s->impl_->auth = std::make_unique<Authenticator>(s->task_name_, std::move(options.token));
+  s->impl_->service = std::make_unique<WorkerService>(s->task_name_, s->local_, *s->impl_->auth);
+  s->impl_->master = std::make_unique<MasterService>(s->task_name_, s->local_, options.config, *s->impl_->auth);
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
   builder.RegisterService(s->impl_->service.get());
+  builder.RegisterService(s->impl_->master.get());
   // Two tasks on one address would split its connections between them: the second must fail.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   // Tensors travel whole: no 4 MiB cap on a message.

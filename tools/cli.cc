@@ -14,6 +14,7 @@
 #include "graph/serialize/graph_json.h"
 #include "graph/platform/logging.h"
 #include "kernels/kernel_registry.h"
+#include "distributed/grpc_session.h"
 #include "runtime/device.h"
 #include "runtime/device_factory.h"
 #include "runtime/partition.h"
@@ -29,7 +30,7 @@ constexpr const char* kUsage =
     "usage:\n"
     "  tessera run GRAPH.json --fetch y[,z:1] [--target t] [--feed x=FILE.json]...\n"
     "              [--config CONFIG.json] [--log-device-placement] [--allow-soft-placement]\n"
-    "              [--trace OUT.json] [--show-partitions]\n"
+    "              [--trace OUT.json] [--show-partitions] [--master grpc://HOST:PORT]\n"
     "  tessera place GRAPH.json [--config CONFIG.json] [--allow-soft-placement]\n"
     "  tessera dot GRAPH.json [--config CONFIG.json] [--allow-soft-placement]\n"
     "  tessera export GRAPH.json\n"
@@ -49,6 +50,7 @@ struct Options {
   std::vector<std::pair<std::string, std::string>> feeds;  // name, file or inline JSON
   std::string config_path;
   std::string trace_path;
+  std::string master;  // grpc://host:port; empty: this process
   bool log_device_placement = false;
   bool allow_soft_placement = false;
   bool show_partitions = false;
@@ -108,6 +110,11 @@ StatusOr<Options> ParseArgs(const std::vector<std::string>& args) {
       ASSIGN_OR_RETURN(o.config_path, value());
     } else if (a == "--trace") {
       ASSIGN_OR_RETURN(o.trace_path, value());
+    } else if (a == "--master") {
+      ASSIGN_OR_RETURN(o.master, value());
+      if (!o.master.starts_with("grpc://")) {
+        return errors::InvalidArgument("--master takes a grpc://host:port target, got '", o.master, "'");
+      }
     } else if (a == "--log-device-placement") {
       o.log_device_placement = true;
     } else if (a == "--allow-soft-placement") {
@@ -145,7 +152,9 @@ StatusOr<std::unique_ptr<Session>> MakeSession(const Options& o) {
   config.log_device_placement |= o.log_device_placement;
   config.allow_soft_placement |= o.allow_soft_placement;
   ASSIGN_OR_RETURN(GraphDef def, ReadGraph(o.graph_path));
-  return Session::Create(config, def);
+  if (o.master.empty()) return Session::Create(config, def);
+  RegisterGrpcSessionFactory();
+  return Session::Create(o.master, config, def);
 }
 
 // The whole placed graph split by device, every partition in one Graph, so that DOT draws

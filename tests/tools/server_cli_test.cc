@@ -10,6 +10,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
+#include <fstream>
 #include <sstream>
 
 #include "distributed/cluster_server.h"
@@ -118,6 +120,38 @@ TEST(ServerCliTest, TakesItsTaskFromTfConfig) {
   EXPECT_EQ(status->task, "/job:ps/replica:0/task:0");
   kill(server.pid(), SIGINT);
   EXPECT_EQ(server.Wait(std::chrono::seconds(10)), 0);
+}
+
+// Three client processes, one after another, on one server: the variable the first
+// initialises and the second bumps is what the third reads.
+TEST(ServerCliTest, VariablesOnTheServerOutliveEachClientProcess) {
+  const int port = FreePort();
+  Child server({"server", "--cluster", Cluster(FreePort(), port), "--job", "worker", "--task", "0"}, "");
+  const std::string target = "grpc://" + LoopbackAddress(port);
+  ASSERT_THAT(server.ReadUntil(target, std::chrono::seconds(20)), HasSubstr("Started server"));
+  const std::string graph = ::testing::TempDir() + "/counter_" + std::to_string(getpid()) + ".json";
+  {
+    std::ofstream f(graph);
+    f << R"({"nodes": [
+      {"name": "v", "op": "VariableV2", "attrs": {"shape": [], "dtype": "float32"}},
+      {"name": "one", "op": "Const", "attrs": {"value": {"dtype": "float32", "shape": [], "data": [1]}, "dtype": "float32"}},
+      {"name": "init", "op": "Assign", "inputs": ["v", "one"]},
+      {"name": "x", "op": "Placeholder", "attrs": {"dtype": "float32", "shape": []}},
+      {"name": "bump", "op": "AssignAdd", "inputs": ["v", "x"]}]})";
+  }
+  auto client = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"run", graph, "--master", target});
+    Child c(args, "");
+    const std::string printed = c.ReadUntil("\n", std::chrono::seconds(20));
+    EXPECT_EQ(c.Wait(std::chrono::seconds(20)), 0) << printed;
+    return printed;
+  };
+  client({"--target", "init"});
+  client({"--target", "bump", "--feed", R"(x={"dtype": "float32", "shape": [], "data": [41]})"});
+  EXPECT_THAT(client({"--fetch", "v"}), HasSubstr(R"("data":[42.0])"));
+  kill(server.pid(), SIGTERM);
+  EXPECT_EQ(server.Wait(std::chrono::seconds(10)), 0);
+  std::remove(graph.c_str());
 }
 
 TEST(ServerCliTest, BadClustersTasksAndPortsExitWithOne) {

@@ -1,0 +1,165 @@
+#include "distributed/grpc_session.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <cstdlib>
+#include <mutex>
+
+#include "distributed/protos/master_service.grpc.pb.h"
+#include "distributed/rpc_util.h"
+#include "distributed/worker_channels.h"
+#include "graph/platform/logging.h"
+#include "graph/serialize/graph_json.h"
+#include "graph/serialize/tensor_codec.h"
+#include "placement/placer.h"
+#include "runtime/session.h"
+
+namespace tessera {
+namespace {
+
+constexpr char kPrefix[] = "grpc://";
+constexpr std::chrono::milliseconds kControlTimeout(60000);
+
+std::string TokenFromEnvironment() {
+  const char* token = std::getenv("TESSERA_CLUSTER_TOKEN");
+  return token == nullptr ? "" : token;
+}
+
+std::unique_ptr<grpc::ClientContext> NewContext(std::chrono::milliseconds timeout) {
+  auto context = std::make_unique<grpc::ClientContext>();
+  const std::string token = TokenFromEnvironment();
+  if (!token.empty()) context->AddMetadata(kClusterTokenHeader, token);
+  if (timeout.count() > 0) context->set_deadline(std::chrono::system_clock::now() + timeout);
+  return context;
+}
+
+class GrpcSession final : public Session {
+ public:
+  static StatusOr<std::unique_ptr<Session>> Create(const std::string& target, const SessionConfig& config,
+                                                   const GraphDef& def) {
+    std::unique_ptr<GrpcSession> s(new GrpcSession(target, config));
+    ASSIGN_OR_RETURN(s->graph_, Graph::FromGraphDef(def));
+    rpc::CreateSessionRequest request;
+    request.set_graph_json(GraphDefToJson(def));
+    rpc::CreateSessionResponse response;
+    auto context = NewContext(kControlTimeout);
+    RETURN_IF_ERROR(FromGrpc(s->stub_->CreateSession(context.get(), request, &response), s->Who()));
+    s->handle_ = response.session_handle();
+    for (const rpc::PlacedNode& p : response.placement()) {
+      s->placement_.push_back(
+          {p.node(), p.op(), p.device(), static_cast<PlacementReason>(p.reason()), p.detail()});
+    }
+    // The master's devices, as descriptions: nothing here allocates or computes on them.
+    std::vector<std::unique_ptr<Device>> devices;
+    for (const rpc::DeviceAttributes& a : response.devices()) {
+      ASSIGN_OR_RETURN(DeviceName name, DeviceName::Parse(a.name()));
+      devices.push_back(std::make_unique<Device>(name, nullptr, nullptr, nullptr,
+                                                 DeviceAttributes{a.physical_device_desc(), a.memory_limit()}));
+    }
+    s->devices_ = std::make_unique<DeviceMgr>(std::move(devices));
+    // The master placed the graph; the log is printed where the user asked for it.
+    if (config.log_device_placement) Log(LogSeverity::kInfo, PlacementLog(s->devices_->AsDeviceSet(), s->placement_));
+    return std::unique_ptr<Session>(std::move(s));
+  }
+
+  ~GrpcSession() override {
+    if (handle_.empty()) return;
+    rpc::CloseSessionRequest request;
+    request.set_session_handle(handle_);
+    rpc::CloseSessionResponse response;
+    auto context = NewContext(std::chrono::milliseconds(5000));
+    // Best effort: a master that is gone has nothing left to close.
+    (void)stub_->CloseSession(context.get(), request, &response);
+  }
+
+  using Session::Run;
+  Status Run(const RunOptions& options, const std::vector<std::pair<std::string, Tensor>>& feeds,
+             const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
+             std::vector<Tensor>* outputs, RunMetadata* metadata) override {
+    rpc::RunStepRequest request;
+    request.set_session_handle(handle_);
+    for (const auto& [name, value] : feeds) {
+      ASSIGN_OR_RETURN(std::string bytes, EncodeTensor(value));
+      rpc::NamedTensor* f = request.add_feeds();
+      f->set_name(name);
+      f->set_tensor(std::move(bytes));
+    }
+    for (const std::string& f : fetches) request.add_fetches(f);
+    for (const std::string& t : targets) request.add_targets(t);
+    const int64_t timeout_ms = options.timeout_in_ms > 0 ? options.timeout_in_ms : config_.operation_timeout_in_ms;
+    request.set_timeout_in_ms(timeout_ms);
+    rpc::RunStepResponse response;
+    // The master enforces the step's deadline; the RPC's own is a little later, so that a
+    // master that stopped answering is found out too.
+    auto context = NewContext(timeout_ms > 0 ? std::chrono::milliseconds(timeout_ms + 5000) : std::chrono::milliseconds(0));
+    RETURN_IF_ERROR(FromGrpc(stub_->RunStep(context.get(), request, &response), Who()));
+    if (response.tensors_size() != static_cast<int>(fetches.size())) {
+      return errors::Internal(Who(), " answered ", response.tensors_size(), " tensors for ", fetches.size(), " fetches");
+    }
+    if (outputs != nullptr) {
+      outputs->clear();
+      for (const std::string& bytes : response.tensors()) {
+        ASSIGN_OR_RETURN(Tensor t, DecodeTensor(bytes));
+        outputs->push_back(std::move(t));
+      }
+    }
+    if (metadata != nullptr) metadata->placement = placement_;
+    return Status::OK();
+  }
+
+  void Reset(const std::vector<std::string>& containers) override {
+    (void)ResetOn(*stub_, Who(), containers);
+  }
+
+  const std::vector<PlacementRecord>& placement() const override { return placement_; }
+  const DeviceMgr& devices() const override { return *devices_; }
+  const Graph& graph() const override { return *graph_; }
+  // The steps run on the master's threads.
+  int inter_op_threads() const override { return 0; }
+  int intra_op_threads() const override { return 0; }
+
+  static Status ResetOn(rpc::MasterService::Stub& stub, const std::string& who,
+                        const std::vector<std::string>& containers) {
+    rpc::ResetRequest request;
+    for (const std::string& c : containers) request.add_containers(c);
+    rpc::ResetResponse response;
+    auto context = NewContext(kControlTimeout);
+    return FromGrpc(stub.Reset(context.get(), request, &response), who);
+  }
+
+ private:
+  GrpcSession(const std::string& target, const SessionConfig& config)
+      : target_(target),
+        config_(config),
+        stub_(rpc::MasterService::NewStub(NewWorkerChannel(target.substr(sizeof(kPrefix) - 1)))) {}
+  std::string Who() const { return StrCat("the master at ", target_); }
+
+  const std::string target_;
+  const SessionConfig config_;
+  const std::unique_ptr<rpc::MasterService::Stub> stub_;
+  std::string handle_;
+  std::unique_ptr<Graph> graph_;
+  std::vector<PlacementRecord> placement_;
+  std::unique_ptr<DeviceMgr> devices_;
+};
+
+class GrpcSessionFactory final : public SessionFactory {
+ public:
+  StatusOr<std::unique_ptr<Session>> NewSession(const std::string& target, const SessionConfig& config,
+                                                const GraphDef& graph) override {
+    return GrpcSession::Create(target, config, graph);
+  }
+  Status Reset(const std::string& target, const std::vector<std::string>& containers) override {
+    auto stub = rpc::MasterService::NewStub(NewWorkerChannel(target.substr(sizeof(kPrefix) - 1)));
+    return GrpcSession::ResetOn(*stub, StrCat("the master at ", target), containers);
+  }
+};
+
+}  // namespace
+
+void RegisterGrpcSessionFactory() {
+  static std::once_flag once;
+  std::call_once(once, [] { (void)SessionFactory::Register(kPrefix, std::make_shared<GrpcSessionFactory>()); });
+}
+
+}  // namespace tessera
