@@ -225,7 +225,8 @@ struct ClusterServer::Impl {
   std::unique_ptr<grpc::Server> server;
   std::mutex mu;
   std::condition_variable cv;
-  bool stopped = false;  // guarded by mu
+  bool stopping = false;  // guarded by mu: Stop has begun
+  bool stopped = false;   // guarded by mu: Shutdown has returned
 };
 
 StatusOr<std::unique_ptr<ClusterServer>> ClusterServer::Create(const ClusterSpec& cluster, std::string_view job,
@@ -271,7 +272,8 @@ ClusterServer::~ClusterServer() {
 void ClusterServer::Stop(std::chrono::milliseconds grace) {
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
-    if (impl_->stopped) return;
+    if (impl_->stopping) return;  // another caller shuts down; Join waits for it
+    impl_->stopping = true;
   }
   if (impl_->server != nullptr) impl_->server->Shutdown(std::chrono::system_clock::now() + grace);
   std::lock_guard<std::mutex> lock(impl_->mu);
@@ -286,14 +288,11 @@ void ClusterServer::Join() {
 
 StatusOr<TaskStatus> GetTaskStatus(std::string_view address, const std::string& token,
                                    std::chrono::milliseconds timeout) {
-  if (address.starts_with("grpc://")) address.remove_prefix(7);
-  auto stub = rpc::WorkerService::NewStub(NewWorkerChannel(std::string(address)));
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + timeout);
-  if (!token.empty()) context.AddMetadata(kClusterTokenHeader, token);
+  auto stub = rpc::WorkerService::NewStub(NewWorkerChannel(address));
+  auto context = NewCallContext(token, timeout);
   rpc::GetStatusRequest request;
   rpc::GetStatusResponse response;
-  RETURN_IF_ERROR(FromGrpc(stub->GetStatus(&context, request, &response), StrCat("task at ", address)));
+  RETURN_IF_ERROR(FromGrpc(stub->GetStatus(context.get(), request, &response), StrCat("task at ", address)));
   TaskStatus status;
   status.task = response.task();
   for (const rpc::DeviceAttributes& a : response.devices()) {

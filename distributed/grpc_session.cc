@@ -20,17 +20,10 @@ namespace {
 constexpr char kPrefix[] = "grpc://";
 constexpr std::chrono::milliseconds kControlTimeout(60000);
 
+// Read at every call, so that a token set or withdrawn later applies to the next RPC.
 std::string TokenFromEnvironment() {
   const char* token = std::getenv("TESSERA_CLUSTER_TOKEN");
   return token == nullptr ? "" : token;
-}
-
-std::unique_ptr<grpc::ClientContext> NewContext(std::chrono::milliseconds timeout) {
-  auto context = std::make_unique<grpc::ClientContext>();
-  const std::string token = TokenFromEnvironment();
-  if (!token.empty()) context->AddMetadata(kClusterTokenHeader, token);
-  if (timeout.count() > 0) context->set_deadline(std::chrono::system_clock::now() + timeout);
-  return context;
 }
 
 class GrpcSession final : public Session {
@@ -42,7 +35,7 @@ class GrpcSession final : public Session {
     rpc::CreateSessionRequest request;
     request.set_graph_json(GraphDefToJson(def));
     rpc::CreateSessionResponse response;
-    auto context = NewContext(kControlTimeout);
+    auto context = NewCallContext(TokenFromEnvironment(), kControlTimeout);
     RETURN_IF_ERROR(FromGrpc(s->stub_->CreateSession(context.get(), request, &response), s->Who()));
     s->handle_ = response.session_handle();
     for (const rpc::PlacedNode& p : response.placement()) {
@@ -67,7 +60,7 @@ class GrpcSession final : public Session {
     rpc::CloseSessionRequest request;
     request.set_session_handle(handle_);
     rpc::CloseSessionResponse response;
-    auto context = NewContext(std::chrono::milliseconds(5000));
+    auto context = NewCallContext(TokenFromEnvironment(), std::chrono::milliseconds(5000));
     // Best effort: a master that is gone has nothing left to close.
     (void)stub_->CloseSession(context.get(), request, &response);
   }
@@ -91,7 +84,8 @@ class GrpcSession final : public Session {
     rpc::RunStepResponse response;
     // The master enforces the step's deadline; the RPC's own is a little later, so that a
     // master that stopped answering is found out too.
-    auto context = NewContext(timeout_ms > 0 ? std::chrono::milliseconds(timeout_ms + 5000) : std::chrono::milliseconds(0));
+    auto context =
+        NewCallContext(TokenFromEnvironment(), timeout_ms > 0 ? std::chrono::milliseconds(timeout_ms + 5000) : std::chrono::milliseconds(0));
     RETURN_IF_ERROR(FromGrpc(stub_->RunStep(context.get(), request, &response), Who()));
     if (response.tensors_size() != static_cast<int>(fetches.size())) {
       return errors::Internal(Who(), " answered ", response.tensors_size(), " tensors for ", fetches.size(), " fetches");
@@ -108,7 +102,7 @@ class GrpcSession final : public Session {
   }
 
   void Reset(const std::vector<std::string>& containers) override {
-    (void)ResetOn(*stub_, Who(), containers);
+    (void)ResetOn(*stub_, Who(), TokenFromEnvironment(), containers);
   }
 
   const std::vector<PlacementRecord>& placement() const override { return placement_; }
@@ -118,12 +112,12 @@ class GrpcSession final : public Session {
   int inter_op_threads() const override { return 0; }
   int intra_op_threads() const override { return 0; }
 
-  static Status ResetOn(rpc::MasterService::Stub& stub, const std::string& who,
+  static Status ResetOn(rpc::MasterService::Stub& stub, const std::string& who, const std::string& token,
                         const std::vector<std::string>& containers) {
     rpc::ResetRequest request;
     for (const std::string& c : containers) request.add_containers(c);
     rpc::ResetResponse response;
-    auto context = NewContext(kControlTimeout);
+    auto context = NewCallContext(token, kControlTimeout);
     return FromGrpc(stub.Reset(context.get(), request, &response), who);
   }
 
@@ -131,7 +125,7 @@ class GrpcSession final : public Session {
   GrpcSession(const std::string& target, const SessionConfig& config)
       : target_(target),
         config_(config),
-        stub_(rpc::MasterService::NewStub(NewWorkerChannel(target.substr(sizeof(kPrefix) - 1)))) {}
+        stub_(rpc::MasterService::NewStub(NewWorkerChannel(target))) {}
   std::string Who() const { return StrCat("the master at ", target_); }
 
   const std::string target_;
@@ -150,8 +144,8 @@ class GrpcSessionFactory final : public SessionFactory {
     return GrpcSession::Create(target, config, graph);
   }
   Status Reset(const std::string& target, const std::vector<std::string>& containers) override {
-    auto stub = rpc::MasterService::NewStub(NewWorkerChannel(target.substr(sizeof(kPrefix) - 1)));
-    return GrpcSession::ResetOn(*stub, StrCat("the master at ", target), containers);
+    auto stub = rpc::MasterService::NewStub(NewWorkerChannel(target));
+    return GrpcSession::ResetOn(*stub, StrCat("the master at ", target), TokenFromEnvironment(), containers);
   }
 };
 

@@ -6,11 +6,19 @@
 
 namespace tessera {
 
-std::shared_ptr<grpc::Channel> NewWorkerChannel(const std::string& address) {
+std::shared_ptr<grpc::Channel> NewWorkerChannel(std::string_view address) {
+  if (address.starts_with("grpc://")) address.remove_prefix(sizeof("grpc://") - 1);
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  return grpc::CreateCustomChannel(std::string(address), grpc::InsecureChannelCredentials(), args);
+}
+
+std::unique_ptr<grpc::ClientContext> NewCallContext(const std::string& token, std::chrono::milliseconds timeout) {
+  auto context = std::make_unique<grpc::ClientContext>();
+  if (!token.empty()) context->AddMetadata(kClusterTokenHeader, token);
+  if (timeout.count() > 0) context->set_deadline(std::chrono::system_clock::now() + timeout);
+  return context;
 }
 
 WorkerChannels::WorkerChannels(ClusterSpec cluster, std::string token)
@@ -25,10 +33,7 @@ StatusOr<std::shared_ptr<grpc::Channel>> WorkerChannels::ForTask(const std::stri
 }
 
 std::unique_ptr<grpc::ClientContext> WorkerChannels::NewContext(std::chrono::milliseconds timeout) const {
-  auto context = std::make_unique<grpc::ClientContext>();
-  if (!token_.empty()) context->AddMetadata(kClusterTokenHeader, token_);
-  if (timeout.count() > 0) context->set_deadline(std::chrono::system_clock::now() + timeout);
-  return context;
+  return NewCallContext(token_, timeout);
 }
 
 }  // namespace tessera

@@ -35,7 +35,11 @@ class WorkerChannels {
   std::map<std::string, std::shared_ptr<grpc::Channel>> channels_;  // by address; guarded by mu_
 };
 
-// A channel to `address` ("host:port") without gRPC's 4 MiB cap on what it receives.
-std::shared_ptr<grpc::Channel> NewWorkerChannel(const std::string& address);
+// A channel to `address` ("host:port" or "grpc://host:port") without gRPC's 4 MiB cap on
+// what it receives.
+std::shared_ptr<grpc::Channel> NewWorkerChannel(std::string_view address);
+// A fresh context for one call: `token` (when set) and a deadline `timeout` from now (none
+// when 0).
+std::unique_ptr<grpc::ClientContext> NewCallContext(const std::string& token, std::chrono::milliseconds timeout);
 
 }  // namespace tessera
