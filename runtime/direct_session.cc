@@ -1,14 +1,13 @@
 #include "runtime/direct_session.h"
 
 #include <chrono>
-#include <condition_variable>
 #include <thread>
 
 #include "placement/placer.h"
-#include "runtime/deadline.h"
 #include "runtime/executor.h"
 #include "runtime/local_function_runtime.h"
 #include "runtime/partition.h"
+#include "runtime/run_partitions.h"
 #include "runtime/server.h"
 #include "runtime/subgraph.h"
 
@@ -161,12 +160,7 @@ std::shared_ptr<SessionFactory> DirectSession::Factory() {
 StatusOr<std::shared_ptr<const DirectSession::ExecutorAndKeys>> DirectSession::GetOrCreateExecutor(
     const std::vector<std::pair<std::string, Tensor>>& feeds, const std::vector<std::string>& fetches,
     const std::vector<std::string>& targets) {
-  std::string key;
-  for (const auto& f : feeds) key.append(f.first).push_back(',');
-  key.push_back('>');
-  for (const auto& f : fetches) key.append(f).push_back(',');
-  key.push_back('>');
-  for (const auto& t : targets) key.append(t).push_back(',');
+  std::string key = StepSignature(feeds, fetches, targets);
   {
     std::lock_guard<std::mutex> lock(executors_mu_);
     auto it = executors_.find(key);
@@ -213,19 +207,7 @@ Status DirectSession::Run(const RunOptions& options, const std::vector<std::pair
                     std::vector<Tensor>* outputs, RunMetadata* metadata) {
   ASSIGN_OR_RETURN(std::shared_ptr<const ExecutorAndKeys> ek,
                    GetOrCreateExecutor(feeds, fetches, targets));
-  for (size_t i = 0; i < feeds.size(); ++i) {
-    const Tensor& t = feeds[i].second;
-    const SubgraphTensor& want = ek->feeds[i];
-    if (t.dtype() != want.dtype) {
-      return errors::InvalidArgument("Cannot feed a ", DataTypeName(t.dtype()), " tensor to '",
-                                     feeds[i].first, "', which has dtype ", DataTypeName(want.dtype));
-    }
-    if (!t.shape().IsCompatibleWith(want.shape)) {
-      return errors::InvalidArgument("Cannot feed value of shape ", t.shape().DebugString(),
-                                     " for tensor '", feeds[i].first, "', which has shape ",
-                                     want.shape.DebugString());
-    }
-  }
+  for (size_t i = 0; i < feeds.size(); ++i) RETURN_IF_ERROR(CheckFeed(feeds[i].first, feeds[i].second, ek->feeds[i]));
 
   VectorCallFrame frame(feeds, fetches.size());
   CancellationManager cancellation;
@@ -250,51 +232,14 @@ Status DirectSession::Run(const RunOptions& options, const std::vector<std::pair
   args.rendezvous = rendezvous.get();
 
   const int64_t timeout_ms = options.timeout_in_ms > 0 ? options.timeout_in_ms : config_.operation_timeout_in_ms;
-  const auto deadline = DeadlineAfter(std::chrono::milliseconds(timeout_ms));
-  struct Waiter {
-    std::mutex mu;
-    std::condition_variable cv;
-    size_t pending = 0;
-    Status status;  // the first error, preferring a cause over the cancellations it caused
-  } w;
-  w.pending = num_parts;
-  auto part_done = [&w](const Status& s) {
-    std::lock_guard<std::mutex> lock(w.mu);
-    if (!s.ok() && (w.status.ok() || (w.status.code() == Code::kCancelled && s.code() != Code::kCancelled))) {
-      w.status = s;
-    }
-    if (--w.pending == 0) w.cv.notify_all();
-  };
-  // Every partition but the first starts on the pool, the first on this thread, unless the
-  // step has a deadline: then this thread keeps the time, and only a thread of the pool may
-  // be held by a long kernel.
-  for (size_t i = num_parts; i-- > 0;) {
-    Executor::Args part_args = args;
-    if (trace) part_args.stats = &stats[i];
-    const Executor* executor = ek->executors[i].get();
-    if (i == 0 && !deadline) {
-      executor->RunAsync(part_args, part_done);
-    } else {
-      inter_op_pool_->Schedule([executor, part_args, part_done] { executor->RunAsync(part_args, part_done); });
-    }
-  }
-  bool timed_out = false;
-  {
-    std::unique_lock<std::mutex> lock(w.mu);
-    if (deadline) timed_out = !w.cv.wait_until(lock, *deadline, [&] { return w.pending == 0; });
-    if (timed_out) {
-      lock.unlock();
-      cancellation.StartCancel();
-      lock.lock();
-    }
-    w.cv.wait(lock, [&] { return w.pending == 0; });
-  }
+  std::vector<const Executor*> executors;
+  for (const auto& e : ek->executors) executors.push_back(e.get());
+  PartitionRunOptions run_options;
+  run_options.pool = inter_op_pool_;
+  run_options.timeout = std::chrono::milliseconds(timeout_ms);
+  run_options.stats = trace ? &stats : nullptr;
+  Status status = RunPartitions(executors, args, run_options);
   if (rendezvous != nullptr) rendezvous_mgr_->Cleanup(step_id);
-  Status status = w.status;
-  if (timed_out && (status.ok() || status.code() == Code::kCancelled)) {
-    status = errors::DeadlineExceeded("Timed out after ", timeout_ms, " ms",
-                                      status.ok() ? "" : ": " + status.message());
-  }
   if (metadata != nullptr) {
     metadata->placement = ek->placement;
     metadata->step_stats.clear();

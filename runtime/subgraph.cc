@@ -111,4 +111,27 @@ StatusOr<Subgraph> BuildSubgraph(const Graph& placed, const std::vector<std::str
   return out;
 }
 
+std::string StepSignature(const std::vector<std::pair<std::string, Tensor>>& feeds,
+                          const std::vector<std::string>& fetches, const std::vector<std::string>& targets) {
+  std::string key;
+  for (const auto& f : feeds) key.append(f.first).push_back(',');
+  key.push_back('>');
+  for (const auto& f : fetches) key.append(f).push_back(',');
+  key.push_back('>');
+  for (const auto& t : targets) key.append(t).push_back(',');
+  return key;
+}
+
+Status CheckFeed(std::string_view name, const Tensor& value, const SubgraphTensor& want) {
+  if (value.dtype() != want.dtype) {
+    return errors::InvalidArgument("Cannot feed a ", DataTypeName(value.dtype()), " tensor to '", name,
+                                   "', which has dtype ", DataTypeName(want.dtype));
+  }
+  if (!value.shape().IsCompatibleWith(want.shape)) {
+    return errors::InvalidArgument("Cannot feed value of shape ", value.shape().DebugString(), " for tensor '", name,
+                                   "', which has shape ", want.shape.DebugString());
+  }
+  return Status::OK();
+}
+
 }  // namespace tessera

@@ -11,6 +11,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graph/graph.h"
@@ -30,6 +31,14 @@ struct Subgraph {
   std::vector<SubgraphTensor> feeds;    // in the order asked
   std::vector<SubgraphTensor> fetches;  // in the order asked
 };
+
+// The key a session caches a step's executors under: its feeds' names, fetches and targets.
+std::string StepSignature(const std::vector<std::pair<std::string, Tensor>>& feeds,
+                          const std::vector<std::string>& fetches, const std::vector<std::string>& targets);
+
+// InvalidArgument, in TensorFlow's words, when `value` cannot be fed to `want` (named
+// `name` by the caller): another dtype, or a shape incompatible with its static shape.
+Status CheckFeed(std::string_view name, const Tensor& value, const SubgraphTensor& want);
 
 // NotFound for a feed, fetch or target naming a node that is not in the graph;
 // InvalidArgument for a malformed name, an output index out of range, or a tensor fed twice.

@@ -1,0 +1,71 @@
+#include "runtime/run_partitions.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <mutex>
+
+#include "runtime/deadline.h"
+
+namespace tessera {
+
+Status RunPartitions(const std::vector<const Executor*>& executors, const Executor::Args& args,
+                     const PartitionRunOptions& options) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = DeadlineAfter(options.timeout);
+  struct Waiter {
+    std::mutex mu;
+    std::condition_variable cv;
+    size_t pending = 0;
+    Status status;  // the first error, preferring a cause over the cancellations it caused
+  };
+  // Shared with the callbacks: a partition may finish after an abandoned caller stopped
+  // waiting only if this function returned, which it does not before pending is 0.
+  Waiter w;
+  w.pending = executors.size();
+  auto part_done = [&w](const Status& s) {
+    std::lock_guard<std::mutex> lock(w.mu);
+    if (!s.ok() && (w.status.ok() || (w.status.code() == Code::kCancelled && s.code() != Code::kCancelled))) {
+      w.status = s;
+    }
+    if (--w.pending == 0) w.cv.notify_all();
+  };
+  const bool keep_time = deadline.has_value() || options.abandoned != nullptr;
+  // Every partition but the first starts on the pool, the first on this thread, unless this
+  // thread keeps the time: then only a thread of the pool may be held by a long kernel.
+  for (size_t i = executors.size(); i-- > 0;) {
+    Executor::Args part_args = args;
+    if (options.stats != nullptr) part_args.stats = &(*options.stats)[i];
+    const Executor* executor = executors[i];
+    if (i == 0 && !keep_time) {
+      executor->RunAsync(part_args, part_done);
+    } else {
+      options.pool->Schedule([executor, part_args, part_done] { executor->RunAsync(part_args, part_done); });
+    }
+  }
+  bool timed_out = false;
+  {
+    std::unique_lock<std::mutex> lock(w.mu);
+    bool cancelled = false;
+    while (keep_time && !cancelled && w.pending > 0) {
+      Clock::time_point until = deadline.value_or(Clock::time_point::max());
+      if (options.abandoned != nullptr) until = std::min(until, Clock::now() + std::chrono::milliseconds(50));
+      if (w.cv.wait_until(lock, until, [&] { return w.pending == 0; })) break;
+      timed_out = deadline.has_value() && Clock::now() >= *deadline;
+      if (timed_out || (options.abandoned != nullptr && options.abandoned())) {
+        cancelled = true;
+        lock.unlock();
+        args.cancellation->StartCancel();
+        lock.lock();
+      }
+    }
+    w.cv.wait(lock, [&] { return w.pending == 0; });
+  }
+  Status status = w.status;
+  if (timed_out && (status.ok() || status.code() == Code::kCancelled)) {
+    status = errors::DeadlineExceeded("Timed out after ", options.timeout.count(), " ms",
+                                      status.ok() ? "" : ": " + status.message());
+  }
+  return status;
+}
+
+}  // namespace tessera
