@@ -6,14 +6,15 @@
 
 namespace tessera {
 
-Status DeviceSet::Add(const std::string& full_name, int priority, std::string physical_device_desc) {
+Status DeviceSet::Add(const std::string& full_name, int priority, std::string physical_device_desc, bool local) {
   ASSIGN_OR_RETURN(DeviceName parsed, DeviceName::Parse(full_name));
   if (!parsed.IsFullySpecified()) {
     return errors::InvalidArgument("Device name '", full_name, "' is not a full device name");
   }
-  devices_.push_back({parsed.ToString(), parsed, parsed.type, priority, std::move(physical_device_desc)});
+  devices_.push_back({parsed.ToString(), parsed, parsed.type, priority, std::move(physical_device_desc), local});
   std::stable_sort(devices_.begin(), devices_.end(), [](const auto& a, const auto& b) {
     if (a.priority != b.priority) return a.priority > b.priority;
+    if (a.local != b.local) return a.local;
     return std::tie(a.parsed.job, a.parsed.replica, a.parsed.task, a.type, a.parsed.id) <
            std::tie(b.parsed.job, b.parsed.replica, b.parsed.task, b.type, b.parsed.id);
   });

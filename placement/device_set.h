@@ -17,6 +17,9 @@ struct DeviceDescription {
   // The hardware behind it, for the placement log: "device: 0, name: NVIDIA H100 ...,
   // pci bus id: ..., compute capability: 9.0" for a GPU; empty for a CPU.
   std::string physical_device_desc;
+  // In the process that places the graph. A cluster's master prefers its own task's devices
+  // for nodes that ask for none, as TensorFlow's does.
+  bool local = true;
 };
 
 class DeviceSet {
@@ -24,9 +27,10 @@ class DeviceSet {
   DeviceSet() = default;
   // `priority` is the device type's (DeviceFactory: GPU 210, CPU 100). InvalidArgument when
   // a name is not a full device name.
-  Status Add(const std::string& full_name, int priority, std::string physical_device_desc = "");
+  Status Add(const std::string& full_name, int priority, std::string physical_device_desc = "", bool local = true);
 
-  // In placement priority order (GPU before CPU), then by job, replica, task and id.
+  // In placement priority order (GPU before CPU), local before remote, then by job,
+  // replica, task and id.
   const std::vector<DeviceDescription>& devices() const { return devices_; }
   std::vector<std::string> Types() const;
   // "a, b, c": for error messages.

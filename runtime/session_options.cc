@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "graph/allocator.h"
+#include "graph/device_name.h"
 #include "graph/serialize/json_util.h"
 
 namespace tessera {
@@ -132,6 +133,13 @@ StatusOr<SessionConfig> SessionConfig::FromJson(std::string_view text) {
           return errors::InvalidArgument("device_count of ", type, " must be an integer in [0, 1024]");
         }
         c.device_count[type] = n.get<int>();
+      }
+    } else if (key == "device_filters") {
+      RETURN_IF_ERROR(need(v.is_array(), "a list of device names like \"/job:ps\""));
+      for (const json& f : v) {
+        RETURN_IF_ERROR(need(f.is_string(), "a list of device names like \"/job:ps\""));
+        RETURN_IF_ERROR(DeviceName::Parse(f.get<std::string>()).status());
+        c.device_filters.push_back(f.get<std::string>());
       }
     } else if (key == "gpu_options") {
       RETURN_IF_ERROR(ParseGpuOptions(v, &c.gpu_options));

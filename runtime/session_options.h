@@ -49,6 +49,10 @@ struct SessionConfig {
   std::map<std::string, int> device_count;  // {"CPU": 4} makes CPU:0..3
   GpuOptions gpu_options;
   int64_t operation_timeout_in_ms = 0;      // 0: no deadline
+  // On a cluster: the only tasks a session uses, as partial device names ("/job:ps",
+  // "/job:worker/task:1"); empty uses every task. What keeps a worker's session of
+  // between-graph replication from waiting on the other workers.
+  std::vector<std::string> device_filters;
   // What the session's tensors in host memory may hold together; an allocation past it is
   // ResourceExhausted naming the node. 0: the memory the process may use (the machine's,
   // or its cgroup's limit when lower). TensorFlow's ConfigProto has no such field.
