@@ -5,7 +5,10 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <thread>
 
+#include "distributed/graph_mgr.h"
+#include "distributed/master_session.h"
 #include "distributed/protos/master_service.grpc.pb.h"
 #include "distributed/protos/worker_service.grpc.pb.h"
 #include "distributed/rpc_util.h"
@@ -13,7 +16,6 @@
 #include "graph/platform/logging.h"
 #include "graph/serialize/graph_json.h"
 #include "graph/serialize/tensor_codec.h"
-#include "runtime/session.h"
 
 namespace tessera {
 namespace {
@@ -70,8 +72,9 @@ void DescribeDevices(const DeviceMgr& devices, google::protobuf::RepeatedPtrFiel
 
 class WorkerService final : public rpc::WorkerService::Service {
  public:
-  WorkerService(std::string task_name, std::shared_ptr<Server> local, const Authenticator& auth)
-      : task_name_(std::move(task_name)), local_(std::move(local)), auth_(auth) {}
+  WorkerService(std::string task_name, std::shared_ptr<Server> local, std::shared_ptr<GraphMgr> graphs,
+                const Authenticator& auth)
+      : task_name_(std::move(task_name)), local_(std::move(local)), graphs_(std::move(graphs)), auth_(auth) {}
 
   grpc::Status GetStatus(grpc::ServerContext* context, const rpc::GetStatusRequest*,
                          rpc::GetStatusResponse* response) override {
@@ -113,19 +116,81 @@ class WorkerService final : public rpc::WorkerService::Service {
     return grpc::Status::OK;
   }
 
+  grpc::Status RegisterGraph(grpc::ServerContext* context, const rpc::RegisterGraphRequest* request,
+                             rpc::RegisterGraphResponse* response) override {
+    if (Status s = auth_.Check(*context, "RegisterGraph"); !s.ok()) return ToGrpc(s);
+    std::vector<std::pair<std::string, GraphDef>> partitions;
+    for (const rpc::PartitionGraph& p : request->partitions()) {
+      StatusOr<GraphDef> def = GraphDefFromJson(p.graph_json());
+      if (!def.ok()) {
+        return ToGrpc(Status(def.status().code(), StrCat("the partition for ", p.device(), ": ", def.status().message())));
+      }
+      partitions.emplace_back(p.device(), *std::move(def));
+    }
+    StatusOr<std::string> handle = graphs_->Register(std::move(partitions));
+    if (!handle.ok()) return ToGrpc(handle.status());
+    response->set_graph_handle(*handle);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status DeregisterGraph(grpc::ServerContext* context, const rpc::DeregisterGraphRequest* request,
+                               rpc::DeregisterGraphResponse*) override {
+    if (Status s = auth_.Check(*context, "DeregisterGraph"); !s.ok()) return ToGrpc(s);
+    return ToGrpc(graphs_->Deregister(request->graph_handle()));
+  }
+
+  grpc::Status RunGraph(grpc::ServerContext* context, const rpc::RunGraphRequest* request,
+                        rpc::RunGraphResponse* response) override {
+    if (Status s = auth_.Check(*context, "RunGraph"); !s.ok()) return ToGrpc(s);
+    std::map<int, Tensor> args;
+    for (const rpc::IndexedTensor& a : request->args()) {
+      StatusOr<Tensor> t = DecodeTensor(a.tensor());
+      if (!t.ok()) return ToGrpc(Status(t.status().code(), StrCat("argument ", a.index(), ": ", t.status().message())));
+      args[a.index()] = *std::move(t);
+    }
+    GraphMgr::StepOptions options;
+    options.timeout = std::chrono::milliseconds(request->timeout_in_ms());
+    options.abandoned = [context] { return context->IsCancelled(); };
+    std::map<int, Tensor> retvals;
+    Status s = graphs_->Run(request->graph_handle(), request->step_id(), std::move(args), options, &retvals);
+    if (!s.ok()) return ToGrpc(s);
+    for (const auto& [index, value] : retvals) {
+      StatusOr<std::string> bytes = EncodeTensor(value);
+      if (!bytes.ok()) return ToGrpc(bytes.status());
+      rpc::IndexedTensor* r = response->add_retvals();
+      r->set_index(index);
+      r->set_tensor(std::move(*bytes));
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status CleanupStep(grpc::ServerContext* context, const rpc::CleanupStepRequest* request,
+                           rpc::CleanupStepResponse*) override {
+    if (Status s = auth_.Check(*context, "CleanupStep"); !s.ok()) return ToGrpc(s);
+    graphs_->CleanupStep(request->step_id());
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ResetContainers(grpc::ServerContext* context, const rpc::ResetContainersRequest* request,
+                               rpc::ResetContainersResponse*) override {
+    if (Status s = auth_.Check(*context, "ResetContainers"); !s.ok()) return ToGrpc(s);
+    local_->resources()->Cleanup({request->containers().begin(), request->containers().end()});
+    return grpc::Status::OK;
+  }
+
  private:
   const std::string task_name_;
   const std::shared_ptr<Server> local_;
+  const std::shared_ptr<GraphMgr> graphs_;
   const Authenticator& auth_;
 };
 
-// The master: sessions of clients that name this task as their target. Each runs on this
-// task's devices and shares its resource containers (runtime Server).
+// The master: sessions of clients that name this task as their target, each placed over
+// the cluster's tasks (MasterSession).
 class MasterService final : public rpc::MasterService::Service {
  public:
-  MasterService(std::string task_name, std::shared_ptr<Server> local, SessionConfig config,
-                const Authenticator& auth)
-      : task_name_(std::move(task_name)), local_(std::move(local)), config_(std::move(config)), auth_(auth) {}
+  MasterService(MasterSession::Environment env, SessionConfig config, const Authenticator& auth)
+      : env_(std::move(env)), task_name_(TaskName(env_.job, env_.task)), config_(std::move(config)), auth_(auth) {}
 
   grpc::Status CreateSession(grpc::ServerContext* context, const rpc::CreateSessionRequest* request,
                              rpc::CreateSessionResponse* response) override {
@@ -133,8 +198,17 @@ class MasterService final : public rpc::MasterService::Service {
     StatusOr<GraphDef> def = GraphDefFromJson(request->graph_json());
     if (!def.ok()) return ToGrpc(def.status());
     SessionConfig config = config_;
-    config.log_device_placement = false;  // the client prints it
-    StatusOr<std::unique_ptr<Session>> session = Session::Create(local_->target(), config, *def);
+    config.allow_soft_placement = request->allow_soft_placement();
+    config.device_filters = {request->device_filters().begin(), request->device_filters().end()};
+    // Tasks not up yet are waited for while the client still waits for the answer.
+    auto discovery = kDefaultDiscoveryTimeout;
+    if (context->deadline() != std::chrono::system_clock::time_point::max()) {
+      discovery = std::chrono::duration_cast<std::chrono::milliseconds>(context->deadline() -
+                                                                        std::chrono::system_clock::now()) -
+                  std::chrono::milliseconds(1000);
+    }
+    StatusOr<std::unique_ptr<MasterSession>> session =
+        MasterSession::Create(env_, config, *def, std::max(discovery, std::chrono::milliseconds(1)));
     if (!session.ok()) return ToGrpc(session.status());
     for (const PlacementRecord& r : (*session)->placement()) {
       rpc::PlacedNode* p = response->add_placement();
@@ -144,7 +218,14 @@ class MasterService final : public rpc::MasterService::Service {
       p->set_reason(static_cast<int>(r.reason));
       p->set_detail(r.detail);
     }
-    DescribeDevices((*session)->devices(), response->mutable_devices());
+    for (const ClusterDevice& d : (*session)->devices()) {
+      rpc::DeviceAttributes* a = response->add_devices();
+      a->set_name(d.name);
+      a->set_device_type(d.device_type);
+      a->set_memory_limit(d.memory_limit);
+      a->set_physical_device_desc(d.physical_device_desc);
+      a->set_incarnation(d.incarnation);
+    }
     std::lock_guard<std::mutex> lock(mu_);
     const std::string handle = StrCat(task_name_, "/session:", ++last_handle_);
     sessions_.emplace(handle, std::move(*session));
@@ -155,7 +236,7 @@ class MasterService final : public rpc::MasterService::Service {
   grpc::Status RunStep(grpc::ServerContext* context, const rpc::RunStepRequest* request,
                        rpc::RunStepResponse* response) override {
     if (Status s = auth_.Check(*context, "RunStep"); !s.ok()) return ToGrpc(s);
-    StatusOr<std::shared_ptr<Session>> session = Find(request->session_handle());
+    StatusOr<std::shared_ptr<MasterSession>> session = Find(request->session_handle());
     if (!session.ok()) return ToGrpc(session.status());
     std::vector<std::pair<std::string, Tensor>> feeds;
     for (const rpc::NamedTensor& f : request->feeds()) {
@@ -167,7 +248,7 @@ class MasterService final : public rpc::MasterService::Service {
     options.timeout_in_ms = request->timeout_in_ms();
     std::vector<Tensor> outputs;
     Status s = (*session)->Run(options, feeds, {request->fetches().begin(), request->fetches().end()},
-                               {request->targets().begin(), request->targets().end()}, &outputs, nullptr);
+                               {request->targets().begin(), request->targets().end()}, &outputs);
     if (!s.ok()) return ToGrpc(s);
     for (const Tensor& t : outputs) {
       StatusOr<std::string> bytes = EncodeTensor(t);
@@ -180,7 +261,7 @@ class MasterService final : public rpc::MasterService::Service {
   grpc::Status CloseSession(grpc::ServerContext* context, const rpc::CloseSessionRequest* request,
                             rpc::CloseSessionResponse*) override {
     if (Status s = auth_.Check(*context, "CloseSession"); !s.ok()) return ToGrpc(s);
-    std::shared_ptr<Session> closing;  // destroyed outside the lock: it may wait for steps
+    std::shared_ptr<MasterSession> closing;  // destroyed outside the lock: it deregisters its graphs
     {
       std::lock_guard<std::mutex> lock(mu_);
       auto it = sessions_.find(request->session_handle());
@@ -191,34 +272,55 @@ class MasterService final : public rpc::MasterService::Service {
     return grpc::Status::OK;
   }
 
+  // Every task of the cluster drops the containers, the master's own last.
   grpc::Status Reset(grpc::ServerContext* context, const rpc::ResetRequest* request, rpc::ResetResponse*) override {
     if (Status s = auth_.Check(*context, "Reset"); !s.ok()) return ToGrpc(s);
-    return ToGrpc(Session::Reset(local_->target(), {request->containers().begin(), request->containers().end()}));
+    rpc::ResetContainersRequest reset;
+    *reset.mutable_containers() = request->containers();
+    for (const auto& [job, addresses] : env_.channels->cluster().jobs()) {
+      for (int i = 0; i < static_cast<int>(addresses.size()); ++i) {
+        if (job == env_.job && i == env_.task) continue;
+        StatusOr<std::shared_ptr<grpc::Channel>> channel = env_.channels->ForTask(job, i);
+        if (!channel.ok()) return ToGrpc(channel.status());
+        rpc::ResetContainersResponse response;
+        auto call = env_.channels->NewContext(kResetTimeout);
+        Status s = FromGrpc(rpc::WorkerService::NewStub(*channel)->ResetContainers(call.get(), reset, &response),
+                            TaskName(job, i));
+        if (!s.ok()) return ToGrpc(s);
+      }
+    }
+    env_.local->resources()->Cleanup({request->containers().begin(), request->containers().end()});
+    return grpc::Status::OK;
   }
 
  private:
+  static constexpr std::chrono::milliseconds kDefaultDiscoveryTimeout{60000};
+  static constexpr std::chrono::milliseconds kResetTimeout{10000};
+
   Status NoSession(const std::string& handle) const {
     return errors::NotFound(task_name_, " has no session '", handle, "': it was closed, or the task restarted");
   }
-  StatusOr<std::shared_ptr<Session>> Find(const std::string& handle) {
+  StatusOr<std::shared_ptr<MasterSession>> Find(const std::string& handle) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = sessions_.find(handle);
     if (it == sessions_.end()) return NoSession(handle);
     return it->second;
   }
 
+  const MasterSession::Environment env_;
   const std::string task_name_;
-  const std::shared_ptr<Server> local_;
   const SessionConfig config_;
   const Authenticator& auth_;
   std::mutex mu_;
-  int64_t last_handle_ = 0;                                        // guarded by mu_
-  std::map<std::string, std::shared_ptr<Session>> sessions_;  // guarded by mu_
+  int64_t last_handle_ = 0;                                         // guarded by mu_
+  std::map<std::string, std::shared_ptr<MasterSession>> sessions_;  // guarded by mu_
 };
 
 }  // namespace
 
 struct ClusterServer::Impl {
+  std::unique_ptr<ThreadPool> pool;  // runs the steps masters start here
+  std::shared_ptr<GraphMgr> graphs;
   std::unique_ptr<Authenticator> auth;
   std::unique_ptr<WorkerService> service;
   std::unique_ptr<MasterService> master;
@@ -241,9 +343,17 @@ StatusOr<std::unique_ptr<ClusterServer>> ClusterServer::Create(const ClusterSpec
                                       "Set TESSERA_CLUSTER_TOKEN or --token-file."));
   }
   s->impl_ = std::make_unique<Impl>();
+  const int threads = options.config.inter_op_parallelism_threads > 0
+                          ? options.config.inter_op_parallelism_threads
+                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  ASSIGN_OR_RETURN(s->impl_->pool, ThreadPool::Create("inter_op", threads));
+  auto channels = std::make_shared<WorkerChannels>(cluster, options.token);
+  s->impl_->graphs = std::make_shared<GraphMgr>(s->local_, std::string(job), task, channels, s->impl_->pool.get());
   s->impl_->auth = std::make_unique<Authenticator>(s->task_name_, std::move(options.token));
-  s->impl_->service = std::make_unique<WorkerService>(s->task_name_, s->local_, *s->impl_->auth);
-  s->impl_->master = std::make_unique<MasterService>(s->task_name_, s->local_, options.config, *s->impl_->auth);
+  s->impl_->service = std::make_unique<WorkerService>(s->task_name_, s->local_, s->impl_->graphs, *s->impl_->auth);
+  s->impl_->master = std::make_unique<MasterService>(
+      MasterSession::Environment{std::string(job), task, s->local_, s->impl_->graphs, channels}, options.config,
+      *s->impl_->auth);
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);

@@ -34,6 +34,8 @@ class GrpcSession final : public Session {
     ASSIGN_OR_RETURN(s->graph_, Graph::FromGraphDef(def));
     rpc::CreateSessionRequest request;
     request.set_graph_json(GraphDefToJson(def));
+    request.set_allow_soft_placement(config.allow_soft_placement);
+    for (const std::string& f : config.device_filters) request.add_device_filters(f);
     rpc::CreateSessionResponse response;
     auto context = NewCallContext(TokenFromEnvironment(), kControlTimeout);
     RETURN_IF_ERROR(FromGrpc(s->stub_->CreateSession(context.get(), request, &response), s->Who()));

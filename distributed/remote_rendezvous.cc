@@ -29,9 +29,10 @@ RemoteRendezvous::RemoteRendezvous(std::shared_ptr<Rendezvous> local, std::strin
       timeout_(timeout) {}
 
 RemoteRendezvous::~RemoteRendezvous() {
-  StartAbort(errors::Cancelled("the step's rendezvous was destroyed"));
-  // The calls' callbacks use this object: wait for the cancelled ones to come back.
+  // The calls' callbacks use this object: cancel them and wait for them to come back. The
+  // task's own rendezvous is left as it is: other tasks may still fetch what was sent here.
   std::unique_lock<std::mutex> lock(mu_);
+  for (Call* call : in_flight_) call->context->TryCancel();
   idle_.wait(lock, [this] { return in_flight_.empty(); });
 }
 

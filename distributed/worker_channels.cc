@@ -11,6 +11,11 @@ std::shared_ptr<grpc::Channel> NewWorkerChannel(std::string_view address) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
+  // A task that restarts is found again within a second, not gRPC's default of up to two
+  // minutes of reconnect backoff.
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   return grpc::CreateCustomChannel(std::string(address), grpc::InsecureChannelCredentials(), args);
 }
 

@@ -124,16 +124,19 @@ TEST(ServerCliTest, TakesItsTaskFromTfConfig) {
 
 // Three client processes, one after another, on one server: the variable the first
 // initialises and the second bumps is what the third reads.
-TEST(ServerCliTest, VariablesOnTheServerOutliveEachClientProcess) {
+TEST(ServerCliTest, VariablesOnThePsOutliveEachClientProcess) {
   const int port = FreePort();
-  Child server({"server", "--cluster", Cluster(FreePort(), port), "--job", "worker", "--task", "0"}, "");
+  const std::string cluster = Cluster(FreePort(), port);
+  Child server({"server", "--cluster", cluster, "--job", "worker", "--task", "0"}, "");
+  Child ps({"server", "--cluster", cluster, "--job", "ps", "--task", "0"}, "");
   const std::string target = "grpc://" + LoopbackAddress(port);
   ASSERT_THAT(server.ReadUntil(target, std::chrono::seconds(20)), HasSubstr("Started server"));
+  ASSERT_THAT(ps.ReadUntil("Started server", std::chrono::seconds(20)), HasSubstr("Started server"));
   const std::string graph = ::testing::TempDir() + "/counter_" + std::to_string(getpid()) + ".json";
   {
     std::ofstream f(graph);
     f << R"({"nodes": [
-      {"name": "v", "op": "VariableV2", "attrs": {"shape": [], "dtype": "float32"}},
+      {"name": "v", "op": "VariableV2", "device": "/job:ps/task:0", "attrs": {"shape": [], "dtype": "float32"}},
       {"name": "one", "op": "Const", "attrs": {"value": {"dtype": "float32", "shape": [], "data": [1]}, "dtype": "float32"}},
       {"name": "init", "op": "Assign", "inputs": ["v", "one"]},
       {"name": "x", "op": "Placeholder", "attrs": {"dtype": "float32", "shape": []}},
@@ -150,7 +153,9 @@ TEST(ServerCliTest, VariablesOnTheServerOutliveEachClientProcess) {
   client({"--target", "bump", "--feed", R"(x={"dtype": "float32", "shape": [], "data": [41]})"});
   EXPECT_THAT(client({"--fetch", "v"}), HasSubstr(R"("data":[42.0])"));
   kill(server.pid(), SIGTERM);
+  kill(ps.pid(), SIGTERM);
   EXPECT_EQ(server.Wait(std::chrono::seconds(10)), 0);
+  EXPECT_EQ(ps.Wait(std::chrono::seconds(10)), 0);
   std::remove(graph.c_str());
 }
 

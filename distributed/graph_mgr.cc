@@ -1,0 +1,120 @@
+#include "distributed/graph_mgr.h"
+
+#include "distributed/cluster_spec.h"
+#include "distributed/remote_rendezvous.h"
+#include "runtime/local_function_runtime.h"
+#include "runtime/run_partitions.h"
+
+namespace tessera {
+namespace {
+
+// The step's feeds and fetches by their _Arg and _Retval indices: a task sees only those of
+// its own partitions.
+class MapCallFrame final : public CallFrame {
+ public:
+  explicit MapCallFrame(std::map<int, Tensor> args) : args_(std::move(args)) {}
+  StatusOr<Tensor> GetArg(int index) const override {
+    auto it = args_.find(index);
+    if (it == args_.end()) return errors::Internal("the master sent no tensor for argument ", index);
+    return it->second;
+  }
+  Status SetRetval(int index, const Tensor& value) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    retvals_[index] = value;
+    return Status::OK();
+  }
+  std::map<int, Tensor> TakeRetvals() { return std::move(retvals_); }
+
+ private:
+  const std::map<int, Tensor> args_;
+  std::mutex mu_;
+  std::map<int, Tensor> retvals_;  // guarded by mu_
+};
+
+}  // namespace
+
+struct GraphMgr::Item {
+  std::vector<std::unique_ptr<Executor>> executors;
+};
+
+GraphMgr::GraphMgr(std::shared_ptr<Server> local, std::string job, int task, std::shared_ptr<WorkerChannels> channels,
+                   ThreadPool* pool)
+    : local_(std::move(local)),
+      job_(std::move(job)),
+      task_(task),
+      task_name_(TaskName(job_, task_)),
+      channels_(std::move(channels)),
+      pool_(pool) {}
+
+GraphMgr::~GraphMgr() = default;
+
+StatusOr<std::string> GraphMgr::Register(std::vector<std::pair<std::string, GraphDef>> partitions) {
+  auto item = std::make_shared<Item>();
+  for (auto& [device_name, def] : partitions) {
+    StatusOr<Device*> device = local_->devices()->Lookup(device_name);
+    if (!device.ok() || (*device)->name() != device_name) {
+      return errors::InvalidArgument(task_name_, " has no device '", device_name, "' to run a partition on");
+    }
+    ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::FromGraphDef(def));
+    def = GraphDef();
+    for (Node* n : graph->nodes()) n->set_assigned_device(device_name);
+    Executor::Params params;
+    params.resource_mgr = local_->resources().get();
+    params.function_runtime = LocalFunctionRuntime();
+    params.lookup_device = [d = *device](const Node&) -> StatusOr<DeviceBase*> { return static_cast<DeviceBase*>(d); };
+    ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, Executor::Create(std::move(graph), std::move(params)));
+    item->executors.push_back(std::move(executor));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string handle = StrCat(task_name_, "/graph:", ++last_handle_);
+  items_.emplace(handle, std::move(item));
+  return handle;
+}
+
+Status GraphMgr::Deregister(const std::string& handle) {
+  std::shared_ptr<Item> item;  // destroyed outside the lock, after the steps that hold it
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = items_.find(handle);
+  if (it == items_.end()) return errors::NotFound(task_name_, " has no graph '", handle, "'");
+  item = std::move(it->second);
+  items_.erase(it);
+  return Status::OK();
+}
+
+Status GraphMgr::Run(const std::string& handle, int64_t step_id, std::map<int, Tensor> args,
+                     const StepOptions& options, std::map<int, Tensor>* retvals) {
+  std::shared_ptr<Item> item;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = items_.find(handle);
+    if (it == items_.end()) {
+      return errors::NotFound(task_name_, " has no graph '", handle, "': it was deregistered, or the task restarted");
+    }
+    item = it->second;
+  }
+  MapCallFrame frame(std::move(args));
+  RemoteRendezvous rendezvous(local_->rendezvous()->Find(step_id), job_, task_, channels_, step_id, options.timeout);
+  CancellationManager cancellation;
+  // An error or deadline anywhere in the step wakes every receive still waiting on this task.
+  cancellation.RegisterCallback(cancellation.NewToken(),
+                                [&rendezvous] { rendezvous.StartAbort(errors::Cancelled("Step was cancelled")); });
+  Executor::Args exec_args;
+  exec_args.step_id = step_id;
+  exec_args.call_frame = &frame;
+  exec_args.runner = pool_;
+  exec_args.cancellation = &cancellation;
+  exec_args.rendezvous = &rendezvous;
+  std::vector<const Executor*> executors;
+  for (const auto& e : item->executors) executors.push_back(e.get());
+  PartitionRunOptions run_options;
+  run_options.pool = pool_;
+  run_options.timeout = options.timeout;
+  run_options.abandoned = options.abandoned;
+  RETURN_IF_ERROR(RunPartitions(executors, exec_args, run_options));
+  *retvals = frame.TakeRetvals();
+  return Status::OK();
+}
+
+void GraphMgr::CleanupStep(int64_t step_id) { local_->rendezvous()->Cleanup(step_id); }
+
+}  // namespace tessera

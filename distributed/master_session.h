@@ -1,0 +1,82 @@
+// MasterSession: a client's session on the cluster task it named as its target (the
+// master). At creation it asks every task the session may use (config.device_filters) for
+// its devices, and places the graph over all of them; the master's own devices come first
+// for nodes that ask for none. For each distinct (feeds, fetches, targets) it takes the
+// part of the graph needed, partitions it per device, and registers each task's partitions
+// on that task (GraphMgr, over RPC for the others). A step then runs every task's graph
+// under one step id, so their _Send/_Recv pairs meet by rendezvous key, and ends with every
+// task forgetting the step.
+//
+// A task that does not answer fails the step with Unavailable naming it; an error on one
+// task cancels the step on the others. Closing the session deregisters its graphs.
+// Run may be called concurrently; the rest is immutable after Create.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "distributed/graph_mgr.h"
+#include "distributed/worker_channels.h"
+#include "runtime/session_options.h"
+
+namespace tessera {
+
+// A device of some task of the cluster, as its task describes it.
+struct ClusterDevice {
+  std::string name;
+  std::string device_type;
+  int64_t memory_limit = 0;
+  std::string physical_device_desc;
+  uint64_t incarnation = 0;
+};
+
+class MasterSession {
+ public:
+  // What the master's task lends its sessions.
+  struct Environment {
+    std::string job;  // the master's own task
+    int task = 0;
+    std::shared_ptr<Server> local;
+    std::shared_ptr<GraphMgr> local_graphs;
+    std::shared_ptr<WorkerChannels> channels;
+  };
+
+  // Waits up to `discovery_timeout` for each task to answer, logging the ones still awaited.
+  static StatusOr<std::unique_ptr<MasterSession>> Create(Environment environment, const SessionConfig& config,
+                                                         const GraphDef& graph,
+                                                         std::chrono::milliseconds discovery_timeout);
+  ~MasterSession();
+
+  Status Run(const RunOptions& options, const std::vector<std::pair<std::string, Tensor>>& feeds,
+             const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
+             std::vector<Tensor>* outputs);
+
+  const std::vector<PlacementRecord>& placement() const { return placement_; }
+  // Every device placed over, in placement order.
+  const std::vector<ClusterDevice>& devices() const { return devices_; }
+
+ private:
+  struct TaskClient;
+  struct Plan;
+  MasterSession() = default;
+  StatusOr<std::shared_ptr<const Plan>> GetOrCreatePlan(const std::vector<std::pair<std::string, Tensor>>& feeds,
+                                                        const std::vector<std::string>& fetches,
+                                                        const std::vector<std::string>& targets);
+  TaskClient* Client(const std::string& task);
+
+  Environment env_;
+  SessionConfig config_;
+  std::vector<ClusterDevice> devices_;
+  std::map<std::string, std::unique_ptr<TaskClient>> tasks_;  // by task name
+  std::unique_ptr<Graph> graph_;
+  std::vector<PlacementRecord> placement_;
+
+  std::mutex plans_mu_;
+  std::map<std::string, std::shared_ptr<const Plan>> plans_;  // guarded by plans_mu_
+};
+
+}  // namespace tessera
