@@ -71,6 +71,32 @@ TEST_F(PlacerTest, DefaultPrefersGpuWhenItHasAKernel) {
   EXPECT_EQ((*records)[graph_->FindNode("n")->id()].reason, PlacementReason::kDefault);
 }
 
+// A cluster's master places what asks for no device on its own task, even when another
+// task's name sorts first; a GPU anywhere still comes before a CPU.
+TEST(ClusterPlacementTest, TheLocalTaskComesFirstWithinADeviceType) {
+  DeviceSet cluster;
+  ASSERT_TRUE(cluster.Add("/job:ps/replica:0/task:0/device:CPU:0", 100, "", /*local=*/false).ok());
+  ASSERT_TRUE(cluster.Add("/job:worker/replica:0/task:1/device:CPU:0", 100).ok());
+  ASSERT_TRUE(cluster.Add("/job:worker/replica:0/task:2/device:GPU:0", 210, "", /*local=*/false).ok());
+  std::vector<std::string> order;
+  for (const DeviceDescription& d : cluster.devices()) order.push_back(d.name);
+  EXPECT_EQ(order, (std::vector<std::string>{"/job:worker/replica:0/task:2/device:GPU:0",
+                                             "/job:worker/replica:0/task:1/device:CPU:0",
+                                             "/job:ps/replica:0/task:0/device:CPU:0"}));
+  Scope root = Scope::NewRootScope();
+  auto i = ops::Placeholder(root.WithOpName("i"), DataType::kInt32);
+  ops::Add(root.WithOpName("n"), i, i);
+  GraphDef def;
+  ASSERT_TRUE(root.ToGraphDef(&def).ok());
+  auto graph = Graph::FromGraphDef(def);
+  ASSERT_TRUE(graph.ok());
+  KernelRegistry cpu_only;
+  RegisterCpuKernels(cpu_only);
+  Placer placer(graph->get(), cluster, {}, &cpu_only);
+  ASSERT_TRUE(placer.Run().ok());
+  EXPECT_EQ((*graph)->FindNode("n")->assigned_device(), "/job:worker/replica:0/task:1/device:CPU:0");
+}
+
 TEST_F(PlacerTest, RequestedDeviceWinsAndPartialSpecsMatch) {
   Scope root = Scope::NewRootScope();
   auto x = ops::Placeholder(root.WithOpName("x").WithDevice("/cpu:1"), DataType::kFloat);

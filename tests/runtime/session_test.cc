@@ -83,6 +83,12 @@ TEST(SessionTest, ConfigFromJson) {
   EXPECT_THAT(SessionConfig::FromJson(R"({"inter_op_threads": 3})").status().message(), HasSubstr("Unknown session config field"));
   EXPECT_THAT(SessionConfig::FromJson(R"({"device_count": {"CPU": -1}})").status().message(), HasSubstr("device_count"));
   EXPECT_FALSE(SessionConfig::FromJson("[").ok());
+  auto filtered = SessionConfig::FromJson(R"({"device_filters": ["/job:ps", "/job:worker/task:1"]})");
+  ASSERT_TRUE(filtered.ok()) << filtered.status();
+  EXPECT_EQ(filtered->device_filters, (std::vector<std::string>{"/job:ps", "/job:worker/task:1"}));
+  EXPECT_THAT(SessionConfig::FromJson(R"({"device_filters": "/job:ps"})").status().message(),
+              HasSubstr("device_filters"));
+  EXPECT_FALSE(SessionConfig::FromJson(R"({"device_filters": ["/job:ps/task:x"]})").ok());
   SessionConfig bad;
   bad.device_count = {{"TPU", 1}};
   GraphDef empty;
