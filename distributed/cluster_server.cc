@@ -364,6 +364,13 @@ StatusOr<std::unique_ptr<ClusterServer>> ClusterServer::Create(const ClusterSpec
   // Tensors travel whole: no 4 MiB cap on a message.
   builder.SetMaxReceiveMessageSize(-1);
   builder.SetMaxSendMessageSize(-1);
+  // Heartbeats both ways: the server pings its callers too, so a step whose master died is
+  // cancelled here; and it accepts the callers' pings at the rate they send them.
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, kHeartbeatIntervalMs);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kHeartbeatTimeoutMs);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, kHeartbeatIntervalMs / 2);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   s->impl_->server = builder.BuildAndStart();
   if (s->impl_->server == nullptr || port == 0) {
     return errors::Unavailable(s->task_name_, " cannot listen on ", address,

@@ -13,6 +13,11 @@ namespace tessera {
 
 inline constexpr char kClusterTokenHeader[] = "tessera-cluster-token";
 
+// Every connection between tasks is pinged this often, and dropped when a ping is not
+// answered in the timeout: the heartbeat that finds a dead or frozen peer.
+inline constexpr int kHeartbeatIntervalMs = 5000;
+inline constexpr int kHeartbeatTimeoutMs = 5000;
+
 inline grpc::Status ToGrpc(const Status& s) {
   if (s.ok()) return grpc::Status::OK;
   return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));

@@ -16,6 +16,12 @@ std::shared_ptr<grpc::Channel> NewWorkerChannel(std::string_view address) {
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  // Heartbeats: a peer that stops answering pings (a machine gone, a process frozen) fails
+  // the calls waiting on it as Unavailable, even those without a deadline.
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, kHeartbeatIntervalMs);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kHeartbeatTimeoutMs);
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   return grpc::CreateCustomChannel(std::string(address), grpc::InsecureChannelCredentials(), args);
 }
 
