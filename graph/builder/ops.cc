@@ -47,6 +47,7 @@ Output Assign(const Scope& s, Input ref, Input value, const AssignAttrs& attrs) 
 }
 Output AssignAdd(const Scope& s, Input ref, Input value) { return Build(s, "AssignAdd", {ref, value}); }
 Output AssignSub(const Scope& s, Input ref, Input value) { return Build(s, "AssignSub", {ref, value}); }
+Output IsVariableInitialized(const Scope& s, Input ref) { return Build(s, "IsVariableInitialized", {ref}); }
 
 Output ApplyGradientDescent(const Scope& s, Input var, Input alpha, Input delta) {
   return Build(s, "ApplyGradientDescent", {var, alpha, delta});

@@ -32,6 +32,7 @@ struct AssignAttrs {
 Output Assign(const Scope& s, Input ref, Input value, const AssignAttrs& attrs = {});
 Output AssignAdd(const Scope& s, Input ref, Input value);
 Output AssignSub(const Scope& s, Input ref, Input value);
+Output IsVariableInitialized(const Scope& s, Input ref);
 
 // In-place optimizer updates (graph/builder/optimizers.h builds them); each returns the variable.
 Output ApplyGradientDescent(const Scope& s, Input var, Input alpha, Input delta);

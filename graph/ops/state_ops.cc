@@ -24,6 +24,9 @@ void RegisterStateOps(OpRegistry& r) {
   RegisterCoreOp(r, OpDefBuilder("Assign").Input("ref: Ref(T)").Input("value: T")
                   .Output("output_ref: Ref(T)").Attr("T: type").Attr("validate_shape: bool = true")
                   .Attr("use_locking: bool = true").SetShapeFn(AssignShape));
+  // What a non-chief worker polls before it trains (tf.is_variable_initialized).
+  RegisterCoreOp(r, OpDefBuilder("IsVariableInitialized").Input("ref: Ref(dtype)").Output("is_initialized: bool")
+                  .Attr("dtype: type").SetShapeFn(ScalarShape));
   for (const char* op : {"AssignAdd", "AssignSub"}) {
     RegisterCoreOp(r, OpDefBuilder(op).Input("ref: Ref(T)").Input("value: T")
                     .Output("output_ref: Ref(T)").Attr(kNumeric).Attr("use_locking: bool = false")

@@ -54,10 +54,22 @@ class AssignUpdateOp : public OpKernel {
   bool IsExpensive() const override { return false; }
 };
 
+class IsVariableInitializedOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    Tensor* out = nullptr;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({}), &out));
+    out->data<bool>()[0] = ctx->input_ref(0)->IsInitialized();
+  }
+  bool IsExpensive() const override { return false; }
+};
+
 }  // namespace
 
 void RegisterVariableKernels(KernelRegistry& r) {
   r.Register<AssignOp>(KernelDefBuilder("Assign").Device(kDeviceCpu));
+  r.Register<IsVariableInitializedOp>(KernelDefBuilder("IsVariableInitialized").Device(kDeviceCpu));
   ForEachType<float, double, int32_t, int64_t>([&](auto zero) {
     using T = decltype(zero);
     r.Register<AssignUpdateOp<T, true>>(KernelDefBuilder("AssignAdd").Device(kDeviceCpu).TypeConstraint<T>("T"));

@@ -249,12 +249,15 @@ TEST(VariableTest, AssignAddSubKeepValueAcrossRuns) {
   ops::Assign(root.WithOpName("init"), v, F({1, 2}, TensorShape({2})));
   ops::AssignAdd(root.WithOpName("inc"), v, F({10, 10}, TensorShape({2})));
   ops::AssignSub(root.WithOpName("dec"), v, F({1, 1}, TensorShape({2})));
+  ops::IsVariableInitialized(root.WithOpName("ready"), v);
   auto s = testing::MakeSession(root);
   std::vector<Tensor> out;
+  EXPECT_FALSE(testing::Fetch(*s, "ready").data<bool>()[0]);
   Status uninit = s->Run({}, {"v"}, {}, &out);
   EXPECT_EQ(uninit.code(), Code::kFailedPrecondition);
   EXPECT_THAT(uninit.message(), HasSubstr("Attempting to use uninitialized value v"));
   ASSERT_TRUE(s->Run({}, {}, {"init"}, &out).ok());
+  EXPECT_TRUE(testing::Fetch(*s, "ready").data<bool>()[0]);
   ASSERT_TRUE(s->Run({}, {}, {"inc"}, &out).ok());
   ASSERT_TRUE(s->Run({}, {}, {"inc"}, &out).ok());
   ASSERT_TRUE(s->Run({}, {"dec"}, {}, &out).ok());
