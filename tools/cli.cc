@@ -14,6 +14,7 @@
 #include "graph/serialize/graph_json.h"
 #include "graph/platform/logging.h"
 #include "kernels/kernel_registry.h"
+#include "distributed/cluster_spec.h"
 #include "distributed/grpc_session.h"
 #include "runtime/device.h"
 #include "runtime/device_factory.h"
@@ -40,7 +41,9 @@ constexpr const char* kUsage =
     "  tessera train [--device cpu|gpu] [--devices 2] [--mode mirrored|parameter_device] [--epochs 2]\n"
     "                [--batch 128] [--threads N] [--learning-rate 0.001] [--seed 1] [--train-limit N]\n"
     "                [--test-limit N] [--data DIR] [--checkpoint OUT.ckpt] [--trace OUT.json]\n"
-    "                [--inference-graph OUT.json] [--frozen-graph OUT.json] [--no-progress]\n";
+    "                [--inference-graph OUT.json] [--frozen-graph OUT.json] [--no-progress]\n"
+    "  tessera train --mode async --cluster JSON --task I [...]   (or the cluster and task from TF_CONFIG)\n"
+    "                one worker of between-graph training; the ps tasks run tessera server\n";
 
 struct Options {
   std::string command;
@@ -261,8 +264,9 @@ StatusOr<TrainOptions> ParseTrainArgs(const std::vector<std::string>& args) {
   const std::map<std::string, int64_t*> ints = {
       {"--batch", &o.batch}, {"--seed", &o.seed}, {"--train-limit", &o.train_limit}, {"--test-limit", &o.test_limit}};
   const std::map<std::string, int*> small_ints = {
-      {"--epochs", &o.epochs}, {"--devices", &o.devices}, {"--threads", &o.threads}};
+      {"--epochs", &o.epochs}, {"--devices", &o.devices}, {"--threads", &o.threads}, {"--task", &o.task}};
   const std::map<std::string, std::string*> strings = {{"--mode", &o.mode},
+                                                       {"--cluster", &o.cluster},
                                                        {"--device", &o.device},
                                                        {"--data", &o.data_dir},
                                                        {"--trace", &o.trace_path},
@@ -297,6 +301,24 @@ StatusOr<TrainOptions> ParseTrainArgs(const std::vector<std::string>& args) {
       }
       *small_ints.at(a) = static_cast<int>(n);
     }
+  }
+  // On a cluster each worker trains one tower on its CPU; the cluster and the task come from
+  // the flags or, as in TensorFlow, from TF_CONFIG.
+  if (o.mode == "async") {
+    if (o.cluster.empty()) {
+      const char* tf_config = std::getenv("TF_CONFIG");
+      if (tf_config == nullptr || *tf_config == '\0') {
+        return errors::InvalidArgument("--mode async needs --cluster and --task, or TF_CONFIG");
+      }
+      ASSIGN_OR_RETURN(TfConfig config, ParseTfConfig(tf_config));
+      if (config.job != "worker") {
+        return errors::InvalidArgument("tessera train runs the worker tasks; TF_CONFIG names a '", config.job,
+                                       "' task (run it with tessera server)");
+      }
+      o.cluster = config.cluster.ToJson();
+      o.task = config.task;
+    }
+    o.devices = 1;
   }
   return o;
 }

@@ -2,8 +2,13 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <map>
+#include <thread>
 
+#include "distributed/cluster_server.h"
+#include "distributed/grpc_session.h"
+#include "distributed/replica_device_setter.h"
 #include "distributed/replicate.h"
 #include "graph/platform/file_io.h"
 #include "graph/builder/optimizers.h"
@@ -33,6 +38,9 @@ struct TrainGraph {
   std::string loss;                   // the global batch's loss
   std::string correct, tested;        // correct predictions in a test batch, and its size
   Saver saver;                        // every variable, saved under its model name
+  // On a cluster: whether the ps hold initialized variables, and the step count they keep.
+  std::string ready, global_step;
+  std::string init_variables;  // every variable but global_step, for a restore to follow
 };
 
 // The inference graph with the checkpoint restored, written as it is and frozen.
@@ -58,8 +66,15 @@ Status CheckOptions(const TrainOptions& o) {
   if (o.device != "cpu" && o.device != "gpu") {
     return errors::InvalidArgument("--device must be cpu or gpu, got '", o.device, "'");
   }
-  if (o.mode != "mirrored" && o.mode != "parameter_device") {
-    return errors::InvalidArgument("--mode must be mirrored or parameter_device, got '", o.mode, "'");
+  if (o.cluster.empty() && o.mode != "mirrored" && o.mode != "parameter_device") {
+    return errors::InvalidArgument("--mode must be mirrored or parameter_device, got '", o.mode,
+                                   "' (async trains on a cluster: --cluster or TF_CONFIG)");
+  }
+  if (!o.cluster.empty() && o.mode != "async") {
+    return errors::InvalidArgument("on a cluster --mode must be async, got '", o.mode, "'");
+  }
+  if (!o.cluster.empty() && (o.devices != 1 || o.device != "cpu")) {
+    return errors::InvalidArgument("on a cluster each worker trains one tower on its CPU: --devices 1 --device cpu");
   }
   if (o.batch < o.devices || o.batch % o.devices != 0) {
     return errors::InvalidArgument("--batch ", o.batch, " must be a positive multiple of --devices ", o.devices);
@@ -212,6 +227,119 @@ StatusOr<TrainGraph> BuildGraph(const TrainOptions& o, const std::string& dir, i
   return g;
 }
 
+// Between-graph replication: this worker's graph, the same on every worker but for its
+// device, its data shard and its shuffle. The variables go to the ps tasks
+// (ReplicaDeviceSetter), each initialized beside its variable; everything else runs here.
+StatusOr<TrainGraph> BuildClusterGraph(const TrainOptions& o, const std::string& dir, int64_t shard_begin,
+                                       int64_t shard_size, int ps_tasks) {
+  Scope root = Scope::NewRootScope();
+  const std::string worker = StrCat("/job:worker/task:", o.task);
+  const Scope data = root.NewSubScope("data").WithDevice(worker + "/device:CPU:0");
+  const int64_t parallel_calls = o.threads == 1 ? 1 : -1;
+  ops::Dataset train = ops::Take(data, ops::Skip(data, FashionMnist(data, dir, "train", parallel_calls), shard_begin),
+                                 shard_size);
+  train = ops::Shuffle(data, train, 10000, {.seed = o.seed + o.task, .seed2 = 0, .reshuffle_each_iteration = true});
+  train = ops::Prefetch(data, ops::Batch(data, train, o.batch), 2);
+  ops::Iterator train_it = ops::InitializableIterator(data.WithOpName("train_iterator"), train);
+  std::vector<Output> batch = ops::GetNext(data.WithOpName("train_batch"), train_it);
+  ops::Dataset test = FashionMnist(data, dir, "t10k", parallel_calls);
+  if (o.test_limit > 0) test = ops::Take(data, test, o.test_limit);
+  test = ops::Prefetch(data, ops::Batch(data, test, kTestBatch), 2);
+  ops::Iterator test_it = ops::InitializableIterator(data.WithOpName("test_iterator"), test);
+  std::vector<Output> test_batch = ops::GetNext(data.WithOpName("test_batch"), test_it);
+  if (batch.size() != 2 || test_batch.size() != 2) return root.status();
+
+  ASSIGN_OR_RETURN(DeviceFunction setter, ReplicaDeviceSetter({.ps_tasks = ps_tasks, .worker_device = worker}));
+  const Scope model = root.WithDeviceFunction(setter);
+  TrainGraph g;
+  std::vector<Operation> inits;
+  std::map<std::string, std::vector<Output>> saved;
+  auto make = [&](const std::string& name, Input initial) -> Output {
+    Output value = initial.is_constant() ? ops::Const(model.WithOpName(name + "/initial_value"), initial.tensor())
+                                         : model.AsOutput(initial);
+    if (value.node == nullptr) return Output();
+    Output var = ops::Variable(model.WithOpName(name), value.node->output_shape(value.index), value.type());
+    Output assign = ops::Assign(model.WithOpName(name + "/Assign").ColocateWith(var), var, value);
+    if (var.node == nullptr || assign.node == nullptr) return Output();
+    inits.push_back(assign.op());
+    saved[name] = {var};
+    g.variables.emplace_back(name, var.name());
+    return var;
+  };
+  FashionCnn cnn = CreateFashionCnn(model, make, o.seed);
+  Output logits = FashionCnnLogits(model, cnn, batch[0]);
+  auto xent = ops::SparseSoftmaxCrossEntropyWithLogits(model.WithOpName("xent"), logits, batch[1]);
+  RETURN_IF_ERROR(root.status());
+  Output loss = ops::Mean(model.WithOpName("loss"), xent[0], {0});
+  GlobalStep step = CreateGlobalStep(model);
+  RMSPropOptimizer optimizer(
+      {.learning_rate = o.learning_rate, .decay = 0.9, .momentum = 0.0, .epsilon = 1e-7, .initial_mean_square = 0});
+  ASSIGN_OR_RETURN(Training training, optimizer.Minimize(model, loss, cnn.Variables(), step.var));
+  const Scope eval = model.NewSubScope("eval");
+  Output predicted = ops::ArgMax(eval, FashionCnnLogits(eval, cnn, test_batch[0]), 1, DataType::kInt32);
+  Output correct = ops::Sum(eval.WithOpName("correct"),
+                            ops::Cast(eval, ops::Equal(eval, predicted, test_batch[1]), DataType::kInt32), {0});
+  Output tested = ops::Size(eval.WithOpName("tested"), test_batch[1]);
+  // global_step is initialized last, after every other variable: the other workers start
+  // once it is.
+  inits.push_back(training.init);
+  Operation init_variables = ops::NoOp(model.WithOpName("init_variables").WithControlDependencies(inits));
+  Output init = ops::Assign(
+      model.WithOpName("init").ColocateWith(step.var).WithControlDependencies({init_variables}), step.var,
+      Tensor::Scalar<int64_t>(0));
+  Output ready = ops::IsVariableInitialized(model.WithOpName("ready").ColocateWith(step.var), step.var);
+  saved["global_step"] = {step.var};
+  RETURN_IF_ERROR(root.status());
+  g.train_init = train_it.initializer.name();
+  g.test_init = test_it.initializer.name();
+  g.loss = loss.name();
+  g.correct = correct.name();
+  g.tested = tested.name();
+  g.init = init.node->name();
+  g.init_variables = init_variables.name();
+  g.train = training.train.name();
+  g.ready = ready.name();
+  g.global_step = step.var.name();
+  ASSIGN_OR_RETURN(g.saver, Saver::Create(root, saved));
+  RETURN_IF_ERROR(root.ToGraphDef(&g.def));
+  return g;
+}
+
+// The chief initializes the variables on the ps, or restores the checkpoint into them, unless
+// the ps hold them already (a chief restarted mid-training goes on from there); the other
+// workers wait until the ps hold them.
+Status JoinCluster(Session& session, const TrainGraph& g, const TrainOptions& o, std::ostream& log) {
+  std::vector<Tensor> out;
+  auto ready = [&]() -> StatusOr<bool> {
+    RETURN_IF_ERROR(session.Run({}, {g.ready}, {}, &out));
+    return out[0].data<bool>()[0];
+  };
+  ASSIGN_OR_RETURN(bool is_ready, ready());
+  if (is_ready || o.task != 0) {
+    constexpr auto kPatience = std::chrono::minutes(5);
+    const auto give_up = std::chrono::steady_clock::now() + kPatience;
+    if (!is_ready) log << "waiting for the chief (worker 0) to initialize the variables on the ps\n";
+    while (!is_ready) {
+      if (std::chrono::steady_clock::now() > give_up) {
+        return errors::DeadlineExceeded("the chief (worker 0) did not initialize the variables on the ps in 5 minutes");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      ASSIGN_OR_RETURN(is_ready, ready());
+    }
+    RETURN_IF_ERROR(session.Run({}, {g.global_step}, {}, &out));
+    log << "the ps hold the variables at global step " << out[0].data<int64_t>()[0] << "\n";
+    return Status::OK();
+  }
+  if (!o.checkpoint_path.empty() && std::filesystem::exists(o.checkpoint_path)) {
+    RETURN_IF_ERROR(session.Run({}, {}, {g.init_variables}, &out));
+    RETURN_IF_ERROR(g.saver.Restore(session, o.checkpoint_path));
+    RETURN_IF_ERROR(session.Run({}, {g.global_step}, {}, &out));
+    log << "restored " << o.checkpoint_path << " at global step " << out[0].data<int64_t>()[0] << "\n";
+    return Status::OK();
+  }
+  return session.Run({}, {}, {g.init}, &out);
+}
+
 // Soft placement would quietly move towers without a GPU to the CPU: refuse instead.
 Status CheckGpus(const Session& session, int wanted) {
   int gpus = 0;
@@ -255,6 +383,11 @@ void DrawProgress(std::ostream& log, int epoch, int epochs, int64_t done, int64_
   log.flush();
 }
 
+StatusOr<TrainResult> RunTraining(Session& session, const TrainGraph& g, const TrainOptions& o, int64_t train_images,
+                                  bool chief, std::ostream& log);
+StatusOr<TrainResult> TrainOnCluster(const TrainOptions& o, const std::string& dir, int64_t train_images,
+                                     std::ostream& log);
+
 }  // namespace
 
 StatusOr<TrainResult> Train(const TrainOptions& o, std::ostream& log) {
@@ -264,6 +397,7 @@ StatusOr<TrainResult> Train(const TrainOptions& o, std::ostream& log) {
   RETURN_IF_ERROR(CountExamples(dir, "t10k").status());
   RETURN_IF_ERROR(CheckOutputPaths(o, dir));
   if (o.train_limit > 0) train_images = std::min(o.train_limit, train_images);
+  if (!o.cluster.empty()) return TrainOnCluster(o, dir, train_images, log);
   ASSIGN_OR_RETURN(TrainGraph g, BuildGraph(o, dir, train_images));
   SessionConfig config;
   if (o.device == "gpu") {
@@ -279,13 +413,23 @@ StatusOr<TrainResult> Train(const TrainOptions& o, std::ostream& log) {
   if (o.device == "gpu") RETURN_IF_ERROR(CheckGpus(*session, o.devices));
   std::vector<Tensor> out;
   RETURN_IF_ERROR(session->Run({}, {}, {g.init}, &out));
-  PrintPlacement(*session, log);
+  return RunTraining(*session, g, o, train_images, /*chief=*/true, log);
+}
+
+namespace {
+
+// The epochs: training steps until the data runs out, then the test set; the chief saves
+// the checkpoint after each epoch and exports the inference graphs at the end.
+StatusOr<TrainResult> RunTraining(Session& session, const TrainGraph& g, const TrainOptions& o,
+                                  int64_t train_images, bool chief, std::ostream& log) {
+  std::vector<Tensor> out;
+  PrintPlacement(session, log);
 
   TrainResult result;
   const int64_t steps_per_epoch = (train_images + o.batch - 1) / o.batch;
   using Clock = std::chrono::steady_clock;
   for (int epoch = 1; epoch <= o.epochs; ++epoch) {
-    RETURN_IF_ERROR(session->Run({}, {}, {g.train_init}, &out));
+    RETURN_IF_ERROR(session.Run({}, {}, {g.train_init}, &out));
     const auto start = Clock::now();
     auto last_draw = start;
     int64_t images = 0, steps = 0;
@@ -296,7 +440,7 @@ StatusOr<TrainResult> Train(const TrainOptions& o, std::ostream& log) {
       RunOptions run_options;
       if (trace) run_options.trace_level = RunOptions::TraceLevel::kFullTrace;
       RunMetadata metadata;
-      Status st = session->Run(run_options, {}, {g.loss}, {g.train}, &out, &metadata);
+      Status st = session.Run(run_options, {}, {g.loss}, {g.train}, &out, &metadata);
       if (st.code() == Code::kOutOfRange) break;
       RETURN_IF_ERROR(st);
       if (trace) RETURN_IF_ERROR(WriteFileAtomically(o.trace_path, ChromeTraceJson(metadata), "trace"));
@@ -317,10 +461,10 @@ StatusOr<TrainResult> Train(const TrainOptions& o, std::ostream& log) {
     stats.mean_loss = steps > 0 ? loss_sum / steps : 0;
     DrawProgress(log, epoch, o.epochs, steps, steps_per_epoch, stats.images_per_second, stats.mean_loss, true);
 
-    RETURN_IF_ERROR(session->Run({}, {}, {g.test_init}, &out));
+    RETURN_IF_ERROR(session.Run({}, {}, {g.test_init}, &out));
     int64_t correct = 0, tested = 0;
     for (;;) {
-      Status st = session->Run({}, {g.correct, g.tested}, {}, &out);
+      Status st = session.Run({}, {g.correct, g.tested}, {}, &out);
       if (st.code() == Code::kOutOfRange) break;
       RETURN_IF_ERROR(st);
       correct += out[0].data<int32_t>()[0];
@@ -330,18 +474,52 @@ StatusOr<TrainResult> Train(const TrainOptions& o, std::ostream& log) {
     char line[80];
     std::snprintf(line, sizeof line, "  test accuracy %.4f\n", stats.test_accuracy);
     log << line;
-    if (!o.checkpoint_path.empty()) {
-      RETURN_IF_ERROR(g.saver.Save(*session, o.checkpoint_path));
+    if (chief && !o.checkpoint_path.empty()) {
+      RETURN_IF_ERROR(g.saver.Save(session, o.checkpoint_path));
       log << "  checkpoint written to " << o.checkpoint_path << "\n";
     }
     result.epochs.push_back(stats);
   }
   std::vector<std::string> fetches;
   for (const auto& [name, fetch] : g.variables) fetches.push_back(fetch);
-  RETURN_IF_ERROR(session->Run({}, fetches, {}, &out));
+  RETURN_IF_ERROR(session.Run({}, fetches, {}, &out));
   for (size_t i = 0; i < fetches.size(); ++i) result.variables[g.variables[i].first] = out[i];
-  RETURN_IF_ERROR(ExportInference(o, log));
+  if (chief) RETURN_IF_ERROR(ExportInference(o, log));
   return result;
 }
+
+StatusOr<TrainResult> TrainOnCluster(const TrainOptions& o, const std::string& dir, int64_t train_images,
+                                     std::ostream& log) {
+  ASSIGN_OR_RETURN(ClusterSpec cluster, ClusterSpec::FromJson(o.cluster));
+  const int workers = cluster.num_tasks("worker");
+  const int ps_tasks = cluster.num_tasks("ps");
+  if (workers == 0 || ps_tasks == 0) {
+    return errors::InvalidArgument("training on a cluster needs a \"ps\" and a \"worker\" job");
+  }
+  if (o.task < 0 || o.task >= workers) {
+    return errors::InvalidArgument("--task ", o.task, " is not a worker of the cluster, which has ", workers);
+  }
+  // Worker i trains on the i-th of `workers` equal shards; the last takes the remainder.
+  const int64_t shard = train_images / workers;
+  const int64_t shard_size = o.task == workers - 1 ? train_images - shard * (workers - 1) : shard;
+  if (shard_size < 1) return errors::InvalidArgument(train_images, " training images cannot be shared by ", workers, " workers");
+  ASSIGN_OR_RETURN(TrainGraph g, BuildClusterGraph(o, dir, shard * o.task, shard_size, ps_tasks));
+  ClusterServerOptions server_options;
+  server_options.config.inter_op_parallelism_threads = o.threads;
+  server_options.config.intra_op_parallelism_threads = o.threads;
+  if (const char* token = std::getenv("TESSERA_CLUSTER_TOKEN"); token != nullptr) server_options.token = token;
+  ASSIGN_OR_RETURN(std::unique_ptr<ClusterServer> server,
+                   ClusterServer::Create(cluster, "worker", o.task, std::move(server_options)));
+  log << "worker " << o.task << " of " << workers << " serves " << server->target() << ", trains on images "
+      << shard * o.task << ".." << shard * o.task + shard_size << "\n";
+  RegisterGrpcSessionFactory();
+  SessionConfig config;
+  config.device_filters = {"/job:ps", StrCat("/job:worker/task:", o.task)};
+  ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Create(server->target(), config, g.def));
+  RETURN_IF_ERROR(JoinCluster(*session, g, o, log));
+  return RunTraining(*session, g, o, shard_size, /*chief=*/o.task == 0, log);
+}
+
+}  // namespace
 
 }  // namespace tessera

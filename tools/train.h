@@ -29,7 +29,15 @@ struct TrainOptions {
   std::string device = "cpu";
   // Towers, one per device; the global batch is split evenly between them.
   int devices = 1;
-  std::string mode = "mirrored";  // or "parameter_device"
+  std::string mode = "mirrored";  // or "parameter_device"; "async" with a cluster
+  // Between-graph replication (mode "async"): this process is task `task` of job "worker"
+  // of `cluster` (ClusterSpec JSON) and serves it; the variables live on the "ps" tasks,
+  // which `tessera server` runs. Each worker trains its own shard of the training images
+  // with `batch` images a step and updates the shared variables as it goes; task 0, the
+  // chief, initializes them (or restores --checkpoint when the ps have lost them) and saves
+  // the checkpoint. A task restarted mid-training finds the variables on the ps and goes on.
+  std::string cluster;  // "": this process alone
+  int task = 0;
   int64_t batch = 128;            // global
   int threads = 0;                // inter- and intra-op pool sizes; 0: the number of cores
   double learning_rate = 1e-3;

@@ -30,7 +30,8 @@ Status CheckVariable(const Output& var) {
 GlobalStep CreateGlobalStep(const Scope& scope) {
   Output var = ops::Variable(scope.WithOpName("global_step"), TensorShape(), DataType::kInt64);
   if (var.node == nullptr) return {};
-  Output init = ops::Assign(scope.WithOpName("global_step/Assign"), var, Tensor::Scalar<int64_t>(0));
+  // Beside the variable whatever device function is in force (a ps for replica devices).
+  Output init = ops::Assign(scope.WithOpName("global_step/Assign").ColocateWith(var), var, Tensor::Scalar<int64_t>(0));
   return {var, init.op()};
 }
 

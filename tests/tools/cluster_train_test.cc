@@ -1,0 +1,117 @@
+// Between-graph training as processes: a ps (`tessera server`) and two workers
+// (`tessera train --mode async`), each on its shard. Both learn, both update the one copy
+// of the variables on the ps, a worker run again rejoins where the ps is, and a chief whose
+// ps lost everything restores the checkpoint.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <regex>
+
+#include "distributed/grpc_session.h"
+#include "graph/builder/ops.h"
+#include "runtime/session.h"
+#include "tests/distributed/free_port.h"
+#include "tests/tools/child_process.h"
+
+namespace tessera {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::Child;
+using testing::FreePort;
+using testing::LoopbackAddress;
+
+double TestAccuracy(const std::string& printed) {
+  std::smatch m;
+  if (!std::regex_search(printed, m, std::regex("test accuracy ([0-9.]+)"))) return -1;
+  return std::stod(m[1]);
+}
+
+class ClusterTrainTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    RegisterGrpcSessionFactory();
+    unsetenv("TESSERA_CLUSTER_TOKEN");
+    ps_address_ = LoopbackAddress(FreePort());
+    cluster_ = StrCat(R"({"ps": [")", ps_address_, R"("], "worker": [")", LoopbackAddress(FreePort()), R"(", ")",
+                      LoopbackAddress(FreePort()), R"("]})");
+    checkpoint_ = ::testing::TempDir() + "/cluster_train_" + std::to_string(getpid()) + ".ckpt";
+    StartPs();
+  }
+  void TearDown() override { std::remove(checkpoint_.c_str()); }
+
+  void StartPs() {
+    ps_ = std::make_unique<Child>(std::vector<std::string>{"server", "--cluster", cluster_, "--job", "ps", "--task", "0"},
+                                  "");
+    ASSERT_THAT(ps_->ReadUntil("Started server", std::chrono::seconds(20)), HasSubstr("Started server"));
+  }
+
+  std::unique_ptr<Child> Worker(int task) {
+    return std::make_unique<Child>(
+        std::vector<std::string>{"train", "--mode", "async", "--cluster", cluster_, "--task", std::to_string(task),
+                                 "--epochs", "1", "--train-limit", "4000", "--test-limit", "500", "--batch", "50",
+                                 "--checkpoint", checkpoint_, "--no-progress"},
+        "");
+  }
+
+  // What a worker printed, once it has exited 0 (it prints far less than a pipe holds).
+  static std::string Finish(Child& worker) {
+    const int code = worker.Wait(std::chrono::seconds(180));
+    const std::string printed = worker.ReadUntil("\x01never printed", std::chrono::seconds(2));
+    EXPECT_EQ(code, 0) << printed;
+    return printed;
+  }
+
+  // The step count the ps keeps: every worker's step adds one.
+  int64_t GlobalStep() {
+    Scope root = Scope::NewRootScope();
+    ops::Variable(root.WithOpName("global_step").WithDevice("/job:ps/task:0"), TensorShape({}), DataType::kInt64);
+    GraphDef def;
+    EXPECT_TRUE(root.ToGraphDef(&def).ok());
+    SessionConfig config;
+    config.device_filters = {"/job:ps"};
+    auto session = Session::Create("grpc://" + ps_address_, config, def);
+    EXPECT_TRUE(session.ok()) << session.status();
+    if (!session.ok()) return -1;
+    std::vector<Tensor> out;
+    Status s = (*session)->Run({}, {"global_step"}, {}, &out);
+    EXPECT_TRUE(s.ok()) << s;
+    return s.ok() ? out[0].data<int64_t>()[0] : -1;
+  }
+
+  std::string cluster_;
+  std::string ps_address_;
+  std::string checkpoint_;
+  std::unique_ptr<Child> ps_;
+};
+
+TEST_F(ClusterTrainTest, AsyncWorkersShareThePsVariablesRejoinAndRestore) {
+  auto chief = Worker(0);
+  auto other = Worker(1);
+  const std::string chief_printed = Finish(*chief);
+  const std::string other_printed = Finish(*other);
+  // 2,000 images each, 50 a step: 40 steps per worker, all of them on the ps.
+  EXPECT_THAT(chief_printed, HasSubstr("trains on images 0..2000"));
+  EXPECT_THAT(other_printed, HasSubstr("trains on images 2000..4000"));
+  EXPECT_GT(TestAccuracy(chief_printed), 0.6) << chief_printed;
+  EXPECT_GT(TestAccuracy(other_printed), 0.6) << other_printed;
+  EXPECT_EQ(GlobalStep(), 80);
+
+  // A worker that comes back finds the variables where the ps kept them.
+  auto again = Worker(1);
+  EXPECT_THAT(Finish(*again), HasSubstr("the ps hold the variables at global step 80"));
+  EXPECT_EQ(GlobalStep(), 120);
+
+  // A ps that restarts has lost them: the chief restores its last checkpoint.
+  kill(ps_->pid(), SIGKILL);
+  ps_->Wait(std::chrono::seconds(10));
+  StartPs();
+  auto restored = Worker(0);
+  const std::string printed = Finish(*restored);
+  EXPECT_THAT(printed, HasSubstr("restored " + checkpoint_));
+  EXPECT_GT(TestAccuracy(printed), 0.6) << printed;
+}
+
+}  // namespace
+}  // namespace tessera
