@@ -11,6 +11,7 @@
 #include "distributed/master_session.h"
 #include "distributed/protos/master_service.grpc.pb.h"
 #include "distributed/protos/worker_service.grpc.pb.h"
+#include "distributed/rpc_decode.h"
 #include "distributed/rpc_util.h"
 #include "distributed/worker_channels.h"
 #include "graph/platform/logging.h"
@@ -119,15 +120,9 @@ class WorkerService final : public rpc::WorkerService::Service {
   grpc::Status RegisterGraph(grpc::ServerContext* context, const rpc::RegisterGraphRequest* request,
                              rpc::RegisterGraphResponse* response) override {
     if (Status s = auth_.Check(*context, "RegisterGraph"); !s.ok()) return ToGrpc(s);
-    std::vector<std::pair<std::string, GraphDef>> partitions;
-    for (const rpc::PartitionGraph& p : request->partitions()) {
-      StatusOr<GraphDef> def = GraphDefFromJson(p.graph_json());
-      if (!def.ok()) {
-        return ToGrpc(Status(def.status().code(), StrCat("the partition for ", p.device(), ": ", def.status().message())));
-      }
-      partitions.emplace_back(p.device(), *std::move(def));
-    }
-    StatusOr<std::string> handle = graphs_->Register(std::move(partitions));
+    StatusOr<std::vector<std::pair<std::string, GraphDef>>> partitions = DecodePartitions(*request);
+    if (!partitions.ok()) return ToGrpc(partitions.status());
+    StatusOr<std::string> handle = graphs_->Register(*std::move(partitions));
     if (!handle.ok()) return ToGrpc(handle.status());
     response->set_graph_handle(*handle);
     return grpc::Status::OK;
@@ -142,17 +137,13 @@ class WorkerService final : public rpc::WorkerService::Service {
   grpc::Status RunGraph(grpc::ServerContext* context, const rpc::RunGraphRequest* request,
                         rpc::RunGraphResponse* response) override {
     if (Status s = auth_.Check(*context, "RunGraph"); !s.ok()) return ToGrpc(s);
-    std::map<int, Tensor> args;
-    for (const rpc::IndexedTensor& a : request->args()) {
-      StatusOr<Tensor> t = DecodeTensor(a.tensor());
-      if (!t.ok()) return ToGrpc(Status(t.status().code(), StrCat("argument ", a.index(), ": ", t.status().message())));
-      args[a.index()] = *std::move(t);
-    }
+    StatusOr<std::map<int, Tensor>> args = DecodeArgs(*request);
+    if (!args.ok()) return ToGrpc(args.status());
     GraphMgr::StepOptions options;
     options.timeout = std::chrono::milliseconds(request->timeout_in_ms());
     options.abandoned = [context] { return context->IsCancelled(); };
     std::map<int, Tensor> retvals;
-    Status s = graphs_->Run(request->graph_handle(), request->step_id(), std::move(args), options, &retvals);
+    Status s = graphs_->Run(request->graph_handle(), request->step_id(), *std::move(args), options, &retvals);
     if (!s.ok()) return ToGrpc(s);
     for (const auto& [index, value] : retvals) {
       StatusOr<std::string> bytes = EncodeTensor(value);

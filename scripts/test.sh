@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs every test: the Release suite, then the same suite under
 # AddressSanitizer + UndefinedBehaviorSanitizer, short libFuzzer runs on the JSON graph
-# loader (running what it loads), feeds, session configs, DecodeCSV, the IDX reader and
-# the checkpoint reader, and the concurrent suites
+# loader (running what it loads), feeds, session configs, DecodeCSV, the IDX reader, the
+# checkpoint reader and the requests a cluster task decodes, and the concurrent suites
 # (executor, session, scenarios, rendezvous, multi-device, ring all-reduce, replication,
 # queues, servers, datasets, thread pools, checkpoint files) under ThreadSanitizer, and last
 # the quick suite again in a fresh minimal Debian 12 root (tests/fresh_machine), which
@@ -41,6 +41,7 @@ if [ "${TESSERA_QUICK:-0}" != 1 ]; then
   fuzz idx_fuzzer idx_corpus "${TESSERA_IDX_FUZZ_SECONDS:-10}" 4096
   fuzz checkpoint_fuzzer checkpoint_corpus "${TESSERA_CKPT_FUZZ_SECONDS:-10}" 4096
   fuzz tensor_codec_fuzzer tensor_corpus "${TESSERA_TENSOR_FUZZ_SECONDS:-10}" 1024
+  fuzz rpc_request_fuzzer rpc_corpus "${TESSERA_RPC_FUZZ_SECONDS:-15}" 4096
 
   scripts/build.sh tsan executor_test session_test subgraph_test scenarios_test rendezvous_test \
     multi_device_test ring_all_reduce_test replicate_test queue_test server_test queue_runner_test dataset_test \

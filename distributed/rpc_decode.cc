@@ -1,0 +1,39 @@
+#include "distributed/rpc_decode.h"
+
+#include <set>
+
+#include "graph/serialize/graph_json.h"
+#include "graph/serialize/tensor_codec.h"
+
+namespace tessera {
+
+StatusOr<std::vector<std::pair<std::string, GraphDef>>> DecodePartitions(const rpc::RegisterGraphRequest& request) {
+  std::vector<std::pair<std::string, GraphDef>> partitions;
+  std::set<std::string> devices;
+  for (const rpc::PartitionGraph& p : request.partitions()) {
+    if (!devices.insert(p.device()).second) {
+      return errors::InvalidArgument("two partitions for device '", p.device(), "'");
+    }
+    StatusOr<GraphDef> def = GraphDefFromJson(p.graph_json());
+    if (!def.ok()) {
+      return Status(def.status().code(), StrCat("the partition for ", p.device(), ": ", def.status().message()));
+    }
+    partitions.emplace_back(p.device(), *std::move(def));
+  }
+  return partitions;
+}
+
+StatusOr<std::map<int, Tensor>> DecodeArgs(const rpc::RunGraphRequest& request) {
+  std::map<int, Tensor> args;
+  for (const rpc::IndexedTensor& a : request.args()) {
+    if (a.index() < 0) return errors::InvalidArgument("argument index ", a.index(), " is negative");
+    StatusOr<Tensor> t = DecodeTensor(a.tensor());
+    if (!t.ok()) return Status(t.status().code(), StrCat("argument ", a.index(), ": ", t.status().message()));
+    if (!args.emplace(a.index(), *std::move(t)).second) {
+      return errors::InvalidArgument("argument ", a.index(), " is given twice");
+    }
+  }
+  return args;
+}
+
+}  // namespace tessera

@@ -1,0 +1,25 @@
+// What a task decodes from the requests other tasks send it, checked before anything runs:
+// shared by the server's handlers and the fuzz target that feeds them hostile bytes.
+// Internal to distributed/. Pure functions; thread-safe.
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "distributed/protos/worker_service.pb.h"
+#include "graph/node_def.h"
+#include "graph/tensor.h"
+
+namespace tessera {
+
+// Each partition's device and graph. InvalidArgument naming the device for a graph that
+// does not parse, or a device named twice.
+StatusOr<std::vector<std::pair<std::string, GraphDef>>> DecodePartitions(const rpc::RegisterGraphRequest& request);
+
+// The step's arguments by _Arg index. InvalidArgument for a negative index, an index given
+// twice, or a tensor that does not decode.
+StatusOr<std::map<int, Tensor>> DecodeArgs(const rpc::RunGraphRequest& request);
+
+}  // namespace tessera

@@ -1,0 +1,44 @@
+// Feeds hostile bytes to what a cluster task decodes from other tasks: the first byte picks
+// the request, the rest is its protobuf encoding. A RegisterGraph request that decodes is
+// registered on a real task (every kernel constructed on its device) and deregistered; a
+// RunGraph request's arguments are decoded. Nothing may crash, leak or hang.
+#include <cstddef>
+#include <cstdint>
+
+#include "distributed/cluster_spec.h"
+#include "distributed/graph_mgr.h"
+#include "distributed/rpc_decode.h"
+
+namespace {
+
+tessera::GraphMgr& Graphs() {
+  using namespace tessera;
+  static auto* server = new std::shared_ptr<Server>(*Server::CreateForTask({}, "worker", 0));
+  static auto* pool = ThreadPool::Create("fuzz", 1)->release();
+  static auto* graphs = new GraphMgr(
+      *server, "worker", 0,
+      std::make_shared<WorkerChannels>(*ClusterSpec::FromJson(R"({"worker": ["127.0.0.1:1"]})"), ""), pool);
+  return *graphs;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace tessera;
+  if (size == 0) return 0;
+  const char* body = reinterpret_cast<const char*>(data + 1);
+  const int body_size = static_cast<int>(size - 1);
+  if (data[0] % 2 == 0) {
+    rpc::RegisterGraphRequest request;
+    if (!request.ParseFromArray(body, body_size)) return 0;
+    StatusOr<std::vector<std::pair<std::string, GraphDef>>> partitions = DecodePartitions(request);
+    if (!partitions.ok()) return 0;
+    StatusOr<std::string> handle = Graphs().Register(*std::move(partitions));
+    if (handle.ok() && !Graphs().Deregister(*handle).ok()) std::abort();
+  } else {
+    rpc::RunGraphRequest request;
+    if (!request.ParseFromArray(body, body_size)) return 0;
+    (void)DecodeArgs(request);
+  }
+  return 0;
+}
