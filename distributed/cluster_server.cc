@@ -209,7 +209,7 @@ class MasterService final : public rpc::MasterService::Service {
       p->set_reason(static_cast<int>(r.reason));
       p->set_detail(r.detail);
     }
-    for (const ClusterDevice& d : (*session)->devices()) {
+    for (const RemoteDevice& d : (*session)->devices()) {
       rpc::DeviceAttributes* a = response->add_devices();
       a->set_name(d.name);
       a->set_device_type(d.device_type);

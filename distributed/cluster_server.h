@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "distributed/cluster_spec.h"
+#include "distributed/remote_device.h"
 #include "runtime/server.h"
 #include "runtime/session_options.h"
 
@@ -63,13 +64,6 @@ class ClusterServer {
 };
 
 // What a task's GetStatus says: its name and devices.
-struct RemoteDevice {
-  std::string name;
-  std::string device_type;
-  int64_t memory_limit = 0;
-  std::string physical_device_desc;
-  uint64_t incarnation = 0;
-};
 struct TaskStatus {
   std::string task;
   std::vector<RemoteDevice> devices;

@@ -156,7 +156,7 @@ StatusOr<std::unique_ptr<MasterSession>> MasterSession::Create(Environment env, 
       auto client = std::make_unique<TaskClient>();
       client->name = TaskName(job, i);
       client->channels = s->env_.channels;
-      std::vector<ClusterDevice> found;
+      std::vector<RemoteDevice> found;
       if (client->name == own) {
         client->local = s->env_.local_graphs;
         for (const Device* d : s->env_.local->devices()->devices()) {
@@ -189,7 +189,7 @@ StatusOr<std::unique_ptr<MasterSession>> MasterSession::Create(Environment env, 
               {a.name(), a.device_type(), a.memory_limit(), a.physical_device_desc(), a.incarnation()});
         }
       }
-      for (ClusterDevice& d : found) {
+      for (RemoteDevice& d : found) {
         ASSIGN_OR_RETURN(DeviceName parsed, DeviceName::Parse(d.name));
         if (!DeviceWanted(filters, parsed)) continue;
         RETURN_IF_ERROR(device_set.Add(d.name, DeviceFactory::Priority(d.device_type), d.physical_device_desc,
@@ -203,8 +203,8 @@ StatusOr<std::unique_ptr<MasterSession>> MasterSession::Create(Environment env, 
     return errors::InvalidArgument("No device of the cluster passes the session's device_filters");
   }
   // devices_ in placement order, as the log lists them.
-  std::map<std::string, ClusterDevice> by_name;
-  for (ClusterDevice& d : s->devices_) by_name.emplace(d.name, std::move(d));
+  std::map<std::string, RemoteDevice> by_name;
+  for (RemoteDevice& d : s->devices_) by_name.emplace(d.name, std::move(d));
   s->devices_.clear();
   for (const DeviceDescription& d : device_set.devices()) s->devices_.push_back(std::move(by_name.at(d.name)));
 
@@ -237,7 +237,7 @@ StatusOr<std::shared_ptr<const MasterSession::Plan>> MasterSession::GetOrCreateP
   for (const auto& f : feeds) feed_names.push_back(f.first);
   ASSIGN_OR_RETURN(Subgraph sub, BuildSubgraph(*graph_, feed_names, fetches, targets));
   std::map<std::string, uint64_t> incarnations;
-  for (const ClusterDevice& d : devices_) incarnations[d.name] = d.incarnation;
+  for (const RemoteDevice& d : devices_) incarnations[d.name] = d.incarnation;
   PartitionOptions popts;
   popts.incarnation = [&incarnations](const std::string& device) {
     auto it = incarnations.find(device);

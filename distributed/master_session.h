@@ -20,19 +20,11 @@
 #include <vector>
 
 #include "distributed/graph_mgr.h"
+#include "distributed/remote_device.h"
 #include "distributed/worker_channels.h"
 #include "runtime/session_options.h"
 
 namespace tessera {
-
-// A device of some task of the cluster, as its task describes it.
-struct ClusterDevice {
-  std::string name;
-  std::string device_type;
-  int64_t memory_limit = 0;
-  std::string physical_device_desc;
-  uint64_t incarnation = 0;
-};
 
 class MasterSession {
  public:
@@ -57,7 +49,7 @@ class MasterSession {
 
   const std::vector<PlacementRecord>& placement() const { return placement_; }
   // Every device placed over, in placement order.
-  const std::vector<ClusterDevice>& devices() const { return devices_; }
+  const std::vector<RemoteDevice>& devices() const { return devices_; }
 
  private:
   struct TaskClient;
@@ -70,7 +62,7 @@ class MasterSession {
 
   Environment env_;
   SessionConfig config_;
-  std::vector<ClusterDevice> devices_;
+  std::vector<RemoteDevice> devices_;
   std::map<std::string, std::unique_ptr<TaskClient>> tasks_;  // by task name
   std::unique_ptr<Graph> graph_;
   std::vector<PlacementRecord> placement_;

@@ -148,6 +148,27 @@ Status CheckOutputPaths(const TrainOptions& o, const std::string& dir) {
   return Status::OK();
 }
 
+// The two iterators a training graph reads: `train` in batches of --batch, prefetched, and
+// the test split in batches of kTestBatch.
+struct Pipelines {
+  ops::Iterator train_it, test_it;
+  std::vector<Output> batch, test_batch;  // images and labels each
+};
+StatusOr<Pipelines> MakePipelines(const Scope& data, const TrainOptions& o, const std::string& dir, ops::Dataset train,
+                                  bool drop_remainder) {
+  Pipelines p;
+  train = ops::Prefetch(data, ops::Batch(data, train, o.batch, {.drop_remainder = drop_remainder}), 2);
+  p.train_it = ops::InitializableIterator(data.WithOpName("train_iterator"), train);
+  p.batch = ops::GetNext(data.WithOpName("train_batch"), p.train_it);
+  ops::Dataset test = FashionMnist(data, dir, "t10k", o.threads == 1 ? 1 : -1);
+  if (o.test_limit > 0) test = ops::Take(data, test, o.test_limit);
+  test = ops::Prefetch(data, ops::Batch(data, test, kTestBatch), 2);
+  p.test_it = ops::InitializableIterator(data.WithOpName("test_iterator"), test);
+  p.test_batch = ops::GetNext(data.WithOpName("test_batch"), p.test_it);
+  if (p.batch.size() != 2 || p.test_batch.size() != 2) return data.status();
+  return p;
+}
+
 StatusOr<TrainGraph> BuildGraph(const TrainOptions& o, const std::string& dir, int64_t train_images) {
   Scope root = Scope::NewRootScope();
   const Scope data = root.NewSubScope("data").WithDevice("/cpu:0");
@@ -157,16 +178,9 @@ StatusOr<TrainGraph> BuildGraph(const TrainOptions& o, const std::string& dir, i
   train = ops::Shuffle(data, train, 10000, {.seed = o.seed, .seed2 = 0, .reshuffle_each_iteration = true});
   // A last partial batch is kept (as Keras does) when it splits evenly between the towers.
   const bool drop = (train_images % o.batch) % o.devices != 0;
-  train = ops::Prefetch(data, ops::Batch(data, train, o.batch, {.drop_remainder = drop}), 2);
-  ops::Iterator train_it = ops::InitializableIterator(data.WithOpName("train_iterator"), train);
-  std::vector<Output> batch = ops::GetNext(data.WithOpName("train_batch"), train_it);
-
-  ops::Dataset test = FashionMnist(data, dir, "t10k", parallel_calls);
-  if (o.test_limit > 0) test = ops::Take(data, test, o.test_limit);
-  test = ops::Prefetch(data, ops::Batch(data, test, kTestBatch), 2);
-  ops::Iterator test_it = ops::InitializableIterator(data.WithOpName("test_iterator"), test);
-  std::vector<Output> test_batch = ops::GetNext(data.WithOpName("test_batch"), test_it);
-  if (batch.size() != 2 || test_batch.size() != 2) return root.status();
+  ASSIGN_OR_RETURN(Pipelines in, MakePipelines(data, o, dir, train, drop));
+  const std::vector<Output>& batch = in.batch;
+  const std::vector<Output>& test_batch = in.test_batch;
 
   // The global batch cut into one part per tower, as tf.split does in TensorFlow 1.x's
   // multi-tower examples.
@@ -208,8 +222,8 @@ StatusOr<TrainGraph> BuildGraph(const TrainOptions& o, const std::string& dir, i
       {.learning_rate = o.learning_rate, .decay = 0.9, .momentum = 0.0, .epsilon = 1e-7, .initial_mean_square = 0});
   ASSIGN_OR_RETURN(Replicated replicated, Replicate(root, options, model, optimizer));
   TrainGraph g;
-  g.train_init = train_it.initializer.name();
-  g.test_init = test_it.initializer.name();
+  g.train_init = in.train_it.initializer.name();
+  g.test_init = in.test_it.initializer.name();
   // The global batch's loss: the mean of the towers' (equal parts).
   std::vector<Input> losses;
   for (const TowerOutputs& t : replicated.towers) losses.push_back(t.outputs[0]);
@@ -239,15 +253,9 @@ StatusOr<TrainGraph> BuildClusterGraph(const TrainOptions& o, const std::string&
   ops::Dataset train = ops::Take(data, ops::Skip(data, FashionMnist(data, dir, "train", parallel_calls), shard_begin),
                                  shard_size);
   train = ops::Shuffle(data, train, 10000, {.seed = o.seed + o.task, .seed2 = 0, .reshuffle_each_iteration = true});
-  train = ops::Prefetch(data, ops::Batch(data, train, o.batch), 2);
-  ops::Iterator train_it = ops::InitializableIterator(data.WithOpName("train_iterator"), train);
-  std::vector<Output> batch = ops::GetNext(data.WithOpName("train_batch"), train_it);
-  ops::Dataset test = FashionMnist(data, dir, "t10k", parallel_calls);
-  if (o.test_limit > 0) test = ops::Take(data, test, o.test_limit);
-  test = ops::Prefetch(data, ops::Batch(data, test, kTestBatch), 2);
-  ops::Iterator test_it = ops::InitializableIterator(data.WithOpName("test_iterator"), test);
-  std::vector<Output> test_batch = ops::GetNext(data.WithOpName("test_batch"), test_it);
-  if (batch.size() != 2 || test_batch.size() != 2) return root.status();
+  ASSIGN_OR_RETURN(Pipelines in, MakePipelines(data, o, dir, train, /*drop_remainder=*/false));
+  const std::vector<Output>& batch = in.batch;
+  const std::vector<Output>& test_batch = in.test_batch;
 
   ASSIGN_OR_RETURN(DeviceFunction setter, ReplicaDeviceSetter({.ps_tasks = ps_tasks, .worker_device = worker}));
   const Scope model = root.WithDeviceFunction(setter);
@@ -290,8 +298,8 @@ StatusOr<TrainGraph> BuildClusterGraph(const TrainOptions& o, const std::string&
   Output ready = ops::IsVariableInitialized(model.WithOpName("ready").ColocateWith(step.var), step.var);
   saved["global_step"] = {step.var};
   RETURN_IF_ERROR(root.status());
-  g.train_init = train_it.initializer.name();
-  g.test_init = test_it.initializer.name();
+  g.train_init = in.train_it.initializer.name();
+  g.test_init = in.test_it.initializer.name();
   g.loss = loss.name();
   g.correct = correct.name();
   g.tested = tested.name();
