@@ -12,8 +12,8 @@ std::shared_ptr<grpc::Channel> NewWorkerChannel(std::string_view address) {
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
   // A task that restarts is found again within a second, not gRPC's default of up to two
-  // minutes of reconnect backoff.
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  // minutes of reconnect backoff. The minimum is left alone: gRPC also takes it as the time
+  // a connection attempt may take, which a loaded machine needs.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   // Heartbeats: a peer that stops answering pings (a machine gone, a process frozen) fails
