@@ -60,17 +60,6 @@ class Authenticator {
   const std::string token_;
 };
 
-void DescribeDevices(const DeviceMgr& devices, google::protobuf::RepeatedPtrField<rpc::DeviceAttributes>* out) {
-  for (const Device* d : devices.devices()) {
-    rpc::DeviceAttributes* a = out->Add();
-    a->set_name(d->name());
-    a->set_device_type(d->device_type());
-    a->set_memory_limit(d->attributes().memory_limit);
-    a->set_physical_device_desc(d->attributes().physical_device_desc);
-    a->set_incarnation(d->incarnation());
-  }
-}
-
 class WorkerService final : public rpc::WorkerService::Service {
  public:
   WorkerService(std::string task_name, std::shared_ptr<Server> local, std::shared_ptr<GraphMgr> graphs,
@@ -81,7 +70,7 @@ class WorkerService final : public rpc::WorkerService::Service {
                          rpc::GetStatusResponse* response) override {
     if (Status s = auth_.Check(*context, "GetStatus"); !s.ok()) return ToGrpc(s);
     response->set_task(task_name_);
-    DescribeDevices(*local_->devices(), response->mutable_devices());
+    for (const Device* d : local_->devices()->devices()) EncodeDevice(DescribeDevice(*d), response->add_devices());
     return grpc::Status::OK;
   }
 
@@ -209,14 +198,7 @@ class MasterService final : public rpc::MasterService::Service {
       p->set_reason(static_cast<int>(r.reason));
       p->set_detail(r.detail);
     }
-    for (const RemoteDevice& d : (*session)->devices()) {
-      rpc::DeviceAttributes* a = response->add_devices();
-      a->set_name(d.name);
-      a->set_device_type(d.device_type);
-      a->set_memory_limit(d.memory_limit);
-      a->set_physical_device_desc(d.physical_device_desc);
-      a->set_incarnation(d.incarnation);
-    }
+    for (const RemoteDevice& d : (*session)->devices()) EncodeDevice(d, response->add_devices());
     std::lock_guard<std::mutex> lock(mu_);
     const std::string handle = StrCat(task_name_, "/session:", ++last_handle_);
     sessions_.emplace(handle, std::move(*session));
@@ -403,10 +385,7 @@ StatusOr<TaskStatus> GetTaskStatus(std::string_view address, const std::string& 
   RETURN_IF_ERROR(FromGrpc(stub->GetStatus(context.get(), request, &response), StrCat("task at ", address)));
   TaskStatus status;
   status.task = response.task();
-  for (const rpc::DeviceAttributes& a : response.devices()) {
-    status.devices.push_back(
-        {a.name(), a.device_type(), a.memory_limit(), a.physical_device_desc(), a.incarnation()});
-  }
+  for (const rpc::DeviceAttributes& a : response.devices()) status.devices.push_back(DecodeDevice(a));
   return status;
 }
 

@@ -2,7 +2,6 @@
 
 #include "distributed/cluster_spec.h"
 #include "distributed/remote_rendezvous.h"
-#include "runtime/local_function_runtime.h"
 #include "runtime/run_partitions.h"
 
 namespace tessera {
@@ -55,14 +54,8 @@ StatusOr<std::string> GraphMgr::Register(std::vector<std::pair<std::string, Grap
     if (!device.ok() || (*device)->name() != device_name) {
       return errors::InvalidArgument(task_name_, " has no device '", device_name, "' to run a partition on");
     }
-    ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::FromGraphDef(def));
-    def = GraphDef();
-    for (Node* n : graph->nodes()) n->set_assigned_device(device_name);
-    Executor::Params params;
-    params.resource_mgr = local_->resources().get();
-    params.function_runtime = LocalFunctionRuntime();
-    params.lookup_device = [d = *device](const Node&) -> StatusOr<DeviceBase*> { return static_cast<DeviceBase*>(d); };
-    ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, Executor::Create(std::move(graph), std::move(params)));
+    ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor,
+                     CreatePartitionExecutor(std::move(def), *device, local_->resources().get()));
     item->executors.push_back(std::move(executor));
   }
   std::lock_guard<std::mutex> lock(mu_);

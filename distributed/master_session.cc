@@ -7,6 +7,7 @@
 
 #include "distributed/cluster_spec.h"
 #include "distributed/protos/worker_service.grpc.pb.h"
+#include "distributed/rpc_decode.h"
 #include "distributed/rpc_util.h"
 #include "graph/platform/logging.h"
 #include "graph/serialize/graph_json.h"
@@ -37,12 +38,16 @@ int64_t RandomStepId() {
   return static_cast<int64_t>((bits() >> 2) | (uint64_t{1} << 62));
 }
 
+// Whether a filter could match some device of the task: its job, replica and task fields.
 bool TaskWanted(const std::vector<DeviceName>& filters, const std::string& job, int task) {
   if (filters.empty()) return true;
-  for (const DeviceName& f : filters) {
-    if ((!f.has_job || f.job == job) && (!f.has_replica || f.replica == 0) && (!f.has_task || f.task == task)) {
-      return true;
-    }
+  DeviceName name;
+  name.has_job = name.has_replica = name.has_task = true;
+  name.job = job;
+  name.task = task;
+  for (DeviceName f : filters) {
+    f.has_type = f.has_id = false;
+    if (f.Matches(name)) return true;
   }
   return false;
 }
@@ -53,6 +58,33 @@ bool DeviceWanted(const std::vector<DeviceName>& filters, const DeviceName& devi
     if (f.Matches(device)) return true;
   }
   return false;
+}
+
+// Asks the task at `address` for its devices, waiting up to `timeout` for it to come up
+// (tasks start in any order) and saying every kDiscoveryLogInterval which task it waits for.
+StatusOr<std::vector<RemoteDevice>> AskForDevices(rpc::WorkerService::Stub& stub, const WorkerChannels& channels,
+                                                  const std::string& task, const std::string& address,
+                                                  std::chrono::milliseconds timeout) {
+  rpc::GetStatusResponse response;
+  const auto give_up = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(give_up - std::chrono::steady_clock::now());
+    auto context = channels.NewContext(std::min(left, kDiscoveryLogInterval));
+    context->set_wait_for_ready(true);
+    grpc::Status st = stub.GetStatus(context.get(), rpc::GetStatusRequest(), &response);
+    if (st.ok()) break;
+    if (st.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED || left <= kDiscoveryLogInterval) {
+      return FromGrpc(st, task);
+    }
+    Log(LogSeverity::kInfo, StrCat("CreateSession still waiting for response from task: ", task));
+  }
+  if (response.task() != task) {
+    return errors::FailedPrecondition("The cluster names ", address, " ", task, ", but the server there is ",
+                                      response.task());
+  }
+  std::vector<RemoteDevice> devices;
+  for (const rpc::DeviceAttributes& a : response.devices()) devices.push_back(DecodeDevice(a));
+  return devices;
 }
 
 // The _Arg indices of a task's partitions: the feeds it takes.
@@ -159,35 +191,12 @@ StatusOr<std::unique_ptr<MasterSession>> MasterSession::Create(Environment env, 
       std::vector<RemoteDevice> found;
       if (client->name == own) {
         client->local = s->env_.local_graphs;
-        for (const Device* d : s->env_.local->devices()->devices()) {
-          found.push_back({d->name(), d->device_type(), d->attributes().memory_limit,
-                           d->attributes().physical_device_desc, d->incarnation()});
-        }
+        for (const Device* d : s->env_.local->devices()->devices()) found.push_back(DescribeDevice(*d));
       } else {
         ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel, s->env_.channels->ForTask(job, i));
         client->stub = rpc::WorkerService::NewStub(channel);
-        rpc::GetStatusResponse response;
-        const auto give_up = std::chrono::steady_clock::now() + discovery_timeout;
-        for (;;) {
-          const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(give_up - std::chrono::steady_clock::now());
-          auto context = s->env_.channels->NewContext(std::min(left, kDiscoveryLogInterval));
-          // A task not up yet is waited for rather than failed at once: tasks start in any order.
-          context->set_wait_for_ready(true);
-          grpc::Status st = client->stub->GetStatus(context.get(), rpc::GetStatusRequest(), &response);
-          if (st.ok()) break;
-          if (st.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED || left <= kDiscoveryLogInterval) {
-            return FromGrpc(st, client->name);
-          }
-          Log(LogSeverity::kInfo, StrCat("CreateSession still waiting for response from task: ", client->name));
-        }
-        if (response.task() != client->name) {
-          return errors::FailedPrecondition("The cluster names ", addresses[i], " ", client->name,
-                                            ", but the server there is ", response.task());
-        }
-        for (const rpc::DeviceAttributes& a : response.devices()) {
-          found.push_back(
-              {a.name(), a.device_type(), a.memory_limit(), a.physical_device_desc(), a.incarnation()});
-        }
+        ASSIGN_OR_RETURN(found,
+                         AskForDevices(*client->stub, *s->env_.channels, client->name, addresses[i], discovery_timeout));
       }
       for (RemoteDevice& d : found) {
         ASSIGN_OR_RETURN(DeviceName parsed, DeviceName::Parse(d.name));

@@ -1,9 +1,11 @@
 // RemoteDevice: a device of some task of a cluster as that task describes it (GetStatus),
-// what a master places over and a client lists. A plain value.
+// what a master places over and a client lists. A plain value; DescribeDevice is pure.
 #pragma once
 
 #include <cstdint>
 #include <string>
+
+#include "runtime/device.h"
 
 namespace tessera {
 
@@ -14,5 +16,11 @@ struct RemoteDevice {
   std::string physical_device_desc;
   uint64_t incarnation = 0;  // changes when the task restarts
 };
+
+// How a task describes one of its own devices.
+inline RemoteDevice DescribeDevice(const Device& d) {
+  return {d.name(), d.device_type(), d.attributes().memory_limit, d.attributes().physical_device_desc,
+          d.incarnation()};
+}
 
 }  // namespace tessera

@@ -36,4 +36,16 @@ StatusOr<std::map<int, Tensor>> DecodeArgs(const rpc::RunGraphRequest& request) 
   return args;
 }
 
+RemoteDevice DecodeDevice(const rpc::DeviceAttributes& a) {
+  return {a.name(), a.device_type(), a.memory_limit(), a.physical_device_desc(), a.incarnation()};
+}
+
+void EncodeDevice(const RemoteDevice& device, rpc::DeviceAttributes* out) {
+  out->set_name(device.name);
+  out->set_device_type(device.device_type);
+  out->set_memory_limit(device.memory_limit);
+  out->set_physical_device_desc(device.physical_device_desc);
+  out->set_incarnation(device.incarnation);
+}
+
 }  // namespace tessera

@@ -1,6 +1,7 @@
-// What a task decodes from the requests other tasks send it, checked before anything runs:
-// shared by the server's handlers and the fuzz target that feeds them hostile bytes.
-// Internal to distributed/. Pure functions; thread-safe.
+// What a task decodes from the requests other tasks send it, checked before anything runs
+// (shared by the server's handlers and the fuzz target that feeds them hostile bytes), and
+// devices between RemoteDevice and the wire. Internal to distributed/. Pure functions;
+// thread-safe.
 #pragma once
 
 #include <map>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "distributed/protos/worker_service.pb.h"
+#include "distributed/remote_device.h"
 #include "graph/node_def.h"
 #include "graph/tensor.h"
 
@@ -21,5 +23,8 @@ StatusOr<std::vector<std::pair<std::string, GraphDef>>> DecodePartitions(const r
 // The step's arguments by _Arg index. InvalidArgument for a negative index, an index given
 // twice, or a tensor that does not decode.
 StatusOr<std::map<int, Tensor>> DecodeArgs(const rpc::RunGraphRequest& request);
+
+RemoteDevice DecodeDevice(const rpc::DeviceAttributes& attributes);
+void EncodeDevice(const RemoteDevice& device, rpc::DeviceAttributes* out);
 
 }  // namespace tessera

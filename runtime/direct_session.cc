@@ -5,7 +5,6 @@
 
 #include "placement/placer.h"
 #include "runtime/executor.h"
-#include "runtime/local_function_runtime.h"
 #include "runtime/partition.h"
 #include "runtime/run_partitions.h"
 #include "runtime/server.h"
@@ -187,14 +186,8 @@ StatusOr<std::shared_ptr<const DirectSession::ExecutorAndKeys>> DirectSession::G
   sub.graph.reset();
   for (auto& [device_name, part] : partitions) {
     ASSIGN_OR_RETURN(Device * device, devices_->Lookup(device_name));
-    ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::FromGraphDef(part.graph));
-    part.graph = GraphDef();
-    for (Node* n : graph->nodes()) n->set_assigned_device(device_name);
-    Executor::Params params;
-    params.resource_mgr = resource_mgr_.get();
-    params.function_runtime = LocalFunctionRuntime();
-    params.lookup_device = [device](const Node&) -> StatusOr<DeviceBase*> { return static_cast<DeviceBase*>(device); };
-    ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, Executor::Create(std::move(graph), std::move(params)));
+    ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor,
+                     CreatePartitionExecutor(std::move(part.graph), device, resource_mgr_.get()));
     ek->executors.push_back(std::move(executor));
   }
   std::lock_guard<std::mutex> lock(executors_mu_);

@@ -5,8 +5,21 @@
 #include <mutex>
 
 #include "runtime/deadline.h"
+#include "runtime/local_function_runtime.h"
 
 namespace tessera {
+
+StatusOr<std::unique_ptr<Executor>> CreatePartitionExecutor(GraphDef partition, Device* device,
+                                                            ResourceMgr* resources) {
+  ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::FromGraphDef(partition));
+  partition = GraphDef();
+  for (Node* n : graph->nodes()) n->set_assigned_device(device->name());
+  Executor::Params params;
+  params.resource_mgr = resources;
+  params.function_runtime = LocalFunctionRuntime();
+  params.lookup_device = [device](const Node&) -> StatusOr<DeviceBase*> { return static_cast<DeviceBase*>(device); };
+  return Executor::Create(std::move(graph), std::move(params));
+}
 
 Status RunPartitions(const std::vector<const Executor*>& executors, const Executor::Args& args,
                      const PartitionRunOptions& options) {
@@ -18,8 +31,7 @@ Status RunPartitions(const std::vector<const Executor*>& executors, const Execut
     size_t pending = 0;
     Status status;  // the first error, preferring a cause over the cancellations it caused
   };
-  // Shared with the callbacks: a partition may finish after an abandoned caller stopped
-  // waiting only if this function returned, which it does not before pending is 0.
+  // On the stack: the callbacks use it, and this function waits for every one of them.
   Waiter w;
   w.pending = executors.size();
   auto part_done = [&w](const Status& s) {

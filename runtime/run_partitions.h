@@ -1,6 +1,7 @@
 // RunPartitions: runs the executors of one step (one per device) together and waits for
 // all of them: what a session does with its partitions in one process, and what a cluster
-// task does with the partitions its master registered there.
+// task does with the partitions its master registered there. CreatePartitionExecutor makes
+// those executors, one per device's partition.
 //
 //   Executor::Args args{.step_id = id, .call_frame = &frame, .runner = pool, .rendezvous = r};
 //   Status s = RunPartitions(executors, args, {.pool = pool, .timeout = 5s});
@@ -15,6 +16,7 @@
 #include <functional>
 #include <vector>
 
+#include "runtime/device.h"
 #include "runtime/executor.h"
 
 namespace tessera {
@@ -29,6 +31,12 @@ struct PartitionRunOptions {
   // One entry per executor, filled with its nodes' stats; nullptr for none.
   std::vector<std::vector<NodeExecStats>>* stats = nullptr;
 };
+
+// The executor of one device's partition: every node on `device`, stateful ops in
+// `resources` (borrowed; they must outlive the executor). The GraphDef is released as soon as
+// the graph is made: a large graph takes gigabytes in every form. Errors name the node.
+StatusOr<std::unique_ptr<Executor>> CreatePartitionExecutor(GraphDef partition, Device* device,
+                                                            ResourceMgr* resources);
 
 // args.cancellation must be set.
 Status RunPartitions(const std::vector<const Executor*>& executors, const Executor::Args& args,
