@@ -261,6 +261,27 @@ Operation QueueClose(const Scope& s, Input handle, bool cancel_pending_enqueues)
 }
 Output QueueSize(const Scope& s, Input handle) { return Build(s, "QueueSize", {std::move(handle)}); }
 
+Output ConditionalAccumulator(const Scope& s, DataType dtype, const AccumulatorAttrs& a) {
+  return Build(s, "ConditionalAccumulator", {},
+               {{"dtype", dtype},
+                {"shape", a.shape},
+                {"container", a.container},
+                {"shared_name", a.shared_name},
+                {"reduction_type", a.reduction_type}});
+}
+Operation AccumulatorApplyGradient(const Scope& s, Input handle, Input local_step, Input gradient) {
+  return Build(s, "AccumulatorApplyGradient", {std::move(handle), std::move(local_step), std::move(gradient)}).op();
+}
+Output AccumulatorTakeGradient(const Scope& s, Input handle, Input num_required, DataType dtype) {
+  return Build(s, "AccumulatorTakeGradient", {std::move(handle), std::move(num_required)}, {{"dtype", dtype}});
+}
+Output AccumulatorNumAccumulated(const Scope& s, Input handle) {
+  return Build(s, "AccumulatorNumAccumulated", {std::move(handle)});
+}
+Operation AccumulatorSetGlobalStep(const Scope& s, Input handle, Input new_global_step) {
+  return Build(s, "AccumulatorSetGlobalStep", {std::move(handle), std::move(new_global_step)}).op();
+}
+
 std::vector<Output> DecodeCSV(const Scope& s, Input records, const std::vector<Input>& record_defaults,
                               const DecodeCSVAttrs& attrs) {
   return AllOutputs(Build(s, "DecodeCSV", Prepend(std::move(records), record_defaults),

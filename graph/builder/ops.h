@@ -161,6 +161,23 @@ std::vector<Output> QueueDequeue(const Scope& s, Input handle, const std::vector
 std::vector<Output> QueueDequeueMany(const Scope& s, Input handle, Input n, const std::vector<DataType>& component_types);
 std::vector<Output> QueueDequeueUpTo(const Scope& s, Input handle, Input n, const std::vector<DataType>& component_types);
 Operation QueueClose(const Scope& s, Input handle, bool cancel_pending_enqueues = false);
+Output QueueSize(const Scope& s, Input handle);
+
+struct AccumulatorAttrs {
+  TensorShape shape = TensorShape::UnknownRank();
+  std::string container{};
+  std::string shared_name{};         // "": the op's own name
+  std::string reduction_type = "MEAN";  // or "SUM"
+};
+// SyncReplicasOptimizer's gradient accumulators (tf.ConditionalAccumulator): the accumulator
+// op outputs a handle the others take. A gradient whose local_step is older than the
+// accumulator's global step is dropped; a take waits for num_required gradients and
+// advances the global step.
+Output ConditionalAccumulator(const Scope& s, DataType dtype, const AccumulatorAttrs& attrs = {});
+Operation AccumulatorApplyGradient(const Scope& s, Input handle, Input local_step, Input gradient);
+Output AccumulatorTakeGradient(const Scope& s, Input handle, Input num_required, DataType dtype);
+Output AccumulatorNumAccumulated(const Scope& s, Input handle);
+Operation AccumulatorSetGlobalStep(const Scope& s, Input handle, Input new_global_step);
 
 struct DecodeCSVAttrs {
   std::string field_delim = ",";
@@ -171,6 +188,5 @@ struct DecodeCSVAttrs {
 // and the records' shape. A default with no element makes the column required.
 std::vector<Output> DecodeCSV(const Scope& s, Input records, const std::vector<Input>& record_defaults,
                               const DecodeCSVAttrs& attrs = {});
-Output QueueSize(const Scope& s, Input handle);
 
 }  // namespace tessera::ops

@@ -1,4 +1,4 @@
-// Schemas of queues.
+// Schemas of queues and gradient accumulators.
 #include "graph/ops/register.h"
 #include "graph/shape_inference.h"
 
@@ -42,6 +42,20 @@ void RegisterDataFlowOps(OpRegistry& r) {
                   .SetIsStateful());
   RegisterCoreOp(r, OpDefBuilder("QueueSize").Input("handle: string").Output("size: int32").SetIsStateful()
                   .SetShapeFn(ScalarShape));
+
+  // SyncReplicasOptimizer's gradient accumulators, with the same string handles as queues.
+  constexpr const char* kAccumulatorType = "dtype: {float32, float64}";
+  RegisterCoreOp(r, OpDefBuilder("ConditionalAccumulator").Output("handle: string").Attr(kAccumulatorType)
+                  .Attr("shape: shape").Attr("container: string = \"\"").Attr("shared_name: string = \"\"")
+                  .Attr("reduction_type: string = \"MEAN\"").SetIsStateful().SetShapeFn(QueueHandleShape));
+  RegisterCoreOp(r, OpDefBuilder("AccumulatorApplyGradient").Input("handle: string").Input("local_step: int64")
+                  .Input("gradient: dtype").Attr(kAccumulatorType).SetIsStateful());
+  RegisterCoreOp(r, OpDefBuilder("AccumulatorTakeGradient").Input("handle: string").Input("num_required: int32")
+                  .Output("average: dtype").Attr(kAccumulatorType).SetIsStateful());
+  RegisterCoreOp(r, OpDefBuilder("AccumulatorNumAccumulated").Input("handle: string")
+                  .Output("num_accumulated: int32").SetIsStateful().SetShapeFn(ScalarShape));
+  RegisterCoreOp(r, OpDefBuilder("AccumulatorSetGlobalStep").Input("handle: string")
+                  .Input("new_global_step: int64").SetIsStateful());
 }
 
 }  // namespace tessera

@@ -22,6 +22,7 @@ void RegisterCpuKernels(KernelRegistry& r) {
   RegisterShapeOnlyKernels(r, kDeviceCpu, false);
   RegisterVariableOp(r, kDeviceCpu);
   RegisterDatasetKernels(r);
+  cpu::RegisterAccumulatorKernels(r);
   cpu::RegisterArrayKernels(r);
   cpu::RegisterVariableKernels(r);
   cpu::RegisterCwiseKernels(r);

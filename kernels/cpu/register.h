@@ -9,6 +9,7 @@
 
 namespace tessera::cpu {
 
+void RegisterAccumulatorKernels(KernelRegistry& r);
 void RegisterArrayKernels(KernelRegistry& r);
 void RegisterVariableKernels(KernelRegistry& r);
 void RegisterCwiseKernels(KernelRegistry& r);
