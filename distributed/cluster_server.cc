@@ -221,7 +221,8 @@ class MasterService final : public rpc::MasterService::Service {
     options.timeout_in_ms = request->timeout_in_ms();
     std::vector<Tensor> outputs;
     Status s = (*session)->Run(options, feeds, {request->fetches().begin(), request->fetches().end()},
-                               {request->targets().begin(), request->targets().end()}, &outputs);
+                               {request->targets().begin(), request->targets().end()}, &outputs,
+                               [context] { return context->IsCancelled(); });
     if (!s.ok()) return ToGrpc(s);
     for (const Tensor& t : outputs) {
       StatusOr<std::string> bytes = EncodeTensor(t);

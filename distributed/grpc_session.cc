@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <mutex>
+#include <set>
 
 #include "distributed/protos/master_service.grpc.pb.h"
 #include "distributed/rpc_util.h"
@@ -88,7 +89,21 @@ class GrpcSession final : public Session {
     // master that stopped answering is found out too.
     auto context =
         NewCallContext(TokenFromEnvironment(), timeout_ms > 0 ? std::chrono::milliseconds(timeout_ms + 5000) : std::chrono::milliseconds(0));
-    RETURN_IF_ERROR(FromGrpc(stub_->RunStep(context.get(), request, &response), Who()));
+    {
+      std::lock_guard<std::mutex> lock(steps_mu_);
+      if (closed_) return errors::Cancelled("Session has been closed.");
+      steps_.insert(context.get());
+    }
+    grpc::Status called = stub_->RunStep(context.get(), request, &response);
+    {
+      std::lock_guard<std::mutex> lock(steps_mu_);
+      steps_.erase(context.get());
+    }
+    // The master sees the cancelled call and cancels the step on every task.
+    if (called.error_code() == grpc::StatusCode::CANCELLED && IsClosed()) {
+      return errors::Cancelled("Session has been closed.");
+    }
+    RETURN_IF_ERROR(FromGrpc(called, Who()));
     if (response.tensors_size() != static_cast<int>(fetches.size())) {
       return errors::Internal(Who(), " answered ", response.tensors_size(), " tensors for ", fetches.size(), " fetches");
     }
@@ -105,6 +120,12 @@ class GrpcSession final : public Session {
 
   void Reset(const std::vector<std::string>& containers) override {
     (void)ResetOn(*stub_, Who(), TokenFromEnvironment(), containers);
+  }
+
+  void Close() override {
+    std::lock_guard<std::mutex> lock(steps_mu_);
+    closed_ = true;
+    for (grpc::ClientContext* step : steps_) step->TryCancel();
   }
 
   const std::vector<PlacementRecord>& placement() const override { return placement_; }
@@ -129,6 +150,10 @@ class GrpcSession final : public Session {
         config_(config),
         stub_(rpc::MasterService::NewStub(NewWorkerChannel(target))) {}
   std::string Who() const { return StrCat("the master at ", target_); }
+  bool IsClosed() {
+    std::lock_guard<std::mutex> lock(steps_mu_);
+    return closed_;
+  }
 
   const std::string target_;
   const SessionConfig config_;
@@ -137,6 +162,9 @@ class GrpcSession final : public Session {
   std::unique_ptr<Graph> graph_;
   std::vector<PlacementRecord> placement_;
   std::unique_ptr<DeviceMgr> devices_;
+  std::mutex steps_mu_;
+  bool closed_ = false;                     // guarded by steps_mu_
+  std::set<grpc::ClientContext*> steps_;    // guarded by steps_mu_: the RunStep calls in flight
 };
 
 class GrpcSessionFactory final : public SessionFactory {

@@ -293,7 +293,7 @@ StatusOr<std::shared_ptr<const MasterSession::Plan>> MasterSession::GetOrCreateP
 
 Status MasterSession::Run(const RunOptions& options, const std::vector<std::pair<std::string, Tensor>>& feeds,
                           const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
-                          std::vector<Tensor>* outputs) {
+                          std::vector<Tensor>* outputs, const std::function<bool()>& abandoned) {
   ASSIGN_OR_RETURN(std::shared_ptr<const Plan> plan, GetOrCreatePlan(feeds, fetches, targets));
   for (size_t i = 0; i < feeds.size(); ++i) RETURN_IF_ERROR(CheckFeed(feeds[i].first, feeds[i].second, plan->feeds[i]));
   const int64_t step_id = RandomStepId();
@@ -396,7 +396,8 @@ Status MasterSession::Run(const RunOptions& options, const std::vector<std::pair
     std::map<int, Tensor> retvals;
     GraphMgr::StepOptions step_options;
     step_options.timeout = timeout;
-    step_options.abandoned = [&step] {
+    step_options.abandoned = [&step, &abandoned] {
+      if (abandoned != nullptr && abandoned()) return true;
       std::lock_guard<std::mutex> lock(step.mu);
       return step.failed;
     };
@@ -405,7 +406,19 @@ Status MasterSession::Run(const RunOptions& options, const std::vector<std::pair
   }
   {
     std::unique_lock<std::mutex> lock(step.mu);
-    step.cv.wait(lock, [&step] { return step.pending == 0; });
+    while (step.pending > 0) {
+      if (abandoned == nullptr) {
+        step.cv.wait(lock);
+        continue;
+      }
+      step.cv.wait_for(lock, std::chrono::milliseconds(50));
+      if (step.pending > 0 && !step.failed && abandoned()) {
+        // The client went away: the remote tasks stop too, rather than run a step nobody waits for.
+        if (step.status.ok()) step.status = errors::Cancelled("the client cancelled the step");
+        step.failed = true;
+        for (grpc::ClientContext* c : step.contexts) c->TryCancel();
+      }
+    }
   }
   for (const Plan::Part& part : plan->parts) part.task->CleanupStep(step_id);
   RETURN_IF_ERROR(step.status);

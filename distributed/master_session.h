@@ -13,6 +13,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -43,9 +44,11 @@ class MasterSession {
                                                          std::chrono::milliseconds discovery_timeout);
   ~MasterSession();
 
+  // `abandoned`, polled while the step runs, cancels it on every task when it turns true (a
+  // client that went away).
   Status Run(const RunOptions& options, const std::vector<std::pair<std::string, Tensor>>& feeds,
              const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
-             std::vector<Tensor>* outputs);
+             std::vector<Tensor>* outputs, const std::function<bool()>& abandoned = nullptr);
 
   const std::vector<PlacementRecord>& placement() const { return placement_; }
   // Every device placed over, in placement order.

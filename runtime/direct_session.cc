@@ -204,6 +204,11 @@ Status DirectSession::Run(const RunOptions& options, const std::vector<std::pair
 
   VectorCallFrame frame(feeds, fetches.size());
   CancellationManager cancellation;
+  {
+    std::lock_guard<std::mutex> lock(steps_mu_);
+    if (closed_) return errors::Cancelled("Session has been closed.");
+    steps_.insert(&cancellation);
+  }
   const int64_t step_id = NewStepId();
   // Only a step spread over several devices has tensors to hand between them.
   std::shared_ptr<Rendezvous> rendezvous;
@@ -232,6 +237,10 @@ Status DirectSession::Run(const RunOptions& options, const std::vector<std::pair
   run_options.timeout = std::chrono::milliseconds(timeout_ms);
   run_options.stats = trace ? &stats : nullptr;
   Status status = RunPartitions(executors, args, run_options);
+  {
+    std::lock_guard<std::mutex> lock(steps_mu_);
+    steps_.erase(&cancellation);
+  }
   if (rendezvous != nullptr) rendezvous_mgr_->Cleanup(step_id);
   if (metadata != nullptr) {
     metadata->placement = ek->placement;
@@ -250,6 +259,12 @@ Status DirectSession::Run(const RunOptions& options, const std::vector<std::pair
   RETURN_IF_ERROR(status);
   if (outputs != nullptr) *outputs = std::move(frame.retvals());
   return Status::OK();
+}
+
+void DirectSession::Close() {
+  std::lock_guard<std::mutex> lock(steps_mu_);
+  closed_ = true;
+  for (CancellationManager* step : steps_) step->StartCancel();
 }
 
 }  // namespace tessera

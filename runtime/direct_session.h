@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "kernels/resource_mgr.h"
@@ -21,6 +22,8 @@
 #include "runtime/session.h"
 
 namespace tessera {
+
+class CancellationManager;
 
 class DirectSession final : public Session {
  public:
@@ -41,6 +44,7 @@ class DirectSession final : public Session {
              const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
              std::vector<Tensor>* outputs, RunMetadata* metadata) override;
   void Reset(const std::vector<std::string>& containers) override;
+  void Close() override;
 
   const std::vector<PlacementRecord>& placement() const override { return placement_; }
   const DeviceMgr& devices() const override { return *devices_; }
@@ -65,6 +69,10 @@ class DirectSession final : public Session {
   std::vector<PlacementRecord> placement_;
   std::shared_ptr<ResourceMgr> resource_mgr_;
   std::shared_ptr<RendezvousMgr> rendezvous_mgr_;
+
+  std::mutex steps_mu_;
+  bool closed_ = false;                          // guarded by steps_mu_
+  std::set<CancellationManager*> steps_;         // guarded by steps_mu_: the steps in flight
 
   std::mutex executors_mu_;
   std::map<std::string, std::shared_ptr<const ExecutorAndKeys>, std::less<>> executors_;  // guarded by executors_mu_

@@ -9,7 +9,7 @@
 //   std::vector<Tensor> out;
 //   Status s = (*session)->Run({{"x", x}}, {"y"}, {}, &out);
 //
-// Run may be called concurrently from any number of threads; Reset may be called
+// Run may be called concurrently from any number of threads; Reset and Close may be called
 // concurrently with Run (a running step keeps the variables it already looked up). The
 // Session must outlive every Run in flight.
 #pragma once
@@ -56,6 +56,11 @@ class Session {
 
   // Drops the resources (variables) of the named containers; "" names the default one.
   virtual void Reset(const std::vector<std::string>& containers) = 0;
+
+  // tf.Session.close: cancels the steps in flight (a dequeue waiting on an empty queue ends
+  // with Cancelled) and fails every later Run with Cancelled. Idempotent. A cluster session's
+  // Run returns at once; its tasks stop the step when they next look, within ~100 ms.
+  virtual void Close() = 0;
 
   // Where each node of the graph was placed and why, in node order.
   virtual const std::vector<PlacementRecord>& placement() const = 0;

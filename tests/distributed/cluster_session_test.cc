@@ -217,5 +217,41 @@ TEST_F(ClusterSessionTest, DiscoveryWaitsForATaskThenNamesTheOneThatNeverCame) {
   EXPECT_THAT(std::string(session.status().message()), HasSubstr("/job:worker/replica:0/task:1"));
 }
 
+// A step waiting on the ps for an element that never comes ends when its client closes the
+// session, on the ps too: the queue still has no waiter and serves the next session.
+TEST_F(ClusterSessionTest, ClosingTheClientsSessionCancelsTheStepOnEveryTask) {
+  Scope root = Scope::NewRootScope();
+  Scope ps = root.WithDevice("/job:ps/task:0");
+  auto q = ops::FIFOQueue(ps.WithOpName("q"), {DataType::kFloat}, {.shared_name = "q"});
+  ops::QueueEnqueue(ps.WithOpName("enqueue"), q, {ops::Const(ps, Tensor::Scalar<float>(4))});
+  ops::Add(root.WithOpName("next"), ops::QueueDequeue(ps.WithOpName("dequeue"), q, {DataType::kFloat})[0], 1.0f);
+  GraphDef def;
+  ASSERT_TRUE(root.ToGraphDef(&def).ok());
+  auto session = Open(def);
+  ASSERT_NE(session, nullptr);
+  Status waited;
+  std::thread consumer([&] {
+    std::vector<Tensor> out;
+    waited = session->Run({}, {"next"}, {}, &out);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto closed = std::chrono::steady_clock::now();
+  session->Close();
+  consumer.join();
+  EXPECT_EQ(waited.code(), Code::kCancelled) << waited;
+  EXPECT_LT(std::chrono::steady_clock::now() - closed, std::chrono::seconds(2));
+  // The tasks notice a cancelled call when they next look (every 50 ms at each hop); only
+  // then is the ps's dequeue withdrawn.
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+
+  auto next = Open(def);
+  ASSERT_NE(next, nullptr);
+  std::vector<Tensor> out;
+  ASSERT_TRUE(next->Run({}, {}, {"enqueue"}, &out).ok());
+  Status s = next->Run({}, {"next"}, {}, &out);
+  ASSERT_TRUE(s.ok()) << s << " (the closed step's dequeue must not have taken the element)";
+  EXPECT_EQ(out.at(0).data<float>()[0], 5.0f);
+}
+
 }  // namespace
 }  // namespace tessera

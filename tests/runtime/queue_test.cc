@@ -404,5 +404,19 @@ TEST(QueueThreadsTest, ProducersAndConsumersOnManyThreadsMoveEveryElementOnce) {
   EXPECT_EQ(sum.load(), n * (n - 1) / 2);
 }
 
+TEST_F(QueueTest, ClosingTheSessionCancelsAWaitingDequeueAndLaterRuns) {
+  Open(Fifo());
+  Status waited;
+  std::thread consumer([&] { waited = Run({}, {"dequeue"}, {}); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  session_->Close();
+  consumer.join();
+  EXPECT_EQ(waited.code(), Code::kCancelled) << waited;
+  Status later = Run({{"x", Pair(1, 2)}}, {}, {"enqueue"});
+  EXPECT_EQ(later.code(), Code::kCancelled) << later;
+  EXPECT_THAT(later.message(), HasSubstr("closed"));
+  session_->Close();  // idempotent
+}
+
 }  // namespace
 }  // namespace tessera
