@@ -1,5 +1,6 @@
 #include "tools/train.h"
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include "distributed/replicate.h"
 #include "graph/platform/file_io.h"
 #include "graph/builder/optimizers.h"
+#include "graph/builder/sync_replicas.h"
 #include "graph/serialize/graph_json.h"
 #include "kernels/data/idx_file.h"
 #include "kernels/kernel_registry.h"
@@ -41,6 +43,10 @@ struct TrainGraph {
   // On a cluster: whether the ps hold initialized variables, and the step count they keep.
   std::string ready, global_step;
   std::string init_variables;  // every variable but global_step, for a restore to follow
+  // Synchronous training (SyncReplicas): `train` is then fetched, not run, for the global
+  // step that released the worker; the chief runs `sync` on a runner of its own.
+  bool sync = false;
+  std::string sync_op, chief_init, init_tokens, local_init;
 };
 
 // The inference graph with the checkpoint restored, written as it is and frozen.
@@ -68,10 +74,10 @@ Status CheckOptions(const TrainOptions& o) {
   }
   if (o.cluster.empty() && o.mode != "mirrored" && o.mode != "parameter_device") {
     return errors::InvalidArgument("--mode must be mirrored or parameter_device, got '", o.mode,
-                                   "' (async trains on a cluster: --cluster or TF_CONFIG)");
+                                   "' (async and sync train on a cluster: --cluster or TF_CONFIG)");
   }
-  if (!o.cluster.empty() && o.mode != "async") {
-    return errors::InvalidArgument("on a cluster --mode must be async, got '", o.mode, "'");
+  if (!o.cluster.empty() && o.mode != "async" && o.mode != "sync") {
+    return errors::InvalidArgument("on a cluster --mode must be async or sync, got '", o.mode, "'");
   }
   if (!o.cluster.empty() && (o.devices != 1 || o.device != "cpu")) {
     return errors::InvalidArgument("on a cluster each worker trains one tower on its CPU: --devices 1 --device cpu");
@@ -245,7 +251,7 @@ StatusOr<TrainGraph> BuildGraph(const TrainOptions& o, const std::string& dir, i
 // device, its data shard and its shuffle. The variables go to the ps tasks
 // (ReplicaDeviceSetter), each initialized beside its variable; everything else runs here.
 StatusOr<TrainGraph> BuildClusterGraph(const TrainOptions& o, const std::string& dir, int64_t shard_begin,
-                                       int64_t shard_size, int ps_tasks) {
+                                       int64_t shard_size, int ps_tasks, int workers) {
   Scope root = Scope::NewRootScope();
   const std::string worker = StrCat("/job:worker/task:", o.task);
   const Scope data = root.NewSubScope("data").WithDevice(worker + "/device:CPU:0");
@@ -253,6 +259,10 @@ StatusOr<TrainGraph> BuildClusterGraph(const TrainOptions& o, const std::string&
   ops::Dataset train = ops::Take(data, ops::Skip(data, FashionMnist(data, dir, "train", parallel_calls), shard_begin),
                                  shard_size);
   train = ops::Shuffle(data, train, 10000, {.seed = o.seed + o.task, .seed2 = 0, .reshuffle_each_iteration = true});
+  // In sync training a worker whose shard ran out would hold the others back: the shards
+  // cycle, and the global step says when an epoch is over.
+  const bool sync = o.mode == "sync";
+  if (sync) train = ops::Repeat(data, train);
   ASSIGN_OR_RETURN(Pipelines in, MakePipelines(data, o, dir, train, /*drop_remainder=*/false));
   const std::vector<Output>& batch = in.batch;
   const std::vector<Output>& test_batch = in.test_batch;
@@ -282,7 +292,27 @@ StatusOr<TrainGraph> BuildClusterGraph(const TrainOptions& o, const std::string&
   GlobalStep step = CreateGlobalStep(model);
   RMSPropOptimizer optimizer(
       {.learning_rate = o.learning_rate, .decay = 0.9, .momentum = 0.0, .epsilon = 1e-7, .initial_mean_square = 0});
-  ASSIGN_OR_RETURN(Training training, optimizer.Minimize(model, loss, cnn.Variables(), step.var));
+  Training training;
+  if (sync) {
+    std::vector<Output> grads;
+    RETURN_IF_ERROR(AddSymbolicGradients(model, {loss}, cnn.Variables(), &grads));
+    std::vector<std::pair<Output, Output>> grads_and_vars;
+    for (size_t i = 0; i < grads.size(); ++i) grads_and_vars.emplace_back(grads[i], cnn.Variables()[i]);
+    ASSIGN_OR_RETURN(SyncReplicasTraining synced,
+                     SyncReplicas(model, root.WithDevice(worker + "/device:CPU:0"), optimizer,
+                                  {.replicas_to_aggregate = workers, .total_num_replicas = workers}, grads_and_vars,
+                                  step.var));
+    training.init = synced.init;
+    g.sync = true;
+    g.train = synced.train.name();
+    g.sync_op = synced.sync.name();
+    g.chief_init = synced.chief_init.name();
+    g.init_tokens = synced.init_tokens.name();
+    g.local_init = synced.local_init.name();
+  } else {
+    ASSIGN_OR_RETURN(training, optimizer.Minimize(model, loss, cnn.Variables(), step.var));
+    g.train = training.train.name();
+  }
   const Scope eval = model.NewSubScope("eval");
   Output predicted = ops::ArgMax(eval, FashionCnnLogits(eval, cnn, test_batch[0]), 1, DataType::kInt32);
   Output correct = ops::Sum(eval.WithOpName("correct"),
@@ -305,7 +335,6 @@ StatusOr<TrainGraph> BuildClusterGraph(const TrainOptions& o, const std::string&
   g.tested = tested.name();
   g.init = init.node->name();
   g.init_variables = init_variables.name();
-  g.train = training.train.name();
   g.ready = ready.name();
   g.global_step = step.var.name();
   ASSIGN_OR_RETURN(g.saver, Saver::Create(root, saved));
@@ -316,7 +345,7 @@ StatusOr<TrainGraph> BuildClusterGraph(const TrainOptions& o, const std::string&
 // The chief initializes the variables on the ps, or restores the checkpoint into them, unless
 // the ps hold them already (a chief restarted mid-training goes on from there); the other
 // workers wait until the ps hold them.
-Status JoinCluster(Session& session, const TrainGraph& g, const TrainOptions& o, std::ostream& log) {
+Status InitializeOrWait(Session& session, const TrainGraph& g, const TrainOptions& o, std::ostream& log) {
   std::vector<Tensor> out;
   auto ready = [&]() -> StatusOr<bool> {
     RETURN_IF_ERROR(session.Run({}, {g.ready}, {}, &out));
@@ -346,6 +375,19 @@ Status JoinCluster(Session& session, const TrainGraph& g, const TrainOptions& o,
     return Status::OK();
   }
   return session.Run({}, {}, {g.init}, &out);
+}
+
+// InitializeOrWait, then in sync training the chief sets the accumulators' step and every
+// worker takes the global step as its local step. Returns the global step.
+StatusOr<int64_t> JoinCluster(Session& session, const TrainGraph& g, const TrainOptions& o, std::ostream& log) {
+  RETURN_IF_ERROR(InitializeOrWait(session, g, o, log));
+  std::vector<Tensor> out;
+  if (g.sync) {
+    if (o.task == 0) RETURN_IF_ERROR(session.Run({}, {}, {g.chief_init, g.init_tokens}, &out));
+    RETURN_IF_ERROR(session.Run({}, {}, {g.local_init}, &out));
+  }
+  RETURN_IF_ERROR(session.Run({}, {g.global_step}, {}, &out));
+  return out[0].data<int64_t>()[0];
 }
 
 // Soft placement would quietly move towers without a GPU to the CPU: refuse instead.
@@ -392,7 +434,44 @@ void DrawProgress(std::ostream& log, int epoch, int epochs, int64_t done, int64_
 }
 
 StatusOr<TrainResult> RunTraining(Session& session, const TrainGraph& g, const TrainOptions& o, int64_t train_images,
-                                  bool chief, std::ostream& log);
+                                  bool chief, int64_t start_step, std::ostream& log);
+
+// The chief's runner in sync training, as TensorFlow's chief queue runner: runs the update
+// (`sync_op`) in a loop, on a session of its own, until Stop closes that session. Any other
+// error closes the training session too, so that the chief's step, which waits for the
+// update, fails rather than waits forever.
+class SyncRunner {
+ public:
+  static StatusOr<std::unique_ptr<SyncRunner>> Start(const std::string& target, const SessionConfig& config,
+                                                     const TrainGraph& g, Session* training) {
+    ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Create(target, config, g.def));
+    std::unique_ptr<SyncRunner> runner(new SyncRunner(std::move(session)));
+    runner->thread_ = std::thread([r = runner.get(), op = g.sync_op, training] {
+      Status s;
+      while (s.ok()) s = r->session_->Run({}, {}, {op}, nullptr);
+      r->status_ = s;
+      if (!r->stopping_.load()) training->Close();
+    });
+    return runner;
+  }
+  ~SyncRunner() { (void)Stop(); }
+
+  // The runner's error, if it stopped for anything but Stop.
+  Status Stop() {
+    if (!thread_.joinable()) return Status::OK();
+    stopping_ = true;
+    session_->Close();
+    thread_.join();
+    return status_.code() == Code::kCancelled && stopping_ ? Status::OK() : status_;
+  }
+
+ private:
+  explicit SyncRunner(std::unique_ptr<Session> session) : session_(std::move(session)) {}
+  std::unique_ptr<Session> session_;
+  std::thread thread_;
+  std::atomic<bool> stopping_{false};
+  Status status_;  // written by the thread before it ends
+};
 StatusOr<TrainResult> TrainOnCluster(const TrainOptions& o, const std::string& dir, int64_t train_images,
                                      std::ostream& log);
 
@@ -421,22 +500,31 @@ StatusOr<TrainResult> Train(const TrainOptions& o, std::ostream& log) {
   if (o.device == "gpu") RETURN_IF_ERROR(CheckGpus(*session, o.devices));
   std::vector<Tensor> out;
   RETURN_IF_ERROR(session->Run({}, {}, {g.init}, &out));
-  return RunTraining(*session, g, o, train_images, /*chief=*/true, log);
+  return RunTraining(*session, g, o, train_images, /*chief=*/true, /*start_step=*/0, log);
 }
 
 namespace {
 
-// The epochs: training steps until the data runs out, then the test set; the chief saves
-// the checkpoint after each epoch and exports the inference graphs at the end.
+// The epochs: training steps until the data runs out (in sync training: until the global
+// step reaches the epoch's end, counted from `start_step`'s epoch on), then the test set; the
+// chief saves the checkpoint after each epoch and exports the inference graphs at the end.
 StatusOr<TrainResult> RunTraining(Session& session, const TrainGraph& g, const TrainOptions& o,
-                                  int64_t train_images, bool chief, std::ostream& log) {
+                                  int64_t train_images, bool chief, int64_t start_step, std::ostream& log) {
   std::vector<Tensor> out;
   PrintPlacement(session, log);
 
   TrainResult result;
   const int64_t steps_per_epoch = (train_images + o.batch - 1) / o.batch;
   using Clock = std::chrono::steady_clock;
-  for (int epoch = 1; epoch <= o.epochs; ++epoch) {
+  // Every worker of sync training ends an epoch at the same global step, so that none waits
+  // for a gradient from one that stopped.
+  const int first_epoch = g.sync ? static_cast<int>(std::min<int64_t>(o.epochs + 1, 1 + start_step / steps_per_epoch)) : 1;
+  std::vector<std::string> step_fetches = {g.loss}, step_targets = {g.train};
+  if (g.sync) {
+    step_fetches.push_back(g.train);
+    step_targets.clear();
+  }
+  for (int epoch = first_epoch; epoch <= o.epochs; ++epoch) {
     RETURN_IF_ERROR(session.Run({}, {}, {g.train_init}, &out));
     const auto start = Clock::now();
     auto last_draw = start;
@@ -448,19 +536,21 @@ StatusOr<TrainResult> RunTraining(Session& session, const TrainGraph& g, const T
       RunOptions run_options;
       if (trace) run_options.trace_level = RunOptions::TraceLevel::kFullTrace;
       RunMetadata metadata;
-      Status st = session.Run(run_options, {}, {g.loss}, {g.train}, &out, &metadata);
+      Status st = session.Run(run_options, {}, step_fetches, step_targets, &out, &metadata);
       if (st.code() == Code::kOutOfRange) break;
       RETURN_IF_ERROR(st);
       if (trace) RETURN_IF_ERROR(WriteFileAtomically(o.trace_path, ChromeTraceJson(metadata), "trace"));
       ++steps;
       images = std::min(images + o.batch, train_images);
       loss_sum += out[0].data<float>()[0];
+      const bool epoch_over = g.sync && out[1].data<int64_t>()[0] >= epoch * steps_per_epoch;
       const auto now = Clock::now();
       if (o.progress && now - last_draw > std::chrono::milliseconds(250)) {
         const double secs = std::chrono::duration<double>(now - start).count();
         DrawProgress(log, epoch, o.epochs, steps, steps_per_epoch, images / secs, loss_sum / steps, false);
         last_draw = now;
       }
+      if (epoch_over) break;
     }
     EpochStats stats;
     stats.epoch = epoch;
@@ -507,11 +597,13 @@ StatusOr<TrainResult> TrainOnCluster(const TrainOptions& o, const std::string& d
   if (o.task < 0 || o.task >= workers) {
     return errors::InvalidArgument("--task ", o.task, " is not a worker of the cluster, which has ", workers);
   }
-  // Worker i trains on the i-th of `workers` equal shards; the last takes the remainder.
+  // Worker i trains on the i-th of `workers` equal shards; the last takes the remainder, but
+  // in sync training, whose epochs count global steps, every shard is the same size.
   const int64_t shard = train_images / workers;
-  const int64_t shard_size = o.task == workers - 1 ? train_images - shard * (workers - 1) : shard;
+  const int64_t shard_size =
+      o.task == workers - 1 && o.mode != "sync" ? train_images - shard * (workers - 1) : shard;
   if (shard_size < 1) return errors::InvalidArgument(train_images, " training images cannot be shared by ", workers, " workers");
-  ASSIGN_OR_RETURN(TrainGraph g, BuildClusterGraph(o, dir, shard * o.task, shard_size, ps_tasks));
+  ASSIGN_OR_RETURN(TrainGraph g, BuildClusterGraph(o, dir, shard * o.task, shard_size, ps_tasks, workers));
   ClusterServerOptions server_options;
   server_options.config.inter_op_parallelism_threads = o.threads;
   server_options.config.intra_op_parallelism_threads = o.threads;
@@ -524,8 +616,15 @@ StatusOr<TrainResult> TrainOnCluster(const TrainOptions& o, const std::string& d
   SessionConfig config;
   config.device_filters = {"/job:ps", StrCat("/job:worker/task:", o.task)};
   ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Create(server->target(), config, g.def));
-  RETURN_IF_ERROR(JoinCluster(*session, g, o, log));
-  return RunTraining(*session, g, o, shard_size, /*chief=*/o.task == 0, log);
+  ASSIGN_OR_RETURN(const int64_t start_step, JoinCluster(*session, g, o, log));
+  std::unique_ptr<SyncRunner> runner;
+  if (g.sync && o.task == 0) {
+    ASSIGN_OR_RETURN(runner, SyncRunner::Start(server->target(), config, g, session.get()));
+  }
+  StatusOr<TrainResult> result = RunTraining(*session, g, o, shard_size, /*chief=*/o.task == 0, start_step, log);
+  // A runner's error is the cause of the Cancelled it made of the chief's step.
+  if (runner != nullptr) RETURN_IF_ERROR(runner->Stop());
+  return result;
 }
 
 }  // namespace

@@ -29,13 +29,16 @@ struct TrainOptions {
   std::string device = "cpu";
   // Towers, one per device; the global batch is split evenly between them.
   int devices = 1;
-  std::string mode = "mirrored";  // or "parameter_device"; "async" with a cluster
-  // Between-graph replication (mode "async"): this process is task `task` of job "worker"
-  // of `cluster` (ClusterSpec JSON) and serves it; the variables live on the "ps" tasks,
-  // which `tessera server` runs. Each worker trains its own shard of the training images
-  // with `batch` images a step and updates the shared variables as it goes; task 0, the
-  // chief, initializes them (or restores --checkpoint when the ps have lost them) and saves
-  // the checkpoint. A task restarted mid-training finds the variables on the ps and goes on.
+  std::string mode = "mirrored";  // or "parameter_device"; "async" or "sync" with a cluster
+  // Between-graph replication (modes "async" and "sync"): this process is task `task` of
+  // job "worker" of `cluster` (ClusterSpec JSON) and serves it; the variables live on the
+  // "ps" tasks, which `tessera server` runs. Each worker trains its own shard of the
+  // training images with `batch` images a step; task 0, the chief, initializes the
+  // variables (or restores --checkpoint when the ps have lost them) and saves the
+  // checkpoint. A task restarted mid-training finds the variables on the ps and goes on.
+  // "async": every worker updates the shared variables as it goes. "sync": each update
+  // averages one step's gradients from every worker (SyncReplicas), applied by the chief;
+  // the shards cycle, and an epoch is a shard's worth of global steps.
   std::string cluster;  // "": this process alone
   int task = 0;
   int64_t batch = 128;            // global

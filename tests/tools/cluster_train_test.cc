@@ -1,7 +1,8 @@
 // Between-graph training as processes: a ps (`tessera server`) and two workers
-// (`tessera train --mode async`), each on its shard. Both learn, both update the one copy
-// of the variables on the ps, a worker run again rejoins where the ps is, and a chief whose
-// ps lost everything restores the checkpoint.
+// (`tessera train --mode async|sync`), each on its shard. Both learn, both update the one
+// copy of the variables on the ps, a worker run again rejoins where the ps is, and a chief
+// whose ps lost everything restores the checkpoint. In sync training every update averages
+// one step of each worker.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -47,9 +48,9 @@ class ClusterTrainTest : public ::testing::Test {
     ASSERT_THAT(ps_->ReadUntil("Started server", std::chrono::seconds(20)), HasSubstr("Started server"));
   }
 
-  std::unique_ptr<Child> Worker(int task) {
+  std::unique_ptr<Child> Worker(int task, const std::string& mode = "async") {
     return std::make_unique<Child>(
-        std::vector<std::string>{"train", "--mode", "async", "--cluster", cluster_, "--task", std::to_string(task),
+        std::vector<std::string>{"train", "--mode", mode, "--cluster", cluster_, "--task", std::to_string(task),
                                  "--epochs", "1", "--train-limit", "4000", "--test-limit", "500", "--batch", "50",
                                  "--checkpoint", checkpoint_, "--no-progress"},
         "");
@@ -111,6 +112,18 @@ TEST_F(ClusterTrainTest, AsyncWorkersShareThePsVariablesRejoinAndRestore) {
   const std::string printed = Finish(*restored);
   EXPECT_THAT(printed, HasSubstr("restored " + checkpoint_));
   EXPECT_GT(TestAccuracy(printed), 0.6) << printed;
+}
+
+// Each update waits for one gradient from each worker: 40 steps of each make 40 global
+// steps, and both workers stop at the same one, on the same variables.
+TEST_F(ClusterTrainTest, SyncWorkersAverageEveryStepAndStopTogether) {
+  auto chief = Worker(0, "sync");
+  auto other = Worker(1, "sync");
+  const std::string chief_printed = Finish(*chief);
+  const std::string other_printed = Finish(*other);
+  EXPECT_EQ(GlobalStep(), 40);
+  EXPECT_GT(TestAccuracy(chief_printed), 0.6) << chief_printed;
+  EXPECT_EQ(TestAccuracy(chief_printed), TestAccuracy(other_printed)) << chief_printed << other_printed;
 }
 
 }  // namespace

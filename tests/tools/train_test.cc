@@ -97,6 +97,8 @@ TEST(TrainTest, BadOptionsAndMissingDataAreClearErrors) {
   o = TrainOptions();
   o.mode = "ring";
   EXPECT_THAT(Train(o, log).status().message(), HasSubstr("--mode must be mirrored or parameter_device"));
+  o.cluster = R"({"ps": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"]})";
+  EXPECT_THAT(Train(o, log).status().message(), HasSubstr("on a cluster --mode must be async or sync, got 'ring'"));
   o = TrainOptions();
   o.device = "tpu";
   EXPECT_THAT(Train(o, log).status().message(), HasSubstr("--device must be cpu or gpu, got 'tpu'"));
@@ -109,6 +111,10 @@ TEST(TrainTest, BadOptionsAndMissingDataAreClearErrors) {
   std::ostringstream out, err;
   EXPECT_EQ(RunCli({"train", "--epochs", "two"}, out, err), 2);
   EXPECT_THAT(err.str(), HasSubstr("--epochs takes an integer, got 'two'"));
+  unsetenv("TF_CONFIG");
+  err.str("");
+  EXPECT_EQ(RunCli({"train", "--mode", "sync"}, out, err), 2);
+  EXPECT_THAT(err.str(), HasSubstr("--mode sync needs --cluster and --task, or TF_CONFIG"));
   err.str("");
   EXPECT_EQ(RunCli({"train", "--epochs", "1", "--data", "/nonexistent"}, out, err), 1);
   EXPECT_THAT(err.str(), HasSubstr("NotFound"));
