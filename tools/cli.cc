@@ -42,7 +42,7 @@ constexpr const char* kUsage =
     "                [--batch 128] [--threads N] [--learning-rate 0.001] [--seed 1] [--train-limit N]\n"
     "                [--test-limit N] [--data DIR] [--checkpoint OUT.ckpt] [--trace OUT.json]\n"
     "                [--inference-graph OUT.json] [--frozen-graph OUT.json] [--no-progress]\n"
-    "  tessera train --mode async|sync --cluster JSON --task I [...]   (or the cluster and task from TF_CONFIG)\n"
+    "  tessera train --mode async|sync|multi-worker --cluster JSON --task I [...]   (or TF_CONFIG)\n"
     "                one worker of between-graph training; the ps tasks run tessera server\n";
 
 struct Options {
@@ -304,7 +304,7 @@ StatusOr<TrainOptions> ParseTrainArgs(const std::vector<std::string>& args) {
   }
   // On a cluster each worker trains one tower on its CPU; the cluster and the task come from
   // the flags or, as in TensorFlow, from TF_CONFIG.
-  if (o.mode == "async" || o.mode == "sync") {
+  if (o.mode == "async" || o.mode == "sync" || o.mode == "multi-worker") {
     if (o.cluster.empty()) {
       const char* tf_config = std::getenv("TF_CONFIG");
       if (tf_config == nullptr || *tf_config == '\0') {

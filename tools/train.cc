@@ -1,5 +1,7 @@
 #include "tools/train.h"
 
+#include <grpcpp/grpcpp.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -11,6 +13,7 @@
 #include "distributed/grpc_session.h"
 #include "distributed/replica_device_setter.h"
 #include "distributed/replicate.h"
+#include "distributed/worker_channels.h"
 #include "graph/platform/file_io.h"
 #include "graph/builder/optimizers.h"
 #include "graph/builder/sync_replicas.h"
@@ -74,10 +77,10 @@ Status CheckOptions(const TrainOptions& o) {
   }
   if (o.cluster.empty() && o.mode != "mirrored" && o.mode != "parameter_device") {
     return errors::InvalidArgument("--mode must be mirrored or parameter_device, got '", o.mode,
-                                   "' (async and sync train on a cluster: --cluster or TF_CONFIG)");
+                                   "' (async, sync and multi-worker train on a cluster: --cluster or TF_CONFIG)");
   }
-  if (!o.cluster.empty() && o.mode != "async" && o.mode != "sync") {
-    return errors::InvalidArgument("on a cluster --mode must be async or sync, got '", o.mode, "'");
+  if (!o.cluster.empty() && o.mode != "async" && o.mode != "sync" && o.mode != "multi-worker") {
+    return errors::InvalidArgument("on a cluster --mode must be async, sync or multi-worker, got '", o.mode, "'");
   }
   if (!o.cluster.empty() && (o.devices != 1 || o.device != "cpu")) {
     return errors::InvalidArgument("on a cluster each worker trains one tower on its CPU: --devices 1 --device cpu");
@@ -175,9 +178,12 @@ StatusOr<Pipelines> MakePipelines(const Scope& data, const TrainOptions& o, cons
   return p;
 }
 
-StatusOr<TrainGraph> BuildGraph(const TrainOptions& o, const std::string& dir, int64_t train_images) {
+// In-graph replication: one tower per device of `towers`, the input pipeline and the loss
+// report on `host`.
+StatusOr<TrainGraph> BuildGraph(const TrainOptions& o, const std::string& dir, int64_t train_images,
+                                const std::vector<std::string>& towers, const std::string& host) {
   Scope root = Scope::NewRootScope();
-  const Scope data = root.NewSubScope("data").WithDevice("/cpu:0");
+  const Scope data = root.NewSubScope("data").WithDevice(host);
   const int64_t parallel_calls = o.threads == 1 ? 1 : -1;
   ops::Dataset train = FashionMnist(data, dir, "train", parallel_calls);
   if (o.train_limit > 0) train = ops::Take(data, train, o.train_limit);
@@ -196,7 +202,7 @@ StatusOr<TrainGraph> BuildGraph(const TrainOptions& o, const std::string& dir, i
 
   ReplicateOptions options;
   options.mode = o.mode == "mirrored" ? ReplicationMode::kMirrored : ReplicationMode::kParameterDevice;
-  for (int d = 0; d < o.devices; ++d) options.devices.push_back(StrCat("/", o.device, ":", d));
+  options.devices = towers;
   Output correct, tested;
   auto model = [&](Tower& tower, TowerOutputs* out) {
     const Scope& s = tower.scope();
@@ -233,7 +239,7 @@ StatusOr<TrainGraph> BuildGraph(const TrainOptions& o, const std::string& dir, i
   // The global batch's loss: the mean of the towers' (equal parts).
   std::vector<Input> losses;
   for (const TowerOutputs& t : replicated.towers) losses.push_back(t.outputs[0]);
-  const Scope report = root.WithDevice("/cpu:0");
+  const Scope report = root.WithDevice(host);
   Output loss = ops::Div(report.WithOpName("loss"), ops::AddN(report, losses), static_cast<float>(o.devices));
   RETURN_IF_ERROR(root.status());
   g.loss = loss.name();
@@ -474,6 +480,8 @@ class SyncRunner {
 };
 StatusOr<TrainResult> TrainOnCluster(const TrainOptions& o, const std::string& dir, int64_t train_images,
                                      std::ostream& log);
+StatusOr<TrainResult> TrainMultiWorker(const TrainOptions& o, const std::string& dir, int64_t train_images,
+                                       std::ostream& log);
 
 }  // namespace
 
@@ -484,8 +492,11 @@ StatusOr<TrainResult> Train(const TrainOptions& o, std::ostream& log) {
   RETURN_IF_ERROR(CountExamples(dir, "t10k").status());
   RETURN_IF_ERROR(CheckOutputPaths(o, dir));
   if (o.train_limit > 0) train_images = std::min(o.train_limit, train_images);
+  if (o.mode == "multi-worker") return TrainMultiWorker(o, dir, train_images, log);
   if (!o.cluster.empty()) return TrainOnCluster(o, dir, train_images, log);
-  ASSIGN_OR_RETURN(TrainGraph g, BuildGraph(o, dir, train_images));
+  std::vector<std::string> towers;
+  for (int d = 0; d < o.devices; ++d) towers.push_back(StrCat("/", o.device, ":", d));
+  ASSIGN_OR_RETURN(TrainGraph g, BuildGraph(o, dir, train_images, towers, "/cpu:0"));
   SessionConfig config;
   if (o.device == "gpu") {
     config.device_count = {{"CPU", 1}, {"GPU", o.devices}};
@@ -624,6 +635,107 @@ StatusOr<TrainResult> TrainOnCluster(const TrainOptions& o, const std::string& d
   StatusOr<TrainResult> result = RunTraining(*session, g, o, shard_size, /*chief=*/o.task == 0, start_step, log);
   // A runner's error is the cause of the Cancelled it made of the chief's step.
   if (runner != nullptr) RETURN_IF_ERROR(runner->Stop());
+  return result;
+}
+
+// The non-chief workers of multi-worker training serve their towers until the chief says it
+// is done, through a queue on each of them.
+constexpr char kDoneQueue[] = "tessera_multi_worker_done";
+
+// The chief's graph: one signal per other worker ("signal"); a worker's own: its wait ("wait").
+StatusOr<GraphDef> DoneGraph(int workers, int task) {
+  Scope root = Scope::NewRootScope();
+  std::vector<Operation> signals;
+  for (int i = task == 0 ? 1 : task; i < (task == 0 ? workers : task + 1); ++i) {
+    const Scope at = root.WithDevice(StrCat("/job:worker/task:", i, "/device:CPU:0"));
+    Output q = ops::FIFOQueue(at.WithOpName(StrCat("done_", i)), {DataType::kBool}, {.shared_name = kDoneQueue});
+    if (task == 0) {
+      signals.push_back(ops::QueueEnqueue(at.WithOpName(StrCat("signal_", i)), q, {ops::Const(at, Tensor::Scalar<bool>(true))}));
+    } else {
+      ops::QueueDequeue(at.WithOpName("wait"), q, {DataType::kBool});
+    }
+  }
+  if (task == 0) ops::NoOp(root.WithOpName("signal").WithControlDependencies(signals));
+  GraphDef def;
+  RETURN_IF_ERROR(root.ToGraphDef(&def));
+  return def;
+}
+
+// A worker other than the chief: serves until the chief signals, or until the chief has not
+// answered for a minute.
+Status ServeUntilChiefIsDone(ClusterServer& server, const ClusterSpec& cluster, int task, std::ostream& log) {
+  log << "worker " << task << " serves " << server.target() << "; the chief (worker 0) drives the training\n";
+  ASSIGN_OR_RETURN(GraphDef def, DoneGraph(cluster.num_tasks("worker"), task));
+  SessionConfig config;
+  config.device_filters = {StrCat("/job:worker/task:", task)};
+  ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Create(server.target(), config, def));
+  ASSIGN_OR_RETURN(std::string chief_address, cluster.TaskAddress("worker", 0));
+  std::shared_ptr<grpc::Channel> chief = NewWorkerChannel(chief_address);
+  constexpr auto kPatience = std::chrono::minutes(1);
+  auto last_seen = std::chrono::steady_clock::now();
+  RunOptions wait;
+  wait.timeout_in_ms = 1000;
+  for (;;) {
+    std::vector<Tensor> out;
+    Status s = session->Run(wait, {}, {"wait"}, {}, &out, nullptr);
+    if (s.ok()) break;
+    if (s.code() != Code::kDeadlineExceeded) return s;
+    const auto now = std::chrono::steady_clock::now();
+    if (chief->GetState(/*try_to_connect=*/true) == GRPC_CHANNEL_READY) last_seen = now;
+    if (now - last_seen > kPatience) {
+      return errors::Unavailable("the chief (worker 0, ", chief_address, ") has not answered for a minute");
+    }
+  }
+  log << "the chief is done\n";
+  return Status::OK();
+}
+
+StatusOr<TrainResult> TrainMultiWorker(const TrainOptions& o, const std::string& dir, int64_t train_images,
+                                       std::ostream& log) {
+  ASSIGN_OR_RETURN(ClusterSpec cluster, ClusterSpec::FromJson(o.cluster));
+  const int workers = cluster.num_tasks("worker");
+  if (workers == 0) return errors::InvalidArgument("multi-worker training needs a \"worker\" job");
+  if (o.task < 0 || o.task >= workers) {
+    return errors::InvalidArgument("--task ", o.task, " is not a worker of the cluster, which has ", workers);
+  }
+  // The chief's options are the training's; the other workers only serve.
+  if (o.task == 0 && (o.batch < workers || o.batch % workers != 0)) {
+    return errors::InvalidArgument("--batch ", o.batch, " must be a positive multiple of the ", workers, " workers");
+  }
+  ClusterServerOptions server_options;
+  server_options.config.inter_op_parallelism_threads = o.threads;
+  server_options.config.intra_op_parallelism_threads = o.threads;
+  if (const char* token = std::getenv("TESSERA_CLUSTER_TOKEN"); token != nullptr) server_options.token = token;
+  ASSIGN_OR_RETURN(std::unique_ptr<ClusterServer> server,
+                   ClusterServer::Create(cluster, "worker", o.task, std::move(server_options)));
+  RegisterGrpcSessionFactory();
+  if (o.task != 0) {
+    RETURN_IF_ERROR(ServeUntilChiefIsDone(*server, cluster, o.task, log));
+    return TrainResult();
+  }
+
+  // The chief: the graph of one process with a tower per worker, its input pipeline here.
+  TrainOptions towers_options = o;
+  towers_options.devices = workers;
+  towers_options.mode = "mirrored";
+  std::vector<std::string> towers;
+  for (int i = 0; i < workers; ++i) towers.push_back(StrCat("/job:worker/task:", i, "/device:CPU:0"));
+  ASSIGN_OR_RETURN(TrainGraph g, BuildGraph(towers_options, dir, train_images, towers, towers[0]));
+  log << "worker 0 of " << workers << " serves " << server->target() << " and drives a tower on every worker\n";
+  SessionConfig config;
+  config.device_filters = {"/job:worker"};
+  ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Create(server->target(), config, g.def));
+  std::vector<Tensor> out;
+  const Status init = session->Run({}, {}, {g.init}, &out);
+  StatusOr<TrainResult> result =
+      init.ok() ? RunTraining(*session, g, towers_options, train_images, /*chief=*/true, /*start_step=*/0, log)
+                : StatusOr<TrainResult>(init);
+  // The other workers stop either way.
+  ASSIGN_OR_RETURN(GraphDef done, DoneGraph(workers, 0));
+  if (workers > 1) {
+    ASSIGN_OR_RETURN(std::unique_ptr<Session> signal, Session::Create(server->target(), config, done));
+    RETURN_IF_ERROR(signal->Run({}, {}, {"signal"}, &out));
+  }
   return result;
 }
 

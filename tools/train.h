@@ -29,7 +29,8 @@ struct TrainOptions {
   std::string device = "cpu";
   // Towers, one per device; the global batch is split evenly between them.
   int devices = 1;
-  std::string mode = "mirrored";  // or "parameter_device"; "async" or "sync" with a cluster
+  // "mirrored" or "parameter_device"; on a cluster "async", "sync" or "multi-worker".
+  std::string mode = "mirrored";
   // Between-graph replication (modes "async" and "sync"): this process is task `task` of
   // job "worker" of `cluster` (ClusterSpec JSON) and serves it; the variables live on the
   // "ps" tasks, which `tessera server` runs. Each worker trains its own shard of the
@@ -39,6 +40,10 @@ struct TrainOptions {
   // "async": every worker updates the shared variables as it goes. "sync": each update
   // averages one step's gradients from every worker (SyncReplicas), applied by the chief;
   // the shards cycle, and an epoch is a shard's worth of global steps.
+  // "multi-worker": in-graph replication over the workers (no ps): the chief (task 0) reads
+  // the data and drives one mirrored tower on every worker, the gradients all-reduced in a
+  // ring across the tasks; the other workers serve until the chief is done. The result
+  // equals one process with as many devices and the same global batch.
   std::string cluster;  // "": this process alone
   int task = 0;
   int64_t batch = 128;            // global

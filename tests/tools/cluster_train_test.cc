@@ -2,18 +2,22 @@
 // (`tessera train --mode async|sync`), each on its shard. Both learn, both update the one
 // copy of the variables on the ps, a worker run again rejoins where the ps is, and a chief
 // whose ps lost everything restores the checkpoint. In sync training every update averages
-// one step of each worker.
+// one step of each worker. Multi-worker training (a tower on every worker, the gradients
+// all-reduced across them) equals one process with the same global batch.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <regex>
+#include <sstream>
 
 #include "distributed/grpc_session.h"
 #include "graph/builder/ops.h"
 #include "runtime/session.h"
 #include "tests/distributed/free_port.h"
 #include "tests/tools/child_process.h"
+#include "tools/train.h"
 
 namespace tessera {
 namespace {
@@ -125,6 +129,56 @@ TEST_F(ClusterTrainTest, SyncWorkersAverageEveryStepAndStopTogether) {
   EXPECT_GT(TestAccuracy(chief_printed), 0.6) << chief_printed;
   EXPECT_EQ(TestAccuracy(chief_printed), TestAccuracy(other_printed)) << chief_printed << other_printed;
 }
+
+// The chief runs here, the other workers as processes; five steps of 48 images.
+void ExpectMultiWorkerEqualsOneProcess(int workers) {
+  TrainOptions o;
+  o.epochs = 1;
+  o.batch = 48;
+  o.train_limit = 5 * 48;
+  o.test_limit = 200;
+  o.progress = false;
+  TrainOptions one = o;
+  one.devices = workers;
+  std::ostringstream log;
+  StatusOr<TrainResult> alone = Train(one, log);
+  ASSERT_TRUE(alone.ok()) << alone.status();
+
+  std::string cluster = R"({"worker": [)";
+  for (int i = 0; i < workers; ++i) cluster += StrCat(i ? ", " : "", "\"", LoopbackAddress(FreePort()), "\"");
+  cluster += "]}";
+  std::vector<std::unique_ptr<Child>> others;
+  for (int i = 1; i < workers; ++i) {
+    others.push_back(std::make_unique<Child>(
+        std::vector<std::string>{"train", "--mode", "multi-worker", "--cluster", cluster, "--task", std::to_string(i),
+                                 "--no-progress"},
+        ""));
+  }
+  TrainOptions multi = o;
+  multi.mode = "multi-worker";
+  multi.cluster = cluster;
+  multi.task = 0;
+  StatusOr<TrainResult> together = Train(multi, log);
+  ASSERT_TRUE(together.ok()) << together.status() << log.str();
+  for (auto& other : others) {
+    EXPECT_EQ(other->Wait(std::chrono::seconds(60)), 0);
+    EXPECT_THAT(other->ReadUntil("\x01never printed", std::chrono::seconds(2)), HasSubstr("the chief is done"));
+  }
+  ASSERT_EQ(together->variables.size(), alone->variables.size());
+  for (const auto& [name, value] : alone->variables) {
+    const Tensor& theirs = together->variables.at(name);
+    ASSERT_EQ(theirs.NumElements(), value.NumElements()) << name;
+    double worst = 0;
+    for (int64_t i = 0; i < value.NumElements(); ++i) {
+      worst = std::max(worst, std::abs(double(value.data<float>()[i]) - theirs.data<float>()[i]));
+    }
+    EXPECT_LE(worst, 1e-4) << name << " over " << workers << " workers";
+  }
+  EXPECT_EQ(together->epochs.at(0).mean_loss, alone->epochs.at(0).mean_loss);
+}
+
+TEST(MultiWorkerTrainTest, TwoWorkersEqualOneProcess) { ExpectMultiWorkerEqualsOneProcess(2); }
+TEST(MultiWorkerTrainTest, ThreeWorkersEqualOneProcess) { ExpectMultiWorkerEqualsOneProcess(3); }
 
 }  // namespace
 }  // namespace tessera
