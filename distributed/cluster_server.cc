@@ -13,6 +13,7 @@
 #include "distributed/protos/worker_service.grpc.pb.h"
 #include "distributed/rpc_decode.h"
 #include "distributed/rpc_util.h"
+#include "distributed/tls.h"
 #include "distributed/worker_channels.h"
 #include "graph/platform/logging.h"
 #include "graph/serialize/graph_json.h"
@@ -330,7 +331,7 @@ StatusOr<std::unique_ptr<ClusterServer>> ClusterServer::Create(const ClusterSpec
       *s->impl_->auth);
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(address, ServerCredentials(), &port);
   builder.RegisterService(s->impl_->service.get());
   builder.RegisterService(s->impl_->master.get());
   // Two tasks on one address would split its connections between them: the second must fail.

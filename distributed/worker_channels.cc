@@ -3,6 +3,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "distributed/rpc_util.h"
+#include "distributed/tls.h"
 
 namespace tessera {
 
@@ -22,7 +23,7 @@ std::shared_ptr<grpc::Channel> NewWorkerChannel(std::string_view address) {
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kHeartbeatTimeoutMs);
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
-  return grpc::CreateCustomChannel(std::string(address), grpc::InsecureChannelCredentials(), args);
+  return grpc::CreateCustomChannel(std::string(address), ChannelCredentials(), args);
 }
 
 std::unique_ptr<grpc::ClientContext> NewCallContext(const std::string& token, std::chrono::milliseconds timeout) {

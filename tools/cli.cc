@@ -22,6 +22,7 @@
 #include "runtime/session.h"
 #include "runtime/timeline.h"
 #include "tools/serve.h"
+#include "tools/serve.h"
 #include "tools/train.h"
 
 namespace tessera {
@@ -32,11 +33,13 @@ constexpr const char* kUsage =
     "  tessera run GRAPH.json --fetch y[,z:1] [--target t] [--feed x=FILE.json]...\n"
     "              [--config CONFIG.json] [--log-device-placement] [--allow-soft-placement]\n"
     "              [--trace OUT.json] [--show-partitions] [--master grpc://HOST:PORT]\n"
+    "              [--tls-cert PEM --tls-key PEM --tls-ca PEM]\n"
     "  tessera place GRAPH.json [--config CONFIG.json] [--allow-soft-placement]\n"
     "  tessera dot GRAPH.json [--config CONFIG.json] [--allow-soft-placement]\n"
     "  tessera export GRAPH.json\n"
     "  tessera devices [--config CONFIG.json]\n"
     "  tessera server --cluster JSON --job NAME --task I [--config CONFIG.json] [--token-file FILE]\n"
+    "                 [--tls-cert PEM --tls-key PEM --tls-ca PEM]\n"
     "                 (or the cluster and task from TF_CONFIG)\n"
     "  tessera train [--device cpu|gpu] [--devices 2] [--mode mirrored|parameter_device] [--epochs 2]\n"
     "                [--batch 128] [--threads N] [--learning-rate 0.001] [--seed 1] [--train-limit N]\n"
@@ -54,6 +57,7 @@ struct Options {
   std::string config_path;
   std::string trace_path;
   std::string master;  // grpc://host:port; empty: this process
+  std::map<std::string, std::string> tls_flags;  // --tls-cert, --tls-key, --tls-ca
   bool log_device_placement = false;
   bool allow_soft_placement = false;
   bool show_partitions = false;
@@ -118,6 +122,8 @@ StatusOr<Options> ParseArgs(const std::vector<std::string>& args) {
       if (!o.master.starts_with("grpc://")) {
         return errors::InvalidArgument("--master takes a grpc://host:port target, got '", o.master, "'");
       }
+    } else if (a == "--tls-cert" || a == "--tls-key" || a == "--tls-ca") {
+      ASSIGN_OR_RETURN(o.tls_flags[a], value());
     } else if (a == "--log-device-placement") {
       o.log_device_placement = true;
     } else if (a == "--allow-soft-placement") {
@@ -155,7 +161,10 @@ StatusOr<std::unique_ptr<Session>> MakeSession(const Options& o) {
   config.log_device_placement |= o.log_device_placement;
   config.allow_soft_placement |= o.allow_soft_placement;
   ASSIGN_OR_RETURN(GraphDef def, ReadGraph(o.graph_path));
+  ASSIGN_OR_RETURN(std::optional<TlsFiles> tls, TlsFromFlags(o.tls_flags));
+  if (tls && o.master.empty()) return errors::InvalidArgument("--tls-cert, --tls-key and --tls-ca go with --master");
   if (o.master.empty()) return Session::Create(config, def);
+  if (tls) RETURN_IF_ERROR(UseTls(*tls));
   RegisterGrpcSessionFactory();
   return Session::Create(o.master, config, def);
 }

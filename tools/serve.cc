@@ -15,6 +15,7 @@ namespace {
 struct ServeArgs {
   TfConfig task;
   ClusterServerOptions options;
+  std::optional<TlsFiles> tls;
 };
 
 StatusOr<std::string> ReadToken(const std::string& path) {
@@ -28,7 +29,8 @@ StatusOr<ServeArgs> Parse(const std::vector<std::string>& args) {
   std::map<std::string, std::string> flags;
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
-    if (a != "--cluster" && a != "--job" && a != "--task" && a != "--config" && a != "--token-file") {
+    if (a != "--cluster" && a != "--job" && a != "--task" && a != "--config" && a != "--token-file" &&
+        !a.starts_with("--tls-")) {
       return errors::InvalidArgument("unexpected argument '", a, "'");
     }
     if (i + 1 >= args.size()) return errors::InvalidArgument(a, " needs a value");
@@ -59,6 +61,7 @@ StatusOr<ServeArgs> Parse(const std::vector<std::string>& args) {
     ASSIGN_OR_RETURN(std::string text, ReadFileToString(flags["--config"], "session config"));
     ASSIGN_OR_RETURN(out.options.config, SessionConfig::FromJson(text));
   }
+  ASSIGN_OR_RETURN(out.tls, TlsFromFlags(flags));
   if (flags.contains("--token-file")) {
     ASSIGN_OR_RETURN(out.options.token, ReadToken(flags["--token-file"]));
   } else if (const char* token = std::getenv("TESSERA_CLUSTER_TOKEN"); token != nullptr) {
@@ -69,10 +72,27 @@ StatusOr<ServeArgs> Parse(const std::vector<std::string>& args) {
 
 }  // namespace
 
+StatusOr<std::optional<TlsFiles>> TlsFromFlags(const std::map<std::string, std::string>& flags) {
+  TlsFiles files;
+  int given = 0;
+  for (auto [flag, field] : {std::pair{"--tls-cert", &files.cert_file}, {"--tls-key", &files.key_file},
+                             {"--tls-ca", &files.ca_file}}) {
+    if (auto it = flags.find(flag); it != flags.end()) {
+      *field = it->second;
+      ++given;
+    }
+  }
+  if (given == 0) return std::optional<TlsFiles>();
+  if (given != 3) return errors::InvalidArgument("TLS needs all of --tls-cert, --tls-key and --tls-ca");
+  return std::optional<TlsFiles>(files);
+}
+
 int ServeClusterTask(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   StatusOr<ServeArgs> parsed = Parse(args);
-  if (!parsed.ok()) {
-    err << "tessera server: " << parsed.status().ToString() << "\n";
+  Status ready = parsed.status();
+  if (ready.ok() && parsed->tls) ready = UseTls(*parsed->tls);
+  if (!ready.ok()) {
+    err << "tessera server: " << ready.ToString() << "\n";
     return 1;
   }
   // The server's threads inherit this mask, so the signals reach only the sigwait below.

@@ -4,15 +4,24 @@
 //   TF_CONFIG='{"cluster": {...}, "task": {"type": "worker", "index": 0}}' tessera server
 //
 // Prints "Started server with target: grpc://HOST:PORT" once it listens. The cluster token
-// comes from --token-file or TESSERA_CLUSTER_TOKEN. Not for concurrent use: it owns the
-// process's SIGTERM and SIGINT while it serves.
+// comes from --token-file or TESSERA_CLUSTER_TOKEN; --tls-cert, --tls-key and --tls-ca turn
+// on mutual TLS (tls.h). Not for concurrent use: it owns the process's SIGTERM and SIGINT
+// while it serves.
 #pragma once
 
+#include <map>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "distributed/tls.h"
+
 namespace tessera {
+
+// The TLS files of flags --tls-cert, --tls-key and --tls-ca: none of them (no TLS) or all
+// three; InvalidArgument for some but not all.
+StatusOr<std::optional<TlsFiles>> TlsFromFlags(const std::map<std::string, std::string>& flags);
 
 // args[0] is "server". Returns 0 after a clean stop by signal, 1 for an error (bad
 // arguments, a malformed cluster, a task out of range, a port in use), said on `err`.
