@@ -642,20 +642,19 @@ StatusOr<TrainResult> TrainOnCluster(const TrainOptions& o, const std::string& d
 // is done, through a queue on each of them.
 constexpr char kDoneQueue[] = "tessera_multi_worker_done";
 
-// The chief's graph: one signal per other worker ("signal"); a worker's own: its wait ("wait").
+// The chief's graph: one signal per other worker ("signal_<i>"); a worker's own: its wait
+// ("wait").
 StatusOr<GraphDef> DoneGraph(int workers, int task) {
   Scope root = Scope::NewRootScope();
-  std::vector<Operation> signals;
   for (int i = task == 0 ? 1 : task; i < (task == 0 ? workers : task + 1); ++i) {
     const Scope at = root.WithDevice(StrCat("/job:worker/task:", i, "/device:CPU:0"));
     Output q = ops::FIFOQueue(at.WithOpName(StrCat("done_", i)), {DataType::kBool}, {.shared_name = kDoneQueue});
     if (task == 0) {
-      signals.push_back(ops::QueueEnqueue(at.WithOpName(StrCat("signal_", i)), q, {ops::Const(at, Tensor::Scalar<bool>(true))}));
+      ops::QueueEnqueue(at.WithOpName(StrCat("signal_", i)), q, {ops::Const(at, Tensor::Scalar<bool>(true))});
     } else {
       ops::QueueDequeue(at.WithOpName("wait"), q, {DataType::kBool});
     }
   }
-  if (task == 0) ops::NoOp(root.WithOpName("signal").WithControlDependencies(signals));
   GraphDef def;
   RETURN_IF_ERROR(root.ToGraphDef(&def));
   return def;
@@ -730,11 +729,15 @@ StatusOr<TrainResult> TrainMultiWorker(const TrainOptions& o, const std::string&
   StatusOr<TrainResult> result =
       init.ok() ? RunTraining(*session, g, towers_options, train_images, /*chief=*/true, /*start_step=*/0, log)
                 : StatusOr<TrainResult>(init);
-  // The other workers stop either way.
+  // The other workers stop either way. Each signal runs on its worker alone: a worker exits
+  // as soon as it has it, so nothing may wait for an answer from it afterwards.
   ASSIGN_OR_RETURN(GraphDef done, DoneGraph(workers, 0));
   if (workers > 1) {
     ASSIGN_OR_RETURN(std::unique_ptr<Session> signal, Session::Create(server->target(), config, done));
-    RETURN_IF_ERROR(signal->Run({}, {}, {"signal"}, &out));
+    for (int i = 1; i < workers; ++i) {
+      Status s = signal->Run({}, {}, {StrCat("signal_", i)}, &out);
+      if (!s.ok()) log << "worker " << i << " was not told the training is over: " << s << "\n";
+    }
   }
   return result;
 }

@@ -98,7 +98,7 @@ TEST(TrainTest, BadOptionsAndMissingDataAreClearErrors) {
   o.mode = "ring";
   EXPECT_THAT(Train(o, log).status().message(), HasSubstr("--mode must be mirrored or parameter_device"));
   o.cluster = R"({"ps": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"]})";
-  EXPECT_THAT(Train(o, log).status().message(), HasSubstr("on a cluster --mode must be async or sync, got 'ring'"));
+  EXPECT_THAT(Train(o, log).status().message(), HasSubstr("on a cluster --mode must be async, sync or multi-worker, got 'ring'"));
   o = TrainOptions();
   o.device = "tpu";
   EXPECT_THAT(Train(o, log).status().message(), HasSubstr("--device must be cpu or gpu, got 'tpu'"));
