@@ -3,6 +3,7 @@
 // the queue is full or empty.
 #include "kernels/common/register.h"
 #include "kernels/queue.h"
+#include "kernels/resource_handle.h"
 
 namespace tessera {
 namespace {
@@ -31,10 +32,7 @@ class QueueOp : public OpKernel {
         container_, options_.name, [this] { return std::make_shared<Queue>(options_); });
     OP_REQUIRES_OK(ctx, queue.status());
     OP_REQUIRES_OK(ctx, (*queue)->CheckCompatible(options_));
-    Tensor* handle;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({2}), &handle));
-    handle->data<std::string>()[0] = container_;
-    handle->data<std::string>()[1] = options_.name;
+    OP_REQUIRES_OK(ctx, OutputResourceHandle(ctx, container_, options_.name));
   }
   bool IsExpensive() const override { return false; }
 
@@ -50,13 +48,7 @@ class TypedQueueOp : public QueueOp {
 };
 
 StatusOr<std::shared_ptr<Queue>> QueueFromHandle(OpKernelContext* ctx) {
-  const Tensor& h = ctx->input(0);
-  if (h.dtype() != DataType::kString || h.NumElements() != 2) {
-    return errors::InvalidArgument("A queue handle is a string vector [container, name], got ",
-                                   h.shape().DebugString());
-  }
-  if (ctx->resource_manager() == nullptr) return errors::Internal("A queue needs a resource manager");
-  return ctx->resource_manager()->Lookup<Queue>(h.data<std::string>()[0], h.data<std::string>()[1]);
+  return ResourceFromHandle<Queue>(ctx, "queue");
 }
 
 // The base of the kernels that may wait: finds the queue, then hands over to Start.

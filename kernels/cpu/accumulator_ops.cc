@@ -4,6 +4,7 @@
 // thread.
 #include "kernels/conditional_accumulator.h"
 #include "kernels/cpu/register.h"
+#include "kernels/resource_handle.h"
 
 namespace tessera::cpu {
 namespace {
@@ -32,10 +33,7 @@ class AccumulatorOp : public OpKernel {
         container_, options_.name, [this] { return std::make_shared<ConditionalAccumulator>(options_); });
     OP_REQUIRES_OK(ctx, acc.status());
     OP_REQUIRES_OK(ctx, (*acc)->CheckCompatible(options_));
-    Tensor* handle;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({2}), &handle));
-    handle->data<std::string>()[0] = container_;
-    handle->data<std::string>()[1] = options_.name;
+    OP_REQUIRES_OK(ctx, OutputResourceHandle(ctx, container_, options_.name));
   }
   bool IsExpensive() const override { return false; }
 
@@ -45,13 +43,7 @@ class AccumulatorOp : public OpKernel {
 };
 
 StatusOr<std::shared_ptr<ConditionalAccumulator>> AccumulatorFromHandle(OpKernelContext* ctx) {
-  const Tensor& h = ctx->input(0);
-  if (h.dtype() != DataType::kString || h.NumElements() != 2) {
-    return errors::InvalidArgument("An accumulator handle is a string vector [container, name], got ",
-                                   h.shape().DebugString());
-  }
-  if (ctx->resource_manager() == nullptr) return errors::Internal("An accumulator needs a resource manager");
-  return ctx->resource_manager()->Lookup<ConditionalAccumulator>(h.data<std::string>()[0], h.data<std::string>()[1]);
+  return ResourceFromHandle<ConditionalAccumulator>(ctx, "accumulator");
 }
 
 StatusOr<int64_t> ScalarInput(OpKernelContext* ctx, int index, std::string_view what) {
