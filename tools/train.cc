@@ -597,6 +597,15 @@ StatusOr<TrainResult> RunTraining(Session& session, const TrainGraph& g, const T
   return result;
 }
 
+// This worker's task of the cluster, with the training's threads and the cluster token.
+StatusOr<std::unique_ptr<ClusterServer>> ServeWorkerTask(const ClusterSpec& cluster, const TrainOptions& o) {
+  ClusterServerOptions options;
+  options.config.inter_op_parallelism_threads = o.threads;
+  options.config.intra_op_parallelism_threads = o.threads;
+  if (const char* token = std::getenv("TESSERA_CLUSTER_TOKEN"); token != nullptr) options.token = token;
+  return ClusterServer::Create(cluster, "worker", o.task, std::move(options));
+}
+
 StatusOr<TrainResult> TrainOnCluster(const TrainOptions& o, const std::string& dir, int64_t train_images,
                                      std::ostream& log) {
   ASSIGN_OR_RETURN(ClusterSpec cluster, ClusterSpec::FromJson(o.cluster));
@@ -615,12 +624,7 @@ StatusOr<TrainResult> TrainOnCluster(const TrainOptions& o, const std::string& d
       o.task == workers - 1 && o.mode != "sync" ? train_images - shard * (workers - 1) : shard;
   if (shard_size < 1) return errors::InvalidArgument(train_images, " training images cannot be shared by ", workers, " workers");
   ASSIGN_OR_RETURN(TrainGraph g, BuildClusterGraph(o, dir, shard * o.task, shard_size, ps_tasks, workers));
-  ClusterServerOptions server_options;
-  server_options.config.inter_op_parallelism_threads = o.threads;
-  server_options.config.intra_op_parallelism_threads = o.threads;
-  if (const char* token = std::getenv("TESSERA_CLUSTER_TOKEN"); token != nullptr) server_options.token = token;
-  ASSIGN_OR_RETURN(std::unique_ptr<ClusterServer> server,
-                   ClusterServer::Create(cluster, "worker", o.task, std::move(server_options)));
+  ASSIGN_OR_RETURN(std::unique_ptr<ClusterServer> server, ServeWorkerTask(cluster, o));
   log << "worker " << o.task << " of " << workers << " serves " << server->target() << ", trains on images "
       << shard * o.task << ".." << shard * o.task + shard_size << "\n";
   RegisterGrpcSessionFactory();
@@ -701,12 +705,7 @@ StatusOr<TrainResult> TrainMultiWorker(const TrainOptions& o, const std::string&
   if (o.task == 0 && (o.batch < workers || o.batch % workers != 0)) {
     return errors::InvalidArgument("--batch ", o.batch, " must be a positive multiple of the ", workers, " workers");
   }
-  ClusterServerOptions server_options;
-  server_options.config.inter_op_parallelism_threads = o.threads;
-  server_options.config.intra_op_parallelism_threads = o.threads;
-  if (const char* token = std::getenv("TESSERA_CLUSTER_TOKEN"); token != nullptr) server_options.token = token;
-  ASSIGN_OR_RETURN(std::unique_ptr<ClusterServer> server,
-                   ClusterServer::Create(cluster, "worker", o.task, std::move(server_options)));
+  ASSIGN_OR_RETURN(std::unique_ptr<ClusterServer> server, ServeWorkerTask(cluster, o));
   RegisterGrpcSessionFactory();
   if (o.task != 0) {
     RETURN_IF_ERROR(ServeUntilChiefIsDone(*server, cluster, o.task, log));
