@@ -6,11 +6,13 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "distributed/graph_mgr.h"
 #include "distributed/master_session.h"
 #include "distributed/protos/master_service.grpc.pb.h"
 #include "distributed/protos/worker_service.grpc.pb.h"
+#include "distributed/recv_tensor_wire.h"
 #include "distributed/rpc_decode.h"
 #include "distributed/rpc_util.h"
 #include "distributed/tls.h"
@@ -43,7 +45,7 @@ class Authenticator {
   Authenticator(std::string task_name, std::string token)
       : task_name_(std::move(task_name)), token_(std::move(token)) {}
 
-  Status Check(const grpc::ServerContext& context, std::string_view method) const {
+  Status Check(const grpc::ServerContextBase& context, std::string_view method) const {
     if (token_.empty()) return Status::OK();
     const auto& metadata = context.client_metadata();
     auto it = metadata.find(kClusterTokenHeader);
@@ -61,7 +63,51 @@ class Authenticator {
   const std::string token_;
 };
 
-class WorkerService final : public rpc::WorkerService::Service {
+// One RecvTensor call, answered by whichever comes first: the tensor (or the step's
+// error) from the rendezvous, or the receiver cancelling. No thread waits meanwhile.
+class RecvTensorCall final : public grpc::ServerUnaryReactor {
+ public:
+  explicit RecvTensorCall(grpc::ByteBuffer* response) : reply_(std::make_shared<Reply>(this, response)) {}
+
+  // The rendezvous' callback: it may outlive the call, so it holds only the Reply.
+  Rendezvous::DoneCallback OnTensor() {
+    return [reply = reply_](const Status& s, const Tensor& value) {
+      if (!s.ok()) {
+        reply->Finish(ToGrpc(s));
+        return;
+      }
+      StatusOr<grpc::ByteBuffer> wire = EncodeRecvTensorResponse(value);
+      reply->Finish(wire.ok() ? grpc::Status::OK : ToGrpc(wire.status()), wire.ok() ? &*wire : nullptr);
+    };
+  }
+  void OnCancel() override {
+    // Finishing may end the call, and with it this object: hold the Reply meanwhile.
+    std::shared_ptr<Reply> reply = reply_;
+    reply->Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the receiver gave up"));
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  class Reply {
+   public:
+    Reply(RecvTensorCall* call, grpc::ByteBuffer* response) : call_(call), response_(response) {}
+    // The first answer wins; later ones find the call finished and do nothing.
+    void Finish(const grpc::Status& status, grpc::ByteBuffer* value = nullptr) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (call_ == nullptr) return;
+      if (value != nullptr) response_->Swap(value);
+      std::exchange(call_, nullptr)->Finish(status);
+    }
+
+   private:
+    std::mutex mu_;
+    RecvTensorCall* call_;  // null once finished; guarded by mu_
+    grpc::ByteBuffer* response_;
+  };
+  const std::shared_ptr<Reply> reply_;
+};
+
+class WorkerService final : public rpc::WorkerService::WithRawCallbackMethod_RecvTensor<rpc::WorkerService::Service> {
  public:
   WorkerService(std::string task_name, std::shared_ptr<Server> local, std::shared_ptr<GraphMgr> graphs,
                 const Authenticator& auth)
@@ -75,36 +121,23 @@ class WorkerService final : public rpc::WorkerService::Service {
     return grpc::Status::OK;
   }
 
-  // Waits for the step's tensor in this task's rendezvous; the caller's deadline or
-  // cancellation ends the wait (the rendezvous keeps its callback, which then finds no one).
-  grpc::Status RecvTensor(grpc::ServerContext* context, const rpc::RecvTensorRequest* request,
-                          rpc::RecvTensorResponse* response) override {
-    if (Status s = auth_.Check(*context, "RecvTensor"); !s.ok()) return ToGrpc(s);
-    struct Wait {
-      std::mutex mu;
-      std::condition_variable cv;
-      bool done = false;
-      Status status;
-      Tensor value;
-    };
-    auto wait = std::make_shared<Wait>();
-    local_->rendezvous()->Find(request->step_id())->RecvAsync(
-        request->rendezvous_key(), [wait](const Status& s, const Tensor& t) {
-          std::lock_guard<std::mutex> lock(wait->mu);
-          wait->status = s;
-          wait->value = t;
-          wait->done = true;
-          wait->cv.notify_all();
-        });
-    std::unique_lock<std::mutex> lock(wait->mu);
-    while (!wait->cv.wait_for(lock, std::chrono::milliseconds(50), [&] { return wait->done; })) {
-      if (context->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "the receiver gave up");
+  // Answers once the step's tensor is in this task's rendezvous, with a response that
+  // refers to the tensor's memory rather than a copy of it.
+  grpc::ServerUnaryReactor* RecvTensor(grpc::CallbackServerContext* context, const grpc::ByteBuffer* request_bytes,
+                                       grpc::ByteBuffer* response) override {
+    auto* call = new RecvTensorCall(response);
+    if (Status s = auth_.Check(*context, "RecvTensor"); !s.ok()) {
+      call->OnTensor()(s, Tensor());
+      return call;
     }
-    if (!wait->status.ok()) return ToGrpc(wait->status);
-    StatusOr<std::string> bytes = EncodeTensor(wait->value);
-    if (!bytes.ok()) return ToGrpc(bytes.status());
-    response->set_tensor(std::move(*bytes));
-    return grpc::Status::OK;
+    rpc::RecvTensorRequest request;
+    grpc::Slice bytes;
+    if (!request_bytes->DumpToSingleSlice(&bytes).ok() || !request.ParseFromArray(bytes.begin(), bytes.size())) {
+      call->OnTensor()(errors::InvalidArgument(task_name_, ": a RecvTensor request that does not parse"), Tensor());
+      return call;
+    }
+    local_->rendezvous()->Find(request.step_id())->RecvAsync(request.rendezvous_key(), call->OnTensor());
+    return call;
   }
 
   grpc::Status RegisterGraph(grpc::ServerContext* context, const rpc::RegisterGraphRequest* request,

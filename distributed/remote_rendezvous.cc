@@ -1,19 +1,24 @@
 #include "distributed/remote_rendezvous.h"
 
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
-#include "distributed/protos/worker_service.grpc.pb.h"
+#include "distributed/protos/worker_service.pb.h"
+#include "distributed/recv_tensor_wire.h"
 #include "distributed/rpc_util.h"
 #include "graph/device_name.h"
-#include "graph/serialize/tensor_codec.h"
 
 namespace tessera {
 
+// RecvTensor's full name, for the generic stub that reads the response's raw bytes.
+constexpr char kRecvTensorMethod[] = "/tessera.rpc.WorkerService/RecvTensor";
+
 struct RemoteRendezvous::Call {
   std::unique_ptr<grpc::ClientContext> context;
-  std::unique_ptr<rpc::WorkerService::Stub> stub;
-  rpc::RecvTensorRequest request;
-  rpc::RecvTensorResponse response;
+  std::unique_ptr<grpc::GenericStub> stub;
+  std::string key;
+  grpc::ByteBuffer request;
+  grpc::ByteBuffer response;
   std::string peer;  // "/job:ps/replica:0/task:0"
   DoneCallback done;
 };
@@ -63,9 +68,13 @@ void RemoteRendezvous::RecvAsync(std::string_view key, const Args& args, DoneCal
   }
   auto call = std::make_unique<Call>();
   call->context = channels_->NewContext(timeout_);
-  call->stub = rpc::WorkerService::NewStub(*channel);
-  call->request.set_step_id(step_id_);
-  call->request.set_rendezvous_key(std::string(key));
+  call->stub = std::make_unique<grpc::GenericStub>(*channel);
+  call->key = std::string(key);
+  rpc::RecvTensorRequest request;
+  request.set_step_id(step_id_);
+  request.set_rendezvous_key(call->key);
+  grpc::Slice request_bytes(request.SerializeAsString());
+  call->request = grpc::ByteBuffer(&request_bytes, 1);
   call->peer = TaskName(device->job, device->task);
   call->done = std::move(done);
   Call* raw = call.get();
@@ -79,22 +88,22 @@ void RemoteRendezvous::RecvAsync(std::string_view key, const Args& args, DoneCal
     raw->done(aborted, Tensor());
     return;
   }
-  raw->stub->async()->RecvTensor(raw->context.get(), &raw->request, &raw->response,
-                                 [this, raw](grpc::Status s) {
-                                   Status status = FromGrpc(s, raw->peer);
-                                   Tensor value;
-                                   if (status.ok()) {
-                                     StatusOr<Tensor> decoded = DecodeTensor(raw->response.tensor());
-                                     status = decoded.status();
-                                     if (decoded.ok()) value = *std::move(decoded);
-                                   }
-                                   if (!status.ok()) {
-                                     status = Status(status.code(), StrCat("receiving '", raw->request.rendezvous_key(),
-                                                                           "' from ", raw->peer, ": ", status.message()));
-                                   }
-                                   raw->done(status, value);
-                                   Finish(raw);
-                                 });
+  raw->stub->UnaryCall(raw->context.get(), kRecvTensorMethod, grpc::StubOptions(), &raw->request, &raw->response,
+                       [this, raw](grpc::Status s) {
+                         Status status = FromGrpc(s, raw->peer);
+                         Tensor value;
+                         if (status.ok()) {
+                           StatusOr<Tensor> decoded = DecodeRecvTensorResponse(raw->response);
+                           status = decoded.status();
+                           if (decoded.ok()) value = *std::move(decoded);
+                         }
+                         if (!status.ok()) {
+                           status = Status(status.code(), StrCat("receiving '", raw->key, "' from ", raw->peer, ": ",
+                                                                 status.message()));
+                         }
+                         raw->done(status, value);
+                         Finish(raw);
+                       });
 }
 
 void RemoteRendezvous::Finish(Call* call) {

@@ -55,7 +55,7 @@ bool IsEncodable(uint8_t dtype) {
 
 }  // namespace
 
-StatusOr<std::string> EncodeTensor(const Tensor& tensor) {
+StatusOr<std::string> EncodeTensorHeader(const Tensor& tensor) {
   if (!IsEncodable(static_cast<uint8_t>(tensor.dtype()))) {
     return errors::InvalidArgument("A ", DataTypeName(tensor.dtype()), " tensor has no wire encoding");
   }
@@ -64,6 +64,11 @@ StatusOr<std::string> EncodeTensor(const Tensor& tensor) {
   Put<uint8_t>(&out, static_cast<uint8_t>(tensor.dtype()));
   Put<uint8_t>(&out, static_cast<uint8_t>(tensor.rank()));
   for (int i = 0; i < tensor.rank(); ++i) Put<int64_t>(&out, tensor.dim(i));
+  return out;
+}
+
+StatusOr<std::string> EncodeTensor(const Tensor& tensor) {
+  ASSIGN_OR_RETURN(std::string out, EncodeTensorHeader(tensor));
   if (tensor.dtype() == DataType::kString) {
     for (const std::string& s : tensor.flat<std::string>()) {
       Put<uint64_t>(&out, s.size());
@@ -75,7 +80,7 @@ StatusOr<std::string> EncodeTensor(const Tensor& tensor) {
   return out;
 }
 
-StatusOr<Tensor> DecodeTensor(std::string_view bytes, std::shared_ptr<Allocator> allocator) {
+StatusOr<TensorHeader> DecodeTensorHeader(std::string_view bytes) {
   Reader in(bytes);
   std::string_view magic;
   uint8_t version = 0, dtype = 0, rank = 0;
@@ -99,7 +104,14 @@ StatusOr<Tensor> DecodeTensor(std::string_view bytes, std::shared_ptr<Allocator>
     if (d < 0) return errors::InvalidArgument("Encoded tensor has a negative dimension ", d);
   }
   ASSIGN_OR_RETURN(TensorShape shape, TensorShape::Make(dims));
-  const DataType type = static_cast<DataType>(dtype);
+  return TensorHeader{static_cast<DataType>(dtype), std::move(shape), bytes.size() - in.remaining()};
+}
+
+StatusOr<Tensor> DecodeTensor(std::string_view bytes, std::shared_ptr<Allocator> allocator) {
+  ASSIGN_OR_RETURN(TensorHeader header, DecodeTensorHeader(bytes));
+  Reader in(bytes.substr(header.size));
+  const DataType type = header.dtype;
+  const TensorShape& shape = header.shape;
   const int64_t n = shape.num_elements();
   if (type == DataType::kString) {
     // Every string takes at least its 8-byte length.

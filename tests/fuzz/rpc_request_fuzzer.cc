@@ -1,12 +1,17 @@
 // Feeds hostile bytes to what a cluster task decodes from other tasks: the first byte picks
-// the request, the rest is its protobuf encoding. A RegisterGraph request that decodes is
+// the message, the rest is its protobuf encoding. A RegisterGraph request that decodes is
 // registered on a real task (every kernel constructed on its device) and deregistered; a
-// RunGraph request's arguments are decoded. Nothing may crash, leak or hang.
+// RunGraph request's arguments are decoded; a RecvTensor response is decoded from slices
+// cut where the second byte says, and what decodes must survive its own round trip. Nothing
+// may crash, leak or hang.
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 
 #include "distributed/cluster_spec.h"
 #include "distributed/graph_mgr.h"
+#include "distributed/recv_tensor_wire.h"
+#include "graph/serialize/tensor_codec.h"
 #include "distributed/rpc_decode.h"
 
 namespace {
@@ -28,7 +33,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const char* body = reinterpret_cast<const char*>(data + 1);
   const int body_size = static_cast<int>(size - 1);
-  if (data[0] % 2 == 0) {
+  if (data[0] % 3 == 2) {
+    const size_t cut = body_size > 0 ? data[1] % (body_size + 1) : 0;
+    grpc::Slice slices[] = {grpc::Slice(body, cut), grpc::Slice(body + cut, body_size - cut)};
+    StatusOr<Tensor> tensor = DecodeRecvTensorResponse(grpc::ByteBuffer(slices, 2));
+    if (!tensor.ok()) return 0;
+    StatusOr<Tensor> again = DecodeRecvTensorResponse(*EncodeRecvTensorResponse(*tensor));
+    if (!again.ok() || *EncodeTensor(*again) != *EncodeTensor(*tensor)) std::abort();
+  } else if (data[0] % 3 == 0) {
     rpc::RegisterGraphRequest request;
     if (!request.ParseFromArray(body, body_size)) return 0;
     StatusOr<std::vector<std::pair<std::string, GraphDef>>> partitions = DecodePartitions(request);
