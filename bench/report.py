@@ -76,3 +76,28 @@ for threads in (1, 2):
     fs = f"{f / 1e3:9.1f}k" if f else f"{'-':>10}"
     fr = f"{t / f:7.1f}x" if f else f"{'-':>8}"
     print(f"{threads:>7} {t / 1e3:9.1f}k {fs} {fr}")
+print()
+cl = json.load(open(os.path.join(out, "cluster.json")))["benchmarks"]
+tfc = [json.loads(l) for l in open(os.path.join(out, "tf_cluster.jsonl")) if l.strip()]
+print("Cluster over loopback: two tasks, each a server (median of 5)")
+recv = find(cl, "BM_RemoteRecv")["bytes_per_second"] / 1e9
+streams = {r["name"].split("/")[1]: r["bytes_per_second"] / 1e9 for r in cl
+           if r["name"].startswith("BM_GrpcStreaming/") and r.get("aggregate_name") == "median"}
+chunk, best = max(streams.items(), key=lambda kv: kv[1])
+print(f"  64 MiB tensor from another task: {recv:.2f} GB/s; plain gRPC streaming, best of "
+      f"{len(streams)} chunk sizes ({int(chunk) >> 10} KiB): {best:.2f} GB/s; ratio {recv / best:.0%}")
+step = find(cl, "BM_RemoteStepRoundTrip")["real_time"]
+tf_step = f"{tfc[0]['step_us_median']:.0f} us (TensorFlow {tfc[0]['tf']})" if tfc else "-"
+ratio = f", ratio {step / tfc[0]['step_us_median']:.2f}" if tfc else ""
+unary = find(cl, "BM_GrpcUnaryRoundTrip")["real_time"]
+print(f"  step round trip (x on the ps, y = x + 1 on the worker, y fetched): {step:.0f} us; "
+      f"TensorFlow's server: {tf_step}{ratio}; one plain gRPC unary call: {unary:.0f} us")
+runs = [json.loads(l) for l in open(os.path.join(out, "all_reduce.jsonl")) if l.strip()]
+impls = list(dict.fromkeys(r["impl"] for r in runs))
+median = {i: sorted(r["median_s"] for r in runs if r["impl"] == i)[len([r for r in runs if r["impl"] == i]) // 2]
+          for i in impls}
+print("All-reduce (sum) of 64 MiB float32 between two processes, in place; median over rounds of each "
+      "run's median of 20")
+print(f"  {'':24} {'time':>8} {'GB/s':>6} {'peer time / Tessera time':>25}")
+for i in impls:
+    print(f"  {i:24} {median[i] * 1e3:6.1f}ms {(64 << 20) / median[i] / 1e9:6.2f} {median[i] / median['tessera']:24.2f}x")

@@ -3,7 +3,8 @@
 # has only Debian 12's base system: tests/fresh_machine/fresh_debian.sh proves it. Idempotent
 # and quiet when everything is already there. Packages install without what they merely
 # recommend, so anything the build needs from a recommendation is named here.
-# --peers adds what the side-by-side scripts need to make a Python virtualenv.
+# --peers adds what the side-by-side scripts need: a Python virtualenv, and Gloo and OpenMPI
+# for the cross-process all-reduce.
 set -euo pipefail
 
 packages=(cmake ninja-build g++ clang libclang-rt-dev ccache
@@ -16,7 +17,7 @@ packages=(cmake ninja-build g++ clang libclang-rt-dev ccache
           dataset-fashion-mnist
           # tests/fresh_machine/fresh_debian.sh
           debootstrap)
-[ "${1:-}" = --peers ] && packages+=(python3 python3-venv)
+[ "${1:-}" = --peers ] && packages+=(python3 python3-venv libgloo-dev libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

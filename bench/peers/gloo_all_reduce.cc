@@ -1,0 +1,80 @@
+// Gloo's peer of bench/cluster_all_reduce.cc: two processes (this one and a forked child) sum
+// a float32 buffer in place over Gloo's TCP transport on loopback, timed the same way, with
+// each of Gloo's ring algorithms; prints one JSON line per algorithm (rank 0's timings).
+//
+//   gloo_all_reduce [--bytes N] [--iterations N]
+#include <gloo/allreduce_ring.h>
+#include <gloo/allreduce_ring_chunked.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/file_store.h>
+#include <gloo/transport/tcp/device.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace {
+
+template <typename Algorithm>
+void Time(const char* name, const std::shared_ptr<gloo::Context>& context, int rank, long long bytes, int iterations) {
+  std::vector<float> data(bytes / 4);
+  std::vector<float*> pointers{data.data()};
+  Algorithm algorithm(context, pointers, static_cast<int>(data.size()));
+  const int warmup = 3;
+  std::vector<double> seconds;
+  for (int i = 0; i < warmup + iterations; ++i) {
+    std::fill(data.begin(), data.end(), static_cast<float>(rank + 1));
+    const auto start = std::chrono::steady_clock::now();
+    algorithm.run();
+    if (i >= warmup) seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    if (data.front() != 3.0f || data.back() != 3.0f) {
+      std::fprintf(stderr, "%s: wrong sum %g\n", name, data.front());
+      std::exit(1);
+    }
+  }
+  if (rank != 0) return;
+  std::sort(seconds.begin(), seconds.end());
+  std::printf("{\"impl\": \"gloo %s\", \"bytes\": %lld, \"median_s\": %.6f, \"min_s\": %.6f, \"max_s\": %.6f}\n", name,
+              bytes, seconds[seconds.size() / 2], seconds.front(), seconds.back());
+  std::fflush(stdout);
+}
+
+int Run(int rank, const std::string& store_dir, long long bytes, int iterations) {
+  gloo::transport::tcp::attr attr;
+  attr.hostname = "127.0.0.1";
+  auto device = gloo::transport::tcp::CreateDevice(attr);
+  gloo::rendezvous::FileStore store(store_dir);
+  auto context = std::make_shared<gloo::rendezvous::Context>(rank, 2);
+  context->connectFullMesh(store, device);
+  Time<gloo::AllreduceRing<float>>("ring", context, rank, bytes, iterations);
+  Time<gloo::AllreduceRingChunked<float>>("ring_chunked", context, rank, bytes, iterations);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  long long bytes = 64LL << 20;
+  int iterations = 20;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--bytes") == 0) bytes = std::atoll(argv[i + 1]);
+    if (std::strcmp(argv[i], "--iterations") == 0) iterations = std::atoi(argv[i + 1]);
+  }
+  char dir[] = "/tmp/gloo-store-XXXXXX";
+  if (mkdtemp(dir) == nullptr || bytes < 8 || iterations < 1) return 2;
+  const pid_t child = fork();
+  if (child == 0) _exit(Run(1, dir, bytes, iterations));
+  const int result = Run(0, dir, bytes, iterations);
+  int status = 0;
+  waitpid(child, &status, 0);
+  std::string cleanup = std::string("rm -rf ") + dir;
+  (void)std::system(cleanup.c_str());
+  return result != 0 ? result : (WIFEXITED(status) ? WEXITSTATUS(status) : 1);
+}
