@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Prints scripts/bench.sh's table from the benchmark JSON files in the given folder."""
-import json, os, sys
+import json, os, statistics, sys
 
 out = sys.argv[1]
 ex = json.load(open(os.path.join(out, "executor.json")))["benchmarks"]
@@ -94,8 +94,7 @@ print(f"  step round trip (x on the ps, y = x + 1 on the worker, y fetched): {st
       f"TensorFlow's server: {tf_step}{ratio}; one plain gRPC unary call: {unary:.0f} us")
 runs = [json.loads(l) for l in open(os.path.join(out, "all_reduce.jsonl")) if l.strip()]
 impls = list(dict.fromkeys(r["impl"] for r in runs))
-median = {i: sorted(r["median_s"] for r in runs if r["impl"] == i)[len([r for r in runs if r["impl"] == i]) // 2]
-          for i in impls}
+median = {i: statistics.median_low(r["median_s"] for r in runs if r["impl"] == i) for i in impls}
 print("All-reduce (sum) of 64 MiB float32 between two processes, in place; median over rounds of each "
       "run's median of 20")
 print(f"  {'':24} {'time':>8} {'GB/s':>6} {'peer time / Tessera time':>25}")

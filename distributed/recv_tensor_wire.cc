@@ -73,20 +73,14 @@ void ReleaseTensor(void* tensor) { delete static_cast<Tensor*>(tensor); }
 }  // namespace
 
 StatusOr<grpc::ByteBuffer> EncodeRecvTensorResponse(const Tensor& value) {
-  if (value.dtype() == DataType::kString) {
-    // Strings are not contiguous in memory: they go through the plain encoding.
-    ASSIGN_OR_RETURN(std::string bytes, EncodeTensor(value));
-    std::string message(1, static_cast<char>(kTensorFieldTag));
-    PutVarint(&message, bytes.size());
-    message += bytes;
-    grpc::Slice slice(message);
-    return grpc::ByteBuffer(&slice, 1);
-  }
-  ASSIGN_OR_RETURN(std::string header, EncodeTensorHeader(value));
-  const size_t elements = value.TotalBytes();
+  // Strings are not contiguous in memory: they go whole through the plain encoding. Other
+  // tensors send the header here and the elements from their own buffer.
+  const bool strings = value.dtype() == DataType::kString;
+  ASSIGN_OR_RETURN(std::string encoded, strings ? EncodeTensor(value) : EncodeTensorHeader(value));
+  const size_t elements = strings ? 0 : value.TotalBytes();
   std::string prefix(1, static_cast<char>(kTensorFieldTag));
-  PutVarint(&prefix, header.size() + elements);
-  prefix += header;
+  PutVarint(&prefix, encoded.size() + elements);
+  prefix += encoded;
   std::vector<grpc::Slice> slices;
   slices.emplace_back(prefix);
   if (elements > 0) {

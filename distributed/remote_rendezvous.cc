@@ -3,7 +3,7 @@
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
-#include "distributed/protos/worker_service.pb.h"
+#include "distributed/protos/worker_service.grpc.pb.h"
 #include "distributed/recv_tensor_wire.h"
 #include "distributed/rpc_util.h"
 #include "graph/device_name.h"
@@ -11,7 +11,10 @@
 namespace tessera {
 
 // RecvTensor's full name, for the generic stub that reads the response's raw bytes.
-constexpr char kRecvTensorMethod[] = "/tessera.rpc.WorkerService/RecvTensor";
+const std::string& RecvTensorMethod() {
+  static const std::string* method = new std::string(StrCat("/", rpc::WorkerService::service_full_name(), "/RecvTensor"));
+  return *method;
+}
 
 struct RemoteRendezvous::Call {
   std::unique_ptr<grpc::ClientContext> context;
@@ -88,7 +91,7 @@ void RemoteRendezvous::RecvAsync(std::string_view key, const Args& args, DoneCal
     raw->done(aborted, Tensor());
     return;
   }
-  raw->stub->UnaryCall(raw->context.get(), kRecvTensorMethod, grpc::StubOptions(), &raw->request, &raw->response,
+  raw->stub->UnaryCall(raw->context.get(), RecvTensorMethod(), grpc::StubOptions(), &raw->request, &raw->response,
                        [this, raw](grpc::Status s) {
                          Status status = FromGrpc(s, raw->peer);
                          Tensor value;

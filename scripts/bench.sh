@@ -21,7 +21,8 @@ build/bench/queue_bench "${reps[@]}" --benchmark_format=json --benchmark_out="$o
   --benchmark_out_format=json >/dev/null
 build/bench/dataset_bench "${reps[@]}" --benchmark_format=json --benchmark_out="$out/dataset.json" \
   --benchmark_out_format=json >/dev/null
-build/bench/cluster_bench "${reps[@]}" --benchmark_format=json --benchmark_out="$out/cluster.json" \
+# Interleaved repetitions: Tessera and its gRPC peers see the same drift of the machine.
+build/bench/cluster_bench "${reps[@]}" --benchmark_enable_random_interleaving=true --benchmark_format=json --benchmark_out="$out/cluster.json" \
   --benchmark_out_format=json >/dev/null
 # The cross-process all-reduce and its peers, interleaved round by round; OpenMPI both over
 # shared memory (its default between processes of one machine) and over loopback TCP.
