@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -63,48 +64,89 @@ class Authenticator {
   const std::string token_;
 };
 
-// One RecvTensor call, answered by whichever comes first: the tensor (or the step's
-// error) from the rendezvous, or the receiver cancelling. No thread waits meanwhile.
-class RecvTensorCall final : public grpc::ServerUnaryReactor {
+// One RecvTensor call: it waits, with no thread blocked, for the step's tensor (or error)
+// in the rendezvous, then writes the tensor's parts one after another, each once the last
+// has gone. The receiver may cancel at any time. Exactly one of the rendezvous callback,
+// a finished write and the cancellation acts on the call at a time: whichever finds it idle.
+class RecvTensorStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
-  explicit RecvTensorCall(grpc::ByteBuffer* response) : reply_(std::make_shared<Reply>(this, response)) {}
+  RecvTensorStream() : state_(std::make_shared<State>(this)) {}
 
-  // The rendezvous' callback: it may outlive the call, so it holds only the Reply.
+  // The rendezvous' callback: it may outlive the call, so it holds only the State.
   Rendezvous::DoneCallback OnTensor() {
-    return [reply = reply_](const Status& s, const Tensor& value) {
+    return [state = state_](const Status& s, const Tensor& value) {
       if (!s.ok()) {
-        reply->Finish(ToGrpc(s));
+        state->Fail(ToGrpc(s));
         return;
       }
-      StatusOr<grpc::ByteBuffer> wire = EncodeRecvTensorResponse(value);
-      reply->Finish(wire.ok() ? grpc::Status::OK : ToGrpc(wire.status()), wire.ok() ? &*wire : nullptr);
+      StatusOr<std::vector<grpc::ByteBuffer>> parts = EncodeRecvTensorStream(value);
+      if (!parts.ok()) {
+        state->Fail(ToGrpc(parts.status()));
+        return;
+      }
+      state->Start(*std::move(parts));
     };
   }
-  void OnCancel() override {
-    // Finishing may end the call, and with it this object: hold the Reply meanwhile.
-    std::shared_ptr<Reply> reply = reply_;
-    reply->Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the receiver gave up"));
-  }
+  void OnWriteDone(bool ok) override { state_->WriteDone(ok); }
+  void OnCancel() override { state_->Fail(grpc::Status(grpc::StatusCode::CANCELLED, "the receiver gave up")); }
   void OnDone() override { delete this; }
 
  private:
-  class Reply {
+  class State {
    public:
-    Reply(RecvTensorCall* call, grpc::ByteBuffer* response) : call_(call), response_(response) {}
-    // The first answer wins; later ones find the call finished and do nothing.
-    void Finish(const grpc::Status& status, grpc::ByteBuffer* value = nullptr) {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (call_ == nullptr) return;
-      if (value != nullptr) response_->Swap(value);
-      std::exchange(call_, nullptr)->Finish(status);
+    explicit State(RecvTensorStream* call) : call_(call) {}
+
+    void Start(std::vector<grpc::ByteBuffer> parts) {
+      RecvTensorStream* call;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (call_ == nullptr) return;
+        parts_ = std::move(parts);
+        writing_ = true;
+        call = call_;
+      }
+      call->StartWrite(&parts_[0]);
+    }
+
+    void WriteDone(bool ok) {
+      std::unique_lock<std::mutex> lock(mu_);
+      RecvTensorStream* call = call_;
+      if (!ok || failure_.has_value()) {
+        call_ = nullptr;
+        lock.unlock();
+        call->Finish(ok ? *failure_ : grpc::Status(grpc::StatusCode::CANCELLED, "the receiver left"));
+        return;
+      }
+      if (++next_ == parts_.size()) {
+        call_ = nullptr;
+        lock.unlock();
+        call->Finish(grpc::Status::OK);
+        return;
+      }
+      lock.unlock();
+      call->StartWrite(&parts_[next_]);
+    }
+
+    // The first failure wins; a write in flight finishes the call when it comes back.
+    void Fail(const grpc::Status& status) {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (call_ == nullptr || failure_.has_value()) return;
+      failure_ = status;
+      if (writing_) return;
+      RecvTensorStream* call = std::exchange(call_, nullptr);
+      lock.unlock();
+      call->Finish(status);
     }
 
    private:
     std::mutex mu_;
-    RecvTensorCall* call_;  // null once finished; guarded by mu_
-    grpc::ByteBuffer* response_;
+    RecvTensorStream* call_;  // null once finished; guarded by mu_
+    bool writing_ = false;    // the parts are being written; guarded by mu_
+    std::optional<grpc::Status> failure_;  // guarded by mu_
+    std::vector<grpc::ByteBuffer> parts_;  // fixed once writing_
+    size_t next_ = 0;                      // the part being written; only WriteDone touches it
   };
-  const std::shared_ptr<Reply> reply_;
+  const std::shared_ptr<State> state_;
 };
 
 class WorkerService final : public rpc::WorkerService::WithRawCallbackMethod_RecvTensor<rpc::WorkerService::Service> {
@@ -121,11 +163,11 @@ class WorkerService final : public rpc::WorkerService::WithRawCallbackMethod_Rec
     return grpc::Status::OK;
   }
 
-  // Answers once the step's tensor is in this task's rendezvous, with a response that
-  // refers to the tensor's memory rather than a copy of it.
-  grpc::ServerUnaryReactor* RecvTensor(grpc::CallbackServerContext* context, const grpc::ByteBuffer* request_bytes,
-                                       grpc::ByteBuffer* response) override {
-    auto* call = new RecvTensorCall(response);
+  // Answers once the step's tensor is in this task's rendezvous, with parts that refer to
+  // the tensor's memory rather than copies of it.
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* RecvTensor(grpc::CallbackServerContext* context,
+                                                         const grpc::ByteBuffer* request_bytes) override {
+    auto* call = new RecvTensorStream();
     if (Status s = auth_.Check(*context, "RecvTensor"); !s.ok()) {
       call->OnTensor()(s, Tensor());
       return call;

@@ -4,15 +4,14 @@
 
 #include <algorithm>
 #include <cstring>
-#include <vector>
 
 #include "graph/serialize/tensor_codec.h"
 
 namespace tessera {
 namespace {
 
-// Field 1 with wire type 2 (length-delimited): RecvTensorResponse.tensor's tag.
-constexpr uint8_t kTensorFieldTag = (1 << 3) | 2;
+// Field 1 with wire type 2 (length-delimited): RecvTensorResponse.tensor_part's tag.
+constexpr uint8_t kPartFieldTag = (1 << 3) | 2;
 
 void PutVarint(std::string* out, uint64_t value) {
   while (value >= 0x80) {
@@ -20,6 +19,13 @@ void PutVarint(std::string* out, uint64_t value) {
     value >>= 7;
   }
   out->push_back(static_cast<char>(value));
+}
+
+// The tag and length that make `size` bytes one RecvTensorResponse.
+grpc::Slice PartPrefix(size_t size) {
+  std::string prefix(1, static_cast<char>(kPartFieldTag));
+  PutVarint(&prefix, size);
+  return grpc::Slice(prefix);
 }
 
 // Reads a sequence of gRPC slices front to back, copying only what it is asked for.
@@ -72,57 +78,86 @@ void ReleaseTensor(void* tensor) { delete static_cast<Tensor*>(tensor); }
 
 }  // namespace
 
-StatusOr<grpc::ByteBuffer> EncodeRecvTensorResponse(const Tensor& value) {
+StatusOr<std::vector<grpc::ByteBuffer>> EncodeRecvTensorStream(const Tensor& value, size_t part_bytes) {
+  if (part_bytes == 0) return errors::InvalidArgument("RecvTensor parts must hold at least one byte");
   // Strings are not contiguous in memory: they go whole through the plain encoding. Other
-  // tensors send the header here and the elements from their own buffer.
+  // tensors send the header first and the elements from their own buffer.
   const bool strings = value.dtype() == DataType::kString;
-  ASSIGN_OR_RETURN(std::string encoded, strings ? EncodeTensor(value) : EncodeTensorHeader(value));
+  ASSIGN_OR_RETURN(std::string head, strings ? EncodeTensor(value) : EncodeTensorHeader(value));
+  std::vector<grpc::ByteBuffer> parts;
+  grpc::Slice first[] = {PartPrefix(head.size()), grpc::Slice(head)};
+  parts.emplace_back(first, 2);
   const size_t elements = strings ? 0 : value.TotalBytes();
-  std::string prefix(1, static_cast<char>(kTensorFieldTag));
-  PutVarint(&prefix, encoded.size() + elements);
-  prefix += encoded;
-  std::vector<grpc::Slice> slices;
-  slices.emplace_back(prefix);
-  if (elements > 0) {
-    // The slice owns a reference to the tensor's buffer until gRPC has written it.
-    auto* keep = new Tensor(value);
-    slices.emplace_back(keep->raw_data(), elements, ReleaseTensor, keep);
+  const auto* data = static_cast<const char*>(value.raw_data());
+  for (size_t offset = 0; offset < elements; offset += part_bytes) {
+    const size_t size = std::min(part_bytes, elements - offset);
+    // Each slice owns a reference to the tensor's buffer until gRPC has written it.
+    grpc::Slice part[] = {PartPrefix(size),
+                          grpc::Slice(const_cast<char*>(data) + offset, size, ReleaseTensor, new Tensor(value))};
+    parts.emplace_back(part, 2);
   }
-  return grpc::ByteBuffer(slices.data(), slices.size());
+  return parts;
 }
 
-StatusOr<Tensor> DecodeRecvTensorResponse(const grpc::ByteBuffer& response) {
+Status RecvTensorAssembler::Add(const grpc::ByteBuffer& message) {
   std::vector<grpc::Slice> slices;
-  if (grpc::Status s = response.Dump(&slices); !s.ok()) {
+  if (grpc::Status s = message.Dump(&slices); !s.ok()) {
     return errors::Internal("Could not read a RecvTensor response: ", s.error_message());
   }
   SliceReader in(std::move(slices));
   uint8_t tag = 0;
   uint64_t length = 0;
-  if (!in.Read(&tag, 1) || tag != kTensorFieldTag || !in.ReadVarint(&length) || length != in.remaining()) {
-    return errors::DataLoss("A RecvTensor response is not one tensor field of ", in.remaining(), " bytes");
+  if (!in.Read(&tag, 1) || tag != kPartFieldTag || !in.ReadVarint(&length) || length != in.remaining()) {
+    return errors::DataLoss("A RecvTensor response is not one tensor part of ", in.remaining(), " bytes");
   }
-  std::string prefix(std::min(in.remaining(), kMaxTensorHeaderBytes), '\0');
-  in.Read(prefix.data(), prefix.size());
-  ASSIGN_OR_RETURN(TensorHeader header, DecodeTensorHeader(prefix));
-  if (header.dtype == DataType::kString) {
-    std::string bytes = prefix;
-    bytes.resize(prefix.size() + in.remaining());
-    in.Read(bytes.data() + prefix.size(), in.remaining());
-    return DecodeTensor(bytes);
+  if (whole_) return errors::DataLoss("A RecvTensor stream goes on after its string tensor");
+  if (!started_) {
+    started_ = true;
+    std::string prefix(std::min(in.remaining(), kMaxTensorHeaderBytes), '\0');
+    in.Read(prefix.data(), prefix.size());
+    ASSIGN_OR_RETURN(TensorHeader header, DecodeTensorHeader(prefix));
+    if (header.dtype == DataType::kString) {
+      std::string bytes = std::move(prefix);
+      const size_t head = bytes.size();
+      bytes.resize(head + in.remaining());
+      in.Read(bytes.data() + head, in.remaining());
+      ASSIGN_OR_RETURN(tensor_, DecodeTensor(bytes));
+      whole_ = true;
+      return Status::OK();
+    }
+    const auto elements = static_cast<uint64_t>(header.shape.num_elements());
+    if (elements > max_bytes_ / DataTypeSize(header.dtype)) {
+      return errors::ResourceExhausted("A RecvTensor stream announces a ", DataTypeName(header.dtype),
+                                       " tensor of shape ", header.shape.DebugString(), ", more than the ",
+                                       max_bytes_, " bytes this receiver takes");
+    }
+    ASSIGN_OR_RETURN(tensor_, Tensor::Allocate(CpuAllocator(), header.dtype, header.shape));
+    const size_t head = prefix.size() - header.size;
+    if (head > tensor_.TotalBytes()) {
+      return errors::DataLoss("A RecvTensor stream holds more elements than a ", DataTypeName(header.dtype),
+                              " tensor of shape ", header.shape.DebugString());
+    }
+    if (head > 0) std::memcpy(tensor_.raw_data(), prefix.data() + header.size, head);
+    filled_ = head;
   }
-  const size_t element_bytes = prefix.size() - header.size + in.remaining();
-  const auto n = static_cast<uint64_t>(header.shape.num_elements());
-  if (n != element_bytes / DataTypeSize(header.dtype) || element_bytes % DataTypeSize(header.dtype) != 0) {
-    return errors::DataLoss("A RecvTensor response holds ", element_bytes, " bytes of elements for a ",
-                            DataTypeName(header.dtype), " tensor of shape ", header.shape.DebugString());
+  if (in.remaining() > tensor_.TotalBytes() - filled_) {
+    return errors::DataLoss("A RecvTensor stream holds more elements than a ", DataTypeName(tensor_.dtype()),
+                            " tensor of shape ", tensor_.shape().DebugString());
   }
-  ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(CpuAllocator(), header.dtype, header.shape));
-  auto* out = static_cast<char*>(t.raw_data());
-  const size_t head = prefix.size() - header.size;
-  if (head > 0) std::memcpy(out, prefix.data() + header.size, head);
-  in.Read(out + head, in.remaining());
-  return t;
+  const size_t size = in.remaining();
+  in.Read(static_cast<char*>(tensor_.raw_data()) + filled_, size);
+  filled_ += size;
+  return Status::OK();
+}
+
+StatusOr<Tensor> RecvTensorAssembler::Finish() {
+  if (!started_) return errors::DataLoss("A RecvTensor stream ended before its tensor's header");
+  if (!whole_ && filled_ != tensor_.TotalBytes()) {
+    return errors::DataLoss("A RecvTensor stream ended after ", filled_, " of the ", tensor_.TotalBytes(),
+                            " bytes of a ", DataTypeName(tensor_.dtype()), " tensor of shape ",
+                            tensor_.shape().DebugString());
+  }
+  return std::move(tensor_);
 }
 
 }  // namespace tessera

@@ -1,25 +1,58 @@
-// The RecvTensor response as bytes on the wire, written and read without copying a large
-// tensor more often than gRPC must. The sender's buffer refers to the tensor's own memory
-// (which it keeps alive until gRPC lets go of it), so a 64 MiB tensor is not copied into a
-// message first; the receiver copies the elements once, from gRPC's slices into the new
-// tensor. The bytes are the RecvTensorResponse message exactly as protobuf writes it
-// (field 1: tensor_codec's encoding), so worker_service.proto stays the contract.
+// The RecvTensor stream as bytes on the wire, written and read without copying a large
+// tensor more often than gRPC must. The server answers with a stream of RecvTensorResponse
+// messages whose parts, concatenated, are tensor_codec's encoding: the first holds the
+// header (a string tensor's whole encoding, whose elements are not contiguous), the rest
+// hold the elements in pieces of at most kRecvTensorPartBytes. Each piece refers to the
+// tensor's own memory, which it keeps alive until gRPC lets go of it, so a 64 MiB tensor is
+// never copied into messages; the receiver copies each piece into the new tensor as it
+// arrives, while the next is still on its way, and while it is still in cache.
 //
-//   StatusOr<grpc::ByteBuffer> wire = EncodeRecvTensorResponse(value);  // the server
-//   StatusOr<Tensor> back = DecodeRecvTensorResponse(*wire);            // the client
+//   StatusOr<std::vector<grpc::ByteBuffer>> parts = EncodeRecvTensorStream(value);  // server
+//   RecvTensorAssembler assembler;                                                 // client
+//   for (each message) RETURN_IF_ERROR(assembler.Add(message));
+//   StatusOr<Tensor> value = assembler.Finish();
 //
-// Decoding trusts nothing (a response is a peer's bytes): anything but one field 1 whose
-// length is the rest of the message, or a tensor encoding that does not fill it exactly,
-// is DataLoss or InvalidArgument. Internal to distributed/; both functions are thread-safe.
+// The bytes of each message are the message exactly as protobuf writes it, so
+// worker_service.proto stays the contract. Assembling trusts nothing (a response is a
+// peer's bytes): a message that is not one field 1 filling it, a first part without a whole
+// header, elements past the shape's size or short of it are DataLoss or InvalidArgument.
+// Internal to distributed/. EncodeRecvTensorStream is thread-safe; an assembler is used by
+// one thread at a time.
 #pragma once
 
 #include <grpcpp/support/byte_buffer.h>
+
+#include <cstdint>
+#include <vector>
 
 #include "graph/tensor.h"
 
 namespace tessera {
 
-StatusOr<grpc::ByteBuffer> EncodeRecvTensorResponse(const Tensor& value);
-StatusOr<Tensor> DecodeRecvTensorResponse(const grpc::ByteBuffer& response);
+// Small enough that a piece is still in cache when the receiver copies it, large enough
+// that the per-message cost is small beside the bytes.
+inline constexpr size_t kRecvTensorPartBytes = size_t{1} << 20;
+
+StatusOr<std::vector<grpc::ByteBuffer>> EncodeRecvTensorStream(const Tensor& value,
+                                                               size_t part_bytes = kRecvTensorPartBytes);
+
+class RecvTensorAssembler {
+ public:
+  // The tensor is allocated when the header comes, at the size it announces: a peer that
+  // passed authentication is trusted that far. A header announcing more than max_bytes of
+  // elements is ResourceExhausted instead.
+  explicit RecvTensorAssembler(size_t max_bytes = SIZE_MAX) : max_bytes_(max_bytes) {}
+
+  Status Add(const grpc::ByteBuffer& message);
+  // The tensor, once every element has come; DataLoss when the stream ended short.
+  StatusOr<Tensor> Finish();
+
+ private:
+  const size_t max_bytes_;
+  bool started_ = false;
+  bool whole_ = false;  // the tensor came whole in the first part (a string tensor)
+  Tensor tensor_;
+  size_t filled_ = 0;  // element bytes copied into tensor_
+};
 
 }  // namespace tessera

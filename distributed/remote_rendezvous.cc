@@ -16,14 +16,65 @@ const std::string& RecvTensorMethod() {
   return *method;
 }
 
-struct RemoteRendezvous::Call {
-  std::unique_ptr<grpc::ClientContext> context;
-  std::unique_ptr<grpc::GenericStub> stub;
-  std::string key;
-  grpc::ByteBuffer request;
-  grpc::ByteBuffer response;
-  std::string peer;  // "/job:ps/replica:0/task:0"
-  DoneCallback done;
+// One RecvTensor stream: its parts are copied into the tensor as they come, each while the
+// next is still on its way.
+class RemoteRendezvous::Call final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+ public:
+  Call(RemoteRendezvous* owner, std::unique_ptr<grpc::ClientContext> context, std::string key, std::string peer,
+       int64_t step_id, DoneCallback done)
+      : owner_(owner), context_(std::move(context)), key_(std::move(key)), peer_(std::move(peer)), done_(std::move(done)) {
+    rpc::RecvTensorRequest request;
+    request.set_step_id(step_id);
+    request.set_rendezvous_key(key_);
+    grpc::Slice bytes(request.SerializeAsString());
+    request_ = grpc::ByteBuffer(&bytes, 1);
+  }
+
+  void Start(const std::shared_ptr<grpc::Channel>& channel) {
+    grpc::GenericStub stub(channel);
+    stub.PrepareBidiStreamingCall(context_.get(), RecvTensorMethod(), grpc::StubOptions(), this);
+    StartWriteLast(&request_, grpc::WriteOptions());
+    StartRead(&part_);
+    StartCall();
+  }
+  void Cancel() { context_->TryCancel(); }
+  void Fail(const Status& status) { done_(status, Tensor()); }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) return;  // the stream ended: OnDone says how
+    assembled_ = assembler_.Add(part_);
+    if (!assembled_.ok()) {
+      context_->TryCancel();
+      return;
+    }
+    StartRead(&part_);
+  }
+
+  void OnDone(const grpc::Status& s) override {
+    Status status = assembled_.ok() ? FromGrpc(s, peer_) : assembled_;
+    Tensor value;
+    if (status.ok()) {
+      StatusOr<Tensor> tensor = assembler_.Finish();
+      status = tensor.status();
+      if (tensor.ok()) value = *std::move(tensor);
+    }
+    if (!status.ok()) {
+      status = Status(status.code(), StrCat("receiving '", key_, "' from ", peer_, ": ", status.message()));
+    }
+    done_(status, value);
+    owner_->Finish(this);
+  }
+
+ private:
+  RemoteRendezvous* const owner_;
+  const std::unique_ptr<grpc::ClientContext> context_;
+  const std::string key_;
+  const std::string peer_;  // "/job:ps/replica:0/task:0"
+  const DoneCallback done_;
+  grpc::ByteBuffer request_;
+  grpc::ByteBuffer part_;
+  RecvTensorAssembler assembler_;
+  Status assembled_;  // the first part that would not assemble
 };
 
 RemoteRendezvous::RemoteRendezvous(std::shared_ptr<Rendezvous> local, std::string job, int task,
@@ -40,7 +91,7 @@ RemoteRendezvous::~RemoteRendezvous() {
   // The calls' callbacks use this object: cancel them and wait for them to come back. The
   // task's own rendezvous is left as it is: other tasks may still fetch what was sent here.
   std::unique_lock<std::mutex> lock(mu_);
-  for (Call* call : in_flight_) call->context->TryCancel();
+  for (Call* call : in_flight_) call->Cancel();
   idle_.wait(lock, [this] { return in_flight_.empty(); });
 }
 
@@ -69,17 +120,8 @@ void RemoteRendezvous::RecvAsync(std::string_view key, const Args& args, DoneCal
     done(channel.status(), Tensor());
     return;
   }
-  auto call = std::make_unique<Call>();
-  call->context = channels_->NewContext(timeout_);
-  call->stub = std::make_unique<grpc::GenericStub>(*channel);
-  call->key = std::string(key);
-  rpc::RecvTensorRequest request;
-  request.set_step_id(step_id_);
-  request.set_rendezvous_key(call->key);
-  grpc::Slice request_bytes(request.SerializeAsString());
-  call->request = grpc::ByteBuffer(&request_bytes, 1);
-  call->peer = TaskName(device->job, device->task);
-  call->done = std::move(done);
+  auto call = std::make_unique<Call>(this, channels_->NewContext(timeout_), std::string(key),
+                                     TaskName(device->job, device->task), step_id_, std::move(done));
   Call* raw = call.get();
   Status aborted;
   {
@@ -88,25 +130,10 @@ void RemoteRendezvous::RecvAsync(std::string_view key, const Args& args, DoneCal
     if (aborted.ok()) in_flight_.insert(call.release());
   }
   if (!aborted.ok()) {
-    raw->done(aborted, Tensor());
+    raw->Fail(aborted);
     return;
   }
-  raw->stub->UnaryCall(raw->context.get(), RecvTensorMethod(), grpc::StubOptions(), &raw->request, &raw->response,
-                       [this, raw](grpc::Status s) {
-                         Status status = FromGrpc(s, raw->peer);
-                         Tensor value;
-                         if (status.ok()) {
-                           StatusOr<Tensor> decoded = DecodeRecvTensorResponse(raw->response);
-                           status = decoded.status();
-                           if (decoded.ok()) value = *std::move(decoded);
-                         }
-                         if (!status.ok()) {
-                           status = Status(status.code(), StrCat("receiving '", raw->key, "' from ", raw->peer, ": ",
-                                                                 status.message()));
-                         }
-                         raw->done(status, value);
-                         Finish(raw);
-                       });
+  raw->Start(*channel);
 }
 
 void RemoteRendezvous::Finish(Call* call) {
@@ -120,7 +147,7 @@ void RemoteRendezvous::StartAbort(const Status& status) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (aborted_.ok()) aborted_ = status;
-    for (Call* call : in_flight_) call->context->TryCancel();
+    for (Call* call : in_flight_) call->Cancel();
   }
   local_->StartAbort(status);
 }

@@ -38,7 +38,7 @@ class RemoteRendezvous final : public Rendezvous {
   void StartAbort(const Status& status) override;
 
  private:
-  struct Call;
+  class Call;
   void Finish(Call* call);
 
   const std::shared_ptr<Rendezvous> local_;

@@ -1,6 +1,6 @@
-// The RecvTensor response's bytes: what the server writes from a tensor's own memory is the
-// message protobuf would write, it decodes to the same tensor however gRPC cuts it into
-// slices, and bytes from a broken or hostile peer are an error, never a crash.
+// The RecvTensor stream's bytes: what the server writes from a tensor's own memory is the
+// messages protobuf would write, they assemble to the same tensor however gRPC cuts them
+// into slices, and bytes from a broken or hostile peer are an error, never a crash.
 #include "distributed/recv_tensor_wire.h"
 
 #include <gmock/gmock.h>
@@ -40,41 +40,60 @@ Tensor Iota(int64_t n) {
   return t;
 }
 
-TEST(RecvTensorWireTest, TheBytesAreTheProtobufMessage) {
-  const Tensor t = Iota(1000);
-  StatusOr<grpc::ByteBuffer> wire = EncodeRecvTensorResponse(t);
-  ASSERT_TRUE(wire.ok()) << wire.status();
-  rpc::RecvTensorResponse parsed;
-  ASSERT_TRUE(parsed.ParseFromString(Flatten(*wire)));
-  StatusOr<std::string> plain = EncodeTensor(t);
-  ASSERT_TRUE(plain.ok());
-  EXPECT_EQ(parsed.tensor(), *plain);
-
-  rpc::RecvTensorResponse by_protobuf;
-  by_protobuf.set_tensor(*plain);
-  EXPECT_EQ(Flatten(*wire), by_protobuf.SerializeAsString());
+std::vector<std::string> Messages(const Tensor& t, size_t part_bytes) {
+  StatusOr<std::vector<grpc::ByteBuffer>> parts = EncodeRecvTensorStream(t, part_bytes);
+  EXPECT_TRUE(parts.ok()) << parts.status();
+  std::vector<std::string> out;
+  for (const grpc::ByteBuffer& p : *parts) out.push_back(Flatten(p));
+  return out;
 }
 
-TEST(RecvTensorWireTest, TheServersBufferSharesTheTensorsMemoryAndKeepsItAlive) {
-  grpc::ByteBuffer wire;
-  const void* memory = nullptr;
+StatusOr<Tensor> Assemble(const std::vector<std::string>& messages, size_t max_bytes = SIZE_MAX) {
+  RecvTensorAssembler assembler(max_bytes);
+  for (const std::string& m : messages) RETURN_IF_ERROR(assembler.Add(Cut(m, {})));
+  return assembler.Finish();
+}
+
+TEST(RecvTensorWireTest, EachPartIsAProtobufMessageAndTogetherTheyAreTheTensor) {
+  const Tensor t = Iota(1000);
+  const std::vector<std::string> messages = Messages(t, 1000);
+  ASSERT_EQ(messages.size(), 5u);  // the header, then 4000 bytes of elements in fours
+  std::string joined;
+  for (const std::string& m : messages) {
+    rpc::RecvTensorResponse parsed;
+    ASSERT_TRUE(parsed.ParseFromString(m));
+    EXPECT_EQ(parsed.SerializeAsString(), m);
+    joined += parsed.tensor_part();
+  }
+  EXPECT_EQ(joined, *EncodeTensor(t));
+  EXPECT_EQ(messages[0].size(), 2 + EncodeTensorHeader(t)->size());
+}
+
+TEST(RecvTensorWireTest, ThePartsShareTheTensorsMemoryAndKeepItAlive) {
+  std::vector<grpc::ByteBuffer> parts;
+  const char* memory = nullptr;
   {
     Tensor t = Iota(4096);
-    memory = t.raw_data();
-    StatusOr<grpc::ByteBuffer> encoded = EncodeRecvTensorResponse(t);
+    memory = static_cast<const char*>(t.raw_data());
+    StatusOr<std::vector<grpc::ByteBuffer>> encoded = EncodeRecvTensorStream(t, 5000);
     ASSERT_TRUE(encoded.ok());
-    wire = *std::move(encoded);
+    parts = *std::move(encoded);
   }
-  std::vector<grpc::Slice> slices;
-  ASSERT_TRUE(wire.Dump(&slices).ok());
-  ASSERT_EQ(slices.size(), 2u);
-  EXPECT_EQ(static_cast<const void*>(slices[1].begin()), memory);
-  StatusOr<Tensor> back = DecodeRecvTensorResponse(wire);
+  ASSERT_EQ(parts.size(), 5u);  // 16384 bytes in parts of 5000
+  for (size_t i = 1; i < parts.size(); ++i) {
+    std::vector<grpc::Slice> slices;
+    ASSERT_TRUE(parts[i].Dump(&slices).ok());
+    ASSERT_EQ(slices.size(), 2u);
+    EXPECT_EQ(static_cast<const void*>(slices[1].begin()), memory + (i - 1) * 5000);
+  }
+  RecvTensorAssembler assembler;
+  for (const grpc::ByteBuffer& p : parts) ASSERT_TRUE(assembler.Add(p).ok());
+  StatusOr<Tensor> back = assembler.Finish();
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->data<float>()[4095], 4095 * 0.5f);
 }
 
-TEST(RecvTensorWireTest, EveryDtypeAndShapeComesBack) {
+TEST(RecvTensorWireTest, EveryDtypeShapeAndPartSizeComesBack) {
   Tensor strings(DataType::kString, TensorShape({3}));
   strings.data<std::string>()[0] = "";
   strings.data<std::string>()[1] = "tessera";
@@ -85,52 +104,82 @@ TEST(RecvTensorWireTest, EveryDtypeAndShapeComesBack) {
   scalar.data<double>()[0] = -2.25;
   const Tensor view = Iota(100).Slice(10, 20);
   for (const Tensor& t : {strings, ints, scalar, view, Tensor(DataType::kFloat, TensorShape({0, 7}))}) {
-    SCOPED_TRACE(t.DebugString());
-    StatusOr<grpc::ByteBuffer> wire = EncodeRecvTensorResponse(t);
-    ASSERT_TRUE(wire.ok()) << wire.status();
-    StatusOr<Tensor> back = DecodeRecvTensorResponse(*wire);
-    ASSERT_TRUE(back.ok()) << back.status();
-    EXPECT_EQ(*EncodeTensor(*back), *EncodeTensor(t));
+    for (size_t part_bytes : {size_t{1}, size_t{7}, size_t{40}, kRecvTensorPartBytes}) {
+      SCOPED_TRACE(t.DebugString() + " in parts of " + std::to_string(part_bytes));
+      StatusOr<Tensor> back = Assemble(Messages(t, part_bytes));
+      ASSERT_TRUE(back.ok()) << back.status();
+      EXPECT_EQ(*EncodeTensor(*back), *EncodeTensor(t));
+    }
   }
+  EXPECT_FALSE(EncodeRecvTensorStream(ints, 0).ok());
 }
 
-TEST(RecvTensorWireTest, AnyCutIntoSlicesDecodesTheSame) {
+TEST(RecvTensorWireTest, AnyCutOfAPartIntoSlicesAssemblesTheSame) {
   const Tensor t = Iota(5);
-  const std::string bytes = Flatten(*EncodeRecvTensorResponse(t));
-  for (size_t a = 0; a <= bytes.size(); ++a) {
-    for (size_t b = a; b <= bytes.size(); b += 3) {
-      StatusOr<Tensor> back = DecodeRecvTensorResponse(Cut(bytes, {a, b}));
-      ASSERT_TRUE(back.ok()) << "cut at " << a << ", " << b << ": " << back.status();
-      EXPECT_EQ(*EncodeTensor(*back), *EncodeTensor(t));
+  const std::vector<std::string> messages = Messages(t, 12);
+  for (size_t m = 0; m < messages.size(); ++m) {
+    const std::string& bytes = messages[m];
+    for (size_t a = 0; a <= bytes.size(); ++a) {
+      for (size_t b = a; b <= bytes.size(); b += 3) {
+        RecvTensorAssembler assembler;
+        for (size_t i = 0; i < messages.size(); ++i) {
+          ASSERT_TRUE(assembler.Add(i == m ? Cut(bytes, {a, b}) : Cut(messages[i], {})).ok())
+              << "part " << m << " cut at " << a << ", " << b;
+        }
+        StatusOr<Tensor> back = assembler.Finish();
+        ASSERT_TRUE(back.ok()) << back.status();
+        EXPECT_EQ(*EncodeTensor(*back), *EncodeTensor(t));
+      }
     }
   }
 }
 
-TEST(RecvTensorWireTest, BrokenResponsesAreErrors) {
-  const std::string good = Flatten(*EncodeRecvTensorResponse(Iota(8)));
-  auto decode = [](const std::string& bytes) { return DecodeRecvTensorResponse(Cut(bytes, {})).status(); };
-  EXPECT_THAT(decode("").message(), HasSubstr("not one tensor field"));
-  for (size_t n = 1; n < good.size(); ++n) {
-    EXPECT_FALSE(decode(good.substr(0, n)).ok()) << "truncated to " << n;
-  }
-  EXPECT_FALSE(decode(good + "x").ok());
-  std::string other_field = good;
-  other_field[0] = (2 << 3) | 2;
-  EXPECT_FALSE(decode(other_field).ok());
+TEST(RecvTensorWireTest, BrokenStreamsAreErrors) {
+  const std::vector<std::string> good = Messages(Iota(8), 16);  // the header and two parts
+  ASSERT_EQ(good.size(), 3u);
+  ASSERT_TRUE(Assemble(good).ok());
 
-  // A shape that claims more elements than were sent, with the lengths kept consistent.
+  EXPECT_THAT(Assemble({}).status().message(), HasSubstr("before its tensor's header"));
+  EXPECT_THAT(Assemble({""}).status().message(), HasSubstr("not one tensor part"));
+  for (size_t n = 1; n < good[1].size(); ++n) {
+    EXPECT_FALSE(Assemble({good[0], good[1].substr(0, n), good[2]}).ok()) << "a part truncated to " << n;
+  }
+  Status short_stream = Assemble({good[0], good[1]}).status();
+  EXPECT_EQ(short_stream.code(), Code::kDataLoss);
+  EXPECT_THAT(short_stream.message(), HasSubstr("ended after 16 of the 32 bytes"));
+  Status long_stream = Assemble({good[0], good[1], good[2], good[2]}).status();
+  EXPECT_EQ(long_stream.code(), Code::kDataLoss);
+  EXPECT_THAT(long_stream.message(), HasSubstr("more elements"));
+  std::string other_field = good[1];
+  other_field[0] = (2 << 3) | 2;
+  EXPECT_FALSE(Assemble({good[0], other_field, good[2]}).ok());
+  // A first part that stops inside the header.
+  rpc::RecvTensorResponse half_header;
+  half_header.set_tensor_part(EncodeTensorHeader(Iota(8))->substr(0, 9));
+  EXPECT_FALSE(Assemble({half_header.SerializeAsString()}).ok());
+
+  // A shape that claims fewer elements than are sent.
   rpc::RecvTensorResponse lying;
-  std::string tensor = *EncodeTensor(Iota(8));
-  const int64_t more = 9;
-  std::memcpy(tensor.data() + 7, &more, sizeof(more));
-  lying.set_tensor(tensor);
-  Status s = decode(lying.SerializeAsString());
+  std::string header = *EncodeTensorHeader(Iota(8));
+  const int64_t fewer = 3;
+  std::memcpy(header.data() + 7, &fewer, sizeof(fewer));
+  lying.set_tensor_part(header);
+  Status s = Assemble({lying.SerializeAsString(), good[1]}).status();
   EXPECT_EQ(s.code(), Code::kDataLoss) << s;
-  EXPECT_THAT(s.message(), HasSubstr("shape [9]"));
+  EXPECT_THAT(s.message(), HasSubstr("shape [3]"));
 
   rpc::RecvTensorResponse not_a_tensor;
-  not_a_tensor.set_tensor("hello");
-  EXPECT_EQ(decode(not_a_tensor.SerializeAsString()).code(), Code::kInvalidArgument);
+  not_a_tensor.set_tensor_part("hello");
+  EXPECT_EQ(Assemble({not_a_tensor.SerializeAsString()}).status().code(), Code::kInvalidArgument);
+
+  Tensor word(DataType::kString, TensorShape({}));
+  word.data<std::string>()[0] = "w";
+  EXPECT_THAT(Assemble({Messages(word, 16)[0], good[1]}).status().message(), HasSubstr("goes on after"));
+
+  Status too_big = Assemble(good, 31).status();
+  EXPECT_EQ(too_big.code(), Code::kResourceExhausted) << too_big;
+  EXPECT_THAT(too_big.message(), HasSubstr("float32 tensor of shape [8]"));
+  EXPECT_TRUE(Assemble(good, 32).ok());
 }
 
 }  // namespace
