@@ -97,34 +97,23 @@ class RecvTensorStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>
     explicit State(RecvTensorStream* call) : call_(call) {}
 
     void Start(std::vector<grpc::ByteBuffer> parts) {
-      RecvTensorStream* call;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (call_ == nullptr) return;
-        parts_ = std::move(parts);
-        writing_ = true;
-        call = call_;
-      }
-      call->StartWrite(&parts_[0]);
+      std::unique_lock<std::mutex> lock(mu_);
+      if (call_ == nullptr) return;
+      parts_ = std::move(parts);
+      writing_ = true;
+      Write(lock);
     }
 
     void WriteDone(bool ok) {
       std::unique_lock<std::mutex> lock(mu_);
-      RecvTensorStream* call = call_;
       if (!ok || failure_.has_value()) {
-        call_ = nullptr;
+        RecvTensorStream* call = std::exchange(call_, nullptr);
         lock.unlock();
         call->Finish(ok ? *failure_ : grpc::Status(grpc::StatusCode::CANCELLED, "the receiver left"));
         return;
       }
-      if (++next_ == parts_.size()) {
-        call_ = nullptr;
-        lock.unlock();
-        call->Finish(grpc::Status::OK);
-        return;
-      }
-      lock.unlock();
-      call->StartWrite(&parts_[next_]);
+      ++next_;
+      Write(lock);
     }
 
     // The first failure wins; a write in flight finishes the call when it comes back.
@@ -139,12 +128,27 @@ class RecvTensorStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>
     }
 
    private:
+    // Writes parts_[next_], the last one together with the call's end, so that the
+    // receiver has its tensor and the status in one go (a small tensor is one part).
+    void Write(std::unique_lock<std::mutex>& lock) {
+      RecvTensorStream* call = call_;
+      const grpc::ByteBuffer* part = &parts_[next_];
+      if (next_ + 1 < parts_.size()) {
+        lock.unlock();
+        call->StartWrite(part);
+        return;
+      }
+      call_ = nullptr;
+      lock.unlock();
+      call->StartWriteAndFinish(part, grpc::WriteOptions(), grpc::Status::OK);
+    }
+
     std::mutex mu_;
     RecvTensorStream* call_;  // null once finished; guarded by mu_
     bool writing_ = false;    // the parts are being written; guarded by mu_
     std::optional<grpc::Status> failure_;  // guarded by mu_
     std::vector<grpc::ByteBuffer> parts_;  // fixed once writing_
-    size_t next_ = 0;                      // the part being written; only WriteDone touches it
+    size_t next_ = 0;                      // the part being written; only the writer touches it
   };
   const std::shared_ptr<State> state_;
 };

@@ -84,17 +84,18 @@ StatusOr<std::vector<grpc::ByteBuffer>> EncodeRecvTensorStream(const Tensor& val
   // tensors send the header first and the elements from their own buffer.
   const bool strings = value.dtype() == DataType::kString;
   ASSIGN_OR_RETURN(std::string head, strings ? EncodeTensor(value) : EncodeTensorHeader(value));
-  std::vector<grpc::ByteBuffer> parts;
-  grpc::Slice first[] = {PartPrefix(head.size()), grpc::Slice(head)};
-  parts.emplace_back(first, 2);
   const size_t elements = strings ? 0 : value.TotalBytes();
-  const auto* data = static_cast<const char*>(value.raw_data());
-  for (size_t offset = 0; offset < elements; offset += part_bytes) {
+  auto* data = const_cast<char*>(static_cast<const char*>(value.raw_data()));
+  // The first part holds the header and the first piece, so a small tensor is one message.
+  std::vector<grpc::ByteBuffer> parts;
+  for (size_t offset = 0; offset == 0 || offset < elements; offset += part_bytes) {
     const size_t size = std::min(part_bytes, elements - offset);
-    // Each slice owns a reference to the tensor's buffer until gRPC has written it.
-    grpc::Slice part[] = {PartPrefix(size),
-                          grpc::Slice(const_cast<char*>(data) + offset, size, ReleaseTensor, new Tensor(value))};
-    parts.emplace_back(part, 2);
+    const size_t head_size = offset == 0 ? head.size() : 0;
+    std::vector<grpc::Slice> slices{PartPrefix(head_size + size)};
+    if (head_size > 0) slices.emplace_back(head);
+    // Each piece owns a reference to the tensor's buffer until gRPC has written it.
+    if (size > 0) slices.emplace_back(data + offset, size, ReleaseTensor, new Tensor(value));
+    parts.emplace_back(slices.data(), slices.size());
   }
   return parts;
 }
@@ -110,9 +111,10 @@ Status RecvTensorAssembler::Add(const grpc::ByteBuffer& message) {
   if (!in.Read(&tag, 1) || tag != kPartFieldTag || !in.ReadVarint(&length) || length != in.remaining()) {
     return errors::DataLoss("A RecvTensor response is not one tensor part of ", in.remaining(), " bytes");
   }
-  if (whole_) return errors::DataLoss("A RecvTensor stream goes on after its string tensor");
-  if (!started_) {
-    started_ = true;
+  if (stage_ == Stage::kWhole) return errors::DataLoss("A RecvTensor stream goes on after its string tensor");
+  if (stage_ == Stage::kTaken) return errors::FailedPrecondition("A RecvTensor stream's tensor was already taken");
+  if (stage_ == Stage::kHeader) {
+    stage_ = Stage::kElements;
     std::string prefix(std::min(in.remaining(), kMaxTensorHeaderBytes), '\0');
     in.Read(prefix.data(), prefix.size());
     ASSIGN_OR_RETURN(TensorHeader header, DecodeTensorHeader(prefix));
@@ -122,7 +124,7 @@ Status RecvTensorAssembler::Add(const grpc::ByteBuffer& message) {
       bytes.resize(head + in.remaining());
       in.Read(bytes.data() + head, in.remaining());
       ASSIGN_OR_RETURN(tensor_, DecodeTensor(bytes));
-      whole_ = true;
+      stage_ = Stage::kWhole;
       return Status::OK();
     }
     const auto elements = static_cast<uint64_t>(header.shape.num_elements());
@@ -150,13 +152,19 @@ Status RecvTensorAssembler::Add(const grpc::ByteBuffer& message) {
   return Status::OK();
 }
 
+bool RecvTensorAssembler::Complete() const {
+  return stage_ == Stage::kWhole || (stage_ == Stage::kElements && filled_ == tensor_.TotalBytes());
+}
+
 StatusOr<Tensor> RecvTensorAssembler::Finish() {
-  if (!started_) return errors::DataLoss("A RecvTensor stream ended before its tensor's header");
-  if (!whole_ && filled_ != tensor_.TotalBytes()) {
+  if (stage_ == Stage::kHeader) return errors::DataLoss("A RecvTensor stream ended before its tensor's header");
+  if (stage_ == Stage::kTaken) return errors::FailedPrecondition("A RecvTensor stream's tensor was already taken");
+  if (stage_ == Stage::kElements && filled_ != tensor_.TotalBytes()) {
     return errors::DataLoss("A RecvTensor stream ended after ", filled_, " of the ", tensor_.TotalBytes(),
                             " bytes of a ", DataTypeName(tensor_.dtype()), " tensor of shape ",
                             tensor_.shape().DebugString());
   }
+  stage_ = Stage::kTaken;
   return std::move(tensor_);
 }
 

@@ -1,8 +1,8 @@
 // The RecvTensor stream as bytes on the wire, written and read without copying a large
 // tensor more often than gRPC must. The server answers with a stream of RecvTensorResponse
-// messages whose parts, concatenated, are tensor_codec's encoding: the first holds the
-// header (a string tensor's whole encoding, whose elements are not contiguous), the rest
-// hold the elements in pieces of at most kRecvTensorPartBytes. Each piece refers to the
+// messages whose parts, concatenated, are tensor_codec's encoding: the elements in pieces
+// of at most kRecvTensorPartBytes, the first preceded by the header, so that a small tensor
+// is one message (a string tensor, whose elements are not contiguous, is one message whole). Each piece refers to the
 // tensor's own memory, which it keeps alive until gRPC lets go of it, so a 64 MiB tensor is
 // never copied into messages; the receiver copies each piece into the new tensor as it
 // arrives, while the next is still on its way, and while it is still in cache.
@@ -44,13 +44,21 @@ class RecvTensorAssembler {
   explicit RecvTensorAssembler(size_t max_bytes = SIZE_MAX) : max_bytes_(max_bytes) {}
 
   Status Add(const grpc::ByteBuffer& message);
-  // The tensor, once every element has come; DataLoss when the stream ended short.
+  // Every element has come: Finish succeeds, and only a hostile peer would send more.
+  bool Complete() const;
+  // The tensor, once every element has come; DataLoss when the stream ended short. Once
+  // only: the assembler takes no more parts after.
   StatusOr<Tensor> Finish();
 
  private:
   const size_t max_bytes_;
-  bool started_ = false;
-  bool whole_ = false;  // the tensor came whole in the first part (a string tensor)
+  enum class Stage {
+    kHeader,    // nothing came yet
+    kElements,  // the header came and the tensor is being filled
+    kWhole,     // a string tensor came whole in the first part
+    kTaken,     // Finish gave the tensor away
+  };
+  Stage stage_ = Stage::kHeader;
   Tensor tensor_;
   size_t filled_ = 0;  // element bytes copied into tensor_
 };

@@ -40,6 +40,8 @@ class RemoteRendezvous::Call final : public grpc::ClientBidiReactor<grpc::ByteBu
   void Cancel() { context_->TryCancel(); }
   void Fail(const Status& status) { done_(status, Tensor()); }
 
+  // The receiver has its tensor as soon as the last element is in, without waiting for
+  // the status that follows.
   void OnReadDone(bool ok) override {
     if (!ok) return;  // the stream ended: OnDone says how
     assembled_ = assembler_.Add(part_);
@@ -47,11 +49,18 @@ class RemoteRendezvous::Call final : public grpc::ClientBidiReactor<grpc::ByteBu
       context_->TryCancel();
       return;
     }
+    if (!delivered_ && assembler_.Complete()) Deliver(Status::OK());
     StartRead(&part_);
   }
 
   void OnDone(const grpc::Status& s) override {
-    Status status = assembled_.ok() ? FromGrpc(s, peer_) : assembled_;
+    if (!delivered_) Deliver(assembled_.ok() ? FromGrpc(s, peer_) : assembled_);
+    owner_->Finish(this);
+  }
+
+ private:
+  void Deliver(Status status) {
+    delivered_ = true;
     Tensor value;
     if (status.ok()) {
       StatusOr<Tensor> tensor = assembler_.Finish();
@@ -62,10 +71,8 @@ class RemoteRendezvous::Call final : public grpc::ClientBidiReactor<grpc::ByteBu
       status = Status(status.code(), StrCat("receiving '", key_, "' from ", peer_, ": ", status.message()));
     }
     done_(status, value);
-    owner_->Finish(this);
   }
 
- private:
   RemoteRendezvous* const owner_;
   const std::unique_ptr<grpc::ClientContext> context_;
   const std::string key_;
@@ -75,6 +82,7 @@ class RemoteRendezvous::Call final : public grpc::ClientBidiReactor<grpc::ByteBu
   grpc::ByteBuffer part_;
   RecvTensorAssembler assembler_;
   Status assembled_;  // the first part that would not assemble
+  bool delivered_ = false;  // done_ has been called
 };
 
 RemoteRendezvous::RemoteRendezvous(std::shared_ptr<Rendezvous> local, std::string job, int task,
