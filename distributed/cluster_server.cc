@@ -206,6 +206,7 @@ class WorkerService final : public rpc::WorkerService::WithRawCallbackMethod_Rec
   grpc::Status RunGraph(grpc::ServerContext* context, const rpc::RunGraphRequest* request,
                         rpc::RunGraphResponse* response) override {
     if (Status s = auth_.Check(*context, "RunGraph"); !s.ok()) return ToGrpc(s);
+    for (int64_t step_id : request->cleanup_step_ids()) graphs_->CleanupStep(step_id);
     StatusOr<std::map<int, Tensor>> args = DecodeArgs(*request);
     if (!args.ok()) return ToGrpc(args.status());
     GraphMgr::StepOptions options;
@@ -227,7 +228,7 @@ class WorkerService final : public rpc::WorkerService::WithRawCallbackMethod_Rec
   grpc::Status CleanupStep(grpc::ServerContext* context, const rpc::CleanupStepRequest* request,
                            rpc::CleanupStepResponse*) override {
     if (Status s = auth_.Check(*context, "CleanupStep"); !s.ok()) return ToGrpc(s);
-    graphs_->CleanupStep(request->step_id());
+    for (int64_t step_id : request->step_ids()) graphs_->CleanupStep(step_id);
     return grpc::Status::OK;
   }
 

@@ -22,6 +22,8 @@ namespace {
 
 // How long a control RPC (register, deregister, cleanup) may take.
 constexpr std::chrono::milliseconds kControlTimeout(60000);
+// How many ended steps of a task may wait for its next RunGraph to be cleaned up.
+constexpr size_t kMaxDeferredCleanups = 16;
 // How often discovery says which tasks it still waits for.
 constexpr std::chrono::milliseconds kDiscoveryLogInterval(10000);
 // A remote step's RPC outlives the step's own deadline by this much, so that the task's
@@ -137,10 +139,33 @@ struct MasterSession::TaskClient {
     (void)stub->DeregisterGraph(context.get(), request, &response);
   }
 
-  // Fire and forget: the step's outcome does not wait for its cleanup.
-  void CleanupStep(int64_t step_id) {
+  // A step that ended well leaves its cleanup to ride on the task's next RunGraph rather
+  // than cost a call of its own while the client waits. At most kMaxDeferredCleanups wait;
+  // more go out on their own, as do those left when the session ends.
+  void DeferCleanup(int64_t step_id) {
     if (local != nullptr) {
       local->CleanupStep(step_id);
+      return;
+    }
+    std::vector<int64_t> overflow;
+    {
+      std::lock_guard<std::mutex> lock(cleanup_mu);
+      deferred_cleanups.push_back(step_id);
+      if (deferred_cleanups.size() >= kMaxDeferredCleanups) overflow.swap(deferred_cleanups);
+    }
+    CleanupSteps(std::move(overflow));
+  }
+
+  std::vector<int64_t> TakeDeferredCleanups() {
+    std::lock_guard<std::mutex> lock(cleanup_mu);
+    return std::exchange(deferred_cleanups, {});
+  }
+
+  // Fire and forget: nothing waits for a cleanup.
+  void CleanupSteps(std::vector<int64_t> step_ids) {
+    if (step_ids.empty()) return;
+    if (local != nullptr) {
+      for (int64_t id : step_ids) local->CleanupStep(id);
       return;
     }
     struct Call {
@@ -150,10 +175,13 @@ struct MasterSession::TaskClient {
       rpc::CleanupStepResponse response;
     };
     auto* call = new Call{stub, channels->NewContext(kControlTimeout), {}, {}};
-    call->request.set_step_id(step_id);
+    call->request.mutable_step_ids()->Add(step_ids.begin(), step_ids.end());
     call->stub->async()->CleanupStep(call->context.get(), &call->request, &call->response,
                                      [call](const grpc::Status&) { delete call; });
   }
+
+  std::mutex cleanup_mu;
+  std::vector<int64_t> deferred_cleanups;  // guarded by cleanup_mu
 };
 
 // What one (feeds, fetches, targets) runs: per task, its registered graph and the indices
@@ -224,6 +252,7 @@ StatusOr<std::unique_ptr<MasterSession>> MasterSession::Create(Environment env, 
 }
 
 MasterSession::~MasterSession() {
+  for (const auto& [name, task] : tasks_) task->CleanupSteps(task->TakeDeferredCleanups());
   for (const auto& [key, plan] : plans_) {
     for (const Plan::Part& part : plan->parts) part.task->Deregister(part.handle);
   }
@@ -336,6 +365,7 @@ Status MasterSession::Run(const RunOptions& options, const std::vector<std::pair
   };
 
   struct RemoteCall {
+    TaskClient* task = nullptr;
     std::unique_ptr<grpc::ClientContext> context;
     rpc::RunGraphRequest request;
     rpc::RunGraphResponse response;
@@ -349,6 +379,7 @@ Status MasterSession::Run(const RunOptions& options, const std::vector<std::pair
       continue;
     }
     auto call = std::make_unique<RemoteCall>();
+    call->task = part.task;
     call->context = part.task->channels->NewContext(timeout.count() > 0 ? timeout + kStepRpcGrace
                                                                         : std::chrono::milliseconds(0));
     call->request.set_graph_handle(part.handle);
@@ -369,6 +400,7 @@ Status MasterSession::Run(const RunOptions& options, const std::vector<std::pair
       finish(encoded, {});
       continue;
     }
+    for (int64_t id : part.task->TakeDeferredCleanups()) call->request.add_cleanup_step_ids(id);
     {
       std::lock_guard<std::mutex> lock(step.mu);
       step.contexts.push_back(call->context.get());
@@ -420,7 +452,18 @@ Status MasterSession::Run(const RunOptions& options, const std::vector<std::pair
       }
     }
   }
-  for (const Plan::Part& part : plan->parts) part.task->CleanupStep(step_id);
+  if (step.status.ok()) {
+    for (const Plan::Part& part : plan->parts) part.task->DeferCleanup(step_id);
+  } else {
+    // A failed step may have left tensors behind: they go now, with the cleanups that its
+    // calls carried, which a task that never ran the call did not see.
+    if (local != nullptr) local->task->CleanupSteps({step_id});
+    for (const auto& call : calls) {
+      std::vector<int64_t> ids(call->request.cleanup_step_ids().begin(), call->request.cleanup_step_ids().end());
+      ids.push_back(step_id);
+      call->task->CleanupSteps(std::move(ids));
+    }
+  }
   RETURN_IF_ERROR(step.status);
   if (outputs != nullptr) *outputs = std::move(step.fetched);
   return Status::OK();
