@@ -25,6 +25,11 @@ void IntraProcessRendezvousMgr::Cleanup(int64_t step_id) {
   }
 }
 
+size_t IntraProcessRendezvousMgr::LiveSteps() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return steps_.size();
+}
+
 int64_t NewStepId() {
   static std::atomic<int64_t> next{1};
   return next.fetch_add(1, std::memory_order_relaxed);

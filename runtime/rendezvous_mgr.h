@@ -12,6 +12,7 @@
 // Implementations are thread-safe.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -29,6 +30,8 @@ class RendezvousMgr {
   // Forgets the step's rendezvous; receivers still waiting in it are aborted once nothing
   // else holds it.
   virtual void Cleanup(int64_t step_id) = 0;
+  // How many steps have a rendezvous here: those not cleaned up yet.
+  virtual size_t LiveSteps() = 0;
 };
 
 // Rendezvous for steps whose devices are all in this process (intra_process_rendezvous.h).
@@ -36,6 +39,7 @@ class IntraProcessRendezvousMgr final : public RendezvousMgr {
  public:
   std::shared_ptr<Rendezvous> Find(int64_t step_id) override;
   void Cleanup(int64_t step_id) override;
+  size_t LiveSteps() override;
 
  private:
   std::mutex mu_;

@@ -108,6 +108,30 @@ TEST_F(ClusterSessionTest, PlacesOverEveryTaskAndRunsEachPartitionWhereItWasPlac
   EXPECT_EQ(out.at(0).data<float>()[0], 5.0f);
 }
 
+// A remote task's share of an ended step is dropped with its next step (no call of its own
+// per step), a bounded number wait, and the session's end drops the rest.
+TEST_F(ClusterSessionTest, EndedStepsAreCleanedUpOnEveryTaskWithoutACallEach) {
+  auto session = Open(PsWorkerGraph());
+  ASSERT_NE(session, nullptr);
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session->Run({}, {}, {"init"}, &out).ok());
+  for (int i = 0; i < 40; ++i) {
+    Status s = session->Run({{"x", Tensor::Scalar<float>(2)}}, {"y"}, {}, &out);
+    ASSERT_TRUE(s.ok()) << s;
+    EXPECT_EQ(out.at(0).data<float>()[0], 7.0f);
+  }
+  EXPECT_EQ(worker_->local()->rendezvous()->LiveSteps(), 0u);  // the master's own task cleans up at once
+  const size_t waiting = ps_->local()->rendezvous()->LiveSteps();
+  EXPECT_GE(waiting, 1u);
+  EXPECT_LE(waiting, 16u);
+  session.reset();  // closes it on the master
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (ps_->local()->rendezvous()->LiveSteps() > 0 && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(ps_->local()->rendezvous()->LiveSteps(), 0u);
+}
+
 TEST_F(ClusterSessionTest, ResetClearsTheContainersOfEveryTask) {
   auto session = Open(PsWorkerGraph());
   ASSERT_NE(session, nullptr);

@@ -80,6 +80,7 @@ class CountingRendezvousMgr final : public RendezvousMgr {
     cleaned.insert(step_id);
     inner.Cleanup(step_id);
   }
+  size_t LiveSteps() override { return inner.LiveSteps(); }
   std::mutex mu;
   std::set<int64_t> found, cleaned;
   IntraProcessRendezvousMgr inner;
@@ -92,6 +93,7 @@ TEST(SessionFactoryTest, EachStepGetsItsRendezvousFromTheInjectedManager) {
   for (int i = 0; i < 3; ++i) EXPECT_EQ(testing::Fetch(**session, "y").data<float>()[0], -3.0f);
   EXPECT_EQ(mgr->found.size(), 3u);  // one rendezvous per step, by distinct step ids
   EXPECT_EQ(mgr->cleaned, mgr->found);
+  EXPECT_EQ(mgr->LiveSteps(), 0u);
 
   // A step on one device has nothing to exchange and asks for none.
   std::vector<Tensor> out;
