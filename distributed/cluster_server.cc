@@ -16,6 +16,7 @@
 #include "distributed/recv_tensor_wire.h"
 #include "distributed/rpc_decode.h"
 #include "distributed/rpc_util.h"
+#include "distributed/same_host_transport.h"
 #include "distributed/tls.h"
 #include "distributed/worker_channels.h"
 #include "graph/platform/logging.h"
@@ -24,16 +25,6 @@
 
 namespace tessera {
 namespace {
-
-// Whether a and b are equal, in time that depends on their lengths only.
-bool SameToken(std::string_view a, std::string_view b) {
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  const size_t n = std::max(a.size(), b.size());
-  for (size_t i = 0; i < n; ++i) {
-    diff |= static_cast<unsigned char>((i < a.size() ? a[i] : 0) ^ (i < b.size() ? b[i] : 0));
-  }
-  return diff == 0;
-}
 
 bool IsLoopback(std::string_view address) {
   const std::string_view host = address.substr(0, address.rfind(':'));
@@ -58,6 +49,7 @@ class Authenticator {
     return errors::Unauthenticated(task_name_, " refused ", method, ": the request came ", why,
                                    " (TESSERA_CLUSTER_TOKEN)");
   }
+  const std::string& token() const { return token_; }
 
  private:
   const std::string task_name_;
@@ -380,6 +372,7 @@ struct ClusterServer::Impl {
   std::unique_ptr<WorkerService> service;
   std::unique_ptr<MasterService> master;
   std::unique_ptr<grpc::Server> server;
+  std::unique_ptr<SameHostServer> same_host;  // null when off
   std::mutex mu;
   std::condition_variable cv;
   bool stopping = false;  // guarded by mu: Stop has begun
@@ -431,6 +424,10 @@ StatusOr<std::unique_ptr<ClusterServer>> ClusterServer::Create(const ClusterSpec
     return errors::Unavailable(s->task_name_, " cannot listen on ", address,
                                ": the port is in use or the address is not one of this machine's");
   }
+  if (options.same_host_transport && !TlsInUse()) {
+    ASSIGN_OR_RETURN(s->impl_->same_host,
+                     SameHostServer::Start(address, s->task_name_, s->local_->rendezvous(), s->impl_->auth->token()));
+  }
   s->target_ = StrCat("grpc://", address);
   return s;
 }
@@ -448,6 +445,7 @@ void ClusterServer::Stop(std::chrono::milliseconds grace) {
     impl_->stopping = true;
   }
   if (impl_->server != nullptr) impl_->server->Shutdown(std::chrono::system_clock::now() + grace);
+  impl_->same_host.reset();
   std::lock_guard<std::mutex> lock(impl_->mu);
   impl_->stopped = true;
   impl_->cv.notify_all();

@@ -30,6 +30,9 @@ struct ClusterServerOptions {
   SessionConfig config;
   // When set, every RPC must carry it (TESSERA_CLUSTER_TOKEN); compared in constant time.
   std::string token;
+  // Tasks on this machine fetch tensors over a Unix socket (same_host_transport.h) rather
+  // than gRPC. Off under TLS, whose peers are known by certificate, not by user.
+  bool same_host_transport = true;
 };
 
 class ClusterServer {

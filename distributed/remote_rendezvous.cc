@@ -3,6 +3,10 @@
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
+#include <functional>
+#include <vector>
+
 #include "distributed/protos/worker_service.grpc.pb.h"
 #include "distributed/recv_tensor_wire.h"
 #include "distributed/rpc_util.h"
@@ -16,11 +20,30 @@ const std::string& RecvTensorMethod() {
   return *method;
 }
 
+// A receive from another task, in flight until it calls Finish.
+class RemoteRendezvous::Call {
+ public:
+  virtual ~Call() = default;
+  virtual void Cancel() = 0;
+  // Ends a call that never started.
+  virtual void Fail(const Status& status) = 0;
+};
+
+namespace {
+
+Status NameTheReceive(const Status& status, std::string_view key, std::string_view peer) {
+  if (status.ok()) return status;
+  return Status(status.code(), StrCat("receiving '", key, "' from ", peer, ": ", status.message()));
+}
+
+}  // namespace
+
 // One RecvTensor stream: its parts are copied into the tensor as they come, each while the
 // next is still on its way.
-class RemoteRendezvous::Call final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+class RemoteRendezvous::GrpcCall final : public Call,
+                                         public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
-  Call(RemoteRendezvous* owner, std::unique_ptr<grpc::ClientContext> context, std::string key, std::string peer,
+  GrpcCall(RemoteRendezvous* owner, std::unique_ptr<grpc::ClientContext> context, std::string key, std::string peer,
        int64_t step_id, DoneCallback done)
       : owner_(owner), context_(std::move(context)), key_(std::move(key)), peer_(std::move(peer)), done_(std::move(done)) {
     rpc::RecvTensorRequest request;
@@ -37,8 +60,8 @@ class RemoteRendezvous::Call final : public grpc::ClientBidiReactor<grpc::ByteBu
     StartRead(&part_);
     StartCall();
   }
-  void Cancel() { context_->TryCancel(); }
-  void Fail(const Status& status) { done_(status, Tensor()); }
+  void Cancel() override { context_->TryCancel(); }
+  void Fail(const Status& status) override { done_(status, Tensor()); }
 
   // The receiver has its tensor as soon as the last element is in, without waiting for
   // the status that follows.
@@ -67,10 +90,7 @@ class RemoteRendezvous::Call final : public grpc::ClientBidiReactor<grpc::ByteBu
       status = tensor.status();
       if (tensor.ok()) value = *std::move(tensor);
     }
-    if (!status.ok()) {
-      status = Status(status.code(), StrCat("receiving '", key_, "' from ", peer_, ": ", status.message()));
-    }
-    done_(status, value);
+    done_(NameTheReceive(status, key_, peer_), value);
   }
 
   RemoteRendezvous* const owner_;
@@ -83,6 +103,41 @@ class RemoteRendezvous::Call final : public grpc::ClientBidiReactor<grpc::ByteBu
   RecvTensorAssembler assembler_;
   Status assembled_;  // the first part that would not assemble
   bool delivered_ = false;  // done_ has been called
+};
+
+// One receive over the same-host transport.
+class RemoteRendezvous::SameHostCall final : public Call {
+ public:
+  SameHostCall(RemoteRendezvous* owner, std::shared_ptr<SameHostClient> client, std::string key, std::string peer,
+               DoneCallback done)
+      : owner_(owner), client_(std::move(client)), key_(std::move(key)), peer_(std::move(peer)), done_(std::move(done)) {}
+
+  // The caller holds the call, which may finish before Recv returns.
+  void Start(int64_t step_id, std::chrono::milliseconds timeout) {
+    const uint64_t id = client_->Recv(step_id, key_, timeout, [this](const Status& s, const Tensor& value) {
+      done_(NameTheReceive(s, key_, peer_), value);
+      owner_->Finish(this);
+    });
+    id_.store(id);
+    if (cancelled_.load()) client_->Cancel(id, Cancelled());
+  }
+  // Whichever of Start and Cancel comes second cancels the receive.
+  void Cancel() override {
+    cancelled_.store(true);
+    if (const uint64_t id = id_.load(); id != 0) client_->Cancel(id, Cancelled());
+  }
+  void Fail(const Status& status) override { done_(status, Tensor()); }
+
+ private:
+  static Status Cancelled() { return errors::Cancelled("the receive was given up"); }
+
+  RemoteRendezvous* const owner_;
+  const std::shared_ptr<SameHostClient> client_;
+  const std::string key_;
+  const std::string peer_;
+  const DoneCallback done_;
+  std::atomic<uint64_t> id_{0};
+  std::atomic<bool> cancelled_{false};
 };
 
 RemoteRendezvous::RemoteRendezvous(std::shared_ptr<Rendezvous> local, std::string job, int task,
@@ -98,9 +153,19 @@ RemoteRendezvous::RemoteRendezvous(std::shared_ptr<Rendezvous> local, std::strin
 RemoteRendezvous::~RemoteRendezvous() {
   // The calls' callbacks use this object: cancel them and wait for them to come back. The
   // task's own rendezvous is left as it is: other tasks may still fetch what was sent here.
+  CancelCalls();
   std::unique_lock<std::mutex> lock(mu_);
-  for (Call* call : in_flight_) call->Cancel();
   idle_.wait(lock, [this] { return in_flight_.empty(); });
+}
+
+void RemoteRendezvous::CancelCalls() {
+  std::vector<std::shared_ptr<Call>> calls;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [raw, call] : in_flight_) calls.push_back(call);
+  }
+  // Outside mu_: a cancelled same-host receive finishes on this thread.
+  for (const auto& call : calls) call->Cancel();
 }
 
 Status RemoteRendezvous::Send(std::string_view key, const Args& args, const Tensor& value) {
@@ -123,31 +188,43 @@ void RemoteRendezvous::RecvAsync(std::string_view key, const Args& args, DoneCal
     done(errors::Unimplemented("receiving from another task into device memory (", src, ")"), Tensor());
     return;
   }
-  StatusOr<std::shared_ptr<grpc::Channel>> channel = channels_->ForTask(device->job, device->task);
-  if (!channel.ok()) {
-    done(channel.status(), Tensor());
-    return;
+  const std::string peer = TaskName(device->job, device->task);
+  std::shared_ptr<Call> call;
+  std::function<void()> start;
+  if (std::shared_ptr<SameHostClient> client = channels_->SameHost(device->job, device->task); client != nullptr) {
+    auto same_host = std::make_shared<SameHostCall>(this, std::move(client), std::string(key), peer, std::move(done));
+    start = [same_host, step = step_id_, timeout = timeout_] { same_host->Start(step, timeout); };
+    call = std::move(same_host);
+  } else {
+    StatusOr<std::shared_ptr<grpc::Channel>> channel = channels_->ForTask(device->job, device->task);
+    if (!channel.ok()) {
+      done(channel.status(), Tensor());
+      return;
+    }
+    auto grpc_call = std::make_shared<GrpcCall>(this, channels_->NewContext(timeout_), std::string(key), peer, step_id_,
+                                                std::move(done));
+    start = [grpc_call, channel = *std::move(channel)] { grpc_call->Start(channel); };
+    call = std::move(grpc_call);
   }
-  auto call = std::make_unique<Call>(this, channels_->NewContext(timeout_), std::string(key),
-                                     TaskName(device->job, device->task), step_id_, std::move(done));
-  Call* raw = call.get();
   Status aborted;
   {
     std::lock_guard<std::mutex> lock(mu_);
     aborted = aborted_;
-    if (aborted.ok()) in_flight_.insert(call.release());
+    if (aborted.ok()) in_flight_.emplace(call.get(), call);
   }
   if (!aborted.ok()) {
-    raw->Fail(aborted);
+    call->Fail(aborted);
     return;
   }
-  raw->Start(*channel);
+  start();
 }
 
 void RemoteRendezvous::Finish(Call* call) {
+  std::shared_ptr<Call> finished;  // let go of outside mu_
   std::lock_guard<std::mutex> lock(mu_);
-  in_flight_.erase(call);
-  delete call;
+  auto it = in_flight_.find(call);
+  finished = std::move(it->second);
+  in_flight_.erase(it);
   if (in_flight_.empty()) idle_.notify_all();
 }
 
@@ -155,8 +232,8 @@ void RemoteRendezvous::StartAbort(const Status& status) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (aborted_.ok()) aborted_ = status;
-    for (Call* call : in_flight_) call->Cancel();
   }
+  CancelCalls();
   local_->StartAbort(status);
 }
 

@@ -1,7 +1,9 @@
 // RemoteRendezvous: one step's rendezvous for a task of a cluster. Sends stay in this
 // process (the task's own rendezvous); a receive whose key names a device of another task
 // asks that task for the tensor by RPC (RecvTensor), which answers once its device has sent
-// it. Kernels and executors see only the Rendezvous interface, so they do not change.
+// it. Kernels and executors see only the Rendezvous interface, so they do not change. A task
+// on this machine is asked over the same-host transport instead (same_host_transport.h)
+// when it serves one.
 //
 //   auto channels = std::make_shared<WorkerChannels>(cluster, token);
 //   RemoteRendezvous r(local_step_rendezvous, "worker", 0, channels, step_id, timeout);
@@ -17,7 +19,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
-#include <set>
+#include <map>
 #include <string>
 
 #include "distributed/worker_channels.h"
@@ -39,7 +41,11 @@ class RemoteRendezvous final : public Rendezvous {
 
  private:
   class Call;
+  class GrpcCall;
+  class SameHostCall;
   void Finish(Call* call);
+  // Cancels every call in flight; they come back through Finish.
+  void CancelCalls();
 
   const std::shared_ptr<Rendezvous> local_;
   const std::string job_;
@@ -49,7 +55,8 @@ class RemoteRendezvous final : public Rendezvous {
   const std::chrono::milliseconds timeout_;
   std::mutex mu_;
   std::condition_variable idle_;  // in_flight_ became empty
-  std::set<Call*> in_flight_;     // guarded by mu_
+  // Shared so that a call can be cancelled outside mu_ while it finishes on another thread.
+  std::map<Call*, std::shared_ptr<Call>> in_flight_;  // guarded by mu_
   Status aborted_;             // guarded by mu_
 };
 

@@ -44,6 +44,20 @@ StatusOr<std::shared_ptr<grpc::Channel>> WorkerChannels::ForTask(const std::stri
   return channel;
 }
 
+std::shared_ptr<SameHostClient> WorkerChannels::SameHost(const std::string& job, int task) {
+  StatusOr<std::string> address = cluster_.TaskAddress(job, task);
+  if (!address.ok()) return nullptr;
+  std::lock_guard<std::mutex> lock(mu_);
+  std::shared_ptr<SameHostClient>& client = same_host_[*address];
+  if (client == nullptr || client->broken()) {
+    // Connecting to a name nobody listens on fails at once, so a task on another machine
+    // costs a system call here, not a wait.
+    StatusOr<std::shared_ptr<SameHostClient>> connected = SameHostClient::Connect(*address, TaskName(job, task), token_);
+    client = connected.ok() ? *std::move(connected) : nullptr;
+  }
+  return client;
+}
+
 std::unique_ptr<grpc::ClientContext> WorkerChannels::NewContext(std::chrono::milliseconds timeout) const {
   return NewCallContext(token_, timeout);
 }

@@ -1,5 +1,6 @@
 // WorkerChannels: one gRPC channel per task of a cluster, made on first use and kept, with
-// the cluster's token put on every call. What the remote rendezvous and the status queries
+// the cluster's token put on every call, and for tasks on this machine a same-host
+// connection (same_host_transport.h). What the remote rendezvous and the status queries
 // talk to other tasks through. Thread-safe.
 #pragma once
 
@@ -10,6 +11,7 @@
 #include <string>
 
 #include "distributed/cluster_spec.h"
+#include "distributed/same_host_transport.h"
 
 namespace grpc {
 class Channel;
@@ -26,6 +28,10 @@ class WorkerChannels {
   StatusOr<std::shared_ptr<grpc::Channel>> ForTask(const std::string& job, int task);
   // A fresh context for one call: the token, and a deadline `timeout` from now (none when 0).
   std::unique_ptr<grpc::ClientContext> NewContext(std::chrono::milliseconds timeout) const;
+  // The same-host connection to that task, or null when it is on another machine, does not
+  // serve one, or turned this process away: then gRPC is the way. A broken connection is
+  // made anew.
+  std::shared_ptr<SameHostClient> SameHost(const std::string& job, int task);
   const ClusterSpec& cluster() const { return cluster_; }
 
  private:
@@ -33,6 +39,7 @@ class WorkerChannels {
   const std::string token_;
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<grpc::Channel>> channels_;  // by address; guarded by mu_
+  std::map<std::string, std::shared_ptr<SameHostClient>> same_host_;  // by address; guarded by mu_
 };
 
 // A channel to `address` ("host:port" or "grpc://host:port") without gRPC's 4 MiB cap on

@@ -1,7 +1,8 @@
 // A step's tensors between two tasks of a cluster (two servers in this process, talking
-// over loopback gRPC exactly as two processes would): a 64 MiB tensor arrives whole, a
-// receive made before the send waits for it, an abort on the sender's side or a sender that
-// is not there fails the receive with a reason, and local keys stay local.
+// exactly as two processes would), over each transport: loopback gRPC, and the same-host
+// Unix socket that tasks of one machine use. A 64 MiB tensor arrives whole, a receive made
+// before the send waits for it, an abort on the sender's side, a sender that is not there or
+// leaves, or a deadline fails the receive with a reason, and local keys stay local.
 #include "distributed/remote_rendezvous.h"
 
 #include <gmock/gmock.h>
@@ -24,7 +25,8 @@ using testing::LoopbackAddress;
 constexpr char kPsCpu[] = "/job:ps/replica:0/task:0/device:CPU:0";
 constexpr char kWorkerCpu[] = "/job:worker/replica:0/task:0/device:CPU:0";
 
-class RemoteRendezvousTest : public ::testing::Test {
+// The parameter: whether the servers serve same-host peers.
+class RemoteRendezvousTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
     StatusOr<ClusterSpec> c = ClusterSpec::FromJson(StrCat(R"({"ps": [")", LoopbackAddress(FreePort()),
@@ -33,6 +35,7 @@ class RemoteRendezvousTest : public ::testing::Test {
     cluster_ = *c;
     ClusterServerOptions options;
     options.token = "t0ken";
+    options.same_host_transport = GetParam();
     auto ps = ClusterServer::Create(cluster_, "ps", 0, options);
     ASSERT_TRUE(ps.ok()) << ps.status();
     ps_ = std::move(*ps);
@@ -40,6 +43,8 @@ class RemoteRendezvousTest : public ::testing::Test {
     ASSERT_TRUE(worker.ok()) << worker.status();
     worker_ = std::move(*worker);
     channels_ = std::make_shared<WorkerChannels>(cluster_, "t0ken");
+    // The transport under test is the one the receives take.
+    EXPECT_EQ(channels_->SameHost("ps", 0) != nullptr, GetParam());
   }
 
   std::unique_ptr<RemoteRendezvous> WorkerSide(int64_t step, std::chrono::milliseconds timeout = kTimeout) {
@@ -67,7 +72,7 @@ class RemoteRendezvousTest : public ::testing::Test {
   std::shared_ptr<WorkerChannels> channels_;
 };
 
-TEST_F(RemoteRendezvousTest, A64MiBTensorCrossesWhole) {
+TEST_P(RemoteRendezvousTest, A64MiBTensorCrossesWhole) {
   const int64_t step = NewStepId();
   Tensor big(DataType::kFloat, TensorShape({int64_t{16} << 20}));
   for (int64_t i = 0; i < big.NumElements(); ++i) big.data<float>()[i] = static_cast<float>(i % 1000003);
@@ -80,7 +85,7 @@ TEST_F(RemoteRendezvousTest, A64MiBTensorCrossesWhole) {
   ps_->local()->rendezvous()->Cleanup(step);
 }
 
-TEST_F(RemoteRendezvousTest, AReceiveBeforeTheSendWaitsForIt) {
+TEST_P(RemoteRendezvousTest, AReceiveBeforeTheSendWaitsForIt) {
   const int64_t step = NewStepId();
   auto r = WorkerSide(step);
   std::thread sender([&] {
@@ -93,7 +98,7 @@ TEST_F(RemoteRendezvousTest, AReceiveBeforeTheSendWaitsForIt) {
   EXPECT_EQ(value.data<int32_t>()[0], 7);
 }
 
-TEST_F(RemoteRendezvousTest, AnAbortOnTheSendersSideReachesTheReceiver) {
+TEST_P(RemoteRendezvousTest, AnAbortOnTheSendersSideReachesTheReceiver) {
   const int64_t step = NewStepId();
   auto r = WorkerSide(step);
   std::thread aborter([&] {
@@ -107,7 +112,7 @@ TEST_F(RemoteRendezvousTest, AnAbortOnTheSendersSideReachesTheReceiver) {
   EXPECT_THAT(std::string(status.message()), HasSubstr("node w ran out of memory"));
 }
 
-TEST_F(RemoteRendezvousTest, ASenderThatIsGoneIsUnavailableNamingItsTask) {
+TEST_P(RemoteRendezvousTest, ASenderThatIsGoneIsUnavailableNamingItsTask) {
   const int64_t step = NewStepId();
   const std::string key = KeyFromPs("x:0");
   ps_.reset();
@@ -117,7 +122,7 @@ TEST_F(RemoteRendezvousTest, ASenderThatIsGoneIsUnavailableNamingItsTask) {
   EXPECT_THAT(std::string(status.message()), HasSubstr("/job:ps/replica:0/task:0 did not answer"));
 }
 
-TEST_F(RemoteRendezvousTest, AbortingTheReceiverCancelsItsCallsAndLocalKeysStayLocal) {
+TEST_P(RemoteRendezvousTest, AbortingTheReceiverCancelsItsCallsAndLocalKeysStayLocal) {
   const int64_t step = NewStepId();
   auto r = WorkerSide(step);
   std::promise<Status> got;
@@ -137,13 +142,73 @@ TEST_F(RemoteRendezvousTest, AbortingTheReceiverCancelsItsCallsAndLocalKeysStayL
   EXPECT_EQ(value.data<float>()[0], 2.5f);
 }
 
-TEST_F(RemoteRendezvousTest, AWrongTokenIsRefused) {
+TEST_P(RemoteRendezvousTest, AWrongTokenIsRefused) {
   const int64_t step = NewStepId();
   auto wrong = std::make_shared<WorkerChannels>(cluster_, "guess");
   RemoteRendezvous r(worker_->local()->rendezvous()->Find(step), "worker", 0, wrong, step, kTimeout);
   auto [status, value] = Receive(r, KeyFromPs("x:0"));
   EXPECT_EQ(status.code(), Code::kUnauthenticated) << status;
 }
+
+TEST_P(RemoteRendezvousTest, StringsAndScalarsCross) {
+  const int64_t step = NewStepId();
+  Tensor words(DataType::kString, TensorShape({3}));
+  words.data<std::string>()[0] = "";
+  words.data<std::string>()[1] = "ps";
+  words.data<std::string>()[2] = std::string(100000, 'x');
+  auto ps_side = ps_->local()->rendezvous()->Find(step);
+  ASSERT_TRUE(ps_side->Send(KeyFromPs("words:0"), words).ok());
+  ASSERT_TRUE(ps_side->Send(KeyFromPs("one:0"), Tensor::Scalar<double>(0.25)).ok());
+  ASSERT_TRUE(ps_side->Send(KeyFromPs("none:0"), Tensor(DataType::kFloat, TensorShape({0, 4}))).ok());
+  auto r = WorkerSide(step);
+  auto [s1, got_words] = Receive(*r, KeyFromPs("words:0"));
+  ASSERT_TRUE(s1.ok()) << s1;
+  ASSERT_EQ(got_words.NumElements(), 3);
+  EXPECT_EQ(got_words.data<std::string>()[1], "ps");
+  EXPECT_EQ(got_words.data<std::string>()[2], std::string(100000, 'x'));
+  auto [s2, one] = Receive(*r, KeyFromPs("one:0"));
+  ASSERT_TRUE(s2.ok()) << s2;
+  EXPECT_EQ(one.data<double>()[0], 0.25);
+  auto [s3, none] = Receive(*r, KeyFromPs("none:0"));
+  ASSERT_TRUE(s3.ok()) << s3;
+  EXPECT_EQ(none.shape(), TensorShape({0, 4}));
+  ps_->local()->rendezvous()->Cleanup(step);
+}
+
+TEST_P(RemoteRendezvousTest, AReceivePastItsDeadlineIsDeadlineExceeded) {
+  const int64_t step = NewStepId();
+  auto r = WorkerSide(step, std::chrono::milliseconds(300));
+  const auto start = std::chrono::steady_clock::now();
+  auto [status, value] = Receive(*r, KeyFromPs("never:0"));
+  EXPECT_EQ(status.code(), Code::kDeadlineExceeded) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr("/job:ps/replica:0/task:0"));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  // What comes after the deadline is dropped, and the connection still serves.
+  auto ps_side = ps_->local()->rendezvous()->Find(step);
+  ASSERT_TRUE(ps_side->Send(KeyFromPs("never:0"), Tensor::Scalar<float>(1)).ok());
+  ASSERT_TRUE(ps_side->Send(KeyFromPs("next:0"), Tensor::Scalar<float>(2)).ok());
+  auto [next_status, next] = Receive(*r, KeyFromPs("next:0"));
+  ASSERT_TRUE(next_status.ok()) << next_status;
+  EXPECT_EQ(next.data<float>()[0], 2.0f);
+  ps_->local()->rendezvous()->Cleanup(step);
+}
+
+TEST_P(RemoteRendezvousTest, ASenderThatLeavesMidReceiveFailsItNamingTheTask) {
+  const int64_t step = NewStepId();
+  auto r = WorkerSide(step);
+  std::promise<Status> got;
+  r->RecvAsync(KeyFromPs("pending:0"), [&got](const Status& s, const Tensor&) { got.set_value(s); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ps_->Stop(std::chrono::milliseconds(100));
+  auto f = got.get_future();
+  ASSERT_EQ(f.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  const Status status = f.get();
+  EXPECT_FALSE(status.ok());
+  EXPECT_THAT(std::string(status.message()), HasSubstr("/job:ps/replica:0/task:0"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, RemoteRendezvousTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "SameHost" : "Grpc"; });
 
 }  // namespace
 }  // namespace tessera

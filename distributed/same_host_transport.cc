@@ -1,0 +1,646 @@
+#include "distributed/same_host_transport.h"
+
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "distributed/rpc_util.h"
+#include "graph/platform/logging.h"
+#include "graph/serialize/tensor_codec.h"
+
+namespace tessera {
+namespace {
+
+static_assert(std::endian::native == std::endian::little, "the frames are written as the machine stores them");
+
+constexpr uint32_t kMagic = 0x54534854;  // "THST"
+constexpr uint32_t kVersion = 1;
+constexpr size_t kMaxTokenBytes = 4096;
+// A peer that connects has this long to say who it is.
+constexpr std::chrono::milliseconds kHelloTimeout{10000};
+// How often a client's reader looks for receives past their deadlines.
+constexpr std::chrono::milliseconds kDeadlineTick{50};
+// As protobuf caps a message, and so gRPC's path a string tensor.
+constexpr uint64_t kMaxStringTensorBytes = uint64_t{2} << 30;
+// Room for a few pieces of a ring all-reduce in flight, so the writer seldom waits.
+constexpr int kSocketBufferBytes = 4 << 20;
+
+template <typename T>
+void Put(std::string* out, T value) {
+  out->append(reinterpret_cast<const char*>(&value), sizeof(value));
+}
+template <typename T>
+T Get(std::string_view bytes, size_t offset) {
+  T value;
+  std::memcpy(&value, bytes.data() + offset, sizeof(value));
+  return value;
+}
+
+// Writes every byte of `parts`, resuming after partial writes; false when the peer is gone.
+bool WriteAll(int fd, std::vector<iovec> parts) {
+  size_t first = 0;
+  while (first < parts.size()) {
+    msghdr message{};
+    message.msg_iov = parts.data() + first;
+    message.msg_iovlen = std::min<size_t>(parts.size() - first, IOV_MAX);
+    const ssize_t n = ::sendmsg(fd, &message, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    size_t left = static_cast<size_t>(n);
+    while (first < parts.size() && left >= parts[first].iov_len) left -= parts[first++].iov_len;
+    if (left > 0) {
+      parts[first].iov_base = static_cast<char*>(parts[first].iov_base) + left;
+      parts[first].iov_len -= left;
+    }
+  }
+  return true;
+}
+
+// Reads exactly `n` bytes; false at the end of the stream or on an error. On a socket with
+// a receive timeout, `idle` is called each time it passes with nothing read.
+bool ReadAll(int fd, void* to, size_t n, const std::function<void()>& idle = nullptr) {
+  char* p = static_cast<char*>(to);
+  while (n > 0) {
+    const ssize_t got = ::recv(fd, p, n, MSG_WAITALL);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && idle != nullptr) {
+      idle();
+      continue;
+    }
+    if (got <= 0) return false;
+    p += got;
+    n -= static_cast<size_t>(got);
+  }
+  return true;
+}
+
+bool ReadString(int fd, size_t n, std::string* out, const std::function<void()>& idle = nullptr) {
+  out->resize(n);
+  return ReadAll(fd, out->data(), n, idle);
+}
+
+bool Discard(int fd, uint64_t n, const std::function<void()>& idle) {
+  char scratch[64 << 10];
+  while (n > 0) {
+    const size_t chunk = std::min<uint64_t>(n, sizeof(scratch));
+    if (!ReadAll(fd, scratch, chunk, idle)) return false;
+    n -= chunk;
+  }
+  return true;
+}
+
+sockaddr_un SocketAddress(std::string_view address, socklen_t* length) {
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  const std::string name = SameHostSocketName(address);
+  const size_t n = std::min(name.size(), sizeof(a.sun_path));
+  std::memcpy(a.sun_path, name.data(), n);
+  *length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + n);
+  return a;
+}
+
+void SetBuffers(int fd) {
+  const int bytes = kSocketBufferBytes;
+  (void)::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
+  (void)::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
+}
+
+void SetReceiveTimeout(int fd, std::chrono::milliseconds timeout) {
+  timeval t{};
+  t.tv_sec = timeout.count() / 1000;
+  t.tv_usec = (timeout.count() % 1000) * 1000;
+  (void)::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &t, sizeof(t));
+}
+
+}  // namespace
+
+std::string SameHostSocketName(std::string_view address) {
+  if (address.starts_with("grpc://")) address.remove_prefix(sizeof("grpc://") - 1);
+  return StrCat(std::string_view("\0", 1), "tessera/", address);
+}
+
+StatusOr<SameHostRequest> ParseSameHostRequestHead(std::string_view bytes, uint32_t* key_bytes) {
+  if (bytes.size() != kSameHostRequestFixedBytes) {
+    return errors::InvalidArgument("a same-host request head of ", bytes.size(), " bytes");
+  }
+  SameHostRequest r;
+  r.id = Get<uint64_t>(bytes, 0);
+  r.step_id = Get<int64_t>(bytes, 8);
+  *key_bytes = Get<uint32_t>(bytes, 16);
+  if (*key_bytes > kSameHostMaxKeyBytes) {
+    return errors::InvalidArgument("a same-host request with a key of ", *key_bytes, " bytes");
+  }
+  return r;
+}
+
+StatusOr<SameHostAnswerHead> ParseSameHostAnswerHead(std::string_view bytes) {
+  if (bytes.size() != kSameHostAnswerHeadBytes) {
+    return errors::InvalidArgument("a same-host answer head of ", bytes.size(), " bytes");
+  }
+  SameHostAnswerHead h;
+  h.id = Get<uint64_t>(bytes, 0);
+  const uint32_t code = Get<uint32_t>(bytes, 8);
+  h.message_bytes = Get<uint32_t>(bytes, 12);
+  h.header_bytes = Get<uint32_t>(bytes, 16);
+  h.element_bytes = Get<uint64_t>(bytes, 20);
+  if (code > static_cast<uint32_t>(Code::kUnauthenticated)) {
+    return errors::InvalidArgument("a same-host answer with status code ", code);
+  }
+  h.code = static_cast<Code>(code);
+  if (h.message_bytes > kSameHostMaxMessageBytes || h.header_bytes > kMaxTensorHeaderBytes) {
+    return errors::InvalidArgument("a same-host answer with a ", h.message_bytes, "-byte message and a ",
+                                   h.header_bytes, "-byte tensor header");
+  }
+  if (h.code != Code::kOk && (h.header_bytes != 0 || h.element_bytes != 0)) {
+    return errors::InvalidArgument("a same-host answer with both an error and a tensor");
+  }
+  if (h.code == Code::kOk && h.header_bytes == 0) {
+    return errors::InvalidArgument("a same-host answer with neither an error nor a tensor");
+  }
+  return h;
+}
+
+// ---------------------------------------------------------------------------------------
+// The server.
+
+struct SameHostServer::State {
+  std::string task_name;
+  std::string token;
+  std::shared_ptr<RendezvousMgr> rendezvous;
+  int listen_fd = -1;
+  std::thread acceptor;
+  std::mutex mu;
+  std::vector<std::shared_ptr<Connection>> connections;  // guarded by mu
+  bool stopping = false;                                  // guarded by mu
+};
+
+// One peer's connection: a thread reads its requests and asks the rendezvous, another
+// writes the answers as the rendezvous gives them, from the tensors' own memory.
+class SameHostServer::Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(int fd, State* server) : fd_(fd), server_(server) {}
+  ~Connection() { ::close(fd_); }
+
+  void Start() { reader_ = std::thread([this] { Read(); }); }
+  void Shutdown() {
+    ::shutdown(fd_, SHUT_RDWR);
+    Close();
+  }
+  void Join() {
+    if (reader_.joinable()) reader_.join();
+    if (writer_.joinable()) writer_.join();
+  }
+  bool finished() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return read_done_;
+  }
+
+ private:
+  struct Answer {
+    uint64_t id;
+    Status status;
+    Tensor value;
+  };
+
+  void Read() {
+    if (Hello()) {
+      writer_ = std::thread([this] { Write(); });
+      ServeRequests();
+    }
+    Close();
+    std::lock_guard<std::mutex> lock(mu_);
+    read_done_ = true;
+  }
+
+  // The peer is this user's process and knows the token; it is told yes or no.
+  bool Hello() {
+    ucred peer{};
+    socklen_t length = sizeof(peer);
+    const bool same_user = ::getsockopt(fd_, SOL_SOCKET, SO_PEERCRED, &peer, &length) == 0 && peer.uid == ::geteuid();
+    SetReceiveTimeout(fd_, kHelloTimeout);
+    std::string head;
+    std::string token;
+    bool admitted = false;
+    if (ReadString(fd_, 12, &head) && Get<uint32_t>(head, 0) == kMagic && Get<uint32_t>(head, 4) == kVersion) {
+      const uint32_t token_bytes = Get<uint32_t>(head, 8);
+      admitted = token_bytes <= kMaxTokenBytes && ReadString(fd_, token_bytes, &token) && same_user &&
+                 (server_->token.empty() || SameToken(token, server_->token));
+    }
+    if (!admitted) {
+      Log(LogSeverity::kWarning, StrCat(server_->task_name, " refused a same-host connection from process ", peer.pid,
+                                        same_user ? " that did not present the cluster token" : " of another user"));
+    }
+    SetReceiveTimeout(fd_, std::chrono::milliseconds(0));
+    std::string answer;
+    Put<uint32_t>(&answer, admitted ? 0 : 1);
+    return WriteAll(fd_, {{answer.data(), answer.size()}}) && admitted;
+  }
+
+  void ServeRequests() {
+    std::string head;
+    std::string key;
+    while (ReadString(fd_, kSameHostRequestFixedBytes, &head)) {
+      uint32_t key_bytes = 0;
+      StatusOr<SameHostRequest> request = ParseSameHostRequestHead(head, &key_bytes);
+      if (!request.ok() || !ReadString(fd_, key_bytes, &key)) return;
+      std::weak_ptr<Connection> self = weak_from_this();
+      const uint64_t id = request->id;
+      server_->rendezvous->Find(request->step_id)->RecvAsync(key, [self, id](const Status& s, const Tensor& value) {
+        if (std::shared_ptr<Connection> connection = self.lock()) connection->Queue({id, s, value});
+      });
+    }
+  }
+
+  void Queue(Answer answer) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_) return;
+    answers_.push_back(std::move(answer));
+    cv_.notify_one();
+  }
+
+  void Close() {
+    std::lock_guard<std::mutex> lock(mu_);
+    closed_ = true;
+    answers_.clear();
+    cv_.notify_one();
+  }
+
+  void Write() {
+    for (;;) {
+      Answer answer;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [this] { return closed_ || !answers_.empty(); });
+        if (closed_) return;
+        answer = std::move(answers_.front());
+        answers_.pop_front();
+      }
+      if (!WriteAnswer(answer)) {
+        ::shutdown(fd_, SHUT_RDWR);
+        Close();
+        return;
+      }
+    }
+  }
+
+  bool WriteAnswer(const Answer& answer) {
+    Status status = answer.status;
+    std::string header;
+    std::string strings;  // a string tensor's elements, which are not one block of memory
+    const char* elements = nullptr;
+    size_t element_bytes = 0;
+    if (status.ok()) {
+      const bool is_string = answer.value.dtype() == DataType::kString;
+      StatusOr<std::string> h = EncodeTensorHeader(answer.value);
+      if (h.ok() && is_string) {
+        StatusOr<std::string> whole = EncodeTensor(answer.value);
+        if (whole.ok()) strings = whole->substr(h->size());
+        else h = whole.status();
+      }
+      if (h.ok()) {
+        header = *std::move(h);
+        elements = is_string ? strings.data() : static_cast<const char*>(answer.value.raw_data());
+        element_bytes = is_string ? strings.size() : answer.value.TotalBytes();
+      } else {
+        status = h.status();
+      }
+    }
+    std::string message = status.ok() ? "" : status.message().substr(0, kSameHostMaxMessageBytes);
+    std::string head;
+    Put<uint64_t>(&head, answer.id);
+    Put<uint32_t>(&head, static_cast<uint32_t>(status.code()));
+    Put<uint32_t>(&head, static_cast<uint32_t>(message.size()));
+    Put<uint32_t>(&head, static_cast<uint32_t>(header.size()));
+    Put<uint64_t>(&head, element_bytes);
+    std::vector<iovec> parts{{head.data(), head.size()}};
+    if (!message.empty()) parts.push_back({message.data(), message.size()});
+    if (!header.empty()) parts.push_back({header.data(), header.size()});
+    if (element_bytes > 0) parts.push_back({const_cast<char*>(elements), element_bytes});
+    return WriteAll(fd_, std::move(parts));
+  }
+
+  const int fd_;
+  State* const server_;
+  std::thread reader_;
+  std::thread writer_;  // started by the reader once the peer is admitted
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Answer> answers_;  // guarded by mu_
+  bool closed_ = false;         // guarded by mu_: nothing more is written
+  bool read_done_ = false;      // guarded by mu_: the reader has ended
+};
+
+StatusOr<std::unique_ptr<SameHostServer>> SameHostServer::Start(std::string_view address, std::string task_name,
+                                                                 std::shared_ptr<RendezvousMgr> rendezvous,
+                                                                 std::string token) {
+  auto state = std::make_shared<State>();
+  state->task_name = std::move(task_name);
+  state->token = std::move(token);
+  state->rendezvous = std::move(rendezvous);
+  state->listen_fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (state->listen_fd < 0) return errors::Unavailable(state->task_name, ": no Unix socket: ", std::strerror(errno));
+  socklen_t length = 0;
+  sockaddr_un a = SocketAddress(address, &length);
+  if (::bind(state->listen_fd, reinterpret_cast<sockaddr*>(&a), length) != 0 || ::listen(state->listen_fd, 64) != 0) {
+    const int error = errno;
+    ::close(state->listen_fd);
+    return errors::Unavailable(state->task_name, " cannot serve same-host peers for ", address, ": ",
+                               std::strerror(error));
+  }
+  std::unique_ptr<SameHostServer> server(new SameHostServer(std::move(state)));
+  server->state_->acceptor = std::thread([s = server.get()] { s->AcceptLoop(); });
+  return server;
+}
+
+SameHostServer::SameHostServer(std::shared_ptr<State> state) : state_(std::move(state)) {}
+
+SameHostServer::~SameHostServer() {
+  std::vector<std::shared_ptr<Connection>> connections;
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->stopping = true;
+    connections.swap(state_->connections);
+  }
+  // Wakes the acceptor: accept on a socket shut down returns at once.
+  ::shutdown(state_->listen_fd, SHUT_RDWR);
+  state_->acceptor.join();
+  ::close(state_->listen_fd);
+  for (const auto& c : connections) c->Shutdown();
+  for (const auto& c : connections) c->Join();
+}
+
+void SameHostServer::AcceptLoop() {
+  for (;;) {
+    const int fd = ::accept4(state_->listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      std::lock_guard<std::mutex> lock(state_->mu);
+      if (state_->stopping) return;
+      // Out of descriptors or memory: wait a moment rather than spin.
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      continue;
+    }
+    SetBuffers(fd);
+    auto connection = std::make_shared<Connection>(fd, state_.get());
+    std::vector<std::shared_ptr<Connection>> ended;
+    {
+      std::lock_guard<std::mutex> lock(state_->mu);
+      if (state_->stopping) return;  // the connection's destructor closes fd
+      // Connections whose peers left are joined here, so that they do not pile up.
+      auto gone = std::stable_partition(state_->connections.begin(), state_->connections.end(),
+                                        [](const std::shared_ptr<Connection>& c) { return !c->finished(); });
+      ended.assign(gone, state_->connections.end());
+      state_->connections.erase(gone, state_->connections.end());
+      state_->connections.push_back(connection);
+      connection->Start();
+    }
+    for (const auto& c : ended) {
+      c->Shutdown();
+      c->Join();
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// The client.
+
+class SameHostClient::Impl : public std::enable_shared_from_this<Impl> {
+ public:
+  Impl(int fd, std::string peer) : fd_(fd), peer_(std::move(peer)) {}
+  ~Impl() { ::close(fd_); }
+
+  void Start() { reader_ = std::thread([self = shared_from_this()] { self->Read(); }); }
+
+  // The reader may be the one letting go of the client, from inside a receive's callback:
+  // it then finishes on its own, holding the Impl.
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      closing_ = true;
+    }
+    ::shutdown(fd_, SHUT_RDWR);
+    if (reader_.get_id() == std::this_thread::get_id()) reader_.detach();
+    else reader_.join();
+  }
+
+  uint64_t Recv(int64_t step_id, std::string_view key, std::chrono::milliseconds timeout,
+                Rendezvous::DoneCallback done) {
+    uint64_t id = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!broken_) {
+        id = ++last_id_;
+        const auto deadline = timeout.count() > 0 ? Clock::now() + timeout : Clock::time_point::max();
+        pending_.emplace(id, Pending{std::move(done), deadline, timeout});
+      }
+    }
+    if (id == 0) {
+      done(Lost(), Tensor());
+      return 0;
+    }
+    std::string request;
+    Put<uint64_t>(&request, id);
+    Put<int64_t>(&request, step_id);
+    Put<uint32_t>(&request, static_cast<uint32_t>(key.size()));
+    request.append(key);
+    bool written;
+    {
+      std::lock_guard<std::mutex> lock(write_mu_);
+      written = WriteAll(fd_, {{request.data(), request.size()}});
+    }
+    if (!written) Break(Lost());
+    return id;
+  }
+
+  void Cancel(uint64_t id, const Status& status) {
+    Rendezvous::DoneCallback done = Take(id);
+    if (done) done(status, Tensor());
+  }
+
+  bool broken() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return broken_;
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Pending {
+    Rendezvous::DoneCallback done;
+    Clock::time_point deadline;
+    std::chrono::milliseconds timeout;
+  };
+
+  Status Lost() const { return errors::Unavailable(peer_, " did not answer: the same-host connection closed"); }
+
+  Rendezvous::DoneCallback Take(uint64_t id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pending_.find(id);
+    if (it == pending_.end()) return nullptr;
+    Rendezvous::DoneCallback done = std::move(it->second.done);
+    pending_.erase(it);
+    return done;
+  }
+
+  // Receives past their deadlines fail as gRPC's would; their answers are dropped if they come.
+  void Expire() {
+    std::vector<Pending> expired;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      const Clock::time_point now = Clock::now();
+      for (auto it = pending_.begin(); it != pending_.end();) {
+        if (it->second.deadline > now) {
+          ++it;
+          continue;
+        }
+        expired.push_back(std::move(it->second));
+        it = pending_.erase(it);
+      }
+    }
+    for (Pending& p : expired) {
+      p.done(errors::DeadlineExceeded(peer_, " did not answer within ", p.timeout.count(), " ms"), Tensor());
+    }
+  }
+
+  // Every receive still waiting fails; the connection takes no more.
+  void Break(const Status& why) {
+    std::unordered_map<uint64_t, Pending> pending;
+    Status status = why;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      broken_ = true;
+      if (closing_) status = errors::Cancelled("the receive was given up");
+      pending.swap(pending_);
+    }
+    ::shutdown(fd_, SHUT_RDWR);
+    for (auto& [id, p] : pending) p.done(status, Tensor());
+  }
+
+  void Read() {
+    std::string head;
+    std::string message;
+    std::string header;
+    const std::function<void()> idle = [this] { Expire(); };
+    for (;;) {
+      if (!ReadString(fd_, kSameHostAnswerHeadBytes, &head, idle)) break;
+      StatusOr<SameHostAnswerHead> h = ParseSameHostAnswerHead(head);
+      if (!h.ok()) {
+        Break(errors::DataLoss(peer_, " sent ", h.status().message()));
+        return;
+      }
+      if (!ReadString(fd_, h->message_bytes, &message, idle) || !ReadString(fd_, h->header_bytes, &header, idle)) break;
+      Rendezvous::DoneCallback done = Take(h->id);
+      if (!done) {  // given up while the answer was on its way
+        if (!Discard(fd_, h->element_bytes, idle)) break;
+        continue;
+      }
+      if (h->code != Code::kOk) {
+        done(Status(h->code, message), Tensor());
+        continue;
+      }
+      StatusOr<Tensor> value = ReadTensor(header, h->element_bytes, idle);
+      if (!value.ok()) {
+        // The rest of its elements may still be on the wire: nothing after them can be read.
+        done(value.status(), Tensor());
+        Break(value.status());
+        return;
+      }
+      done(Status::OK(), *std::move(value));
+    }
+    Break(Lost());
+  }
+
+  // The tensor is allocated at the size its header announces (a peer of this user that
+  // knows the token is trusted that far; what cannot be allocated is ResourceExhausted) and
+  // filled straight from the socket.
+  StatusOr<Tensor> ReadTensor(const std::string& header, uint64_t element_bytes, const std::function<void()>& idle) {
+    StatusOr<TensorHeader> h = DecodeTensorHeader(header);
+    if (!h.ok() || h->size != header.size()) {
+      return errors::DataLoss(peer_, " sent a tensor header that does not decode",
+                              h.ok() ? "" : StrCat(": ", h.status().message()));
+    }
+    if (h->dtype == DataType::kString) {
+      if (element_bytes > kMaxStringTensorBytes) {
+        return errors::ResourceExhausted(peer_, " sent a string tensor of ", element_bytes, " bytes, over the ",
+                                         kMaxStringTensorBytes, " a message may carry");
+      }
+      std::string bytes = header;
+      bytes.resize(header.size() + element_bytes);
+      if (!ReadAll(fd_, bytes.data() + header.size(), element_bytes, idle)) return Lost();
+      return DecodeTensor(bytes);
+    }
+    const uint64_t want = static_cast<uint64_t>(h->shape.num_elements()) * DataTypeSize(h->dtype);
+    if (element_bytes != want) {
+      return errors::DataLoss(peer_, " sent ", element_bytes, " bytes for a ", DataTypeName(h->dtype), " tensor of shape ",
+                              h->shape.DebugString(), ", which takes ", want);
+    }
+    ASSIGN_OR_RETURN(Tensor value, Tensor::Allocate(CpuAllocator(), h->dtype, h->shape));
+    if (!ReadAll(fd_, value.raw_data(), element_bytes, idle)) return Lost();
+    return value;
+  }
+
+  const int fd_;
+  const std::string peer_;
+  std::thread reader_;
+  std::mutex write_mu_;  // one request on the socket at a time
+  std::mutex mu_;
+  std::unordered_map<uint64_t, Pending> pending_;  // guarded by mu_
+  uint64_t last_id_ = 0;                           // guarded by mu_
+  bool broken_ = false;                            // guarded by mu_
+  bool closing_ = false;                           // guarded by mu_
+};
+
+StatusOr<std::shared_ptr<SameHostClient>> SameHostClient::Connect(std::string_view address, std::string peer,
+                                                                  const std::string& token) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return errors::NotFound("no Unix socket: ", std::strerror(errno));
+  socklen_t length = 0;
+  sockaddr_un a = SocketAddress(address, &length);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), length) != 0) {
+    const int error = errno;
+    ::close(fd);
+    return errors::NotFound(peer, " serves no same-host peers here: ", std::strerror(error));
+  }
+  SetBuffers(fd);
+  std::string hello;
+  Put<uint32_t>(&hello, kMagic);
+  Put<uint32_t>(&hello, kVersion);
+  Put<uint32_t>(&hello, static_cast<uint32_t>(token.size()));
+  hello.append(token);
+  SetReceiveTimeout(fd, kHelloTimeout);
+  uint32_t answer = 1;
+  if (token.size() > kMaxTokenBytes || !WriteAll(fd, {{hello.data(), hello.size()}}) ||
+      !ReadAll(fd, &answer, sizeof(answer)) || answer != 0) {
+    ::close(fd);
+    return errors::NotFound(peer, " turned away a same-host connection");
+  }
+  SetReceiveTimeout(fd, kDeadlineTick);
+  auto impl = std::make_shared<Impl>(fd, std::move(peer));
+  impl->Start();
+  return std::shared_ptr<SameHostClient>(new SameHostClient(std::move(impl)));
+}
+
+SameHostClient::SameHostClient(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+SameHostClient::~SameHostClient() { impl_->Stop(); }
+
+uint64_t SameHostClient::Recv(int64_t step_id, std::string_view key, std::chrono::milliseconds timeout,
+                              Rendezvous::DoneCallback done) {
+  return impl_->Recv(step_id, key, timeout, std::move(done));
+}
+void SameHostClient::Cancel(uint64_t id, const Status& status) { impl_->Cancel(id, status); }
+bool SameHostClient::broken() const { return impl_->broken(); }
+
+}  // namespace tessera

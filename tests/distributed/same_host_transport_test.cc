@@ -1,0 +1,239 @@
+// The same-host transport on its own: a server answering from a rendezvous manager and
+// clients fetching from it, hostile peers on either end, and the frames' parsers.
+#include "distributed/same_host_transport.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <future>
+#include <thread>
+#include <vector>
+
+#include "graph/serialize/tensor_codec.h"
+#include "tests/distributed/free_port.h"
+
+namespace tessera {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kPeer[] = "/job:ps/replica:0/task:0";
+constexpr std::chrono::milliseconds kNoTimeout{0};
+
+std::string Bytes(std::initializer_list<uint64_t> words, std::initializer_list<int> sizes) {
+  std::string out;
+  auto size = sizes.begin();
+  for (uint64_t w : words) out.append(reinterpret_cast<const char*>(&w), *size++);
+  return out;
+}
+
+// A raw Unix-socket connection or listener on `address`'s abstract name.
+int RawSocket(const std::string& address, bool listen_there) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  const std::string name = SameHostSocketName(address);
+  std::memcpy(a.sun_path, name.data(), name.size());
+  const auto length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + name.size());
+  const int rc = listen_there ? (::bind(fd, reinterpret_cast<sockaddr*>(&a), length) == 0 ? ::listen(fd, 4) : -1)
+                              : ::connect(fd, reinterpret_cast<sockaddr*>(&a), length);
+  if (rc != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+std::pair<Status, Tensor> Wait(std::future<std::pair<Status, Tensor>> f) {
+  if (f.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+    return {errors::DeadlineExceeded("test gave up"), Tensor()};
+  }
+  return f.get();
+}
+
+class SameHostTransportTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    address_ = testing::LoopbackAddress(testing::FreePort());
+    auto server = SameHostServer::Start(address_, kPeer, rendezvous_, "s3cret");
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(*server);
+  }
+
+  std::shared_ptr<SameHostClient> Client() {
+    auto client = SameHostClient::Connect(address_, kPeer, "s3cret");
+    EXPECT_TRUE(client.ok()) << client.status();
+    return client.ok() ? *client : nullptr;
+  }
+  std::future<std::pair<Status, Tensor>> Recv(SameHostClient& client, int64_t step, const std::string& key,
+                                              std::chrono::milliseconds timeout = kNoTimeout) {
+    auto got = std::make_shared<std::promise<std::pair<Status, Tensor>>>();
+    client.Recv(step, key, timeout, [got](const Status& s, const Tensor& t) { got->set_value({s, t}); });
+    return got->get_future();
+  }
+
+  std::string address_;
+  std::shared_ptr<RendezvousMgr> rendezvous_ = std::make_shared<IntraProcessRendezvousMgr>();
+  std::unique_ptr<SameHostServer> server_;
+};
+
+TEST_F(SameHostTransportTest, ManyReceivesOnOneConnectionEachGetTheirOwnTensor) {
+  auto client = Client();
+  ASSERT_NE(client, nullptr);
+  const int64_t step = 7;
+  std::vector<std::future<std::pair<Status, Tensor>>> got;
+  for (int i = 0; i < 16; ++i) got.push_back(Recv(*client, step, StrCat("t", i)));
+  // Sent in reverse: the answers come in the order of the sends, not of the requests.
+  for (int i = 15; i >= 0; --i) {
+    Tensor t(DataType::kInt32, TensorShape({i + 1}));
+    for (int j = 0; j <= i; ++j) t.data<int32_t>()[j] = i;
+    ASSERT_TRUE(rendezvous_->Find(step)->Send(StrCat("t", i), t).ok());
+  }
+  for (int i = 0; i < 16; ++i) {
+    auto [status, value] = Wait(std::move(got[i]));
+    ASSERT_TRUE(status.ok()) << status;
+    ASSERT_EQ(value.NumElements(), i + 1);
+    EXPECT_EQ(value.data<int32_t>()[i], i);
+  }
+  EXPECT_FALSE(client->broken());
+}
+
+TEST_F(SameHostTransportTest, TheSendersErrorComesBackWithItsCode) {
+  auto client = Client();
+  ASSERT_NE(client, nullptr);
+  auto got = Recv(*client, 3, "x");
+  rendezvous_->Find(3)->StartAbort(errors::ResourceExhausted("node w: out of memory on the ps"));
+  auto [status, value] = Wait(std::move(got));
+  EXPECT_EQ(status.code(), Code::kResourceExhausted) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr("node w: out of memory on the ps"));
+}
+
+TEST_F(SameHostTransportTest, CancellingOrDroppingTheClientEndsItsReceives) {
+  auto client = Client();
+  ASSERT_NE(client, nullptr);
+  auto cancelled = std::make_shared<std::promise<std::pair<Status, Tensor>>>();
+  const uint64_t id =
+      client->Recv(1, "a", kNoTimeout, [cancelled](const Status& s, const Tensor& t) { cancelled->set_value({s, t}); });
+  client->Cancel(id, errors::Cancelled("step over"));
+  EXPECT_EQ(Wait(cancelled->get_future()).first.code(), Code::kCancelled);
+  // The answer that comes after is dropped; the connection carries on.
+  ASSERT_TRUE(rendezvous_->Find(1)->Send("a", Tensor::Scalar<float>(1)).ok());
+  auto later = Recv(*client, 1, "b");
+  ASSERT_TRUE(rendezvous_->Find(1)->Send("b", Tensor::Scalar<float>(2)).ok());
+  auto [status, value] = Wait(std::move(later));
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(value.data<float>()[0], 2.0f);
+
+  auto pending = Recv(*client, 2, "never");
+  client.reset();
+  EXPECT_EQ(Wait(std::move(pending)).first.code(), Code::kCancelled);
+}
+
+TEST_F(SameHostTransportTest, AServerThatGoesAwayFailsTheReceivesAsUnavailable) {
+  auto client = Client();
+  ASSERT_NE(client, nullptr);
+  auto pending = Recv(*client, 4, "never");
+  server_.reset();
+  auto [status, value] = Wait(std::move(pending));
+  EXPECT_EQ(status.code(), Code::kUnavailable) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr(kPeer));
+  EXPECT_TRUE(client->broken());
+  EXPECT_EQ(Wait(Recv(*client, 4, "after")).first.code(), Code::kUnavailable);
+  EXPECT_EQ(SameHostClient::Connect(address_, kPeer, "s3cret").status().code(), Code::kNotFound);
+}
+
+TEST_F(SameHostTransportTest, WrongTokensAndGarbageAreTurnedAwayAndTheServerKeepsServing) {
+  EXPECT_EQ(SameHostClient::Connect(address_, kPeer, "guess").status().code(), Code::kNotFound);
+  EXPECT_EQ(SameHostClient::Connect(address_, kPeer, "").status().code(), Code::kNotFound);
+  // A peer that says nothing holds no one up; one that sends garbage is told no.
+  const int silent = RawSocket(address_, false);
+  ASSERT_GE(silent, 0);
+  const int garbage = RawSocket(address_, false);
+  ASSERT_GE(garbage, 0);
+  const std::string junk = Bytes({0xdeadbeef, 1, 0xffffffff}, {4, 4, 4});
+  ASSERT_EQ(::write(garbage, junk.data(), junk.size()), static_cast<ssize_t>(junk.size()));
+  uint32_t answer = 0;
+  const ssize_t n = ::read(garbage, &answer, sizeof(answer));
+  EXPECT_TRUE(n <= 0 || answer != 0);
+  ::close(garbage);
+
+  auto client = Client();
+  ASSERT_NE(client, nullptr);
+  auto got = Recv(*client, 5, "y");
+  ASSERT_TRUE(rendezvous_->Find(5)->Send("y", Tensor::Scalar<int64_t>(42)).ok());
+  auto [status, value] = Wait(std::move(got));
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(value.data<int64_t>()[0], 42);
+  ::close(silent);
+}
+
+// A peer that admits the client, then answers with a header that lies about its elements.
+TEST(SameHostClientTest, AnAnswerThatLiesAboutItsSizeIsDataLossAndBreaksTheConnection) {
+  const std::string address = testing::LoopbackAddress(testing::FreePort());
+  const int listener = RawSocket(address, true);
+  ASSERT_GE(listener, 0);
+  std::thread fake([listener] {
+    const int fd = ::accept(listener, nullptr, nullptr);
+    char hello[12 + 5];
+    if (::recv(fd, hello, sizeof(hello), MSG_WAITALL) != static_cast<ssize_t>(sizeof(hello))) return;
+    const uint32_t yes = 0;
+    (void)::write(fd, &yes, sizeof(yes));
+    char request[20 + 1];
+    if (::recv(fd, request, sizeof(request), MSG_WAITALL) != static_cast<ssize_t>(sizeof(request))) return;
+    uint64_t id;
+    std::memcpy(&id, request, sizeof(id));
+    const std::string header = *EncodeTensorHeader(Tensor(DataType::kFloat, TensorShape({1000})));
+    std::string answer = Bytes({id, 0, 0, header.size(), 8}, {8, 4, 4, 4, 8}) + header + std::string(8, '\0');
+    (void)::write(fd, answer.data(), answer.size());
+    char rest;
+    (void)::read(fd, &rest, 1);  // until the client hangs up
+    ::close(fd);
+  });
+  auto client = SameHostClient::Connect(address, kPeer, "token");
+  ASSERT_TRUE(client.ok()) << client.status();
+  std::promise<Status> got;
+  (*client)->Recv(1, "k", kNoTimeout, [&got](const Status& s, const Tensor&) { got.set_value(s); });
+  auto f = got.get_future();
+  ASSERT_EQ(f.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  const Status status = f.get();
+  EXPECT_EQ(status.code(), Code::kDataLoss) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr("8 bytes for a float32 tensor of shape [1000]"));
+  EXPECT_TRUE((*client)->broken());
+  client->reset();
+  fake.join();
+  ::close(listener);
+}
+
+TEST(SameHostFramesTest, RequestHeadsAreCheckedBeforeTheKeyIsRead) {
+  uint32_t key_bytes = 0;
+  auto ok = ParseSameHostRequestHead(Bytes({9, 12, 5}, {8, 8, 4}), &key_bytes);
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->id, 9u);
+  EXPECT_EQ(ok->step_id, 12);
+  EXPECT_EQ(key_bytes, 5u);
+  EXPECT_EQ(ParseSameHostRequestHead(Bytes({9, 12, 1u << 30}, {8, 8, 4}), &key_bytes).status().code(),
+            Code::kInvalidArgument);
+  EXPECT_EQ(ParseSameHostRequestHead("short", &key_bytes).status().code(), Code::kInvalidArgument);
+}
+
+TEST(SameHostFramesTest, AnswerHeadsRefuseUnknownCodesHugeLengthsAndMixedAnswers) {
+  const std::initializer_list<int> sizes{8, 4, 4, 4, 8};
+  auto ok = ParseSameHostAnswerHead(Bytes({1, 0, 0, 10, 64}, sizes));
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->element_bytes, 64u);
+  auto error = ParseSameHostAnswerHead(Bytes({1, 10, 5, 0, 0}, sizes));
+  ASSERT_TRUE(error.ok()) << error.status();
+  EXPECT_EQ(error->code, Code::kAborted);
+  for (const std::string& bad : {Bytes({1, 99, 0, 0, 0}, sizes), Bytes({1, 3, 1u << 30, 0, 0}, sizes),
+                                 Bytes({1, 0, 0, 4096, 0}, sizes), Bytes({1, 3, 4, 10, 0}, sizes),
+                                 Bytes({1, 0, 0, 0, 0}, sizes), std::string(27, '\0')}) {
+    EXPECT_EQ(ParseSameHostAnswerHead(bad).status().code(), Code::kInvalidArgument);
+  }
+}
+
+}  // namespace
+}  // namespace tessera
