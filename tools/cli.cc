@@ -46,6 +46,7 @@ constexpr const char* kUsage =
     "                [--test-limit N] [--data DIR] [--checkpoint OUT.ckpt] [--trace OUT.json]\n"
     "                [--inference-graph OUT.json] [--frozen-graph OUT.json] [--no-progress]\n"
     "  tessera train --mode async|sync|multi-worker --cluster JSON --task I [...]   (or TF_CONFIG)\n"
+    "                [--tls-cert PEM --tls-key PEM --tls-ca PEM]\n"
     "                one worker of between-graph training; the ps tasks run tessera server\n";
 
 struct Options {
@@ -282,19 +283,23 @@ StatusOr<TrainOptions> ParseTrainArgs(const std::vector<std::string>& args) {
                                                        {"--checkpoint", &o.checkpoint_path},
                                                        {"--inference-graph", &o.inference_graph_path},
                                                        {"--frozen-graph", &o.frozen_graph_path}};
+  std::map<std::string, std::string> tls_flags;
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--no-progress") {
       o.progress = false;
       continue;
     }
-    if (!ints.contains(a) && !small_ints.contains(a) && !strings.contains(a) && a != "--learning-rate") {
+    const bool tls_flag = a == "--tls-cert" || a == "--tls-key" || a == "--tls-ca";
+    if (!ints.contains(a) && !small_ints.contains(a) && !strings.contains(a) && a != "--learning-rate" && !tls_flag) {
       return errors::InvalidArgument("unexpected argument '", a, "'");
     }
     if (i + 1 >= args.size()) return errors::InvalidArgument(a, " needs a value");
     const std::string& v = args[++i];
     if (auto s = strings.find(a); s != strings.end()) {
       *s->second = v;
+    } else if (tls_flag) {
+      tls_flags[a] = v;
     } else if (a == "--learning-rate") {
       char* end = nullptr;
       o.learning_rate = std::strtod(v.c_str(), &end);
@@ -328,6 +333,10 @@ StatusOr<TrainOptions> ParseTrainArgs(const std::vector<std::string>& args) {
       o.task = config.task;
     }
     o.devices = 1;
+  }
+  ASSIGN_OR_RETURN(o.tls, TlsFromFlags(tls_flags));
+  if (o.tls && o.cluster.empty()) {
+    return errors::InvalidArgument("--tls-cert, --tls-key and --tls-ca go with --mode async, sync or multi-worker");
   }
   return o;
 }

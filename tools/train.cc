@@ -492,6 +492,7 @@ StatusOr<TrainResult> Train(const TrainOptions& o, std::ostream& log) {
   RETURN_IF_ERROR(CountExamples(dir, "t10k").status());
   RETURN_IF_ERROR(CheckOutputPaths(o, dir));
   if (o.train_limit > 0) train_images = std::min(o.train_limit, train_images);
+  if (o.tls) RETURN_IF_ERROR(UseTls(*o.tls));
   if (o.mode == "multi-worker") return TrainMultiWorker(o, dir, train_images, log);
   if (!o.cluster.empty()) return TrainOnCluster(o, dir, train_images, log);
   std::vector<std::string> towers;

@@ -13,10 +13,12 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "distributed/tls.h"
 #include "graph/tensor.h"
 #include "graph/platform/status.h"
 
@@ -46,6 +48,9 @@ struct TrainOptions {
   // equals one process with as many devices and the same global batch.
   std::string cluster;  // "": this process alone
   int task = 0;
+  // On a cluster: mutual TLS for every call this worker makes and serves (tls.h); the ps
+  // tasks and the other workers must use it too.
+  std::optional<TlsFiles> tls;
   int64_t batch = 128;            // global
   int threads = 0;                // inter- and intra-op pool sizes; 0: the number of cores
   double learning_rate = 1e-3;

@@ -116,6 +116,15 @@ TEST(TrainTest, BadOptionsAndMissingDataAreClearErrors) {
   EXPECT_EQ(RunCli({"train", "--mode", "sync"}, out, err), 2);
   EXPECT_THAT(err.str(), HasSubstr("--mode sync needs --cluster and --task, or TF_CONFIG"));
   err.str("");
+  EXPECT_EQ(RunCli({"train", "--mode", "async", "--cluster", R"({"ps": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"]})",
+                    "--task", "0", "--tls-cert", "task.pem"},
+                   out, err),
+            2);
+  EXPECT_THAT(err.str(), HasSubstr("TLS needs all of --tls-cert, --tls-key and --tls-ca"));
+  err.str("");
+  EXPECT_EQ(RunCli({"train", "--tls-cert", "a.pem", "--tls-key", "a.key", "--tls-ca", "ca.pem"}, out, err), 2);
+  EXPECT_THAT(err.str(), HasSubstr("go with --mode async, sync or multi-worker"));
+  err.str("");
   EXPECT_EQ(RunCli({"train", "--epochs", "1", "--data", "/nonexistent"}, out, err), 1);
   EXPECT_THAT(err.str(), HasSubstr("NotFound"));
 }
