@@ -425,8 +425,11 @@ StatusOr<std::unique_ptr<ClusterServer>> ClusterServer::Create(const ClusterSpec
                                ": the port is in use or the address is not one of this machine's");
   }
   if (options.same_host_transport && !TlsInUse()) {
-    ASSIGN_OR_RETURN(s->impl_->same_host,
-                     SameHostServer::Start(address, s->task_name_, s->local_->rendezvous(), s->impl_->auth->token()));
+    StatusOr<std::unique_ptr<SameHostServer>> same_host =
+        SameHostServer::Start(address, s->task_name_, s->local_->rendezvous(), s->impl_->auth->token());
+    // Tasks on this machine then use gRPC, as those elsewhere do.
+    if (same_host.ok()) s->impl_->same_host = std::move(*same_host);
+    else Log(LogSeverity::kWarning, same_host.status().message());
   }
   s->target_ = StrCat("grpc://", address);
   return s;

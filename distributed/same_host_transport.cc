@@ -614,6 +614,13 @@ StatusOr<std::shared_ptr<SameHostClient>> SameHostClient::Connect(std::string_vi
     ::close(fd);
     return errors::NotFound(peer, " serves no same-host peers here: ", std::strerror(error));
   }
+  // The token goes only to a process of this user: another could have taken the name.
+  ucred server{};
+  socklen_t cred_length = sizeof(server);
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &server, &cred_length) != 0 || server.uid != ::geteuid()) {
+    ::close(fd);
+    return errors::NotFound("the same-host socket for ", peer, " belongs to another user");
+  }
   SetBuffers(fd);
   std::string hello;
   Put<uint32_t>(&hello, kMagic);

@@ -16,6 +16,7 @@
 //
 // Who may connect: a process of the same user (the kernel's SO_PEERCRED says so) that
 // presents the cluster's token, compared in constant time; others are refused and logged.
+// A client likewise sends the token only to a server of its own user.
 // A connection carries any number of receives at once; answers come in the order their
 // tensors are sent. Everything a peer writes is checked before it is used (lengths, the
 // tensor header, element counts), as gRPC's path does.

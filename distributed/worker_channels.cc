@@ -53,7 +53,7 @@ std::shared_ptr<SameHostClient> WorkerChannels::SameHost(const std::string& job,
     // Connecting to a name nobody listens on fails at once, so a task on another machine
     // costs a system call here, not a wait.
     StatusOr<std::shared_ptr<SameHostClient>> connected = SameHostClient::Connect(*address, TaskName(job, task), token_);
-    client = connected.ok() ? *std::move(connected) : nullptr;
+    client = connected.ok() ? std::move(*connected) : nullptr;
   }
   return client;
 }

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "distributed/cluster_server.h"
 #include "graph/serialize/tensor_codec.h"
 #include "tests/distributed/free_port.h"
 
@@ -169,6 +170,21 @@ TEST_F(SameHostTransportTest, WrongTokensAndGarbageAreTurnedAwayAndTheServerKeep
   ASSERT_TRUE(status.ok()) << status;
   EXPECT_EQ(value.data<int64_t>()[0], 42);
   ::close(silent);
+}
+
+TEST_F(SameHostTransportTest, ATakenNameIsUnavailableForAServerButAClusterTaskStillStarts) {
+  auto second = SameHostServer::Start(address_, kPeer, rendezvous_, "s3cret");
+  EXPECT_EQ(second.status().code(), Code::kUnavailable);
+  EXPECT_THAT(std::string(second.status().message()), HasSubstr("cannot serve same-host peers"));
+
+  const std::string address = testing::LoopbackAddress(testing::FreePort());
+  const int squatter = RawSocket(address, true);
+  ASSERT_GE(squatter, 0);
+  auto cluster = ClusterSpec::FromJson(StrCat(R"({"ps": [")", address, R"("]})"));
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  auto task = ClusterServer::Create(*cluster, "ps", 0, {});
+  EXPECT_TRUE(task.ok()) << task.status();
+  ::close(squatter);
 }
 
 // A peer that admits the client, then answers with a header that lies about its elements.
