@@ -109,12 +109,17 @@ class RemoteRendezvous::GrpcCall final : public Call,
 class RemoteRendezvous::SameHostCall final : public Call {
  public:
   SameHostCall(RemoteRendezvous* owner, std::shared_ptr<SameHostClient> client, std::string key, std::string peer,
-               DoneCallback done)
-      : owner_(owner), client_(std::move(client)), key_(std::move(key)), peer_(std::move(peer)), done_(std::move(done)) {}
+               Tensor into, DoneCallback done)
+      : owner_(owner),
+        client_(std::move(client)),
+        key_(std::move(key)),
+        peer_(std::move(peer)),
+        into_(std::move(into)),
+        done_(std::move(done)) {}
 
   // The caller holds the call, which may finish before Recv returns.
   void Start(int64_t step_id, std::chrono::milliseconds timeout) {
-    const uint64_t id = client_->Recv(step_id, key_, timeout, [this](const Status& s, const Tensor& value) {
+    const uint64_t id = client_->Recv(step_id, key_, timeout, into_, [this](const Status& s, const Tensor& value) {
       done_(NameTheReceive(s, key_, peer_), value);
       owner_->Finish(this);
     });
@@ -135,6 +140,7 @@ class RemoteRendezvous::SameHostCall final : public Call {
   const std::shared_ptr<SameHostClient> client_;
   const std::string key_;
   const std::string peer_;
+  const Tensor into_;
   const DoneCallback done_;
   std::atomic<uint64_t> id_{0};
   std::atomic<bool> cancelled_{false};
@@ -192,7 +198,8 @@ void RemoteRendezvous::RecvAsync(std::string_view key, const Args& args, DoneCal
   std::shared_ptr<Call> call;
   std::function<void()> start;
   if (std::shared_ptr<SameHostClient> client = channels_->SameHost(device->job, device->task); client != nullptr) {
-    auto same_host = std::make_shared<SameHostCall>(this, std::move(client), std::string(key), peer, std::move(done));
+    auto same_host =
+        std::make_shared<SameHostCall>(this, std::move(client), std::string(key), peer, args.into, std::move(done));
     start = [same_host, step = step_id_, timeout = timeout_] { same_host->Start(step, timeout); };
     call = std::move(same_host);
   } else {

@@ -14,6 +14,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -437,7 +438,7 @@ class SameHostClient::Impl : public std::enable_shared_from_this<Impl> {
     else reader_.join();
   }
 
-  uint64_t Recv(int64_t step_id, std::string_view key, std::chrono::milliseconds timeout,
+  uint64_t Recv(int64_t step_id, std::string_view key, std::chrono::milliseconds timeout, Tensor into,
                 Rendezvous::DoneCallback done) {
     uint64_t id = 0;
     {
@@ -445,7 +446,7 @@ class SameHostClient::Impl : public std::enable_shared_from_this<Impl> {
       if (!broken_) {
         id = ++last_id_;
         const auto deadline = timeout.count() > 0 ? Clock::now() + timeout : Clock::time_point::max();
-        pending_.emplace(id, Pending{std::move(done), deadline, timeout});
+        pending_.emplace(id, Pending{std::move(done), std::move(into), deadline, timeout});
       }
     }
     if (id == 0) {
@@ -467,8 +468,7 @@ class SameHostClient::Impl : public std::enable_shared_from_this<Impl> {
   }
 
   void Cancel(uint64_t id, const Status& status) {
-    Rendezvous::DoneCallback done = Take(id);
-    if (done) done(status, Tensor());
+    if (std::optional<Pending> p = Take(id)) p->done(status, Tensor());
   }
 
   bool broken() {
@@ -480,19 +480,20 @@ class SameHostClient::Impl : public std::enable_shared_from_this<Impl> {
   using Clock = std::chrono::steady_clock;
   struct Pending {
     Rendezvous::DoneCallback done;
+    Tensor into;  // held, so that a buffer being filled outlives an error
     Clock::time_point deadline;
     std::chrono::milliseconds timeout;
   };
 
   Status Lost() const { return errors::Unavailable(peer_, " did not answer: the same-host connection closed"); }
 
-  Rendezvous::DoneCallback Take(uint64_t id) {
+  std::optional<Pending> Take(uint64_t id) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = pending_.find(id);
-    if (it == pending_.end()) return nullptr;
-    Rendezvous::DoneCallback done = std::move(it->second.done);
+    if (it == pending_.end()) return std::nullopt;
+    Pending taken = std::move(it->second);
     pending_.erase(it);
-    return done;
+    return taken;
   }
 
   // Receives past their deadlines fail as gRPC's would; their answers are dropped if they come.
@@ -542,23 +543,23 @@ class SameHostClient::Impl : public std::enable_shared_from_this<Impl> {
         return;
       }
       if (!ReadString(fd_, h->message_bytes, &message, idle) || !ReadString(fd_, h->header_bytes, &header, idle)) break;
-      Rendezvous::DoneCallback done = Take(h->id);
-      if (!done) {  // given up while the answer was on its way
+      std::optional<Pending> p = Take(h->id);
+      if (!p) {  // given up while the answer was on its way
         if (!Discard(fd_, h->element_bytes, idle)) break;
         continue;
       }
       if (h->code != Code::kOk) {
-        done(Status(h->code, message), Tensor());
+        p->done(Status(h->code, message), Tensor());
         continue;
       }
-      StatusOr<Tensor> value = ReadTensor(header, h->element_bytes, idle);
+      StatusOr<Tensor> value = ReadTensor(header, h->element_bytes, p->into, idle);
       if (!value.ok()) {
         // The rest of its elements may still be on the wire: nothing after them can be read.
-        done(value.status(), Tensor());
+        p->done(value.status(), Tensor());
         Break(value.status());
         return;
       }
-      done(Status::OK(), *std::move(value));
+      p->done(Status::OK(), std::move(*value));
     }
     Break(Lost());
   }
@@ -566,7 +567,8 @@ class SameHostClient::Impl : public std::enable_shared_from_this<Impl> {
   // The tensor is allocated at the size its header announces (a peer of this user that
   // knows the token is trusted that far; what cannot be allocated is ResourceExhausted) and
   // filled straight from the socket.
-  StatusOr<Tensor> ReadTensor(const std::string& header, uint64_t element_bytes, const std::function<void()>& idle) {
+  StatusOr<Tensor> ReadTensor(const std::string& header, uint64_t element_bytes, const Tensor& into,
+                              const std::function<void()>& idle) {
     StatusOr<TensorHeader> h = DecodeTensorHeader(header);
     if (!h.ok() || h->size != header.size()) {
       return errors::DataLoss(peer_, " sent a tensor header that does not decode",
@@ -586,6 +588,10 @@ class SameHostClient::Impl : public std::enable_shared_from_this<Impl> {
     if (element_bytes != want) {
       return errors::DataLoss(peer_, " sent ", element_bytes, " bytes for a ", DataTypeName(h->dtype), " tensor of shape ",
                               h->shape.DebugString(), ", which takes ", want);
+    }
+    if (into.IsInitialized() && into.dtype() == h->dtype && into.shape() == h->shape) {
+      if (!ReadAll(fd_, into.raw_data(), element_bytes, idle)) return Lost();
+      return into;
     }
     ASSIGN_OR_RETURN(Tensor value, Tensor::Allocate(CpuAllocator(), h->dtype, h->shape));
     if (!ReadAll(fd_, value.raw_data(), element_bytes, idle)) return Lost();
@@ -643,9 +649,9 @@ StatusOr<std::shared_ptr<SameHostClient>> SameHostClient::Connect(std::string_vi
 SameHostClient::SameHostClient(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 SameHostClient::~SameHostClient() { impl_->Stop(); }
 
-uint64_t SameHostClient::Recv(int64_t step_id, std::string_view key, std::chrono::milliseconds timeout,
+uint64_t SameHostClient::Recv(int64_t step_id, std::string_view key, std::chrono::milliseconds timeout, Tensor into,
                               Rendezvous::DoneCallback done) {
-  return impl_->Recv(step_id, key, timeout, std::move(done));
+  return impl_->Recv(step_id, key, timeout, std::move(into), std::move(done));
 }
 void SameHostClient::Cancel(uint64_t id, const Status& status) { impl_->Cancel(id, status); }
 bool SameHostClient::broken() const { return impl_->broken(); }

@@ -71,8 +71,9 @@ class SameHostClient {
   // Asks for `key` of step `step_id`. `done` is called once: with the tensor, the peer's
   // error, Unavailable naming the peer when the connection breaks, DeadlineExceeded when
   // `timeout` (none when 0) passes first, or Cancel's status. It may be called before Recv
-  // returns. Returns the receive's id, for Cancel.
-  uint64_t Recv(int64_t step_id, std::string_view key, std::chrono::milliseconds timeout,
+  // returns. A tensor of `into`'s dtype and shape is read into `into` and handed back as
+  // it (Rendezvous::Args::into). Returns the receive's id, for Cancel.
+  uint64_t Recv(int64_t step_id, std::string_view key, std::chrono::milliseconds timeout, Tensor into,
                 Rendezvous::DoneCallback done);
   // Ends the receive `id` now with `status`, if it has not ended; its answer is dropped.
   void Cancel(uint64_t id, const Status& status);

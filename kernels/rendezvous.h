@@ -35,6 +35,10 @@ class Rendezvous {
   struct Args {
     DeviceBase* device = nullptr;  // nullptr: host memory
     AllocatorAttributes alloc_attrs;
+    // Where the receiver would like the value: a transport that copies it anyway may write
+    // it into this host tensor (when dtype and shape match) and hand back `into` itself.
+    // The receiver must not touch it until `done`.
+    Tensor into;
   };
 
   virtual ~Rendezvous() = default;

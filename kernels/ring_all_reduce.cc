@@ -115,8 +115,15 @@ class Ring : public std::enable_shared_from_this<Ring<T>> {
       return;
     }
     auto self = this->shared_from_this();
+    Rendezvous::Args args;
+    // A gathered piece ends up in our output as it is: a transport between processes may
+    // write it there directly.
+    if (!Scatter(step) && !p_.wire_float16) {
+      const Range r = Piece(RecvChunk(step), piece);
+      args.into = output_.Slice(r.begin, r.end);
+    }
     rendezvous_->RecvAsync(
-        Rendezvous::CreateKey(p_.prev_device, p_.prev_incarnation, p_.device, TensorName(piece, step)),
+        Rendezvous::CreateKey(p_.prev_device, p_.prev_incarnation, p_.device, TensorName(piece, step)), args,
         [self, piece, step](const Status& st, const Tensor& value) {
           if (!st.ok()) {
             self->PieceDone(st);
@@ -157,7 +164,7 @@ class Ring : public std::enable_shared_from_this<Ring<T>> {
     } else if (p_.wire_float16) {
       const Half* h = value.data<Half>();
       for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(HalfToFloat(h[i]));
-    } else {
+    } else if (value.data<T>() != out) {
       std::memcpy(out, value.data<T>(), n * sizeof(T));
     }
     RunStep(piece, step + 1);

@@ -33,7 +33,10 @@ class SendOp : public OpKernel {
   explicit SendOp(OpKernelConstruction* c) : OpKernel(c), key_(KeyFromAttrs(c)) {}
   void Compute(OpKernelContext* ctx) override {
     OP_REQUIRES_OK(ctx, NeedRendezvous(ctx));
-    OP_REQUIRES_OK(ctx, ctx->rendezvous()->Send(key_, {ctx->device(), ctx->input_alloc_attr(0)}, ctx->input(0)));
+    Rendezvous::Args args;
+    args.device = ctx->device();
+    args.alloc_attrs = ctx->input_alloc_attr(0);
+    OP_REQUIRES_OK(ctx, ctx->rendezvous()->Send(key_, args, ctx->input(0)));
   }
   bool IsExpensive() const override { return false; }
 
@@ -46,7 +49,9 @@ class RecvOp : public AsyncOpKernel {
   explicit RecvOp(OpKernelConstruction* c) : AsyncOpKernel(c), key_(KeyFromAttrs(c)) {}
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
     OP_REQUIRES_OK_ASYNC(ctx, NeedRendezvous(ctx), done);
-    const Rendezvous::Args args{ctx->device(), ctx->output_alloc_attr(0)};
+    Rendezvous::Args args;
+    args.device = ctx->device();
+    args.alloc_attrs = ctx->output_alloc_attr(0);
     ctx->rendezvous()->RecvAsync(key_, args, [this, ctx, done = std::move(done)](const Status& st, const Tensor& value) {
       if (!st.ok()) {
         ctx->SetStatus(st);

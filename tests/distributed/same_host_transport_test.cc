@@ -73,7 +73,7 @@ class SameHostTransportTest : public ::testing::Test {
   std::future<std::pair<Status, Tensor>> Recv(SameHostClient& client, int64_t step, const std::string& key,
                                               std::chrono::milliseconds timeout = kNoTimeout) {
     auto got = std::make_shared<std::promise<std::pair<Status, Tensor>>>();
-    client.Recv(step, key, timeout, [got](const Status& s, const Tensor& t) { got->set_value({s, t}); });
+    client.Recv(step, key, timeout, Tensor(), [got](const Status& s, const Tensor& t) { got->set_value({s, t}); });
     return got->get_future();
   }
 
@@ -103,6 +103,33 @@ TEST_F(SameHostTransportTest, ManyReceivesOnOneConnectionEachGetTheirOwnTensor) 
   EXPECT_FALSE(client->broken());
 }
 
+TEST_F(SameHostTransportTest, ATensorThatFitsTheReceiversBufferIsReadIntoIt) {
+  auto client = Client();
+  ASSERT_NE(client, nullptr);
+  Tensor value(DataType::kFloat, TensorShape({4}));
+  for (int i = 0; i < 4; ++i) value.data<float>()[i] = 0.5f * i;
+  ASSERT_TRUE(rendezvous_->Find(6)->Send("fits", value).ok());
+  ASSERT_TRUE(rendezvous_->Find(6)->Send("other shape", value).ok());
+
+  Tensor into(DataType::kFloat, TensorShape({4}));
+  auto fits = std::make_shared<std::promise<std::pair<Status, Tensor>>>();
+  client->Recv(6, "fits", kNoTimeout, into, [fits](const Status& s, const Tensor& t) { fits->set_value({s, t}); });
+  auto [status, got] = Wait(fits->get_future());
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(got.raw_data(), into.raw_data());
+  EXPECT_EQ(into.data<float>()[3], 1.5f);
+
+  Tensor elsewhere(DataType::kFloat, TensorShape({2, 2}));
+  auto other = std::make_shared<std::promise<std::pair<Status, Tensor>>>();
+  client->Recv(6, "other shape", kNoTimeout, elsewhere,
+               [other](const Status& s, const Tensor& t) { other->set_value({s, t}); });
+  auto [other_status, other_got] = Wait(other->get_future());
+  ASSERT_TRUE(other_status.ok()) << other_status;
+  EXPECT_NE(other_got.raw_data(), elsewhere.raw_data());
+  EXPECT_EQ(other_got.shape(), TensorShape({4}));
+  EXPECT_EQ(other_got.data<float>()[2], 1.0f);
+}
+
 TEST_F(SameHostTransportTest, TheSendersErrorComesBackWithItsCode) {
   auto client = Client();
   ASSERT_NE(client, nullptr);
@@ -118,7 +145,7 @@ TEST_F(SameHostTransportTest, CancellingOrDroppingTheClientEndsItsReceives) {
   ASSERT_NE(client, nullptr);
   auto cancelled = std::make_shared<std::promise<std::pair<Status, Tensor>>>();
   const uint64_t id =
-      client->Recv(1, "a", kNoTimeout, [cancelled](const Status& s, const Tensor& t) { cancelled->set_value({s, t}); });
+      client->Recv(1, "a", kNoTimeout, Tensor(), [cancelled](const Status& s, const Tensor& t) { cancelled->set_value({s, t}); });
   client->Cancel(id, errors::Cancelled("step over"));
   EXPECT_EQ(Wait(cancelled->get_future()).first.code(), Code::kCancelled);
   // The answer that comes after is dropped; the connection carries on.
@@ -212,7 +239,7 @@ TEST(SameHostClientTest, AnAnswerThatLiesAboutItsSizeIsDataLossAndBreaksTheConne
   auto client = SameHostClient::Connect(address, kPeer, "token");
   ASSERT_TRUE(client.ok()) << client.status();
   std::promise<Status> got;
-  (*client)->Recv(1, "k", kNoTimeout, [&got](const Status& s, const Tensor&) { got.set_value(s); });
+  (*client)->Recv(1, "k", kNoTimeout, Tensor(), [&got](const Status& s, const Tensor&) { got.set_value(s); });
   auto f = got.get_future();
   ASSERT_EQ(f.wait_for(std::chrono::seconds(20)), std::future_status::ready);
   const Status status = f.get();
