@@ -1,9 +1,11 @@
 // The cross-process all-reduce benchmark: two processes (this one and a forked child), each a
 // task of a two-worker cluster, sum a float32 tensor in place with the ring all-reduce over
 // gRPC, as the AllReduce op of a multi-worker step does. Gloo and OpenMPI are timed the same
-// way by bench/peers/. Prints one JSON line (rank 0's timings) for bench/report.py.
+// way by bench/peers/. Prints one JSON line (rank 0's timings) for bench/report.py. The tasks
+// talk over the same-host transport, as two tasks of one machine do, or with --grpc over
+// gRPC only, as tasks of two machines do.
 //
-//   cluster_all_reduce [--bytes N] [--iterations N]
+//   cluster_all_reduce [--bytes N] [--iterations N] [--grpc]
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -28,8 +30,10 @@ namespace {
 // `barrier` is this rank's end of a socket pair to the other: each says when it is done and
 // keeps serving until the other has said so too, since either may still be fetching the
 // other's last piece after its own end.
-int Run(int rank, const ClusterSpec& cluster, int64_t bytes, int iterations, int barrier) {
-  auto server = ClusterServer::Create(cluster, "worker", rank, {});
+int Run(int rank, const ClusterSpec& cluster, int64_t bytes, int iterations, bool grpc_only, int barrier) {
+  ClusterServerOptions options;
+  options.same_host_transport = !grpc_only;
+  auto server = ClusterServer::Create(cluster, "worker", rank, options);
   if (!server.ok()) {
     std::fprintf(stderr, "rank %d: %s\n", rank, server.status().ToString().c_str());
     return 1;
@@ -78,8 +82,8 @@ int Run(int rank, const ClusterSpec& cluster, int64_t bytes, int iterations, int
   if (write(barrier, &byte, 1) != 1 || read(barrier, &byte, 1) != 1) return 1;
   if (rank == 0) {
     std::sort(seconds.begin(), seconds.end());
-    std::printf("{\"impl\": \"tessera\", \"bytes\": %lld, \"median_s\": %.6f, \"min_s\": %.6f, \"max_s\": %.6f}\n",
-                static_cast<long long>(bytes), seconds[seconds.size() / 2], seconds.front(), seconds.back());
+    std::printf("{\"impl\": \"%s\", \"bytes\": %lld, \"median_s\": %.6f, \"min_s\": %.6f, \"max_s\": %.6f}\n",
+                grpc_only ? "tessera grpc" : "tessera", static_cast<long long>(bytes), seconds[seconds.size() / 2], seconds.front(), seconds.back());
   }
   return 0;
 }
@@ -90,9 +94,11 @@ int Run(int rank, const ClusterSpec& cluster, int64_t bytes, int iterations, int
 int main(int argc, char** argv) {
   int64_t bytes = int64_t{64} << 20;
   int iterations = 20;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "--bytes") == 0) bytes = std::atoll(argv[i + 1]);
-    if (std::strcmp(argv[i], "--iterations") == 0) iterations = std::atoi(argv[i + 1]);
+  bool grpc_only = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--grpc") == 0) grpc_only = true;
+    if (i + 1 < argc && std::strcmp(argv[i], "--bytes") == 0) bytes = std::atoll(argv[i + 1]);
+    if (i + 1 < argc && std::strcmp(argv[i], "--iterations") == 0) iterations = std::atoi(argv[i + 1]);
   }
   using tessera::testing::FreePort;
   using tessera::testing::LoopbackAddress;
@@ -105,10 +111,10 @@ int main(int argc, char** argv) {
   const pid_t child = fork();
   if (child == 0) {
     close(barrier[0]);  // so that the parent ending without a word is an end of file here
-    _exit(tessera::Run(1, *cluster, bytes, iterations, barrier[1]));
+    _exit(tessera::Run(1, *cluster, bytes, iterations, grpc_only, barrier[1]));
   }
   close(barrier[1]);
-  const int result = tessera::Run(0, *cluster, bytes, iterations, barrier[0]);
+  const int result = tessera::Run(0, *cluster, bytes, iterations, grpc_only, barrier[0]);
   close(barrier[0]);
   int status = 0;
   waitpid(child, &status, 0);

@@ -1,5 +1,6 @@
 // Cluster costs over loopback, each beside the peer a user would otherwise reach for, in the
-// same process: a 64 MiB tensor received from another task (the remote rendezvous) beside
+// same process: a 64 MiB tensor received from another task (the remote rendezvous, over gRPC
+// and over the same-host transport) beside
 // the same bytes streamed by plain gRPC, and the round trip of a step with one cross-task
 // edge beside one plain gRPC unary call. Both "tasks" are servers in this process talking through loopback sockets, as two
 // processes on one machine would; the peers run the same way. TensorFlow's server is timed
@@ -97,24 +98,28 @@ void BM_GrpcUnaryRoundTrip(benchmark::State& state) {
 }
 BENCHMARK(BM_GrpcUnaryRoundTrip)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
-// A ps task and a worker task in this process, made once: what the Tessera benchmarks talk
-// between.
+// A ps task and a worker task in this process, made once per transport: what the Tessera
+// benchmarks talk between. The argument of each benchmark picks the transport: 1, the
+// same-host Unix socket that tasks of one machine use; 0, gRPC only, as between machines.
 struct TwoTasks {
-  TwoTasks() {
+  explicit TwoTasks(bool same_host) {
     RegisterGrpcSessionFactory();
     cluster = *ClusterSpec::FromJson(StrCat(R"({"ps": [")", testing::LoopbackAddress(testing::FreePort()),
                                             R"("], "worker": [")", testing::LoopbackAddress(testing::FreePort()),
                                             R"("]})"));
-    auto made_ps = ClusterServer::Create(cluster, "ps", 0, {});
-    auto made_worker = ClusterServer::Create(cluster, "worker", 0, {});
+    ClusterServerOptions options;
+    options.same_host_transport = same_host;
+    auto made_ps = ClusterServer::Create(cluster, "ps", 0, options);
+    auto made_worker = ClusterServer::Create(cluster, "worker", 0, options);
     if (!made_ps.ok() || !made_worker.ok()) std::abort();
     ps = std::move(*made_ps);
     worker = std::move(*made_worker);
     channels = std::make_shared<WorkerChannels>(cluster, "");
   }
-  static TwoTasks& Get() {
-    static auto* tasks = new TwoTasks;
-    return *tasks;
+  static TwoTasks& Get(bool same_host) {
+    static auto* over_grpc = new TwoTasks(false);
+    static auto* on_one_host = new TwoTasks(true);
+    return same_host ? *on_one_host : *over_grpc;
   }
   ClusterSpec cluster;
   std::unique_ptr<ClusterServer> ps, worker;
@@ -127,7 +132,7 @@ constexpr char kWorkerCpu[] = "/job:worker/replica:0/task:0/device:CPU:0";
 // A 64 MiB float tensor sent on the ps task and received on the worker through the remote
 // rendezvous: one RecvTensor call, the tensor decoded into a new buffer.
 void BM_RemoteRecv(benchmark::State& state) {
-  TwoTasks& tasks = TwoTasks::Get();
+  TwoTasks& tasks = TwoTasks::Get(state.range(0) != 0);
   Tensor value(DataType::kFloat, TensorShape({kTensorBytes / 4}));
   std::memset(value.raw_data(), 1, value.TotalBytes());
   const std::string key = Rendezvous::CreateKey(kPsCpu, 1, kWorkerCpu, "value:0");
@@ -149,12 +154,13 @@ void BM_RemoteRecv(benchmark::State& state) {
   }
   state.SetBytesProcessed(state.iterations() * kTensorBytes);
 }
-BENCHMARK(BM_RemoteRecv)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_RemoteRecv)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 // One step through a client session whose master is the worker: x = 1 on the ps, y = x + 1
-// on the worker, y fetched. Client, master and ps talk over loopback gRPC.
+// on the worker, y fetched. Client, master and ps talk over loopback gRPC; the tensor from
+// the ps comes by the benchmark's transport.
 void BM_RemoteStepRoundTrip(benchmark::State& state) {
-  TwoTasks& tasks = TwoTasks::Get();
+  TwoTasks& tasks = TwoTasks::Get(state.range(0) != 0);
   Scope root = Scope::NewRootScope();
   auto x = ops::Const(root.WithOpName("x").WithDevice(kPsCpu), Tensor::Scalar<float>(1));
   ops::Add(root.WithOpName("y").WithDevice(kWorkerCpu), x, 1.0f);
@@ -175,7 +181,7 @@ void BM_RemoteStepRoundTrip(benchmark::State& state) {
   }
   (void)(*session)->Close();
 }
-BENCHMARK(BM_RemoteStepRoundTrip)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_RemoteStepRoundTrip)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace tessera::bench

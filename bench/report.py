@@ -80,18 +80,20 @@ print()
 cl = json.load(open(os.path.join(out, "cluster.json")))["benchmarks"]
 tfc = [json.loads(l) for l in open(os.path.join(out, "tf_cluster.jsonl")) if l.strip()]
 print("Cluster over loopback: two tasks, each a server (median of 5)")
-recv = find(cl, "BM_RemoteRecv")["bytes_per_second"] / 1e9
 streams = {r["name"].split("/")[1]: r["bytes_per_second"] / 1e9 for r in cl
            if r["name"].startswith("BM_GrpcStreaming/") and r.get("aggregate_name") == "median"}
 chunk, best = max(streams.items(), key=lambda kv: kv[1])
-print(f"  64 MiB tensor from another task: {recv:.2f} GB/s; plain gRPC streaming, best of "
-      f"{len(streams)} chunk sizes ({int(chunk) >> 10} KiB): {best:.2f} GB/s; ratio {recv / best:.0%}")
-step = find(cl, "BM_RemoteStepRoundTrip")["real_time"]
-tf_step = f"{tfc[0]['step_us_median']:.0f} us (TensorFlow {tfc[0]['tf']})" if tfc else "-"
-ratio = f", ratio {step / tfc[0]['step_us_median']:.2f}" if tfc else ""
 unary = find(cl, "BM_GrpcUnaryRoundTrip")["real_time"]
-print(f"  step round trip (x on the ps, y = x + 1 on the worker, y fetched): {step:.0f} us; "
-      f"TensorFlow's server: {tf_step}{ratio}; one plain gRPC unary call: {unary:.0f} us")
+print(f"  plain gRPC streaming, best of {len(streams)} chunk sizes ({int(chunk) >> 10} KiB): {best:.2f} GB/s; "
+      f"one plain gRPC unary call: {unary:.0f} us")
+for arg, transport in (("1", "same-host transport"), ("0", "gRPC only")):
+    recv = find(cl, f"BM_RemoteRecv/{arg}/")["bytes_per_second"] / 1e9
+    step = find(cl, f"BM_RemoteStepRoundTrip/{arg}/")["real_time"]
+    tf_step = f"{tfc[0]['step_us_median']:.0f} us (TensorFlow {tfc[0]['tf']})" if tfc else "-"
+    ratio = f", ratio {step / tfc[0]['step_us_median']:.2f}" if tfc else ""
+    print(f"  {transport}: 64 MiB tensor from another task {recv:.2f} GB/s, {recv / best:.0%} of plain gRPC; "
+          f"step round trip (x on the ps, y = x + 1 on the worker, y fetched) {step:.0f} us; "
+          f"TensorFlow's server: {tf_step}{ratio}")
 runs = [json.loads(l) for l in open(os.path.join(out, "all_reduce.jsonl")) if l.strip()]
 impls = list(dict.fromkeys(r["impl"] for r in runs))
 median = {i: statistics.median_low(r["median_s"] for r in runs if r["impl"] == i) for i in impls}

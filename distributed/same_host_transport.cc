@@ -421,7 +421,8 @@ void SameHostServer::AcceptLoop() {
 
 class SameHostClient::Impl : public std::enable_shared_from_this<Impl> {
  public:
-  Impl(int fd, std::string peer) : fd_(fd), peer_(std::move(peer)) {}
+  Impl(int fd, std::string peer, uint64_t max_tensor_bytes)
+      : fd_(fd), peer_(std::move(peer)), max_tensor_bytes_(max_tensor_bytes) {}
   ~Impl() { ::close(fd_); }
 
   void Start() { reader_ = std::thread([self = shared_from_this()] { self->Read(); }); }
@@ -574,6 +575,10 @@ class SameHostClient::Impl : public std::enable_shared_from_this<Impl> {
       return errors::DataLoss(peer_, " sent a tensor header that does not decode",
                               h.ok() ? "" : StrCat(": ", h.status().message()));
     }
+    if (element_bytes > max_tensor_bytes_) {
+      return errors::ResourceExhausted(peer_, " sent a tensor of ", element_bytes, " bytes, over the ",
+                                       max_tensor_bytes_, " this receiver takes");
+    }
     if (h->dtype == DataType::kString) {
       if (element_bytes > kMaxStringTensorBytes) {
         return errors::ResourceExhausted(peer_, " sent a string tensor of ", element_bytes, " bytes, over the ",
@@ -600,6 +605,7 @@ class SameHostClient::Impl : public std::enable_shared_from_this<Impl> {
 
   const int fd_;
   const std::string peer_;
+  const uint64_t max_tensor_bytes_;
   std::thread reader_;
   std::mutex write_mu_;  // one request on the socket at a time
   std::mutex mu_;
@@ -610,7 +616,7 @@ class SameHostClient::Impl : public std::enable_shared_from_this<Impl> {
 };
 
 StatusOr<std::shared_ptr<SameHostClient>> SameHostClient::Connect(std::string_view address, std::string peer,
-                                                                  const std::string& token) {
+                                                                  const std::string& token, uint64_t max_tensor_bytes) {
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return errors::NotFound("no Unix socket: ", std::strerror(errno));
   socklen_t length = 0;
@@ -641,7 +647,7 @@ StatusOr<std::shared_ptr<SameHostClient>> SameHostClient::Connect(std::string_vi
     return errors::NotFound(peer, " turned away a same-host connection");
   }
   SetReceiveTimeout(fd, kDeadlineTick);
-  auto impl = std::make_shared<Impl>(fd, std::move(peer));
+  auto impl = std::make_shared<Impl>(fd, std::move(peer), max_tensor_bytes);
   impl->Start();
   return std::shared_ptr<SameHostClient>(new SameHostClient(std::move(impl)));
 }

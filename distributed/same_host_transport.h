@@ -61,9 +61,11 @@ class SameHostServer {
 class SameHostClient {
  public:
   // NotFound when no task serves `address` on this machine, or it turned this process
-  // away (then gRPC, which says why, is the way); `peer` names the task in errors.
+  // away (then gRPC, which says why, is the way); `peer` names the task in errors. A tensor
+  // announced larger than `max_tensor_bytes` is ResourceExhausted (and ends the connection).
   static StatusOr<std::shared_ptr<SameHostClient>> Connect(std::string_view address, std::string peer,
-                                                           const std::string& token);
+                                                           const std::string& token,
+                                                           uint64_t max_tensor_bytes = UINT64_MAX);
   ~SameHostClient();  // fails the receives still waiting with Cancelled
   SameHostClient(const SameHostClient&) = delete;
   SameHostClient& operator=(const SameHostClient&) = delete;

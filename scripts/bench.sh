@@ -30,6 +30,7 @@ build/bench/cluster_bench "${reps[@]}" --benchmark_enable_random_interleaving=tr
 mpi=(mpirun --allow-run-as-root --oversubscribe -np 2 build/bench/mpi_all_reduce)
 for round in 1 2 3; do
   build/bench/cluster_all_reduce >> "$out/all_reduce.jsonl"
+  build/bench/cluster_all_reduce --grpc >> "$out/all_reduce.jsonl"
   build/bench/gloo_all_reduce >> "$out/all_reduce.jsonl"
   "${mpi[@]}" --label "openmpi shared memory" >> "$out/all_reduce.jsonl"
   OMPI_MCA_btl=tcp,self OMPI_MCA_btl_tcp_if_include=lo "${mpi[@]}" --label "openmpi tcp" >> "$out/all_reduce.jsonl"

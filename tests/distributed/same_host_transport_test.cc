@@ -130,6 +130,17 @@ TEST_F(SameHostTransportTest, ATensorThatFitsTheReceiversBufferIsReadIntoIt) {
   EXPECT_EQ(other_got.data<float>()[2], 1.0f);
 }
 
+TEST_F(SameHostTransportTest, ATensorOverTheClientsLimitIsResourceExhausted) {
+  auto client = SameHostClient::Connect(address_, kPeer, "s3cret", /*max_tensor_bytes=*/16);
+  ASSERT_TRUE(client.ok()) << client.status();
+  auto got = Recv(**client, 8, "big");
+  ASSERT_TRUE(rendezvous_->Find(8)->Send("big", Tensor(DataType::kFloat, TensorShape({16}))).ok());
+  auto [status, value] = Wait(std::move(got));
+  EXPECT_EQ(status.code(), Code::kResourceExhausted) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr("64 bytes, over the 16 this receiver takes"));
+  EXPECT_TRUE((*client)->broken());
+}
+
 TEST_F(SameHostTransportTest, TheSendersErrorComesBackWithItsCode) {
   auto client = Client();
   ASSERT_NE(client, nullptr);

@@ -3,17 +3,25 @@
 // registered on a real task (every kernel constructed on its device) and deregistered; a
 // RunGraph request's arguments are decoded; a RecvTensor stream is assembled from messages
 // framed by a length byte each (and each cut in two slices), and what assembles must
-// survive its own round trip. Nothing may crash, leak or hang.
+// survive its own round trip. A first byte of 0xff instead makes the rest what a same-host
+// task answers a client's two receives (ids 1 and 2) with, over a real Unix socket. Nothing
+// may crash, leak or hang.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <future>
+#include <string>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include "distributed/cluster_spec.h"
 #include "distributed/graph_mgr.h"
 #include "distributed/recv_tensor_wire.h"
 #include "graph/serialize/tensor_codec.h"
 #include "distributed/rpc_decode.h"
+#include "distributed/same_host_transport.h"
 
 namespace {
 
@@ -27,6 +35,48 @@ tessera::GraphMgr& Graphs() {
   return *graphs;
 }
 
+constexpr uint8_t kSameHostAnswers = 0xff;
+
+// Plays a same-host task: admits a client, lets it ask for two tensors and answers with
+// `answers` whatever they are, then hangs up. Both receives must end.
+void AnswerSameHostClient(const char* answers, size_t size) {
+  using namespace tessera;
+  static const std::string address = StrCat("fuzz-task-", getpid());
+  static const int listener = [] {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    const std::string name = SameHostSocketName(address);
+    std::memcpy(a.sun_path, name.data(), name.size());
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + name.size())) != 0 ||
+        ::listen(fd, 1) != 0) {
+      std::abort();
+    }
+    return fd;
+  }();
+  auto connecting = std::async(std::launch::async, [] {
+    return SameHostClient::Connect(address, "/job:ps/replica:0/task:0", "", size_t{1} << 20);
+  });
+  const int fd = ::accept(listener, nullptr, nullptr);
+  char hello[12];
+  const uint32_t yes = 0;
+  if (fd < 0 || ::recv(fd, hello, sizeof(hello), MSG_WAITALL) != sizeof(hello) ||
+      ::send(fd, &yes, sizeof(yes), MSG_NOSIGNAL) != sizeof(yes)) {
+    std::abort();
+  }
+  StatusOr<std::shared_ptr<SameHostClient>> client = connecting.get();
+  if (!client.ok()) std::abort();
+  std::promise<void> first, second;
+  (*client)->Recv(1, "a", std::chrono::milliseconds(0), Tensor(), [&first](const Status&, const Tensor&) { first.set_value(); });
+  (*client)->Recv(1, "b", std::chrono::milliseconds(0), Tensor(), [&second](const Status&, const Tensor&) { second.set_value(); });
+  (void)::send(fd, answers, size, MSG_NOSIGNAL);
+  ::shutdown(fd, SHUT_WR);
+  first.get_future().wait();
+  second.get_future().wait();
+  client->reset();
+  ::close(fd);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -34,7 +84,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const char* body = reinterpret_cast<const char*>(data + 1);
   const int body_size = static_cast<int>(size - 1);
-  if (data[0] % 3 == 2) {
+  if (data[0] == kSameHostAnswers) {
+    AnswerSameHostClient(body, body_size);
+  } else if (data[0] % 3 == 2) {
     // The assembler allocates what a header announces: bounded here so that a short input
     // cannot ask for more than the fuzzer lets a process allocate.
     RecvTensorAssembler assembler(size_t{1} << 20);
