@@ -29,8 +29,8 @@ class WorkerChannels {
   // A fresh context for one call: the token, and a deadline `timeout` from now (none when 0).
   std::unique_ptr<grpc::ClientContext> NewContext(std::chrono::milliseconds timeout) const;
   // The same-host connection to that task, or null when it is on another machine, does not
-  // serve one, or turned this process away: then gRPC is the way. A broken connection is
-  // made anew.
+  // serve one, turned this process away, or this process speaks TLS: then gRPC is the way.
+  // A broken connection is made anew.
   std::shared_ptr<SameHostClient> SameHost(const std::string& job, int task);
   const ClusterSpec& cluster() const { return cluster_; }
 

@@ -12,6 +12,7 @@
 #include "distributed/cluster_server.h"
 #include "distributed/grpc_session.h"
 #include "distributed/protos/worker_service.grpc.pb.h"
+#include "distributed/worker_channels.h"
 #include "graph/builder/ops.h"
 #include "runtime/session.h"
 #include "tests/distributed/free_port.h"
@@ -65,6 +66,9 @@ TEST(TlsTest, TasksAndClientsWithCertificatesTalkAndPlaintextIsTurnedAway) {
   Status s = (*session)->Run({}, {"y"}, {}, &out);
   ASSERT_TRUE(s.ok()) << s;
   EXPECT_EQ(out.at(0).data<float>()[0], 6.0f);
+  // Nothing between the tasks bypasses TLS: no same-host socket is served or used.
+  EXPECT_EQ(SameHostClient::Connect(*cluster->TaskAddress("ps", 0), "ps", "").status().code(), Code::kNotFound);
+  EXPECT_EQ(WorkerChannels(*cluster, "").SameHost("ps", 0), nullptr);
 
   auto plaintext = rpc::WorkerService::NewStub(
       grpc::CreateChannel((*worker)->target().substr(7), grpc::InsecureChannelCredentials()));
