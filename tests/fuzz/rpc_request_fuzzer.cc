@@ -102,7 +102,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     StatusOr<Tensor> tensor = assembler.Finish();
     if (!tensor.ok()) return 0;
     RecvTensorAssembler again;
-    for (const grpc::ByteBuffer& part : *EncodeRecvTensorStream(*tensor, 16)) {
+    StatusOr<std::vector<grpc::ByteBuffer>> parts = EncodeRecvTensorStream(*tensor, 16);
+    if (!parts.ok()) std::abort();
+    for (const grpc::ByteBuffer& part : *parts) {
       if (!again.Add(part).ok()) std::abort();
     }
     StatusOr<Tensor> back = again.Finish();
