@@ -45,7 +45,7 @@ constexpr const char* kUsage =
     "                [--batch 128] [--threads N] [--learning-rate 0.001] [--seed 1] [--train-limit N]\n"
     "                [--test-limit N] [--data DIR] [--checkpoint OUT.ckpt] [--trace OUT.json]\n"
     "                [--inference-graph OUT.json] [--frozen-graph OUT.json] [--no-progress]\n"
-    "  tessera train --mode async|sync|multi-worker --cluster JSON --task I [...]   (or TF_CONFIG)\n"
+    "  tessera train --mode async|sync|multi-worker --cluster JSON [--job worker] --task I [...]   (or TF_CONFIG)\n"
     "                [--tls-cert PEM --tls-key PEM --tls-ca PEM]\n"
     "                one worker of between-graph training; the ps tasks run tessera server\n";
 
@@ -291,7 +291,8 @@ StatusOr<TrainOptions> ParseTrainArgs(const std::vector<std::string>& args) {
       continue;
     }
     const bool tls_flag = a == "--tls-cert" || a == "--tls-key" || a == "--tls-ca";
-    if (!ints.contains(a) && !small_ints.contains(a) && !strings.contains(a) && a != "--learning-rate" && !tls_flag) {
+    if (!ints.contains(a) && !small_ints.contains(a) && !strings.contains(a) && a != "--learning-rate" && !tls_flag &&
+        a != "--job") {
       return errors::InvalidArgument("unexpected argument '", a, "'");
     }
     if (i + 1 >= args.size()) return errors::InvalidArgument(a, " needs a value");
@@ -300,6 +301,11 @@ StatusOr<TrainOptions> ParseTrainArgs(const std::vector<std::string>& args) {
       *s->second = v;
     } else if (tls_flag) {
       tls_flags[a] = v;
+    } else if (a == "--job") {
+      if (v != "worker") {
+        return errors::InvalidArgument("tessera train runs the worker tasks, not '", v,
+                                       "' (run a ps task with tessera server)");
+      }
     } else if (a == "--learning-rate") {
       char* end = nullptr;
       o.learning_rate = std::strtod(v.c_str(), &end);

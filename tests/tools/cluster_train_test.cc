@@ -54,7 +54,8 @@ class ClusterTrainTest : public ::testing::Test {
 
   std::unique_ptr<Child> Worker(int task, const std::string& mode = "async") {
     return std::make_unique<Child>(
-        std::vector<std::string>{"train", "--mode", mode, "--cluster", cluster_, "--task", std::to_string(task),
+        std::vector<std::string>{"train", "--mode", mode, "--cluster", cluster_, "--job", "worker", "--task",
+                                 std::to_string(task),
                                  "--epochs", "1", "--train-limit", "4000", "--test-limit", "500", "--batch", "50",
                                  "--checkpoint", checkpoint_, "--no-progress"},
         "");

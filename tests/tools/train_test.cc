@@ -122,6 +122,9 @@ TEST(TrainTest, BadOptionsAndMissingDataAreClearErrors) {
             2);
   EXPECT_THAT(err.str(), HasSubstr("TLS needs all of --tls-cert, --tls-key and --tls-ca"));
   err.str("");
+  EXPECT_EQ(RunCli({"train", "--mode", "async", "--job", "ps", "--task", "0"}, out, err), 2);
+  EXPECT_THAT(err.str(), HasSubstr("tessera train runs the worker tasks, not 'ps'"));
+  err.str("");
   EXPECT_EQ(RunCli({"train", "--tls-cert", "a.pem", "--tls-key", "a.key", "--tls-ca", "ca.pem"}, out, err), 2);
   EXPECT_THAT(err.str(), HasSubstr("go with --mode async, sync or multi-worker"));
   err.str("");
