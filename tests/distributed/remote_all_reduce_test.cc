@@ -1,0 +1,135 @@
+// The ring all-reduce between tasks of a cluster, as a multi-worker step runs it: three
+// servers in this process, each member reducing through its task's remote rendezvous, over
+// each transport (gRPC, and the same-host socket), with float32 or float16 on the wire, for
+// a tensor smaller than the ring, one that does not divide evenly, and one of many pieces.
+// Every member ends with the reduction, bit for bit the same.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <future>
+#include <tuple>
+
+#include "distributed/cluster_server.h"
+#include "distributed/remote_rendezvous.h"
+#include "kernels/ring_all_reduce.h"
+#include "tests/distributed/free_port.h"
+
+namespace tessera {
+namespace {
+
+using testing::FreePort;
+using testing::LoopbackAddress;
+
+constexpr int kMembers = 3;
+
+// Parameters: same-host transport on, float16 on the wire.
+class RemoteAllReduceTest : public ::testing::TestWithParam<std::tuple<bool, bool>> {
+ protected:
+  void SetUp() override {
+    std::string spec = R"({"worker": [)";
+    for (int i = 0; i < kMembers; ++i) spec += StrCat(i ? ", " : "", "\"", LoopbackAddress(FreePort()), "\"");
+    auto cluster = ClusterSpec::FromJson(spec + "]}");
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    ClusterServerOptions options;
+    options.same_host_transport = std::get<0>(GetParam());
+    for (int i = 0; i < kMembers; ++i) {
+      auto server = ClusterServer::Create(*cluster, "worker", i, options);
+      ASSERT_TRUE(server.ok()) << server.status();
+      servers_.push_back(std::move(*server));
+      channels_.push_back(std::make_shared<WorkerChannels>(*cluster, ""));
+    }
+    auto pool = ThreadPool::Create("reduce", 2);
+    ASSERT_TRUE(pool.ok()) << pool.status();
+    pool_ = std::move(*pool);
+  }
+
+  static std::string Device(int rank) { return StrCat("/job:worker/replica:0/task:", rank, "/device:CPU:0"); }
+
+  // Every member reduces its `inputs[rank]` in place; returns the outputs.
+  std::vector<Tensor> Reduce(std::vector<Tensor> inputs, ReduceOp op, const std::string& name) {
+    const int64_t step = NewStepId();
+    std::vector<std::unique_ptr<RemoteRendezvous>> rendezvous;
+    std::vector<std::promise<Status>> done(kMembers);
+    for (int rank = 0; rank < kMembers; ++rank) {
+      rendezvous.push_back(std::make_unique<RemoteRendezvous>(servers_[rank]->local()->rendezvous()->Find(step),
+                                                              "worker", rank, channels_[rank], step,
+                                                              std::chrono::seconds(30)));
+    }
+    for (int rank = 0; rank < kMembers; ++rank) {
+      RingAllReduce::Params p;
+      p.rank = rank;
+      p.size = kMembers;
+      p.device = Device(rank);
+      p.prev_device = Device((rank + kMembers - 1) % kMembers);
+      p.next_device = Device((rank + 1) % kMembers);
+      p.name = name;
+      p.op = op;
+      p.wire_float16 = std::get<1>(GetParam());
+      p.pool = pool_.get();
+      RingAllReduce::Start(p, rendezvous[rank].get(), inputs[rank], inputs[rank],
+                           [&done, rank](const Status& s) { done[rank].set_value(s); });
+    }
+    for (int rank = 0; rank < kMembers; ++rank) {
+      auto f = done[rank].get_future();
+      EXPECT_EQ(f.wait_for(std::chrono::seconds(60)), std::future_status::ready) << "member " << rank;
+      Status s = f.get();
+      EXPECT_TRUE(s.ok()) << "member " << rank << ": " << s;
+    }
+    rendezvous.clear();
+    for (auto& server : servers_) server->local()->rendezvous()->Cleanup(step);
+    return inputs;
+  }
+
+  // Member r holds (r + 1) * ((i % 7) - 3): small integers, exact in float16 and in any sum.
+  static std::vector<Tensor> Inputs(int64_t n) {
+    std::vector<Tensor> inputs;
+    for (int rank = 0; rank < kMembers; ++rank) {
+      Tensor t(DataType::kFloat, TensorShape({n}));
+      for (int64_t i = 0; i < n; ++i) t.data<float>()[i] = static_cast<float>((rank + 1) * ((i % 7) - 3));
+      inputs.push_back(t);
+    }
+    return inputs;
+  }
+
+  std::vector<std::unique_ptr<ClusterServer>> servers_;
+  std::vector<std::shared_ptr<WorkerChannels>> channels_;
+  std::unique_ptr<ThreadPool> pool_;
+};
+
+TEST_P(RemoteAllReduceTest, EveryMemberEndsWithTheSameSum) {
+  // Fewer elements than members; a size no chunk divides; one of many pieces per chunk.
+  for (int64_t n : {int64_t{1}, int64_t{1001}, int64_t{3} << 20}) {
+    std::vector<Tensor> out = Reduce(Inputs(n), ReduceOp::kSum, StrCat("sum", n));
+    for (int rank = 0; rank < kMembers; ++rank) {
+      ASSERT_EQ(out[rank].NumElements(), n);
+      for (int64_t i = 0; i < n; i += std::max<int64_t>(1, n / 997)) {
+        ASSERT_EQ(out[rank].data<float>()[i], 6.0f * ((i % 7) - 3)) << "member " << rank << " element " << i;
+      }
+      EXPECT_EQ(std::memcmp(out[rank].raw_data(), out[0].raw_data(), out[0].TotalBytes()), 0) << "member " << rank;
+    }
+  }
+}
+
+TEST_P(RemoteAllReduceTest, AMeanIsDividedOnceAndEveryCopyIsBitIdentical) {
+  std::vector<Tensor> inputs = Inputs(4099);
+  // Values whose mean float16 cannot hold exactly: every member must round it the same way.
+  for (int rank = 0; rank < kMembers; ++rank) {
+    for (int64_t i = 0; i < 4099; ++i) inputs[rank].data<float>()[i] = 0.1f * (rank + 1) + 1e-3f * i;
+  }
+  std::vector<Tensor> out = Reduce(inputs, ReduceOp::kMean, "mean");
+  for (int64_t i = 0; i < 4099; i += 37) {
+    EXPECT_NEAR(out[0].data<float>()[i], 0.2f + 1e-3f * i, std::get<1>(GetParam()) ? 2e-2 : 1e-5) << i;
+  }
+  for (int rank = 1; rank < kMembers; ++rank) {
+    EXPECT_EQ(std::memcmp(out[rank].raw_data(), out[0].raw_data(), out[0].TotalBytes()), 0) << "member " << rank;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(TransportsAndWires, RemoteAllReduceTest, ::testing::Combine(::testing::Bool(), ::testing::Bool()),
+                         [](const ::testing::TestParamInfo<std::tuple<bool, bool>>& info) {
+                           return StrCat(std::get<0>(info.param) ? "SameHost" : "Grpc",
+                                         std::get<1>(info.param) ? "Float16" : "Float32");
+                         });
+
+}  // namespace
+}  // namespace tessera
