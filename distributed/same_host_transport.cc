@@ -555,9 +555,10 @@ class SameHostClient::Impl : public std::enable_shared_from_this<Impl> {
       }
       StatusOr<Tensor> value = ReadTensor(header, h->element_bytes, p->into, idle);
       if (!value.ok()) {
-        // The rest of its elements may still be on the wire: nothing after them can be read.
-        p->done(value.status(), Tensor());
+        // The rest of its elements may still be on the wire: nothing after them can be read,
+        // and the receiver learns of it with the connection already marked broken.
         Break(value.status());
+        p->done(value.status(), Tensor());
         return;
       }
       p->done(Status::OK(), std::move(*value));

@@ -112,12 +112,19 @@ TEST_P(RemoteRendezvousTest, AnAbortOnTheSendersSideReachesTheReceiver) {
   EXPECT_THAT(std::string(status.message()), HasSubstr("node w ran out of memory"));
 }
 
+// No server at the ps's address: none ever started there. (Destroying a server of this
+// process instead trips a double free inside gRPC 1.51's callback completion queue now
+// and then, under ASan.)
 TEST_P(RemoteRendezvousTest, ASenderThatIsGoneIsUnavailableNamingItsTask) {
   const int64_t step = NewStepId();
   const std::string key = KeyFromPs("x:0");
-  ps_.reset();
-  auto r = WorkerSide(step, std::chrono::milliseconds(2000));
-  auto [status, value] = Receive(*r, key);
+  StatusOr<ClusterSpec> nobody_there = ClusterSpec::FromJson(
+      StrCat(R"({"ps": [")", LoopbackAddress(FreePort()), R"("], "worker": [")", *cluster_.TaskAddress("worker", 0),
+             R"("]})"));
+  ASSERT_TRUE(nobody_there.ok()) << nobody_there.status();
+  RemoteRendezvous r(worker_->local()->rendezvous()->Find(step), "worker", 0,
+                     std::make_shared<WorkerChannels>(*nobody_there, "t0ken"), step, std::chrono::milliseconds(2000));
+  auto [status, value] = Receive(r, key);
   EXPECT_TRUE(status.code() == Code::kUnavailable || status.code() == Code::kDeadlineExceeded) << status;
   EXPECT_THAT(std::string(status.message()), HasSubstr("/job:ps/replica:0/task:0 did not answer"));
 }
