@@ -50,14 +50,19 @@ std::shared_ptr<SameHostClient> WorkerChannels::SameHost(const std::string& job,
   StatusOr<std::string> address = cluster_.TaskAddress(job, task);
   if (!address.ok()) return nullptr;
   std::lock_guard<std::mutex> lock(mu_);
-  std::shared_ptr<SameHostClient>& client = same_host_[*address];
-  if (client == nullptr || client->broken()) {
-    // Connecting to a name nobody listens on fails at once, so a task on another machine
-    // costs a system call here, not a wait.
+  SameHostEntry& entry = same_host_[*address];
+  const auto now = std::chrono::steady_clock::now();
+  const bool usable = entry.client != nullptr && !entry.client->broken();
+  if (!usable && now >= entry.retry) {
+    // A task on another machine would cost every receive a connect that fails: asked at
+    // most once a second, which also finds a restarted same-host task again.
     StatusOr<std::shared_ptr<SameHostClient>> connected = SameHostClient::Connect(*address, TaskName(job, task), token_);
-    client = connected.ok() ? std::move(*connected) : nullptr;
+    entry.client = connected.ok() ? std::move(*connected) : nullptr;
+    entry.retry = now + std::chrono::seconds(1);
+  } else if (!usable) {
+    entry.client = nullptr;
   }
-  return client;
+  return entry.client;
 }
 
 std::unique_ptr<grpc::ClientContext> WorkerChannels::NewContext(std::chrono::milliseconds timeout) const {

@@ -39,7 +39,11 @@ class WorkerChannels {
   const std::string token_;
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<grpc::Channel>> channels_;  // by address; guarded by mu_
-  std::map<std::string, std::shared_ptr<SameHostClient>> same_host_;  // by address; guarded by mu_
+  struct SameHostEntry {
+    std::shared_ptr<SameHostClient> client;  // null: none; asked again after `retry`
+    std::chrono::steady_clock::time_point retry;
+  };
+  std::map<std::string, SameHostEntry> same_host_;  // by address; guarded by mu_
 };
 
 // A channel to `address` ("host:port" or "grpc://host:port") without gRPC's 4 MiB cap on
