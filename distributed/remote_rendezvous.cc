@@ -4,7 +4,6 @@
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
-#include <functional>
 #include <vector>
 
 #include "distributed/protos/worker_service.grpc.pb.h"
@@ -20,32 +19,46 @@ const std::string& RecvTensorMethod() {
   return *method;
 }
 
-// A receive from another task, in flight until it calls Finish.
+// A receive from another task, in flight from Start until it calls Finish.
 class RemoteRendezvous::Call {
  public:
+  Call(RemoteRendezvous* owner, std::string key, std::string peer, DoneCallback done)
+      : owner_(owner), key_(std::move(key)), peer_(std::move(peer)), done_(std::move(done)) {}
   virtual ~Call() = default;
+  // The caller holds the call, which may finish before Start returns.
+  virtual void Start() = 0;
   virtual void Cancel() = 0;
   // Ends a call that never started.
-  virtual void Fail(const Status& status) = 0;
+  void Fail(const Status& status) { done_(status, Tensor()); }
+
+ protected:
+  // Hands the receiver its tensor, or the error naming the key and the task asked.
+  void Deliver(const Status& status, const Tensor& value) {
+    if (status.ok()) {
+      done_(status, value);
+      return;
+    }
+    done_(Status(status.code(), StrCat("receiving '", key_, "' from ", peer_, ": ", status.message())), Tensor());
+  }
+
+  RemoteRendezvous* const owner_;
+  const std::string key_;
+  const std::string peer_;  // "/job:ps/replica:0/task:0"
+
+ private:
+  const DoneCallback done_;
 };
-
-namespace {
-
-Status NameTheReceive(const Status& status, std::string_view key, std::string_view peer) {
-  if (status.ok()) return status;
-  return Status(status.code(), StrCat("receiving '", key, "' from ", peer, ": ", status.message()));
-}
-
-}  // namespace
 
 // One RecvTensor stream: its parts are copied into the tensor as they come, each while the
 // next is still on its way.
 class RemoteRendezvous::GrpcCall final : public Call,
                                          public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
-  GrpcCall(RemoteRendezvous* owner, std::unique_ptr<grpc::ClientContext> context, std::string key, std::string peer,
-       int64_t step_id, DoneCallback done)
-      : owner_(owner), context_(std::move(context)), key_(std::move(key)), peer_(std::move(peer)), done_(std::move(done)) {
+  GrpcCall(RemoteRendezvous* owner, std::shared_ptr<grpc::Channel> channel, std::unique_ptr<grpc::ClientContext> context,
+           std::string key, std::string peer, int64_t step_id, DoneCallback done)
+      : Call(owner, std::move(key), std::move(peer), std::move(done)),
+        channel_(std::move(channel)),
+        context_(std::move(context)) {
     rpc::RecvTensorRequest request;
     request.set_step_id(step_id);
     request.set_rendezvous_key(key_);
@@ -53,15 +66,14 @@ class RemoteRendezvous::GrpcCall final : public Call,
     request_ = grpc::ByteBuffer(&bytes, 1);
   }
 
-  void Start(const std::shared_ptr<grpc::Channel>& channel) {
-    grpc::GenericStub stub(channel);
+  void Start() override {
+    grpc::GenericStub stub(channel_);
     stub.PrepareBidiStreamingCall(context_.get(), RecvTensorMethod(), grpc::StubOptions(), this);
     StartWriteLast(&request_, grpc::WriteOptions());
     StartRead(&part_);
     StartCall();
   }
   void Cancel() override { context_->TryCancel(); }
-  void Fail(const Status& status) override { done_(status, Tensor()); }
 
   // The receiver has its tensor as soon as the last element is in, without waiting for
   // the status that follows.
@@ -72,17 +84,17 @@ class RemoteRendezvous::GrpcCall final : public Call,
       context_->TryCancel();
       return;
     }
-    if (!delivered_ && assembler_.Complete()) Deliver(Status::OK());
+    if (!delivered_ && assembler_.Complete()) Assembled(Status::OK());
     StartRead(&part_);
   }
 
   void OnDone(const grpc::Status& s) override {
-    if (!delivered_) Deliver(assembled_.ok() ? FromGrpc(s, peer_) : assembled_);
+    if (!delivered_) Assembled(assembled_.ok() ? FromGrpc(s, peer_) : assembled_);
     owner_->Finish(this);
   }
 
  private:
-  void Deliver(Status status) {
+  void Assembled(Status status) {
     delivered_ = true;
     Tensor value;
     if (status.ok()) {
@@ -90,14 +102,11 @@ class RemoteRendezvous::GrpcCall final : public Call,
       status = tensor.status();
       if (tensor.ok()) value = *std::move(tensor);
     }
-    done_(NameTheReceive(status, key_, peer_), value);
+    Deliver(status, value);
   }
 
-  RemoteRendezvous* const owner_;
+  const std::shared_ptr<grpc::Channel> channel_;
   const std::unique_ptr<grpc::ClientContext> context_;
-  const std::string key_;
-  const std::string peer_;  // "/job:ps/replica:0/task:0"
-  const DoneCallback done_;
   grpc::ByteBuffer request_;
   grpc::ByteBuffer part_;
   RecvTensorAssembler assembler_;
@@ -110,19 +119,14 @@ class RemoteRendezvous::SameHostCall final : public Call {
  public:
   SameHostCall(RemoteRendezvous* owner, std::shared_ptr<SameHostClient> client, std::string key, std::string peer,
                Tensor into, DoneCallback done)
-      : owner_(owner),
-        client_(std::move(client)),
-        key_(std::move(key)),
-        peer_(std::move(peer)),
-        into_(std::move(into)),
-        done_(std::move(done)) {}
+      : Call(owner, std::move(key), std::move(peer), std::move(done)), client_(std::move(client)), into_(std::move(into)) {}
 
-  // The caller holds the call, which may finish before Recv returns.
-  void Start(int64_t step_id, std::chrono::milliseconds timeout) {
-    const uint64_t id = client_->Recv(step_id, key_, timeout, into_, [this](const Status& s, const Tensor& value) {
-      done_(NameTheReceive(s, key_, peer_), value);
-      owner_->Finish(this);
-    });
+  void Start() override {
+    const uint64_t id =
+        client_->Recv(owner_->step_id_, key_, owner_->timeout_, into_, [this](const Status& s, const Tensor& value) {
+          Deliver(s, value);
+          owner_->Finish(this);
+        });
     id_.store(id);
     if (cancelled_.load()) client_->Cancel(id, Cancelled());
   }
@@ -131,17 +135,12 @@ class RemoteRendezvous::SameHostCall final : public Call {
     cancelled_.store(true);
     if (const uint64_t id = id_.load(); id != 0) client_->Cancel(id, Cancelled());
   }
-  void Fail(const Status& status) override { done_(status, Tensor()); }
 
  private:
   static Status Cancelled() { return errors::Cancelled("the receive was given up"); }
 
-  RemoteRendezvous* const owner_;
   const std::shared_ptr<SameHostClient> client_;
-  const std::string key_;
-  const std::string peer_;
   const Tensor into_;
-  const DoneCallback done_;
   std::atomic<uint64_t> id_{0};
   std::atomic<bool> cancelled_{false};
 };
@@ -196,22 +195,16 @@ void RemoteRendezvous::RecvAsync(std::string_view key, const Args& args, DoneCal
   }
   const std::string peer = TaskName(device->job, device->task);
   std::shared_ptr<Call> call;
-  std::function<void()> start;
   if (std::shared_ptr<SameHostClient> client = channels_->SameHost(device->job, device->task); client != nullptr) {
-    auto same_host =
-        std::make_shared<SameHostCall>(this, std::move(client), std::string(key), peer, args.into, std::move(done));
-    start = [same_host, step = step_id_, timeout = timeout_] { same_host->Start(step, timeout); };
-    call = std::move(same_host);
+    call = std::make_shared<SameHostCall>(this, std::move(client), std::string(key), peer, args.into, std::move(done));
   } else {
     StatusOr<std::shared_ptr<grpc::Channel>> channel = channels_->ForTask(device->job, device->task);
     if (!channel.ok()) {
       done(channel.status(), Tensor());
       return;
     }
-    auto grpc_call = std::make_shared<GrpcCall>(this, channels_->NewContext(timeout_), std::string(key), peer, step_id_,
-                                                std::move(done));
-    start = [grpc_call, channel = *std::move(channel)] { grpc_call->Start(channel); };
-    call = std::move(grpc_call);
+    call = std::make_shared<GrpcCall>(this, std::move(*channel), channels_->NewContext(timeout_), std::string(key), peer,
+                                      step_id_, std::move(done));
   }
   Status aborted;
   {
@@ -223,7 +216,7 @@ void RemoteRendezvous::RecvAsync(std::string_view key, const Args& args, DoneCal
     call->Fail(aborted);
     return;
   }
-  start();
+  call->Start();
 }
 
 void RemoteRendezvous::Finish(Call* call) {

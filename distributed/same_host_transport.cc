@@ -134,16 +134,16 @@ std::string SameHostSocketName(std::string_view address) {
   return StrCat(std::string_view("\0", 1), "tessera/", address);
 }
 
-StatusOr<SameHostRequest> ParseSameHostRequestHead(std::string_view bytes, uint32_t* key_bytes) {
+StatusOr<SameHostRequestHead> ParseSameHostRequestHead(std::string_view bytes) {
   if (bytes.size() != kSameHostRequestFixedBytes) {
     return errors::InvalidArgument("a same-host request head of ", bytes.size(), " bytes");
   }
-  SameHostRequest r;
+  SameHostRequestHead r;
   r.id = Get<uint64_t>(bytes, 0);
   r.step_id = Get<int64_t>(bytes, 8);
-  *key_bytes = Get<uint32_t>(bytes, 16);
-  if (*key_bytes > kSameHostMaxKeyBytes) {
-    return errors::InvalidArgument("a same-host request with a key of ", *key_bytes, " bytes");
+  r.key_bytes = Get<uint32_t>(bytes, 16);
+  if (r.key_bytes > kSameHostMaxKeyBytes) {
+    return errors::InvalidArgument("a same-host request with a key of ", r.key_bytes, " bytes");
   }
   return r;
 }
@@ -255,9 +255,8 @@ class SameHostServer::Connection : public std::enable_shared_from_this<Connectio
     std::string head;
     std::string key;
     while (ReadString(fd_, kSameHostRequestFixedBytes, &head)) {
-      uint32_t key_bytes = 0;
-      StatusOr<SameHostRequest> request = ParseSameHostRequestHead(head, &key_bytes);
-      if (!request.ok() || !ReadString(fd_, key_bytes, &key)) return;
+      StatusOr<SameHostRequestHead> request = ParseSameHostRequestHead(head);
+      if (!request.ok() || !ReadString(fd_, request->key_bytes, &key)) return;
       std::weak_ptr<Connection> self = weak_from_this();
       const uint64_t id = request->id;
       server_->rendezvous->Find(request->step_id)->RecvAsync(key, [self, id](const Status& s, const Tensor& value) {

@@ -94,10 +94,10 @@ class SameHostClient {
 // and each answer
 //   u64 id | u32 code | u32 message length | u32 header length | u64 element bytes |
 //   message | tensor header (tensor_codec) | elements
-struct SameHostRequest {
+struct SameHostRequestHead {
   uint64_t id = 0;
   int64_t step_id = 0;
-  std::string key;
+  uint32_t key_bytes = 0;  // the key follows
 };
 struct SameHostAnswerHead {
   uint64_t id = 0;
@@ -111,8 +111,8 @@ inline constexpr size_t kSameHostAnswerHeadBytes = 28;
 inline constexpr size_t kSameHostMaxKeyBytes = 64 << 10;
 inline constexpr size_t kSameHostMaxMessageBytes = 64 << 10;
 
-// The fixed part of a request, which says how long its key is; InvalidArgument past the cap.
-StatusOr<SameHostRequest> ParseSameHostRequestHead(std::string_view bytes, uint32_t* key_bytes);
+// The fixed part of a request; InvalidArgument for a key past the cap.
+StatusOr<SameHostRequestHead> ParseSameHostRequestHead(std::string_view bytes);
 // The fixed part of an answer; InvalidArgument for an unknown code or lengths past the caps.
 StatusOr<SameHostAnswerHead> ParseSameHostAnswerHead(std::string_view bytes);
 

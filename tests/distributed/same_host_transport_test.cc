@@ -263,15 +263,13 @@ TEST(SameHostClientTest, AnAnswerThatLiesAboutItsSizeIsDataLossAndBreaksTheConne
 }
 
 TEST(SameHostFramesTest, RequestHeadsAreCheckedBeforeTheKeyIsRead) {
-  uint32_t key_bytes = 0;
-  auto ok = ParseSameHostRequestHead(Bytes({9, 12, 5}, {8, 8, 4}), &key_bytes);
+  auto ok = ParseSameHostRequestHead(Bytes({9, 12, 5}, {8, 8, 4}));
   ASSERT_TRUE(ok.ok()) << ok.status();
   EXPECT_EQ(ok->id, 9u);
   EXPECT_EQ(ok->step_id, 12);
-  EXPECT_EQ(key_bytes, 5u);
-  EXPECT_EQ(ParseSameHostRequestHead(Bytes({9, 12, 1u << 30}, {8, 8, 4}), &key_bytes).status().code(),
-            Code::kInvalidArgument);
-  EXPECT_EQ(ParseSameHostRequestHead("short", &key_bytes).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(ok->key_bytes, 5u);
+  EXPECT_EQ(ParseSameHostRequestHead(Bytes({9, 12, 1u << 30}, {8, 8, 4})).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(ParseSameHostRequestHead("short").status().code(), Code::kInvalidArgument);
 }
 
 TEST(SameHostFramesTest, AnswerHeadsRefuseUnknownCodesHugeLengthsAndMixedAnswers) {
