@@ -35,6 +35,7 @@ if [ "${TESSERA_QUICK:-0}" != 1 ]; then
     tail -n 1 "$log"
   }
   fuzz graph_json_fuzzer corpus "${TESSERA_FUZZ_SECONDS:-30}" 4096
+  fuzz graph_def_fuzzer graphdef_corpus "${TESSERA_GRAPHDEF_FUZZ_SECONDS:-20}" 4096
   fuzz feed_fuzzer feed_corpus "${TESSERA_FEED_FUZZ_SECONDS:-10}" 1024
   fuzz config_fuzzer config_corpus "${TESSERA_CONFIG_FUZZ_SECONDS:-10}" 1024
   fuzz decode_csv_fuzzer csv_corpus "${TESSERA_CSV_FUZZ_SECONDS:-15}" 1024

@@ -11,6 +11,7 @@
 
 #include "graph/serialize/dot.h"
 #include "graph/platform/file_io.h"
+#include "graph/serialize/graph_file.h"
 #include "graph/serialize/graph_json.h"
 #include "graph/platform/logging.h"
 #include "kernels/kernel_registry.h"
@@ -22,7 +23,6 @@
 #include "runtime/session.h"
 #include "runtime/timeline.h"
 #include "tools/serve.h"
-#include "tools/serve.h"
 #include "tools/train.h"
 
 namespace tessera {
@@ -30,13 +30,15 @@ namespace {
 
 constexpr const char* kUsage =
     "usage:\n"
-    "  tessera run GRAPH.json --fetch y[,z:1] [--target t] [--feed x=FILE.json]...\n"
+    "  GRAPH is Tessera's JSON (.json) or TensorFlow's GraphDef (.pb binary, .pbtxt text)\n"
+    "  tessera run GRAPH --fetch y[,z:1] [--target t] [--feed x=FILE.json]...\n"
     "              [--config CONFIG.json] [--log-device-placement] [--allow-soft-placement]\n"
     "              [--trace OUT.json] [--show-partitions] [--master grpc://HOST:PORT]\n"
     "              [--tls-cert PEM --tls-key PEM --tls-ca PEM]\n"
-    "  tessera place GRAPH.json [--config CONFIG.json] [--allow-soft-placement]\n"
-    "  tessera dot GRAPH.json [--config CONFIG.json] [--allow-soft-placement]\n"
-    "  tessera export GRAPH.json\n"
+    "  tessera place GRAPH [--config CONFIG.json] [--allow-soft-placement]\n"
+    "  tessera dot GRAPH [--config CONFIG.json] [--allow-soft-placement]\n"
+    "  tessera export GRAPH                (the graph as JSON, with every attr filled in)\n"
+    "  tessera convert IN OUT              (between .json, .pb and .pbtxt, by extension)\n"
     "  tessera devices [--config CONFIG.json]\n"
     "  tessera server --cluster JSON --job NAME --task I [--config CONFIG.json] [--token-file FILE]\n"
     "                 [--tls-cert PEM --tls-key PEM --tls-ca PEM]\n"
@@ -137,18 +139,11 @@ StatusOr<Options> ParseArgs(const std::vector<std::string>& args) {
       return errors::InvalidArgument("unexpected argument '", a, "'");
     }
   }
-  if (o.graph_path.empty()) return errors::InvalidArgument("missing GRAPH.json");
+  if (o.graph_path.empty()) return errors::InvalidArgument("missing GRAPH");
   if (o.command == "run" && o.fetches.empty() && o.targets.empty()) {
     return errors::InvalidArgument("run needs --fetch or --target");
   }
   return o;
-}
-
-StatusOr<GraphDef> ReadGraph(const std::string& path) {
-  ASSIGN_OR_RETURN(std::string text, ReadFileToString(path, "graph"));
-  StatusOr<GraphDef> def = GraphDefFromJson(text);
-  if (!def.ok()) return def.status().WithSuffix(StrCat(" (in '", path, "')"));
-  return def;
 }
 
 StatusOr<std::unique_ptr<Session>> MakeSession(const Options& o) {
@@ -161,7 +156,7 @@ StatusOr<std::unique_ptr<Session>> MakeSession(const Options& o) {
   }
   config.log_device_placement |= o.log_device_placement;
   config.allow_soft_placement |= o.allow_soft_placement;
-  ASSIGN_OR_RETURN(GraphDef def, ReadGraph(o.graph_path));
+  ASSIGN_OR_RETURN(GraphDef def, ReadGraphFile(o.graph_path));
   ASSIGN_OR_RETURN(std::optional<TlsFiles> tls, TlsFromFlags(o.tls_flags));
   if (tls && o.master.empty()) return errors::InvalidArgument("--tls-cert, --tls-key and --tls-ca go with --master");
   if (o.master.empty()) return Session::Create(config, def);
@@ -213,7 +208,7 @@ std::string PartitionSummary(const std::vector<GraphDef>& partitions) {
 
 Status Execute(const Options& o, std::ostream& out, std::ostream& err) {
   if (o.command == "export") {
-    ASSIGN_OR_RETURN(GraphDef def, ReadGraph(o.graph_path));
+    ASSIGN_OR_RETURN(GraphDef def, ReadGraphFile(o.graph_path));
     ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::FromGraphDef(def));
     out << GraphDefToJson(graph->ToGraphDef()) << "\n";
     return Status::OK();
@@ -380,6 +375,14 @@ Status ListDevices(const std::vector<std::string>& args, std::ostream& out) {
   return Status::OK();
 }
 
+// Validates IN as a graph before writing it, so that OUT is only ever a graph that loads.
+Status Convert(const std::string& in, const std::string& out) {
+  ASSIGN_OR_RETURN(GraphDef def, ReadGraphFile(in));
+  StatusOr<std::unique_ptr<Graph>> graph = Graph::FromGraphDef(def);
+  if (!graph.ok()) return graph.status().WithSuffix(StrCat(" (in '", in, "')"));
+  return WriteGraphFile(out, def);
+}
+
 }  // namespace
 
 int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -397,6 +400,21 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
     return 0;
   }
   if (!args.empty() && args[0] == "server") return ServeClusterTask(args, out, err);
+  if (!args.empty() && args[0] == "convert") {
+    if (args.size() != 3) {
+      err << "tessera: convert takes IN and OUT\n" << kUsage;
+      return 2;
+    }
+    StreamSink sink(err);
+    SetLogSink(&sink);
+    Status s = Convert(args[1], args[2]);
+    SetLogSink(nullptr);
+    if (!s.ok()) {
+      err << s.ToString() << "\n";
+      return 1;
+    }
+    return 0;
+  }
   if (!args.empty() && args[0] == "devices") {
     Status s = ListDevices(args, out);
     if (!s.ok()) {

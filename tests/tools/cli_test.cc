@@ -171,5 +171,40 @@ TEST_F(CliTest, ExampleGraphRuns) {
   EXPECT_EQ(j["loss"]["shape"], nlohmann::json::array());
 }
 
+// A GraphDef TensorFlow wrote runs as it is, and converts to JSON and text and back with
+// the same result from each form.
+TEST_F(CliTest, RunsAndConvertsTensorFlowGraphDefs) {
+  const std::string pb = std::string(TESSERA_SOURCE_DIR) + "/tests/graph/testdata/tf_matmul_relu.pb";
+  const std::string feed = R"(x={"dtype": "float32", "shape": [2, 3], "data": [1, 1, 1, 1, 0, 0]})";
+  ASSERT_EQ(Run({"run", pb, "--fetch", "y,z", "--feed", feed}), 0) << err_.str();
+  const std::string direct = out_.str();
+  auto j = nlohmann::json::parse(direct);
+  EXPECT_EQ(j["y"]["data"], nlohmann::json({9.5, 0.0, 1.5, 0.0}));
+  EXPECT_THAT(err_.str(), HasSubstr("ignoring attr '_output_shapes'"));
+
+  const std::string json = (dir_ / "g.json").string(), text = (dir_ / "g.pbtxt").string(),
+                    binary = (dir_ / "g.pb").string();
+  ASSERT_EQ(Run({"convert", pb, json}), 0) << err_.str();
+  ASSERT_EQ(Run({"convert", json, text}), 0) << err_.str();
+  ASSERT_EQ(Run({"convert", text, binary}), 0) << err_.str();
+  for (const std::string& g : {json, text, binary}) {
+    ASSERT_EQ(Run({"run", g, "--fetch", "y,z", "--feed", feed}), 0) << g << ": " << err_.str();
+    EXPECT_EQ(out_.str(), direct) << g;
+  }
+  // A file named otherwise is read by what its bytes are.
+  fs::copy_file(text, dir_ / "graph.txt");
+  ASSERT_EQ(Run({"run", (dir_ / "graph.txt").string(), "--fetch", "z", "--feed", feed}), 0) << err_.str();
+}
+
+TEST_F(CliTest, ConvertRefusesWhatItCannotWrite) {
+  std::string g = Write("g.json", kGraph);
+  EXPECT_EQ(Run({"convert", g, (dir_ / "out.onnx").string()}), 1);
+  EXPECT_THAT(err_.str(), HasSubstr("does not end in .json, .pb or .pbtxt"));
+  EXPECT_EQ(Run({"convert", g}), 2);
+  std::string broken = Write("broken.pbtxt", "node { name: \"a\" op: \"NoOp\"\n input: \"missing\" }");
+  EXPECT_EQ(Run({"convert", broken, (dir_ / "out.pb").string()}), 1);
+  EXPECT_FALSE(fs::exists(dir_ / "out.pb"));
+}
+
 }  // namespace
 }  // namespace tessera
