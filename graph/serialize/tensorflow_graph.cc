@@ -339,9 +339,10 @@ StatusOr<NodeDef> NodeFromProto(const pb::NodeDef& p, const std::set<std::string
   }
   const OpDef* op = options.ops->Find(def.op);
   if (op == nullptr) return errors::NotFound("Op type not registered '", def.op, "' (node '", def.name, "')");
-  // The map's order is the wire's; sorting keeps the log and any error the same from run to run.
+  // Sorted, so that the log and any error are the same from run to run; a key given twice
+  // keeps its last value, as protobuf's maps do.
   std::map<std::string, const pb::AttrValue*> attrs;
-  for (const auto& [name, value] : p.attr()) attrs.emplace(name, &value);
+  for (const pb::AttrEntry& e : p.attr()) attrs.insert_or_assign(e.key(), &e.value());
   for (const auto& [name, value] : attrs) {
     if (name == "_class") {
       for (const std::string& s : value->list().s()) {
@@ -480,11 +481,15 @@ StatusOr<std::string> GraphDefToTensorFlow(const GraphDef& def, TensorFlowFormat
     p->set_op(n.op);
     p->set_device(n.device);
     for (const std::string& in : n.inputs) p->add_input(in);
-    auto& attrs = *p->mutable_attr();
-    for (const auto& [name, value] : n.attrs) RETURN_IF_ERROR(AttrToProto(value, n.name, &attrs[name]));
+    for (const auto& [name, value] : n.attrs) {
+      pb::AttrEntry* e = p->add_attr();
+      e->set_key(name);
+      RETURN_IF_ERROR(AttrToProto(value, n.name, e->mutable_value()));
+    }
     if (!n.colocate_with.empty()) {
-      auto* list = attrs["_class"].mutable_list();
-      for (const std::string& c : n.colocate_with) list->add_s("loc:@" + c);
+      pb::AttrEntry* e = p->add_attr();
+      e->set_key("_class");
+      for (const std::string& c : n.colocate_with) e->mutable_value()->mutable_list()->add_s("loc:@" + c);
     }
   }
   std::string out;
