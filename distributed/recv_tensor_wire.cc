@@ -82,7 +82,7 @@ StatusOr<std::vector<grpc::ByteBuffer>> EncodeRecvTensorStream(const Tensor& val
   if (part_bytes == 0) return errors::InvalidArgument("RecvTensor parts must hold at least one byte");
   // Strings are not contiguous in memory: they go whole through the plain encoding. Other
   // tensors send the header first and the elements from their own buffer.
-  const bool strings = value.dtype() == DataType::kString;
+  const bool strings = DataTypeHoldsStrings(value.dtype());
   ASSIGN_OR_RETURN(std::string head, strings ? EncodeTensor(value) : EncodeTensorHeader(value));
   const size_t elements = strings ? 0 : value.TotalBytes();
   auto* data = const_cast<char*>(static_cast<const char*>(value.raw_data()));
@@ -118,7 +118,7 @@ Status RecvTensorAssembler::Add(const grpc::ByteBuffer& message) {
     std::string prefix(std::min(in.remaining(), kMaxTensorHeaderBytes), '\0');
     in.Read(prefix.data(), prefix.size());
     ASSIGN_OR_RETURN(TensorHeader header, DecodeTensorHeader(prefix));
-    if (header.dtype == DataType::kString) {
+    if (DataTypeHoldsStrings(header.dtype)) {
       std::string bytes = std::move(prefix);
       const size_t head = bytes.size();
       bytes.resize(head + in.remaining());

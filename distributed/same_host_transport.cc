@@ -304,7 +304,7 @@ class SameHostServer::Connection : public std::enable_shared_from_this<Connectio
     const char* elements = nullptr;
     size_t element_bytes = 0;
     if (status.ok()) {
-      const bool is_string = answer.value.dtype() == DataType::kString;
+      const bool is_string = DataTypeHoldsStrings(answer.value.dtype());
       StatusOr<std::string> h = EncodeTensorHeader(answer.value);
       if (h.ok() && is_string) {
         StatusOr<std::string> whole = EncodeTensor(answer.value);
@@ -579,7 +579,7 @@ class SameHostClient::Impl : public std::enable_shared_from_this<Impl> {
       return errors::ResourceExhausted(peer_, " sent a tensor of ", element_bytes, " bytes, over the ",
                                        max_tensor_bytes_, " this receiver takes");
     }
-    if (h->dtype == DataType::kString) {
+    if (DataTypeHoldsStrings(h->dtype)) {
       if (element_bytes > kMaxStringTensorBytes) {
         return errors::ResourceExhausted(peer_, " sent a string tensor of ", element_bytes, " bytes, over the ",
                                          kMaxStringTensorBytes, " a message may carry");

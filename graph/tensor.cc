@@ -19,7 +19,7 @@ TensorBuffer::TensorBuffer(std::shared_ptr<Allocator> allocator, DataType dtype,
       bytes_(static_cast<size_t>(num_elements) * DataTypeStorageSize(dtype)) {
   data_ = allocator_->AllocateRaw(bytes_);
   if (data_ == nullptr) return;
-  if (dtype_ == DataType::kString) {
+  if (DataTypeHoldsStrings(dtype_)) {
     std::uninitialized_value_construct_n(static_cast<std::string*>(data_), num_elements_);
   } else if (dtype_ == DataType::kVariant) {
     std::uninitialized_value_construct_n(static_cast<Variant*>(data_), num_elements_);
@@ -28,7 +28,7 @@ TensorBuffer::TensorBuffer(std::shared_ptr<Allocator> allocator, DataType dtype,
 
 TensorBuffer::~TensorBuffer() {
   if (data_ == nullptr) return;
-  if (dtype_ == DataType::kString) {
+  if (DataTypeHoldsStrings(dtype_)) {
     std::destroy_n(static_cast<std::string*>(data_), num_elements_);
   } else if (dtype_ == DataType::kVariant) {
     std::destroy_n(static_cast<Variant*>(data_), num_elements_);
@@ -150,7 +150,7 @@ Tensor Tensor::DeepCopy() const {
 StatusOr<Tensor> Tensor::DeepCopy(std::shared_ptr<Allocator> allocator) const {
   if (!IsInitialized()) return Tensor();
   ASSIGN_OR_RETURN(Tensor t, Allocate(std::move(allocator), dtype_, shape_));
-  if (dtype_ == DataType::kString) {
+  if (DataTypeHoldsStrings(dtype_)) {
     std::copy(data<std::string>(), data<std::string>() + num_elements_, t.data<std::string>());
   } else if (dtype_ == DataType::kVariant) {
     std::copy(data<Variant>(), data<Variant>() + num_elements_, t.data<Variant>());

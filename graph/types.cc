@@ -28,6 +28,7 @@ std::string_view DataTypeName(DataType dt) {
     case DataType::kBool: return "bool";
     case DataType::kString: return "string";
     case DataType::kVariant: return "variant";
+    case DataType::kResource: return "resource";
     case DataType::kInvalid: break;
   }
   return "invalid";
@@ -46,14 +47,14 @@ StatusOr<DataType> DataTypeFromName(std::string_view name) {
       {"double", DataType::kDouble},  {"float16", DataType::kHalf},    {"half", DataType::kHalf},
       {"bfloat16", DataType::kBFloat16}, {"int32", DataType::kInt32},  {"int64", DataType::kInt64},
       {"uint8", DataType::kUInt8},    {"bool", DataType::kBool},       {"string", DataType::kString},
-      {"variant", DataType::kVariant},
+      {"variant", DataType::kVariant}, {"resource", DataType::kResource},
   };
   for (const Alias& a : kAliases) {
     if (n == a.name) return a.dt;
   }
   return errors::InvalidArgument("Unknown dtype '", name,
                                  "'; expected one of float32, float64, float16, bfloat16, int32, "
-                                 "int64, uint8, bool, string, variant");
+                                 "int64, uint8, bool, string, variant, resource");
 }
 
 size_t DataTypeSize(DataType dt) {
@@ -68,19 +69,20 @@ size_t DataTypeSize(DataType dt) {
     case DataType::kBool: return 1;
     case DataType::kString:
     case DataType::kVariant:
+    case DataType::kResource:
     case DataType::kInvalid: break;
   }
   return 0;
 }
 
 size_t DataTypeStorageSize(DataType dt) {
-  if (dt == DataType::kString) return sizeof(std::string);
+  if (DataTypeHoldsStrings(dt)) return sizeof(std::string);
   if (dt == DataType::kVariant) return sizeof(Variant);
   return DataTypeSize(dt);
 }
 
 bool DataTypeIsNumeric(DataType dt) {
-  return dt != DataType::kString && dt != DataType::kVariant && dt != DataType::kBool &&
+  return !DataTypeHoldsStrings(dt) && dt != DataType::kVariant && dt != DataType::kBool &&
          dt != DataType::kInvalid;
 }
 

@@ -25,7 +25,8 @@ enum class DataType : uint8_t {
   kUInt8,
   kBool,
   kString,
-  kVariant,  // an opaque object, such as a dataset (graph/variant.h)
+  kVariant,   // an opaque object, such as a dataset (graph/variant.h)
+  kResource,  // a handle naming a resource (a variable, a queue); stored as an encoded string
 };
 
 class VariantValue;
@@ -44,15 +45,18 @@ float BFloat16ToFloat(BFloat16 b);
 BFloat16 FloatToBFloat16(float f);
 
 // The JSON and user-facing name: "float32", "float64", "float16", "bfloat16", "int32",
-// "int64", "uint8", "bool", "string", "variant".
+// "int64", "uint8", "bool", "string", "variant", "resource".
 std::string_view DataTypeName(DataType dt);
 // Accepts the names above and TensorFlow's aliases ("float", "double", "half", "DT_FLOAT").
 StatusOr<DataType> DataTypeFromName(std::string_view name);
-// Bytes per element; 0 for kString and kVariant (elements are C++ objects) and kInvalid.
+// Bytes per element; 0 for kString, kResource and kVariant (elements are C++ objects) and
+// kInvalid.
 size_t DataTypeSize(DataType dt);
 // Bytes one element takes in a tensor buffer: DataTypeSize, or the object's size.
 size_t DataTypeStorageSize(DataType dt);
 bool DataTypeIsNumeric(DataType dt);
+// kString and kResource: elements are std::strings.
+inline bool DataTypeHoldsStrings(DataType dt) { return dt == DataType::kString || dt == DataType::kResource; }
 
 template <typename T>
 struct DataTypeToEnum;
@@ -73,8 +77,8 @@ TESSERA_MATCH_TYPE(std::string, kString)
 TESSERA_MATCH_TYPE(Variant, kVariant)
 #undef TESSERA_MATCH_TYPE
 
-// Calls fn(T{}) with the C++ type of `dt`; returns fn's result. Variant is not visited:
-// callers handle kVariant first.
+// Calls fn(T{}) with the C++ type of `dt` (std::string for kResource); returns fn's result.
+// Variant is not visited: callers handle kVariant first.
 template <typename Fn>
 auto VisitDataType(DataType dt, Fn&& fn) {
   switch (dt) {
@@ -85,7 +89,8 @@ auto VisitDataType(DataType dt, Fn&& fn) {
     case DataType::kInt64: return fn(int64_t{});
     case DataType::kUInt8: return fn(uint8_t{});
     case DataType::kBool: return fn(bool{});
-    case DataType::kString: return fn(std::string{});
+    case DataType::kString:
+    case DataType::kResource: return fn(std::string{});
     default: return fn(float{});
   }
 }

@@ -10,7 +10,7 @@ namespace {
 
 // Copies `n` elements; strings and variants by assignment, the rest as bytes.
 void CopyElements(DataType dtype, const char* src, char* dst, int64_t n) {
-  if (dtype == DataType::kString) {
+  if (DataTypeHoldsStrings(dtype)) {
     std::copy_n(reinterpret_cast<const std::string*>(src), n, reinterpret_cast<std::string*>(dst));
   } else if (dtype == DataType::kVariant) {
     std::copy_n(reinterpret_cast<const Variant*>(src), n, reinterpret_cast<Variant*>(dst));

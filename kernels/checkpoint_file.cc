@@ -31,7 +31,7 @@ uint32_t Crc32(const void* data, size_t n) {
   return static_cast<uint32_t>(crc);
 }
 
-bool Savable(DataType dt) { return dt != DataType::kString && dt != DataType::kVariant; }
+bool Savable(DataType dt) { return DataTypeIsNumeric(dt) || dt == DataType::kBool; }
 
 struct Index {
   struct Entry {

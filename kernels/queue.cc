@@ -386,7 +386,7 @@ StatusOr<Queue::Tuple> Queue::Batch(std::vector<Tuple> elements) const {
     TensorShape shape({k});
     for (int d = 0; d < row.rank(); ++d) shape.AddDim(row.dim(d));
     ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(CpuAllocator(), options_.dtypes[c], shape));
-    if (t.dtype() != DataType::kString) std::memset(t.raw_data(), 0, t.TotalBytes());
+    if (!DataTypeHoldsStrings(t.dtype())) std::memset(t.raw_data(), 0, t.TotalBytes());
     for (int64_t i = 0; i < k; ++i) CopyElementIntoBatch(elements[i][c], i, &t);
     batch.push_back(std::move(t));
   }

@@ -1,34 +1,46 @@
-// The handles queue and accumulator ops hand out: a string vector [container, name] naming
-// a resource in the step's ResourceMgr, as TensorFlow 1.x's string-ref handles do.
+// The handles that name a resource (a queue, an accumulator, a variable) in the step's
+// ResourceMgr. They come in the two forms TensorFlow has: the string-ref ops of TF1
+// (FIFOQueue, ConditionalAccumulator) output a string vector [container, name]; resource ops
+// (VarHandleOp, FIFOQueueV2) a scalar of dtype resource whose one element encodes both.
 //
-//   OP_REQUIRES_OK(ctx, OutputResourceHandle(ctx, container, name));          // the creating op
-//   StatusOr<std::shared_ptr<Queue>> q = ResourceFromHandle<Queue>(ctx, "queue");  // its users (input 0)
+//   OP_REQUIRES_OK(ctx, OutputResourceHandle(ctx, container, name));           // the creating op
+//   StatusOr<std::shared_ptr<Queue>> q = ResourceFromHandle<Queue>(ctx, "queue");  // its users
 //
+// OutputResourceHandle writes the form the op's output 0 declares; the readers take either.
 // Thread-safe as the ResourceMgr is.
 #pragma once
 
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "kernels/op_kernel.h"
 #include "kernels/resource_mgr.h"
 
 namespace tessera {
 
-// Output 0 becomes [container, name].
+struct ResourceName {
+  std::string container;
+  std::string name;
+};
+
+// A resource tensor's element: "<length of container>:<container><name>".
+std::string EncodeResourceHandle(const ResourceName& r);
+StatusOr<ResourceName> DecodeResourceHandle(std::string_view encoded);
+
+// Output 0 becomes [container, name] or a resource scalar, as the op declares.
 Status OutputResourceHandle(OpKernelContext* ctx, const std::string& container, const std::string& name);
 
-// The resource input 0 names; InvalidArgument for a malformed handle, NotFound for none.
+// The resource input `i` names; InvalidArgument for a malformed handle.
+StatusOr<ResourceName> ResourceNameOfInput(OpKernelContext* ctx, std::string_view kind, int i = 0);
+
+// The resource input `i` names; InvalidArgument for a malformed handle, NotFound for none.
 template <typename T>
-StatusOr<std::shared_ptr<T>> ResourceFromHandle(OpKernelContext* ctx, std::string_view kind) {
-  const Tensor& h = ctx->input(0);
-  if (h.dtype() != DataType::kString || h.NumElements() != 2) {
-    return errors::InvalidArgument("A ", kind, " handle is a string vector [container, name], got ",
-                                   h.shape().DebugString());
-  }
+StatusOr<std::shared_ptr<T>> ResourceFromHandle(OpKernelContext* ctx, std::string_view kind, int i = 0) {
+  ASSIGN_OR_RETURN(ResourceName r, ResourceNameOfInput(ctx, kind, i));
   if (ctx->resource_manager() == nullptr) return errors::Internal("A ", kind, " needs a resource manager");
-  return ctx->resource_manager()->Lookup<T>(h.data<std::string>()[0], h.data<std::string>()[1]);
+  return ctx->resource_manager()->Lookup<T>(r.container, r.name);
 }
 
 }  // namespace tessera

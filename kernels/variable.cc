@@ -1,6 +1,7 @@
 #include "kernels/variable.h"
 
 #include "kernels/op_kernel.h"
+#include "kernels/resource_handle.h"
 
 namespace tessera {
 
@@ -42,33 +43,65 @@ Status Variable::Update(std::string_view name, const std::function<Status(Tensor
 
 namespace {
 
-Status UpdateRefInputsFrom(OpKernelContext* ctx, std::vector<int> refs, const TensorShape& shape,
-                           const std::function<void(const std::vector<Tensor*>&)>& fn, const Variable::CopyFn& copy,
-                           std::vector<Tensor*> values) {
-  if (refs.empty()) {
+struct LockedInput {
+  Variable* var;
+  std::string_view name;
+};
+
+Status UpdateFrom(std::vector<LockedInput> inputs, const TensorShape& shape,
+                  const std::function<void(const std::vector<Tensor*>&)>& fn, const Variable::CopyFn& copy,
+                  std::vector<Tensor*> values) {
+  if (inputs.empty()) {
     fn(values);
     return Status::OK();
   }
-  const int i = refs.back();
-  refs.pop_back();
-  return ctx->input_ref(i)->Update(
-      ctx->input_ref_name(i),
+  const LockedInput in = inputs.back();
+  inputs.pop_back();
+  return in.var->Update(
+      in.name,
       [&](Tensor* value) -> Status {
         if (value->shape() != shape) {
-          return errors::InvalidArgument(ctx->input_ref_name(i), " and grad do not have the same shape: ",
+          return errors::InvalidArgument(in.name, " and grad do not have the same shape: ",
                                          value->shape().DebugString(), " ", shape.DebugString());
         }
         values.insert(values.begin(), value);
-        return UpdateRefInputsFrom(ctx, refs, shape, fn, copy, values);
+        return UpdateFrom(inputs, shape, fn, copy, values);
       },
       copy);
 }
 
 }  // namespace
 
+StatusOr<std::shared_ptr<Variable>> ResourceVariableOfInput(OpKernelContext* ctx, int i, ResourceName* name) {
+  ASSIGN_OR_RETURN(*name, ResourceNameOfInput(ctx, "variable", i));
+  if (ctx->resource_manager() == nullptr) return errors::Internal("A resource variable needs a resource manager");
+  StatusOr<std::shared_ptr<Variable>> var = ctx->resource_manager()->Lookup<Variable>(name->container, name->name);
+  if (var.status().code() == Code::kNotFound) {
+    return errors::FailedPrecondition("Error while reading resource variable ", name->name, " from Container: ",
+                                      name->container.empty() ? "localhost" : name->container,
+                                      ". This could mean that the variable was uninitialized.");
+  }
+  return var;
+}
+
 Status UpdateRefInputs(OpKernelContext* ctx, std::vector<int> refs, const TensorShape& shape,
                        const std::function<void(const std::vector<Tensor*>&)>& fn, const Variable::CopyFn& copy) {
-  return UpdateRefInputsFrom(ctx, std::move(refs), shape, fn, copy, {});
+  std::vector<LockedInput> inputs;
+  std::vector<std::shared_ptr<Variable>> held;
+  std::vector<std::string> names;
+  names.reserve(refs.size());
+  for (int i : refs) {
+    if (ctx->op_kernel().input_is_ref(i)) {
+      inputs.push_back({ctx->input_ref(i), ctx->input_ref_name(i)});
+      continue;
+    }
+    ResourceName name;
+    ASSIGN_OR_RETURN(std::shared_ptr<Variable> var, ResourceVariableOfInput(ctx, i, &name));
+    names.push_back(std::move(name.name));
+    inputs.push_back({var.get(), names.back()});
+    held.push_back(std::move(var));
+  }
+  return UpdateFrom(std::move(inputs), shape, fn, copy, {});
 }
 
 std::string Variable::DebugString() const {

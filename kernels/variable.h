@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -43,11 +44,17 @@ class Variable : public ResourceBase {
   Tensor value_;  // guarded by mu_; uninitialized until the first Write
 };
 
-// Locks the variables behind ctx's reference inputs `refs` (the last first: every apply op
-// takes them in the same order), checks that each holds a tensor of `shape`, and calls fn
-// with their values in the order of `refs`. `copy` is as for Variable::Update.
+// Locks the variables behind ctx's inputs `refs`, references or resource handles (the last
+// first: every apply op takes them in the same order), checks that each holds a tensor of
+// `shape`, and calls fn with their values in the order of `refs`. `copy` is as for
+// Variable::Update.
 Status UpdateRefInputs(OpKernelContext* ctx, std::vector<int> refs, const TensorShape& shape,
                        const std::function<void(const std::vector<Tensor*>&)>& fn,
                        const Variable::CopyFn& copy = nullptr);
+
+struct ResourceName;
+// The variable resource input `i` names (its name in `name`); FailedPrecondition, as in
+// TensorFlow, when no variable of that name exists yet.
+StatusOr<std::shared_ptr<Variable>> ResourceVariableOfInput(OpKernelContext* ctx, int i, ResourceName* name);
 
 }  // namespace tessera

@@ -72,7 +72,9 @@ Status ColocationGraph::Initialize() {
       RETURN_IF_ERROR(Unite(*node, *target));
     }
     for (int i = 0; i < node->num_inputs(); ++i) {
-      if (node->input_is_ref(i)) RETURN_IF_ERROR(Unite(*node, *node->input_edge(i)->src));
+      if (node->input_is_ref(i) || node->input_type(i) == DataType::kResource) {
+        RETURN_IF_ERROR(Unite(*node, *node->input_edge(i)->src));
+      }
     }
   }
   return Status::OK();

@@ -15,33 +15,38 @@ Status QueueHandleShape(InferenceContext& c) {
 void RegisterDataFlowOps(OpRegistry& r) {
   // Queues (TensorFlow 1.x's data_flow_ops). A queue op creates or finds the queue named
   // by shared_name (its own name when empty) in its container and outputs a handle: the
-  // string vector [container, name].
+  // string vector [container, name], or for the V2 ops that tf.compat.v1 emits, a resource
+  // scalar. timeout_ms is accepted and, as in TensorFlow, not supported.
   constexpr const char* kQueueAttrs[] = {"component_types: list(type) >= 1", "shapes: list(shape) = []",
                                          "capacity: int = -1", "container: string = \"\"",
                                          "shared_name: string = \"\""};
-  for (const char* op : {"FIFOQueue", "PaddingFIFOQueue", "RandomShuffleQueue"}) {
-    OpDefBuilder b(op);
-    b.Output("handle: string").SetIsStateful().SetShapeFn(QueueHandleShape);
-    for (const char* a : kQueueAttrs) b.Attr(a);
-    if (std::string_view(op) == "RandomShuffleQueue") {
-      b.Attr("min_after_dequeue: int = 0").Attr("seed: int = 0").Attr("seed2: int = 0");
+  for (const bool v2 : {false, true}) {
+    const std::string suffix = v2 ? "V2" : "";
+    const std::string handle = v2 ? "handle: resource" : "handle: string";
+    for (const char* kind : {"FIFOQueue", "PaddingFIFOQueue", "RandomShuffleQueue"}) {
+      OpDefBuilder b(kind + suffix);
+      b.Output(handle).SetIsStateful().SetShapeFn(v2 ? ScalarShape : QueueHandleShape);
+      for (const char* a : kQueueAttrs) b.Attr(a);
+      if (std::string_view(kind) == "RandomShuffleQueue") {
+        b.Attr("min_after_dequeue: int = 0").Attr("seed: int = 0").Attr("seed2: int = 0");
+      }
+      RegisterCoreOp(r, b);
     }
-    RegisterCoreOp(r, b);
+    for (const char* op : {"QueueEnqueue", "QueueEnqueueMany"}) {
+      RegisterCoreOp(r, OpDefBuilder(op + suffix).Input(handle).Input("components: Tcomponents")
+                      .Attr("Tcomponents: list(type) >= 1").Attr("timeout_ms: int = -1").SetIsStateful());
+    }
+    RegisterCoreOp(r, OpDefBuilder("QueueDequeue" + suffix).Input(handle).Output("components: component_types")
+                    .Attr("component_types: list(type) >= 1").Attr("timeout_ms: int = -1").SetIsStateful());
+    for (const char* op : {"QueueDequeueMany", "QueueDequeueUpTo"}) {
+      RegisterCoreOp(r, OpDefBuilder(op + suffix).Input(handle).Input("n: int32").Output("components: component_types")
+                      .Attr("component_types: list(type) >= 1").Attr("timeout_ms: int = -1").SetIsStateful());
+    }
+    RegisterCoreOp(r, OpDefBuilder("QueueClose" + suffix).Input(handle)
+                    .Attr("cancel_pending_enqueues: bool = false").SetIsStateful());
+    RegisterCoreOp(r, OpDefBuilder("QueueSize" + suffix).Input(handle).Output("size: int32").SetIsStateful()
+                    .SetShapeFn(ScalarShape));
   }
-  for (const char* op : {"QueueEnqueue", "QueueEnqueueMany"}) {
-    RegisterCoreOp(r, OpDefBuilder(op).Input("handle: string").Input("components: Tcomponents")
-                    .Attr("Tcomponents: list(type) >= 1").SetIsStateful());
-  }
-  RegisterCoreOp(r, OpDefBuilder("QueueDequeue").Input("handle: string").Output("components: component_types")
-                  .Attr("component_types: list(type) >= 1").SetIsStateful());
-  for (const char* op : {"QueueDequeueMany", "QueueDequeueUpTo"}) {
-    RegisterCoreOp(r, OpDefBuilder(op).Input("handle: string").Input("n: int32").Output("components: component_types")
-                    .Attr("component_types: list(type) >= 1").SetIsStateful());
-  }
-  RegisterCoreOp(r, OpDefBuilder("QueueClose").Input("handle: string").Attr("cancel_pending_enqueues: bool = false")
-                  .SetIsStateful());
-  RegisterCoreOp(r, OpDefBuilder("QueueSize").Input("handle: string").Output("size: int32").SetIsStateful()
-                  .SetShapeFn(ScalarShape));
 
   // SyncReplicasOptimizer's gradient accumulators, with the same string handles as queues.
   constexpr const char* kAccumulatorType = "dtype: {float32, float64}";

@@ -32,6 +32,23 @@ void RegisterStateOps(OpRegistry& r) {
                     .Output("output_ref: Ref(T)").Attr(kNumeric).Attr("use_locking: bool = false")
                     .SetShapeFn(MergedInputsShape));
   }
+
+  // Resource variables, what tf.compat.v1 creates by default in TensorFlow 2: a handle names
+  // the variable, which the first AssignVariableOp creates; reading one never assigned is
+  // FailedPrecondition. The value's shape is not known from the handle.
+  RegisterCoreOp(r, OpDefBuilder("VarHandleOp").Output("resource: resource").Attr("container: string = \"\"")
+                  .Attr("shared_name: string = \"\"").Attr("dtype: type").Attr("shape: shape").SetIsStateful()
+                  .SetShapeFn(ScalarShape));
+  RegisterCoreOp(r, OpDefBuilder("ReadVariableOp").Input("resource: resource").Output("value: dtype")
+                  .Attr("dtype: type").SetIsStateful().SetShapeFn(UnknownShape));
+  RegisterCoreOp(r, OpDefBuilder("AssignVariableOp").Input("resource: resource").Input("value: dtype")
+                  .Attr("dtype: type").Attr("validate_shape: bool = false").SetIsStateful());
+  for (const char* op : {"AssignAddVariableOp", "AssignSubVariableOp"}) {
+    RegisterCoreOp(r, OpDefBuilder(op).Input("resource: resource").Input("value: dtype")
+                    .Attr("dtype: {float32, float64, int32, int64}").SetIsStateful());
+  }
+  RegisterCoreOp(r, OpDefBuilder("VarIsInitializedOp").Input("resource: resource").Output("is_initialized: bool")
+                  .SetIsStateful().SetShapeFn(ScalarShape));
 }
 
 }  // namespace tessera

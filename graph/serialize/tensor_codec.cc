@@ -47,6 +47,7 @@ bool IsEncodable(uint8_t dtype) {
     case DataType::kUInt8:
     case DataType::kBool:
     case DataType::kString:
+    case DataType::kResource:
       return true;
     default:
       return false;
@@ -69,7 +70,7 @@ StatusOr<std::string> EncodeTensorHeader(const Tensor& tensor) {
 
 StatusOr<std::string> EncodeTensor(const Tensor& tensor) {
   ASSIGN_OR_RETURN(std::string out, EncodeTensorHeader(tensor));
-  if (tensor.dtype() == DataType::kString) {
+  if (DataTypeHoldsStrings(tensor.dtype())) {
     for (const std::string& s : tensor.flat<std::string>()) {
       Put<uint64_t>(&out, s.size());
       out += s;
@@ -113,7 +114,7 @@ StatusOr<Tensor> DecodeTensor(std::string_view bytes, std::shared_ptr<Allocator>
   const DataType type = header.dtype;
   const TensorShape& shape = header.shape;
   const int64_t n = shape.num_elements();
-  if (type == DataType::kString) {
+  if (DataTypeHoldsStrings(type)) {
     // Every string takes at least its 8-byte length.
     if (static_cast<uint64_t>(n) > in.remaining() / sizeof(uint64_t)) {
       return errors::DataLoss("Encoded tensor of ", n, " strings holds only ", in.remaining(), " bytes");
@@ -123,7 +124,7 @@ StatusOr<Tensor> DecodeTensor(std::string_view bytes, std::shared_ptr<Allocator>
                             n, " elements, has ", in.remaining() / DataTypeSize(type));
   }
   ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(std::move(allocator), type, shape));
-  if (type == DataType::kString) {
+  if (DataTypeHoldsStrings(type)) {
     for (std::string& s : t.flat<std::string>()) {
       uint64_t length = 0;
       std::string_view chars;

@@ -35,6 +35,7 @@ StatusOr<DataType> DataTypeFromProto(int dt) {
     case pb::DT_BOOL: return DataType::kBool;
     case pb::DT_STRING: return DataType::kString;
     case pb::DT_VARIANT: return DataType::kVariant;
+    case pb::DT_RESOURCE: return DataType::kResource;
     default: break;
   }
   std::string name = pb::DataType_IsValid(dt) ? pb::DataType_Name(static_cast<pb::DataType>(dt))
@@ -54,6 +55,7 @@ pb::DataType DataTypeToProto(DataType dt) {
     case DataType::kBool: return pb::DT_BOOL;
     case DataType::kString: return pb::DT_STRING;
     case DataType::kVariant: return pb::DT_VARIANT;
+    case DataType::kResource: return pb::DT_RESOURCE;
     case DataType::kInvalid: break;
   }
   return pb::DT_INVALID;
@@ -110,7 +112,9 @@ T FromProtoValue(const V& v) {
 
 StatusOr<Tensor> TensorFromProto(const pb::TensorProto& p, const GraphDefImportOptions& options) {
   ASSIGN_OR_RETURN(DataType dtype, DataTypeFromProto(p.dtype()));
-  if (dtype == DataType::kVariant) return errors::InvalidArgument("a variant tensor cannot be read from a GraphDef");
+  if (dtype == DataType::kVariant || dtype == DataType::kResource) {
+    return errors::InvalidArgument("a ", DataTypeName(dtype), " tensor cannot be read from a GraphDef");
+  }
   ASSIGN_OR_RETURN(TensorShape shape, ShapeFromProto(p.tensor_shape(), false));
   const int64_t n = shape.num_elements();
   const size_t element_bytes = DataTypeStorageSize(dtype);
@@ -263,8 +267,9 @@ Status AttrToProto(const AttrValue& value, const std::string& node, pb::AttrValu
         } else if constexpr (std::is_same_v<T, TensorShape>) {
           ShapeToProto(x, p->mutable_shape());
         } else if constexpr (std::is_same_v<T, Tensor>) {
-          if (x.dtype() == DataType::kVariant) {
-            return errors::InvalidArgument("node '", node, "' holds a variant tensor, which a GraphDef cannot");
+          if (x.dtype() == DataType::kVariant || x.dtype() == DataType::kResource) {
+            return errors::InvalidArgument("node '", node, "' holds a ", DataTypeName(x.dtype()),
+                                           " tensor, which a GraphDef cannot");
           }
           TensorToProto(x, p->mutable_tensor());
         } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {

@@ -20,7 +20,7 @@ StatusOr<int> Axis(const Tensor& t, int rank, std::string_view what) {
 }
 
 Status CheckCopyable(DataType dtype, std::string_view op) {
-  if (dtype == DataType::kString || dtype == DataType::kVariant) {
+  if (DataTypeHoldsStrings(dtype) || dtype == DataType::kVariant) {
     return errors::Unimplemented(op, " of ", DataTypeName(dtype), " tensors");
   }
   return Status::OK();

@@ -158,16 +158,22 @@ class SizeOp : public OpKernel {
 }  // namespace
 
 void RegisterQueueKernels(KernelRegistry& r, const std::string& device_type) {
-  r.Register<TypedQueueOp<Queue::Kind::kFifo>>(KernelDefBuilder("FIFOQueue").Device(device_type));
-  r.Register<TypedQueueOp<Queue::Kind::kPaddingFifo>>(KernelDefBuilder("PaddingFIFOQueue").Device(device_type));
-  r.Register<TypedQueueOp<Queue::Kind::kRandomShuffle>>(KernelDefBuilder("RandomShuffleQueue").Device(device_type));
-  r.Register<EnqueueOp<false>>(KernelDefBuilder("QueueEnqueue").Device(device_type));
-  r.Register<EnqueueOp<true>>(KernelDefBuilder("QueueEnqueueMany").Device(device_type));
-  r.Register<DequeueOp<Queue::kOne>>(KernelDefBuilder("QueueDequeue").Device(device_type));
-  r.Register<DequeueOp<Queue::kExactly>>(KernelDefBuilder("QueueDequeueMany").Device(device_type));
-  r.Register<DequeueOp<Queue::kUpTo>>(KernelDefBuilder("QueueDequeueUpTo").Device(device_type));
-  r.Register<CloseOp>(KernelDefBuilder("QueueClose").Device(device_type));
-  r.Register<SizeOp>(KernelDefBuilder("QueueSize").Device(device_type));
+  // The V2 ops differ only in the form of their handle, which OutputResourceHandle and
+  // ResourceFromHandle take care of.
+  for (const std::string suffix : {"", "V2"}) {
+    r.Register<TypedQueueOp<Queue::Kind::kFifo>>(KernelDefBuilder("FIFOQueue" + suffix).Device(device_type));
+    r.Register<TypedQueueOp<Queue::Kind::kPaddingFifo>>(
+        KernelDefBuilder("PaddingFIFOQueue" + suffix).Device(device_type));
+    r.Register<TypedQueueOp<Queue::Kind::kRandomShuffle>>(
+        KernelDefBuilder("RandomShuffleQueue" + suffix).Device(device_type));
+    r.Register<EnqueueOp<false>>(KernelDefBuilder("QueueEnqueue" + suffix).Device(device_type));
+    r.Register<EnqueueOp<true>>(KernelDefBuilder("QueueEnqueueMany" + suffix).Device(device_type));
+    r.Register<DequeueOp<Queue::kOne>>(KernelDefBuilder("QueueDequeue" + suffix).Device(device_type));
+    r.Register<DequeueOp<Queue::kExactly>>(KernelDefBuilder("QueueDequeueMany" + suffix).Device(device_type));
+    r.Register<DequeueOp<Queue::kUpTo>>(KernelDefBuilder("QueueDequeueUpTo" + suffix).Device(device_type));
+    r.Register<CloseOp>(KernelDefBuilder("QueueClose" + suffix).Device(device_type));
+    r.Register<SizeOp>(KernelDefBuilder("QueueSize" + suffix).Device(device_type));
+  }
 }
 
 }  // namespace tessera

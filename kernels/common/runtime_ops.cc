@@ -124,7 +124,8 @@ void RegisterSplitByType(KernelRegistry& r, const char* op, const std::string& d
                          const KernelFactory& factory) {
   std::vector<DataType> device;
   for (DataType dt : {DataType::kFloat, DataType::kDouble, DataType::kHalf, DataType::kBFloat16, DataType::kInt32,
-                      DataType::kInt64, DataType::kUInt8, DataType::kBool, DataType::kString, DataType::kVariant}) {
+                      DataType::kInt64, DataType::kUInt8, DataType::kBool, DataType::kString, DataType::kVariant,
+                      DataType::kResource}) {
     if (std::find(host.begin(), host.end(), dt) == host.end()) device.push_back(dt);
   }
   KernelDefBuilder on_host(op);
@@ -147,7 +148,7 @@ void RegisterRuntimeKernels(KernelRegistry& r, const std::string& device_type) {
 void RegisterRuntimeKernelsWithOwnMemory(KernelRegistry& r, const std::string& device_type,
                                          const std::vector<DataType>& host_memory_types) {
   std::vector<DataType> host = host_memory_types;
-  for (DataType dt : {DataType::kString, DataType::kVariant}) {
+  for (DataType dt : {DataType::kString, DataType::kVariant, DataType::kResource}) {
     if (std::find(host.begin(), host.end(), dt) == host.end()) host.push_back(dt);
   }
   r.Register<NoOp>(KernelDefBuilder("NoOp").Device(device_type));

@@ -77,7 +77,7 @@ class BroadcastToOp : public OpKernel {
     const int64_t rows = out->NumElements() / inner;
     const char* src = static_cast<const char*>(in.raw_data());
     char* dst = static_cast<char*>(out->raw_data());
-    const bool object = in.dtype() == DataType::kString || in.dtype() == DataType::kVariant;
+    const bool object = DataTypeHoldsStrings(in.dtype()) || in.dtype() == DataType::kVariant;
     OP_REQUIRES(ctx, !object, errors::Unimplemented("BroadcastTo of ", DataTypeName(in.dtype())));
     ctx->ParallelFor(rows, inner, [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {

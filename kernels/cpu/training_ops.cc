@@ -1,5 +1,6 @@
 // Optimizer updates applied in place to a variable and its accumulators: TensorFlow's
-// ApplyGradientDescent, ApplyMomentum, ApplyRMSProp and ApplyAdam, with its formulas.
+// ApplyGradientDescent, ApplyMomentum, ApplyRMSProp and ApplyAdam, with its formulas, and
+// their ResourceApply twins, which take handles and output nothing.
 #include <cmath>
 
 #include "kernels/cpu/register.h"
@@ -48,7 +49,7 @@ class ApplyGradientDescentOp : public OpKernel {
     OP_REQUIRES_OK(ctx, UpdateRefs<T>(ctx, {0}, delta, [&](const std::vector<T*>& v) {
                      ForEachElement(ctx, delta.NumElements(), 2, [&](int64_t i) { v[0][i] -= *alpha * d[i]; });
                    }));
-    ctx->forward_ref_input_to_ref_output(0, 0);
+    if (num_outputs() > 0) ctx->forward_ref_input_to_ref_output(0, 0);
   }
 };
 
@@ -75,7 +76,7 @@ class ApplyMomentumOp : public OpKernel {
                        var[i] -= nesterov_ ? (g[i] + accum[i] * *momentum) * *lr : accum[i] * *lr;
                      });
                    }));
-    ctx->forward_ref_input_to_ref_output(0, 0);
+    if (num_outputs() > 0) ctx->forward_ref_input_to_ref_output(0, 0);
   }
 
  private:
@@ -109,7 +110,7 @@ class ApplyRMSPropOp : public OpKernel {
                        var[i] -= mom[i];
                      });
                    }));
-    ctx->forward_ref_input_to_ref_output(0, 0);
+    if (num_outputs() > 0) ctx->forward_ref_input_to_ref_output(0, 0);
   }
 };
 
@@ -145,7 +146,7 @@ class ApplyAdamOp : public OpKernel {
                        var[i] -= lr_t * step / (std::sqrt(v[i]) + eps);
                      });
                    }));
-    ctx->forward_ref_input_to_ref_output(0, 0);
+    if (num_outputs() > 0) ctx->forward_ref_input_to_ref_output(0, 0);
   }
 
  private:
@@ -161,6 +162,11 @@ void RegisterTrainingKernels(KernelRegistry& r) {
     r.Register<ApplyMomentumOp<T>>(KernelDefBuilder("ApplyMomentum").Device(kDeviceCpu).TypeConstraint<T>("T"));
     r.Register<ApplyRMSPropOp<T>>(KernelDefBuilder("ApplyRMSProp").Device(kDeviceCpu).TypeConstraint<T>("T"));
     r.Register<ApplyAdamOp<T>>(KernelDefBuilder("ApplyAdam").Device(kDeviceCpu).TypeConstraint<T>("T"));
+    r.Register<ApplyGradientDescentOp<T>>(
+        KernelDefBuilder("ResourceApplyGradientDescent").Device(kDeviceCpu).TypeConstraint<T>("T"));
+    r.Register<ApplyMomentumOp<T>>(KernelDefBuilder("ResourceApplyMomentum").Device(kDeviceCpu).TypeConstraint<T>("T"));
+    r.Register<ApplyRMSPropOp<T>>(KernelDefBuilder("ResourceApplyRMSProp").Device(kDeviceCpu).TypeConstraint<T>("T"));
+    r.Register<ApplyAdamOp<T>>(KernelDefBuilder("ResourceApplyAdam").Device(kDeviceCpu).TypeConstraint<T>("T"));
   });
 }
 

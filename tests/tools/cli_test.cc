@@ -174,7 +174,7 @@ TEST_F(CliTest, ExampleGraphRuns) {
 // A GraphDef TensorFlow wrote runs as it is, and converts to JSON and text and back with
 // the same result from each form.
 TEST_F(CliTest, RunsAndConvertsTensorFlowGraphDefs) {
-  const std::string pb = std::string(TESSERA_SOURCE_DIR) + "/tests/graph/testdata/tf_matmul_relu.pb";
+  const std::string pb = std::string(TESSERA_SOURCE_DIR) + "/tests/testdata/tf_matmul_relu.pb";
   const std::string feed = R"(x={"dtype": "float32", "shape": [2, 3], "data": [1, 1, 1, 1, 0, 0]})";
   ASSERT_EQ(Run({"run", pb, "--fetch", "y,z", "--feed", feed}), 0) << err_.str();
   const std::string direct = out_.str();
