@@ -103,6 +103,25 @@ Status ExpGrad(const Scope& s, const Operation& op, const std::vector<Output>& g
   return s.status();
 }
 
+// dy/dx = y (1 - y)
+Status SigmoidGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
+  Output y = Out(op);
+  *grads = {ops::Mul(s, g[0], ops::Mul(s, y, ops::Sub(s, ops::OnesLike(s, y), y)))};
+  return s.status();
+}
+
+// dy/dx = 1 - y^2
+Status TanhGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
+  Output y = Out(op);
+  *grads = {ops::Mul(s, g[0], ops::Sub(s, ops::OnesLike(s, y), ops::Mul(s, y, y)))};
+  return s.status();
+}
+
+Status StopGradientGrad(const Scope& s, const Operation&, const std::vector<Output>&, std::vector<Output>* grads) {
+  *grads = {Output()};
+  return s.status();
+}
+
 Status LogGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
   *grads = {ops::Div(s, g[0], In(op, 0))};
   return s.status();
@@ -238,6 +257,8 @@ Status CastGrad(const Scope& s, const Operation& op, const std::vector<Output>& 
 
 void RegisterMathGradients(GradientRegistry& r) {
   RegisterCoreGradient(r, "Add", AddGrad);
+  RegisterCoreGradient(r, "AddV2", AddGrad);
+  RegisterCoreGradient(r, "RealDiv", DivGrad);
   RegisterCoreGradient(r, "Sub", SubGrad);
   RegisterCoreGradient(r, "Mul", MulGrad);
   RegisterCoreGradient(r, "Div", DivGrad);
@@ -248,6 +269,9 @@ void RegisterMathGradients(GradientRegistry& r) {
   RegisterCoreGradient(r, "Sqrt", SqrtGrad);
   RegisterCoreGradient(r, "Exp", ExpGrad);
   RegisterCoreGradient(r, "Log", LogGrad);
+  RegisterCoreGradient(r, "Sigmoid", SigmoidGrad);
+  RegisterCoreGradient(r, "Tanh", TanhGrad);
+  RegisterCoreGradient(r, "StopGradient", StopGradientGrad);
   RegisterCoreGradient(r, "MatMul", MatMulGrad);
   RegisterCoreGradient(r, "Sum", SumGrad);
   RegisterCoreGradient(r, "Mean", MeanGrad);

@@ -1,6 +1,11 @@
-// Schemas of const, Placeholder, Identity, Reshape, shapes and sizes, Fill, BroadcastTo, ConcatV2 and Split.
+// Schemas of const, Placeholder, Identity, Reshape, shapes and sizes, Fill, BroadcastTo, ConcatV2,
+// Split, and the slicing and rearranging ops TensorFlow's graphs use (Pack, Slice,
+// StridedSlice, Squeeze, ExpandDims, Transpose).
+#include <algorithm>
+
 #include "graph/ops/register.h"
 #include "graph/shape_inference.h"
+#include "graph/strided_slice.h"
 
 namespace tessera {
 namespace {
@@ -197,6 +202,128 @@ Status ConcatShape(InferenceContext& c) {
   return Status::OK();
 }
 
+// An axis in [-rank, rank) as a non-negative one.
+StatusOr<int> CanonicalAxis(int64_t axis, int rank, std::string_view what) {
+  if (axis < -rank || axis >= rank) {
+    return errors::InvalidArgument(what, " ", axis, " is out of range for rank ", rank);
+  }
+  return static_cast<int>(axis < 0 ? axis + rank : axis);
+}
+
+Status PackShape(InferenceContext& c) {
+  TensorShape merged = c.input(0);
+  for (int i = 1; i < c.num_inputs(); ++i) {
+    ASSIGN_OR_RETURN(merged, InferenceContext::Merge(merged, c.input(i)));
+  }
+  if (merged.unknown_rank()) return Status::OK();
+  int64_t axis = 0;
+  RETURN_IF_ERROR(c.GetAttr("axis", &axis));
+  ASSIGN_OR_RETURN(int at, CanonicalAxis(axis, merged.rank() + 1, "Pack axis"));
+  std::vector<int64_t> dims(merged.dims().begin(), merged.dims().end());
+  dims.insert(dims.begin() + at, c.num_inputs());
+  ASSIGN_OR_RETURN(TensorShape out, TensorShape::Make(dims));
+  c.set_output(0, out);
+  return Status::OK();
+}
+
+Status SqueezeShape(InferenceContext& c) {
+  const TensorShape& in = c.input(0);
+  if (in.unknown_rank()) return Status::OK();
+  std::vector<int64_t> axes;
+  RETURN_IF_ERROR(c.GetAttr("squeeze_dims", &axes));
+  std::vector<bool> drop(static_cast<size_t>(in.rank()), false);
+  for (int64_t a : axes) {
+    ASSIGN_OR_RETURN(int at, CanonicalAxis(a, in.rank(), "Squeeze dimension"));
+    if (in.dim(at) > 1 || in.dim(at) == 0) {
+      return errors::InvalidArgument("Can not squeeze dim[", at, "], expected a dimension of 1, got ", in.dim(at));
+    }
+    drop[at] = true;
+  }
+  std::vector<int64_t> dims;
+  for (int i = 0; i < in.rank(); ++i) {
+    if (axes.empty() && in.dim(i) < 0) return Status::OK();  // whether it goes is known only when run
+    if (!(drop[i] || (axes.empty() && in.dim(i) == 1))) dims.push_back(in.dim(i));
+  }
+  ASSIGN_OR_RETURN(TensorShape out, TensorShape::Make(dims));
+  c.set_output(0, out);
+  return Status::OK();
+}
+
+Status ExpandDimsShape(InferenceContext& c) {
+  const TensorShape& in = c.input(0);
+  const Tensor* dim = c.input_tensor(1);
+  if (in.unknown_rank() || dim == nullptr) return Status::OK();
+  if (dim->NumElements() != 1) return errors::InvalidArgument("'dim' must be a tensor with a single value");
+  ASSIGN_OR_RETURN(int at, CanonicalAxis(IntTensorValues(*dim)[0], in.rank() + 1, "ExpandDims dim"));
+  std::vector<int64_t> dims(in.dims().begin(), in.dims().end());
+  dims.insert(dims.begin() + at, 1);
+  ASSIGN_OR_RETURN(TensorShape out, TensorShape::Make(dims));
+  c.set_output(0, out);
+  return Status::OK();
+}
+
+Status TransposeShape(InferenceContext& c) {
+  const TensorShape& in = c.input(0);
+  const Tensor* perm = c.input_tensor(1);
+  if (in.unknown_rank()) return Status::OK();
+  if (perm == nullptr) {
+    std::vector<int64_t> dims(static_cast<size_t>(in.rank()), -1);
+    c.set_output(0, TensorShape(dims));
+    return Status::OK();
+  }
+  std::vector<int64_t> p = IntTensorValues(*perm);
+  if (static_cast<int>(p.size()) != in.rank()) {
+    return errors::InvalidArgument("transpose expects a vector of size ", in.rank(), ". But input(1) is a vector of size ",
+                                   p.size());
+  }
+  std::vector<int64_t> dims;
+  for (int64_t d : p) {
+    ASSIGN_OR_RETURN(int at, CanonicalAxis(d, in.rank(), "Transpose permutation entry"));
+    dims.push_back(in.dim(at));
+  }
+  c.set_output(0, TensorShape(dims));
+  return Status::OK();
+}
+
+Status SliceShape(InferenceContext& c) {
+  const TensorShape& in = c.input(0);
+  const Tensor* begin = c.input_tensor(1);
+  const Tensor* size = c.input_tensor(2);
+  if (begin == nullptr || size == nullptr || !in.IsFullyDefined()) return Status::OK();
+  std::vector<int64_t> b = IntTensorValues(*begin), n = IntTensorValues(*size);
+  if (static_cast<int>(b.size()) != in.rank() || n.size() != b.size()) {
+    return errors::InvalidArgument("Expected begin and size arguments to be 1-D tensors of size ", in.rank());
+  }
+  std::vector<int64_t> dims;
+  for (int i = 0; i < in.rank(); ++i) {
+    const int64_t len = n[i] == -1 ? in.dim(i) - b[i] : n[i];
+    if (b[i] < 0 || len < 0 || b[i] > in.dim(i) || len > in.dim(i) - b[i]) {
+      return errors::InvalidArgument("Expected begin[", i, "] in [0, ", in.dim(i), "] and size[", i, "] in [0, ",
+                                     in.dim(i) - b[i], "], but got ", b[i], " and ", n[i]);
+    }
+    dims.push_back(len);
+  }
+  c.set_output(0, TensorShape(dims));
+  return Status::OK();
+}
+
+Status StridedSliceShape(InferenceContext& c) {
+  const Tensor* begin = c.input_tensor(1);
+  const Tensor* end = c.input_tensor(2);
+  const Tensor* strides = c.input_tensor(3);
+  if (begin == nullptr || end == nullptr || strides == nullptr || !c.input(0).IsFullyDefined()) return Status::OK();
+  StridedSliceMasks m;
+  RETURN_IF_ERROR(c.GetAttr("begin_mask", &m.begin));
+  RETURN_IF_ERROR(c.GetAttr("end_mask", &m.end));
+  RETURN_IF_ERROR(c.GetAttr("ellipsis_mask", &m.ellipsis));
+  RETURN_IF_ERROR(c.GetAttr("new_axis_mask", &m.new_axis));
+  RETURN_IF_ERROR(c.GetAttr("shrink_axis_mask", &m.shrink_axis));
+  ASSIGN_OR_RETURN(StridedSliceRange r, ResolveStridedSlice(c.input(0), IntTensorValues(*begin), IntTensorValues(*end),
+                                                            IntTensorValues(*strides), m));
+  c.set_output(0, r.result);
+  return Status::OK();
+}
+
 }  // namespace
 
 void RegisterArrayOps(OpRegistry& r) {
@@ -207,6 +334,9 @@ void RegisterArrayOps(OpRegistry& r) {
   RegisterCoreOp(r, OpDefBuilder("Identity").Input("input: T").Output("output: T").Attr("T: type")
                   .SetShapeFn(UnchangedShape));
   RegisterCoreOp(r, OpDefBuilder("NoOp").SetShapeFn(ScalarShape));
+  // Identity to the forward pass; gradients stop here.
+  RegisterCoreOp(r, OpDefBuilder("StopGradient").Input("input: T").Output("output: T").Attr("T: type")
+                  .SetShapeFn(UnchangedShape));
 
   RegisterCoreOp(r, OpDefBuilder("Reshape").Input("tensor: T").Input("shape: Tshape").Output("output: T")
                   .Attr("T: type").Attr("Tshape: {int32, int64} = int32").SetShapeFn(ReshapeShape));
@@ -230,6 +360,20 @@ void RegisterArrayOps(OpRegistry& r) {
   RegisterCoreOp(r, OpDefBuilder("SplitV").Input("value: T").Input("size_splits: Tlen").Input("split_dim: int32")
                   .Output("output: num_split * T").Attr("num_split: int >= 1").Attr("T: type")
                   .Attr("Tlen: {int32, int64} = int64").SetShapeFn(SplitVShape));
+  RegisterCoreOp(r, OpDefBuilder("Pack").Input("values: N * T").Output("output: T").Attr("N: int >= 1")
+                  .Attr("T: type").Attr("axis: int = 0").SetShapeFn(PackShape));
+  RegisterCoreOp(r, OpDefBuilder("Squeeze").Input("input: T").Output("output: T").Attr("T: type")
+                  .Attr("squeeze_dims: list(int) = []").SetShapeFn(SqueezeShape));
+  RegisterCoreOp(r, OpDefBuilder("ExpandDims").Input("input: T").Input("dim: Tdim").Output("output: T")
+                  .Attr("T: type").Attr("Tdim: {int32, int64} = int32").SetShapeFn(ExpandDimsShape));
+  RegisterCoreOp(r, OpDefBuilder("Transpose").Input("x: T").Input("perm: Tperm").Output("y: T").Attr("T: type")
+                  .Attr("Tperm: {int32, int64} = int32").SetShapeFn(TransposeShape));
+  RegisterCoreOp(r, OpDefBuilder("Slice").Input("input: T").Input("begin: Index").Input("size: Index")
+                  .Output("output: T").Attr("T: type").Attr("Index: {int32, int64}").SetShapeFn(SliceShape));
+  RegisterCoreOp(r, OpDefBuilder("StridedSlice").Input("input: T").Input("begin: Index").Input("end: Index")
+                  .Input("strides: Index").Output("output: T").Attr("T: type").Attr("Index: {int32, int64}")
+                  .Attr("begin_mask: int = 0").Attr("end_mask: int = 0").Attr("ellipsis_mask: int = 0")
+                  .Attr("new_axis_mask: int = 0").Attr("shrink_axis_mask: int = 0").SetShapeFn(StridedSliceShape));
   RegisterCoreOp(r, OpDefBuilder("Shape").Input("input: T").Output("output: out_type").Attr("T: type")
                   .Attr("out_type: {int32, int64} = int32").SetShapeFn(ShapeShape));
 }

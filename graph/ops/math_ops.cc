@@ -74,7 +74,8 @@ Status ReductionShape(InferenceContext& c) {
 }  // namespace
 
 void RegisterMathOps(OpRegistry& r) {
-  for (const char* op : {"Add", "Sub", "Mul", "Div", "Maximum", "Minimum"}) {
+  // AddV2 is what TensorFlow 2 emits for `+`; it differs from Add only for strings.
+  for (const char* op : {"Add", "AddV2", "Sub", "Mul", "Div", "Maximum", "Minimum"}) {
     RegisterCoreOp(r, OpDefBuilder(op).Input("x: T").Input("y: T").Output("z: T").Attr(kNumeric)
                     .SetShapeFn(BroadcastBinaryShape));
   }
@@ -91,7 +92,10 @@ void RegisterMathOps(OpRegistry& r) {
     RegisterCoreOp(r, OpDefBuilder(op).Input("x: T").Output("y: T").Attr(kNumeric)
                     .SetShapeFn(UnchangedShape));
   }
-  for (const char* op : {"Sqrt", "Exp", "Log"}) {
+  // `/` on floating tensors.
+  RegisterCoreOp(r, OpDefBuilder("RealDiv").Input("x: T").Input("y: T").Output("z: T").Attr(kFloating)
+                  .SetShapeFn(BroadcastBinaryShape));
+  for (const char* op : {"Sqrt", "Exp", "Log", "Sigmoid", "Tanh"}) {
     RegisterCoreOp(r, OpDefBuilder(op).Input("x: T").Output("y: T").Attr(kFloating)
                     .SetShapeFn(UnchangedShape));
   }
@@ -101,7 +105,7 @@ void RegisterMathOps(OpRegistry& r) {
 
   RegisterCoreOp(r, OpDefBuilder("Cast").Input("x: SrcT").Output("y: DstT").Attr("SrcT: type")
                   .Attr("DstT: type").Attr("Truncate: bool = false").SetShapeFn(UnchangedShape));
-  for (const char* op : {"Sum", "Mean", "Max"}) {
+  for (const char* op : {"Sum", "Mean", "Max", "Min", "Prod"}) {
     RegisterCoreOp(r, OpDefBuilder(op).Input("input: T").Input("reduction_indices: Tidx")
                     .Output("output: T").Attr("keep_dims: bool = false").Attr(kNumeric)
                     .Attr("Tidx: {int32, int64} = int32").SetShapeFn(ReductionShape));

@@ -140,6 +140,7 @@ void RegisterSplitByType(KernelRegistry& r, const char* op, const std::string& d
 void RegisterRuntimeKernels(KernelRegistry& r, const std::string& device_type) {
   r.Register<NoOp>(KernelDefBuilder("NoOp").Device(device_type));
   r.Register<IdentityOp>(KernelDefBuilder("Identity").Device(device_type));
+  r.Register<IdentityOp>(KernelDefBuilder("StopGradient").Device(device_type));
   r.Register<ArgOp>(KernelDefBuilder("_Arg").Device(device_type));
   r.Register<RetvalOp>(KernelDefBuilder("_Retval").Device(device_type));
   RegisterSendRecvKernels(r, device_type, false);
@@ -152,10 +153,12 @@ void RegisterRuntimeKernelsWithOwnMemory(KernelRegistry& r, const std::string& d
     if (std::find(host.begin(), host.end(), dt) == host.end()) host.push_back(dt);
   }
   r.Register<NoOp>(KernelDefBuilder("NoOp").Device(device_type));
-  RegisterSplitByType(r, "Identity", device_type, "T", host, {"input", "output"},
-                      [](OpKernelConstruction* c) -> std::unique_ptr<OpKernel> {
-                        return std::make_unique<IdentityOp>(c);
-                      });
+  for (const char* op : {"Identity", "StopGradient"}) {
+    RegisterSplitByType(r, op, device_type, "T", host, {"input", "output"},
+                        [](OpKernelConstruction* c) -> std::unique_ptr<OpKernel> {
+                          return std::make_unique<IdentityOp>(c);
+                        });
+  }
   RegisterSplitByType(r, "_Arg", device_type, "T", host, {"output"}, ByMemory<ArgOp, ArgToDeviceOp>(true));
   RegisterSplitByType(r, "_Retval", device_type, "T", host, {"input"}, ByMemory<RetvalOp, RetvalFromDeviceOp>(false));
   RegisterSendRecvKernels(r, device_type, true);

@@ -172,6 +172,8 @@ TESSERA_UNARY_FUNCTOR(SqrtF, x, x.sqrt(), 8)
 TESSERA_UNARY_FUNCTOR(ExpF, x, x.exp(), 16)
 TESSERA_UNARY_FUNCTOR(LogF, x, x.log(), 16)
 TESSERA_UNARY_FUNCTOR(ReluF, x > 0 ? x : T(0), x.max(typename A::Scalar(0)), 1)
+TESSERA_UNARY_FUNCTOR(SigmoidF, x, x.logistic(), 24)
+TESSERA_UNARY_FUNCTOR(TanhF, x, x.tanh(), 24)
 #undef TESSERA_UNARY_FUNCTOR
 
 template <typename F, typename... Ts>
@@ -226,6 +228,8 @@ class AddNOp : public OpKernel {
 
 void RegisterCwiseKernels(KernelRegistry& r) {
   RegisterBinary<AddF, float, double, int32_t, int64_t>(r, "Add");
+  RegisterBinary<AddF, float, double, int32_t, int64_t>(r, "AddV2");
+  RegisterBinary<DivF, float, double>(r, "RealDiv");
   RegisterBinary<SubF, float, double, int32_t, int64_t>(r, "Sub");
   RegisterBinary<MulF, float, double, int32_t, int64_t>(r, "Mul");
   RegisterBinary<DivF, float, double, int32_t, int64_t>(r, "Div");
@@ -246,6 +250,8 @@ void RegisterCwiseKernels(KernelRegistry& r) {
   RegisterUnary<SqrtF, float, double>(r, "Sqrt");
   RegisterUnary<ExpF, float, double>(r, "Exp");
   RegisterUnary<LogF, float, double>(r, "Log");
+  RegisterUnary<SigmoidF, float, double>(r, "Sigmoid");
+  RegisterUnary<TanhF, float, double>(r, "Tanh");
   RegisterUnary<ReluF, float, double, int32_t, int64_t>(r, "Relu");
 }
 
@@ -259,6 +265,7 @@ void RegisterHostInt32CwiseKernels(KernelRegistry& r, const std::string& device_
                                                     .HostMemory("z"));
   };
   binary(std::type_identity<BinaryOp<int32_t, int32_t, AddF>>{}, "Add");
+  binary(std::type_identity<BinaryOp<int32_t, int32_t, AddF>>{}, "AddV2");
   binary(std::type_identity<BinaryOp<int32_t, int32_t, SubF>>{}, "Sub");
   binary(std::type_identity<BinaryOp<int32_t, int32_t, MulF>>{}, "Mul");
   binary(std::type_identity<BinaryOp<int32_t, int32_t, DivF>>{}, "Div");

@@ -1,4 +1,4 @@
-// Sum, Mean and Max over any set of axes, with keep_dims, and ArgMax.
+// Sum, Mean, Max, Min and Prod over any set of axes, with keep_dims, and ArgMax.
 //
 // Each reduced group of the ReductionPlan is folded with one [outer, reduced, inner] pass,
 // innermost group first.
@@ -18,6 +18,20 @@ struct MaxAcc {
   T max = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
   void Add(T x) { max = x > max ? x : max; }
   T Get() const { return max; }
+};
+
+template <typename T>
+struct MinAcc {
+  T min = std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::max();
+  void Add(T x) { min = x < min ? x : min; }
+  T Get() const { return min; }
+};
+
+template <typename T>
+struct ProdAcc {
+  T prod = T(1);
+  void Add(T x) { prod *= x; }
+  T Get() const { return prod; }
 };
 
 // in: [outer, r, inner] -> out: [outer, inner]
@@ -52,7 +66,13 @@ void ReduceMiddle(OpKernelContext* ctx, const T* in, T* out, int64_t outer, int6
   });
 }
 
-enum class Kind { kSum, kMean, kMax };
+enum class Kind { kSum, kMean, kMax, kMin, kProd };
+
+template <typename T, Kind kKind>
+using AccumulatorFor =
+    std::conditional_t<kKind == Kind::kMax, MaxAcc<T>,
+                       std::conditional_t<kKind == Kind::kMin, MinAcc<T>,
+                                          std::conditional_t<kKind == Kind::kProd, ProdAcc<T>, SumAccumulator<T>>>>;
 
 template <typename T, Kind kKind>
 class ReductionOp : public OpKernel {
@@ -71,14 +91,17 @@ class ReductionOp : public OpKernel {
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, out_shape, &out));
     if (out->NumElements() == 0) return;
-    if (kKind == Kind::kMax && reduced_count == 0) {
-      std::fill(out->data<T>(), out->data<T>() + out->NumElements(), MaxAcc<T>().Get());
+    if (reduced_count == 0) {
+      // The reduction of nothing: 0, 1, -inf or +inf; a mean of nothing is NaN (0 for ints).
+      T empty = AccumulatorFor<T, kKind>().Get();
+      if constexpr (kKind == Kind::kMean && std::is_floating_point_v<T>) empty = std::numeric_limits<T>::quiet_NaN();
+      std::fill(out->data<T>(), out->data<T>() + out->NumElements(), empty);
       return;
     }
 
     std::vector<int64_t> dims = plan->dims;
     const std::vector<bool>& red = plan->reduced;
-    using Acc = std::conditional_t<kKind == Kind::kMax, MaxAcc<T>, SumAccumulator<T>>;
+    using Acc = AccumulatorFor<T, kKind>;
     Tensor current = in;
     for (int g = static_cast<int>(dims.size()) - 1; g >= 0; --g) {
       if (!red[g]) continue;
@@ -94,11 +117,7 @@ class ReductionOp : public OpKernel {
     T* o = out->data<T>();
     std::copy(current.data<T>(), current.data<T>() + out->NumElements(), o);
     if constexpr (kKind == Kind::kMean) {
-      if (reduced_count > 0) {
-        for (int64_t i = 0; i < out->NumElements(); ++i) o[i] = o[i] / static_cast<T>(reduced_count);
-      } else if constexpr (std::is_floating_point_v<T>) {
-        std::fill(o, o + out->NumElements(), std::numeric_limits<T>::quiet_NaN());
-      }
+      for (int64_t i = 0; i < out->NumElements(); ++i) o[i] = o[i] / static_cast<T>(reduced_count);
     }
   }
 
@@ -146,6 +165,8 @@ void RegisterReductionKernels(KernelRegistry& r) {
     r.Register<ReductionOp<T, Kind::kSum>>(KernelDefBuilder("Sum").Device(kDeviceCpu).TypeConstraint<T>("T"));
     r.Register<ReductionOp<T, Kind::kMean>>(KernelDefBuilder("Mean").Device(kDeviceCpu).TypeConstraint<T>("T"));
     r.Register<ReductionOp<T, Kind::kMax>>(KernelDefBuilder("Max").Device(kDeviceCpu).TypeConstraint<T>("T"));
+    r.Register<ReductionOp<T, Kind::kMin>>(KernelDefBuilder("Min").Device(kDeviceCpu).TypeConstraint<T>("T"));
+    r.Register<ReductionOp<T, Kind::kProd>>(KernelDefBuilder("Prod").Device(kDeviceCpu).TypeConstraint<T>("T"));
     r.Register<ArgMaxOp<T>>(KernelDefBuilder("ArgMax").Device(kDeviceCpu).TypeConstraint<T>("T"));
   });
 }

@@ -33,6 +33,7 @@ void RegisterCpuKernels(KernelRegistry& r) {
   cpu::RegisterAllReduceKernels(r);
   cpu::RegisterDecodeCsvKernels(r);
   cpu::RegisterShapeKernels(r);
+  cpu::RegisterSliceKernels(r);
   cpu::RegisterTrainingKernels(r);
   cpu::RegisterRandomKernels(r);
   cpu::RegisterConvKernels(r);

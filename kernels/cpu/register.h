@@ -20,6 +20,7 @@ void RegisterCastKernels(KernelRegistry& r);
 void RegisterAllReduceKernels(KernelRegistry& r);
 void RegisterDecodeCsvKernels(KernelRegistry& r);
 void RegisterShapeKernels(KernelRegistry& r);
+void RegisterSliceKernels(KernelRegistry& r);
 void RegisterTrainingKernels(KernelRegistry& r);
 void RegisterRandomKernels(KernelRegistry& r);
 void RegisterConvKernels(KernelRegistry& r);

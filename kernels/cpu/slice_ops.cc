@@ -1,0 +1,208 @@
+// Ops that gather elements into a new layout: Pack, Slice, StridedSlice and Transpose. Each
+// maps its output, element by element in order, onto a strided walk of its input, for every
+// dtype (strings by assignment).
+#include <vector>
+
+#include "graph/strided_slice.h"
+#include "kernels/cpu/register.h"
+
+namespace tessera::cpu {
+namespace {
+
+// Elements of `in` at offset + sum(i_d * strides_d), i over `dims` in row-major order, into
+// consecutive elements of `out`.
+struct StridedWalk {
+  int64_t offset = 0;
+  std::vector<int64_t> dims;
+  std::vector<int64_t> strides;
+};
+
+template <typename T>
+void CopyWalk(const T* in, const StridedWalk& w, T* out) {
+  const int rank = static_cast<int>(w.dims.size());
+  int64_t n = 1;
+  for (int64_t d : w.dims) n *= d;
+  if (n == 0) return;
+  if (rank == 0) {
+    *out = in[w.offset];
+    return;
+  }
+  const int64_t inner = w.dims[rank - 1], inner_stride = w.strides[rank - 1];
+  std::vector<int64_t> index(static_cast<size_t>(rank), 0);
+  int64_t at = w.offset;
+  for (int64_t done = 0; done < n; done += inner) {
+    for (int64_t j = 0; j < inner; ++j) *out++ = in[at + j * inner_stride];
+    for (int d = rank - 2; d >= 0; --d) {
+      at += w.strides[d];
+      if (++index[d] < w.dims[d]) break;
+      at -= w.strides[d] * w.dims[d];
+      index[d] = 0;
+    }
+  }
+}
+
+void CopyWalk(const Tensor& in, const StridedWalk& w, Tensor* out) {
+  VisitDataType(in.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    CopyWalk<T>(in.data<T>(), w, out->data<T>());
+  });
+}
+
+std::vector<int64_t> RowMajorStrides(const TensorShape& s) {
+  std::vector<int64_t> strides(static_cast<size_t>(s.rank()), 1);
+  for (int i = s.rank() - 2; i >= 0; --i) strides[i] = strides[i + 1] * s.dim(i + 1);
+  return strides;
+}
+
+void Emit(OpKernelContext* ctx, const Tensor& in, const StridedWalk& w, const TensorShape& shape) {
+  Tensor* out;
+  OP_REQUIRES_OK(ctx, ctx->allocate_output(0, shape, &out));
+  CopyWalk(in, w, out);
+}
+
+bool IsObject(DataType dt) { return dt == DataType::kVariant; }
+
+class PackOp : public OpKernel {
+ public:
+  explicit PackOp(OpKernelConstruction* c) : OpKernel(c) {
+    Status s = c->GetAttr("axis", &axis_);
+    if (!s.ok()) c->SetStatus(s);
+  }
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& first = ctx->input(0);
+    OP_REQUIRES(ctx, !IsObject(first.dtype()), errors::Unimplemented("Pack of variant tensors"));
+    const int rank = first.rank() + 1;
+    OP_REQUIRES(ctx, axis_ >= -rank && axis_ < rank,
+                errors::InvalidArgument("axis = ", axis_, " not in [", -rank, ", ", rank, ")"));
+    const int axis = static_cast<int>(axis_ < 0 ? axis_ + rank : axis_);
+    for (int i = 1; i < num_inputs(); ++i) {
+      OP_REQUIRES(ctx, ctx->input(i).shape() == first.shape(),
+                  errors::InvalidArgument("Shapes of all inputs must match: values[0].shape = ",
+                                          first.shape().DebugString(), " != values[", i,
+                                          "].shape = ", ctx->input(i).shape().DebugString()));
+    }
+    TensorShape shape;
+    for (int d = 0; d < first.rank(); ++d) {
+      if (d == axis) shape.AddDim(num_inputs());
+      shape.AddDim(first.dim(d));
+    }
+    if (axis == first.rank()) shape.AddDim(num_inputs());
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, shape, &out));
+    int64_t outer = 1;
+    for (int d = 0; d < axis; ++d) outer *= first.dim(d);
+    const int64_t inner = outer == 0 ? 0 : first.NumElements() / outer;
+    const int64_t n = num_inputs();
+    VisitDataType(first.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      T* o = out->data<T>();
+      for (int64_t k = 0; k < n; ++k) {
+        const T* in = ctx->input(static_cast<int>(k)).template data<T>();
+        for (int64_t r = 0; r < outer; ++r) std::copy(in + r * inner, in + (r + 1) * inner, o + (r * n + k) * inner);
+      }
+    });
+  }
+  bool IsExpensive() const override { return false; }
+
+ private:
+  int64_t axis_ = 0;
+};
+
+class SliceOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& in = ctx->input(0);
+    OP_REQUIRES(ctx, !IsObject(in.dtype()), errors::Unimplemented("Slice of variant tensors"));
+    std::vector<int64_t> begin = IntTensorValues(ctx->input(1)), size = IntTensorValues(ctx->input(2));
+    OP_REQUIRES(ctx, static_cast<int>(begin.size()) == in.rank() && size.size() == begin.size(),
+                errors::InvalidArgument("Expected begin and size arguments to be 1-D tensors of size ", in.rank(),
+                                        ", but got shapes ", ctx->input(1).shape().DebugString(), " and ",
+                                        ctx->input(2).shape().DebugString(), " instead."));
+    StridedWalk w;
+    w.strides = RowMajorStrides(in.shape());
+    TensorShape shape;
+    for (int i = 0; i < in.rank(); ++i) {
+      const int64_t len = size[i] == -1 ? in.dim(i) - begin[i] : size[i];
+      OP_REQUIRES(ctx, begin[i] >= 0 && begin[i] <= in.dim(i) && len >= 0 && len <= in.dim(i) - begin[i],
+                  errors::InvalidArgument("Expected begin[", i, "] in [0, ", in.dim(i), "] and size[", i, "] in [0, ",
+                                          in.dim(i) - begin[i], "], but got ", begin[i], " and ", size[i]));
+      w.offset += begin[i] * w.strides[i];
+      w.dims.push_back(len);
+      shape.AddDim(len);
+    }
+    Emit(ctx, in, w, shape);
+  }
+};
+
+class StridedSliceOp : public OpKernel {
+ public:
+  explicit StridedSliceOp(OpKernelConstruction* c) : OpKernel(c) {
+    Status s = c->GetAttr("begin_mask", &masks_.begin);
+    if (s.ok()) s = c->GetAttr("end_mask", &masks_.end);
+    if (s.ok()) s = c->GetAttr("ellipsis_mask", &masks_.ellipsis);
+    if (s.ok()) s = c->GetAttr("new_axis_mask", &masks_.new_axis);
+    if (s.ok()) s = c->GetAttr("shrink_axis_mask", &masks_.shrink_axis);
+    if (!s.ok()) c->SetStatus(s);
+  }
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& in = ctx->input(0);
+    OP_REQUIRES(ctx, !IsObject(in.dtype()), errors::Unimplemented("StridedSlice of variant tensors"));
+    for (int i = 1; i <= 3; ++i) {
+      OP_REQUIRES(ctx, ctx->input(i).rank() == 1,
+                  errors::InvalidArgument("Expected begin, end, and strides to be 1D tensors"));
+    }
+    StatusOr<StridedSliceRange> r = ResolveStridedSlice(in.shape(), IntTensorValues(ctx->input(1)),
+                                                        IntTensorValues(ctx->input(2)),
+                                                        IntTensorValues(ctx->input(3)), masks_);
+    OP_REQUIRES_OK(ctx, r.status());
+    StridedWalk w;
+    std::vector<int64_t> strides = RowMajorStrides(in.shape());
+    for (int i = 0; i < in.rank(); ++i) {
+      w.offset += r->begin[i] * strides[i];
+      w.dims.push_back(r->size[i]);
+      w.strides.push_back(r->stride[i] * strides[i]);
+    }
+    Emit(ctx, in, w, r->result);
+  }
+
+ private:
+  StridedSliceMasks masks_;
+};
+
+class TransposeOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& in = ctx->input(0);
+    OP_REQUIRES(ctx, !IsObject(in.dtype()), errors::Unimplemented("Transpose of variant tensors"));
+    std::vector<int64_t> perm = IntTensorValues(ctx->input(1));
+    OP_REQUIRES(ctx, static_cast<int>(perm.size()) == in.rank(),
+                errors::InvalidArgument("transpose expects a vector of size ", in.rank(),
+                                        ". But input(1) is a vector of size ", perm.size()));
+    std::vector<bool> seen(perm.size(), false);
+    std::vector<int64_t> strides = RowMajorStrides(in.shape());
+    StridedWalk w;
+    TensorShape shape;
+    for (int64_t p : perm) {
+      OP_REQUIRES(ctx, p >= 0 && p < in.rank() && !seen[p],
+                  errors::InvalidArgument(p, " is out of range or repeated in the permutation"));
+      seen[p] = true;
+      w.dims.push_back(in.dim(static_cast<int>(p)));
+      w.strides.push_back(strides[p]);
+      shape.AddDim(in.dim(static_cast<int>(p)));
+    }
+    Emit(ctx, in, w, shape);
+  }
+};
+
+}  // namespace
+
+void RegisterSliceKernels(KernelRegistry& r) {
+  r.Register<PackOp>(KernelDefBuilder("Pack").Device(kDeviceCpu));
+  r.Register<SliceOp>(KernelDefBuilder("Slice").Device(kDeviceCpu));
+  r.Register<StridedSliceOp>(KernelDefBuilder("StridedSlice").Device(kDeviceCpu));
+  r.Register<TransposeOp>(KernelDefBuilder("Transpose").Device(kDeviceCpu));
+}
+
+}  // namespace tessera::cpu
