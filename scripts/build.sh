@@ -19,11 +19,11 @@ case "$flavour" in
     flags=(-DCMAKE_BUILD_TYPE=Release) ;;
   asan)
     dir=build-asan
-    flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++
+    flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang
            -DTESSERA_SANITIZE=ON -DTESSERA_BUILD_FUZZ=ON -DTESSERA_BUILD_BENCH=OFF -DTESSERA_CUDA=OFF) ;;
   tsan)
     dir=build-tsan
-    flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++
+    flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang
            -DTESSERA_SANITIZE_THREAD=ON -DTESSERA_BUILD_BENCH=OFF -DTESSERA_CUDA=OFF) ;;
   *) echo "usage: $0 [release|asan|tsan]" >&2; exit 2 ;;
 esac
