@@ -401,8 +401,42 @@ StatusOr<Node*> Graph::AddNode(const NodeDef& def) {
   return &n;
 }
 
+namespace {
+
+bool IsMergeOp(std::string_view op) { return op == "Merge" || op == "RefMerge"; }
+bool IsNextIterationOp(std::string_view op) { return op == "NextIteration" || op == "RefNextIteration"; }
+
+// A loop's back edge: data input `input` of Merge `merge` comes from NextIteration `source`.
+struct BackEdge {
+  size_t merge;
+  size_t input;
+  size_t source;
+  int port;
+};
+
+}  // namespace
+
+Status Graph::ConnectBackEdge(Node* merge, int input, Node* source, int port) {
+  const std::string where = merge->DebugName();
+  if (port >= source->num_outputs()) {
+    return errors::InvalidArgument("Node ", where, " has input '", source->name(), ":", port, "' but node ",
+                                   source->DebugName(), " has only ", source->num_outputs(), " outputs");
+  }
+  if (source->output_type(port) != merge->input_type(input) || source->output_is_ref(port) != merge->input_is_ref(input)) {
+    return errors::InvalidArgument("Input ", input, " of node ", where, " expects ", DataTypeName(merge->input_type(input)),
+                                   " but '", source->name(), "' is ", DataTypeName(source->output_type(port)));
+  }
+  Edge* e = const_cast<Edge*>(merge->data_inputs_[input]);
+  std::erase(e->src->out_edges_, e);
+  e->src = source;
+  e->src_output = port;
+  source->out_edges_.push_back(e);
+  return Status::OK();
+}
+
 StatusOr<std::unique_ptr<Graph>> Graph::FromGraphDef(const GraphDef& def, const OpRegistry* ops) {
-  // Kahn's algorithm over names, keeping the file's order among ready nodes.
+  // Kahn's algorithm over names, keeping the file's order among ready nodes. A while loop's
+  // back edges (NextIteration into Merge) are left out of the order and connected last.
   std::map<std::string_view, size_t, std::less<>> index;
   for (size_t i = 0; i < def.nodes.size(); ++i) {
     if (!index.emplace(def.nodes[i].name, i).second) {
@@ -411,7 +445,9 @@ StatusOr<std::unique_ptr<Graph>> Graph::FromGraphDef(const GraphDef& def, const 
   }
   std::vector<int> pending(def.nodes.size(), 0);
   std::vector<std::vector<size_t>> consumers(def.nodes.size());
+  std::vector<BackEdge> back_edges;
   for (size_t i = 0; i < def.nodes.size(); ++i) {
+    size_t data_input = 0;
     for (const std::string& input : def.nodes[i].inputs) {
       StatusOr<TensorId> id = ParseTensorName(input);
       if (!id.ok()) {
@@ -423,6 +459,11 @@ StatusOr<std::unique_ptr<Graph>> Graph::FromGraphDef(const GraphDef& def, const 
                                        ") has input '", input, "' which names an unknown node '",
                                        id->node, "'");
       }
+      if (!id->is_control() && IsMergeOp(def.nodes[i].op) && IsNextIterationOp(def.nodes[it->second].op)) {
+        back_edges.push_back({i, data_input++, it->second, id->index});
+        continue;
+      }
+      if (!id->is_control()) ++data_input;
       ++pending[i];
       consumers[it->second].push_back(i);
     }
@@ -450,8 +491,38 @@ StatusOr<std::unique_ptr<Graph>> Graph::FromGraphDef(const GraphDef& def, const 
     }
     return errors::InvalidArgument("Graph has a cycle: these nodes can never run: ", cyclic);
   }
+  // A Merge is first added with its back edges standing in for its first other input,
+  // which has the same type, then rewired once their sources exist.
+  std::map<size_t, NodeDef> with_stand_ins;
+  for (const BackEdge& b : back_edges) {
+    auto [it, inserted] = with_stand_ins.try_emplace(b.merge, def.nodes[b.merge]);
+    NodeDef& merge = it->second;
+    std::string stand_in;
+    for (size_t k = 0, data = 0; k < merge.inputs.size() && stand_in.empty(); ++k) {
+      if (merge.inputs[k].starts_with("^")) continue;
+      const bool is_back = std::any_of(back_edges.begin(), back_edges.end(),
+                                       [&](const BackEdge& o) { return o.merge == b.merge && o.input == data; });
+      if (!is_back) stand_in = merge.inputs[k];
+      ++data;
+    }
+    if (stand_in.empty()) {
+      return errors::InvalidArgument("Node '", merge.name, "' (", merge.op,
+                                     ") has only NextIteration inputs: a loop needs a way in");
+    }
+    for (size_t k = 0, data = 0; k < merge.inputs.size(); ++k) {
+      if (merge.inputs[k].starts_with("^")) continue;
+      if (data++ == b.input) merge.inputs[k] = stand_in;
+    }
+  }
   auto g = std::make_unique<Graph>(ops);
-  for (size_t i : order) RETURN_IF_ERROR(g->AddNode(def.nodes[i]).status());
+  for (size_t i : order) {
+    auto stand_in = with_stand_ins.find(i);
+    RETURN_IF_ERROR(g->AddNode(stand_in == with_stand_ins.end() ? def.nodes[i] : stand_in->second).status());
+  }
+  for (const BackEdge& b : back_edges) {
+    RETURN_IF_ERROR(g->ConnectBackEdge(g->FindNode(def.nodes[b.merge].name), static_cast<int>(b.input),
+                                       g->FindNode(def.nodes[b.source].name), b.port));
+  }
   return g;
 }
 

@@ -3,8 +3,9 @@
 //   auto g = Graph::FromGraphDef(def);           // validates ops, attrs, types, shapes, cycles
 //   for (Node* n : (*g)->nodes()) ...            // creation order, which is topological
 //
-// Nodes are added only after all their inputs exist, so a Graph is acyclic by construction;
-// FromGraphDef orders the NodeDefs first and reports cycles. Each node's input and output
+// Nodes are added only after all their inputs exist, so a Graph is acyclic by construction,
+// but for the back edges of TensorFlow's while loops (NextIteration into Merge), which
+// FromGraphDef connects after ordering the other NodeDefs; any other cycle is an error. Each node's input and output
 // types and statically known output shapes are resolved when it is added.
 //
 // A Graph is not synchronised: build it from one thread; once built, any number of threads
@@ -114,12 +115,16 @@ class Graph {
   GraphDef ToGraphDef() const;
 
   Node* FindNode(std::string_view name) const;
-  // In creation order, which is a topological order. Node::id() indexes this vector.
+  // In creation order, which is a topological order but for loops' back edges. Node::id()
+  // indexes this vector.
   const std::vector<Node*>& nodes() const { return node_ptrs_; }
   int num_nodes() const { return static_cast<int>(node_ptrs_.size()); }
   const OpRegistry* op_registry() const { return ops_; }
 
  private:
+  // Makes data input `input` of `merge` come from output `port` of `source` instead.
+  Status ConnectBackEdge(Node* merge, int input, Node* source, int port);
+
   const OpRegistry* ops_;
   std::deque<Node> nodes_;
   std::deque<Edge> edges_;

@@ -9,34 +9,10 @@
 #include <new>
 
 #include "kernels/variable.h"
+#include "runtime/executor_internal.h"
 
 namespace tessera {
-namespace {
-
-struct OutEdge {
-  int dst;          // node id
-  int dst_slot;     // index into the step's slots; -1 for a control edge
-  int src_output;   // -1 for a control edge
-  bool last_use;    // the last edge reading src_output: it may take the tensor by move
-};
-
-struct NodeItem {
-  OpKernel* kernel = nullptr;
-  DeviceBase* device = nullptr;
-  const Node* node = nullptr;
-  bool is_async = false;
-  bool is_expensive = true;
-  bool is_noop = false;  // runs without calling its kernel, as TensorFlow's executor does
-  int num_inputs = 0;
-  int num_outputs = 0;
-  int input_start = 0;  // first slot of this node's inputs
-  int num_out_edges = 0;  // the OutEdges stored right after this item
-  int initial_pending = 0;
-
-  const OutEdge* out_edges() const { return reinterpret_cast<const OutEdge*>(this + 1); }
-  OutEdge* mutable_out_edges() { return reinterpret_cast<OutEdge*>(this + 1); }
-};
-static_assert(std::is_trivially_destructible_v<NodeItem> && alignof(OutEdge) <= alignof(NodeItem));
+namespace executor_internal {
 
 int64_t NowMicros() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
@@ -49,31 +25,89 @@ int64_t OsThreadId() {
   return tid;
 }
 
+Status PrepareInputs(const Executor::Impl& impl, const NodeItem& item, TensorValue* inputs) {
+  const char* deref = impl.deref_slot.data() + item.input_start;
+  for (int i = 0; i < item.num_inputs; ++i) {
+    if (deref[i] && inputs[i].ref != nullptr) {
+      ASSIGN_OR_RETURN(inputs[i].tensor, inputs[i].ref->Read(*inputs[i].ref_name));
+      inputs[i].ref.reset();
+    }
+  }
+  return Status::OK();
+}
+
+OpKernelContext::Params MakeParams(const Executor::Impl& impl, const Executor::Args& args, const NodeItem& item,
+                                   TensorValue* inputs, TensorValue* outputs) {
+  OpKernelContext::Params p;
+  p.kernel = item.kernel;
+  p.device = item.device;
+  p.resource_mgr = impl.resource_mgr;
+  p.call_frame = args.call_frame;
+  p.cancellation = args.cancellation;
+  p.rendezvous = args.rendezvous;
+  p.function_runtime = impl.function_runtime;
+  p.step_id = args.step_id;
+  p.inputs = inputs;
+  p.outputs = outputs;
+  return p;
+}
+
+Status CheckOutputs(const NodeItem& item, const TensorValue* outputs, bool outputs_may_be_missing) {
+  for (int i = 0; i < item.num_outputs; ++i) {
+    const TensorValue& v = outputs[i];
+    if (v.ref != nullptr) continue;
+    if (!v.tensor.IsInitialized()) {
+      if (!outputs_may_be_missing) return errors::Internal("Kernel returned OK but did not set output ", i);
+    } else if (v.tensor.dtype() != item.kernel->output_type(i)) {
+      return errors::Internal("Kernel produced ", DataTypeName(v.tensor.dtype()), " for output ", i, " declared ",
+                              DataTypeName(item.kernel->output_type(i)));
+    }
+  }
+  return Status::OK();
+}
+
+void RecordStats(const Executor::Args& args, const NodeItem& item, int64_t start) {
+  NodeExecStats& s = (*args.stats)[item.node->id()];
+  s.node = item.node->name();
+  s.op = item.node->op();
+  s.device = item.device->name();
+  s.start_us = start;
+  s.end_us = NowMicros();
+  s.thread_id = OsThreadId();
+}
+
+Status NodeError(const NodeItem& item, const Status& s) {
+  return s.WithSuffix(StrCat("\n\t [[node ", item.node->name(), " (", item.node->op(), ") on ", item.device->name(), "]]"));
+}
+
+Status RunSyncKernel(const Executor::Impl& impl, const Executor::Args& args, const NodeItem& item,
+                     TensorValue* inputs, TensorValue* outputs, bool outputs_may_be_missing) {
+  RETURN_IF_ERROR(PrepareInputs(impl, item, inputs));
+  int64_t start = args.stats != nullptr ? NowMicros() : 0;
+  OpKernelContext ctx(MakeParams(impl, args, item, inputs, outputs));
+  // A kernel that throws (a library's std::bad_alloc) fails its node, not the process.
+  try {
+    item.kernel->Compute(&ctx);
+  } catch (const std::bad_alloc&) {
+    ctx.SetStatus(errors::ResourceExhausted("Out of memory inside the kernel"));
+  } catch (const std::exception& e) {
+    ctx.SetStatus(errors::Internal("The kernel threw: ", e.what()));
+  }
+  if (args.stats != nullptr) RecordStats(args, item, start);
+  RETURN_IF_ERROR(ctx.status());
+  return CheckOutputs(item, outputs, outputs_may_be_missing);
+}
+
+}  // namespace executor_internal
+
+namespace {
+
+using namespace executor_internal;
+
 // Nodes in a worker's local stack before it hands half of them to another worker.
 constexpr size_t kCheapSpillThreshold = 64;
 
 }  // namespace
-
-struct Executor::Impl {
-  // Each node's item followed by its out-edges, in one buffer, so that running a node
-  // touches one or two adjacent cache lines (the layout TensorFlow's GraphView uses).
-  std::unique_ptr<std::byte[]> arena;
-  std::vector<uint32_t> item_offset;  // by node id, into arena
-  std::vector<int> roots;
-  std::vector<std::unique_ptr<OpKernel>> kernels;
-  // Per input slot: the kernel wants a value, so a reference arriving there is read.
-  std::vector<char> deref_slot;
-  ResourceMgr* resource_mgr = nullptr;
-  const FunctionRuntime* function_runtime = nullptr;
-  int total_slots = 0;
-  int max_outputs = 0;
-
-  int num_nodes() const { return static_cast<int>(item_offset.size()); }
-  const NodeItem& item(int id) const {
-    return *reinterpret_cast<const NodeItem*>(arena.get() + item_offset[id]);
-  }
-  NodeItem& mutable_item(int id) { return *reinterpret_cast<NodeItem*>(arena.get() + item_offset[id]); }
-};
 
 namespace {
 
@@ -132,7 +166,7 @@ class ExecutorState {
         continue;  // otherwise its done callback completes it
       }
       if (item.is_noop) {
-        if (args_.stats != nullptr) RecordStats(item, NowMicros());
+        if (args_.stats != nullptr) RecordStats(args_, item, NowMicros());
       } else if (!aborted_.load(std::memory_order_relaxed)) {
         RunSync(item, inputs, outputs.data());
       }
@@ -143,71 +177,9 @@ class ExecutorState {
     CountCompleted(completed);
   }
 
-  // Dereferences reference inputs that the kernel reads as values.
-  bool PrepareInputs(const NodeItem& item, TensorValue* inputs) {
-    const char* deref = impl_.deref_slot.data() + item.input_start;
-    for (int i = 0; i < item.num_inputs; ++i) {
-      if (deref[i] && inputs[i].ref != nullptr) {
-        StatusOr<Tensor> v = inputs[i].ref->Read(*inputs[i].ref_name);
-        if (!v.ok()) {
-          RecordError(item, v.status());
-          return false;
-        }
-        inputs[i].tensor = std::move(*v);
-        inputs[i].ref.reset();
-      }
-    }
-    return true;
-  }
-
-  OpKernelContext::Params MakeParams(const NodeItem& item, TensorValue* inputs, TensorValue* outputs) {
-    OpKernelContext::Params p;
-    p.kernel = item.kernel;
-    p.device = item.device;
-    p.resource_mgr = impl_.resource_mgr;
-    p.call_frame = args_.call_frame;
-    p.cancellation = args_.cancellation;
-    p.rendezvous = args_.rendezvous;
-    p.function_runtime = impl_.function_runtime;
-    p.step_id = args_.step_id;
-    p.inputs = inputs;
-    p.outputs = outputs;
-    return p;
-  }
-
   void RunSync(const NodeItem& item, TensorValue* inputs, TensorValue* outputs) {
-    if (!PrepareInputs(item, inputs)) return;
-    int64_t start = args_.stats != nullptr ? NowMicros() : 0;
-    OpKernelContext ctx(MakeParams(item, inputs, outputs));
-    // A kernel that throws (a library's std::bad_alloc) fails its node, not the process.
-    try {
-      item.kernel->Compute(&ctx);
-    } catch (const std::bad_alloc&) {
-      ctx.SetStatus(errors::ResourceExhausted("Out of memory inside the kernel"));
-    } catch (const std::exception& e) {
-      ctx.SetStatus(errors::Internal("The kernel threw: ", e.what()));
-    }
-    if (args_.stats != nullptr) RecordStats(item, start);
-    if (!ctx.status().ok()) {
-      RecordError(item, ctx.status());
-      return;
-    }
-    CheckOutputs(item, outputs);
-  }
-
-  // A kernel that returned OK must have produced every output with its declared type.
-  void CheckOutputs(const NodeItem& item, const TensorValue* outputs) {
-    for (int i = 0; i < item.num_outputs; ++i) {
-      const TensorValue& v = outputs[i];
-      if (v.ref != nullptr) continue;
-      if (!v.tensor.IsInitialized()) {
-        RecordError(item, errors::Internal("Kernel returned OK but did not set output ", i));
-      } else if (v.tensor.dtype() != item.kernel->output_type(i)) {
-        RecordError(item, errors::Internal("Kernel produced ", DataTypeName(v.tensor.dtype()),
-                                           " for output ", i, " declared ",
-                                           DataTypeName(item.kernel->output_type(i))));
-      }
-    }
+    Status s = RunSyncKernel(impl_, args_, item, inputs, outputs, false);
+    if (!s.ok()) RecordError(item, s);
   }
 
   // Starts async node `id`. Returns true when it completed before ComputeAsync returned
@@ -215,7 +187,8 @@ class ExecutorState {
   // the caller counts it, since finishing the step from inside this call would free the
   // state under the caller's feet. Otherwise its done callback completes it later.
   bool StartAsync(int id, const NodeItem& item, TensorValue* inputs, std::vector<int>* ready) {
-    if (!PrepareInputs(item, inputs)) {
+    if (Status s = PrepareInputs(impl_, item, inputs); !s.ok()) {
+      RecordError(item, s);
       std::vector<TensorValue> none(impl_.max_outputs);
       Complete(item, none.data(), ready);  // the error is recorded; a skipped node
       return true;
@@ -229,7 +202,7 @@ class ExecutorState {
     };
     auto* call = new AsyncCall;
     call->outputs.resize(impl_.max_outputs);
-    call->ctx = std::make_unique<OpKernelContext>(MakeParams(item, inputs, call->outputs.data()));
+    call->ctx = std::make_unique<OpKernelContext>(MakeParams(impl_, args_, item, inputs, call->outputs.data()));
     call->start = args_.stats != nullptr ? NowMicros() : 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -241,12 +214,10 @@ class ExecutorState {
         std::lock_guard<std::mutex> lock(mu_);
         std::erase(in_flight_async_, id);
       }
-      if (args_.stats != nullptr) RecordStats(it, call->start);
-      if (!call->ctx->status().ok()) {
-        RecordError(it, call->ctx->status());
-      } else {
-        CheckOutputs(it, call->outputs.data());
-      }
+      if (args_.stats != nullptr) RecordStats(args_, it, call->start);
+      Status s = call->ctx->status();
+      if (s.ok()) s = CheckOutputs(it, call->outputs.data(), false);
+      if (!s.ok()) RecordError(it, s);
       if (call->phase.exchange(kDoneEarly) == kReturned) {
         AsyncDone(id, call->outputs.data());
         delete call;
@@ -318,20 +289,7 @@ class ExecutorState {
     if (completed_.fetch_add(n, std::memory_order_acq_rel) + n == total) Finish();
   }
 
-  void RecordStats(const NodeItem& item, int64_t start) {
-    NodeExecStats& s = (*args_.stats)[item.node->id()];
-    s.node = item.node->name();
-    s.op = item.node->op();
-    s.device = item.device->name();
-    s.start_us = start;
-    s.end_us = NowMicros();
-    s.thread_id = OsThreadId();
-  }
-
-  void RecordError(const NodeItem& item, const Status& s) {
-    RecordError(s.WithSuffix(StrCat("\n\t [[node ", item.node->name(), " (", item.node->op(),
-                                    ") on ", item.device->name(), "]]")));
-  }
+  void RecordError(const NodeItem& item, const Status& s) { RecordError(NodeError(item, s)); }
 
   void RecordError(const Status& s) {
     bool first = false;
@@ -459,10 +417,15 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(std::unique_ptr<Graph> grap
       if (idx >= 0) edges[idx].last_use = true;
     }
   }
+  RETURN_IF_ERROR(AnalyzeControlFlow(*graph, impl.get()));
   return std::unique_ptr<Executor>(new Executor(std::move(graph), std::move(impl)));
 }
 
 void Executor::RunAsync(const Args& args, DoneCallback done) const {
+  if (!impl_->flow.empty()) {
+    RunWithFrames(*impl_, args, std::move(done));
+    return;
+  }
   (new ExecutorState(*impl_, args, std::move(done)))->Start();
 }
 

@@ -11,6 +11,13 @@
 // pool only while fewer workers than the pool's threads are active, so at most that many
 // threads run kernels of one step (the calling thread counts as one of them).
 //
+// A graph with TensorFlow 1.x's control flow (Switch, Merge, Enter, Exit, NextIteration)
+// runs as TensorFlow's executor runs it: the output a Switch does not take is dead, and a
+// node with a dead input is skipped and passes deadness on, but for a Merge, which runs as
+// soon as one input is alive; each loop runs in a frame of its own, its body once per
+// iteration, up to the Enter's parallel_iterations at once. Graphs without such nodes take
+// a path that knows nothing of frames.
+//
 // An error in any kernel aborts the step: nodes not yet run are skipped, async kernels are
 // cancelled, and the first error is returned with the node, op and device appended.
 //

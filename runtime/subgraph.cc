@@ -72,41 +72,42 @@ StatusOr<Subgraph> BuildSubgraph(const Graph& placed, const std::vector<std::str
     for (const Edge* e : n->control_inputs()) stack.push_back(e->src);
   }
 
-  auto g = std::make_unique<Graph>(placed.op_registry());
+  // Built from a GraphDef, so that a while loop's back edges are connected like any graph's.
+  GraphDef def;
+  std::map<std::string, std::string, std::less<>> devices;
   std::vector<std::string> arg_names(out.feeds.size());
   for (size_t i = 0; i < out.feeds.size(); ++i) {
     const SubgraphTensor& f = out.feeds[i];
-    NodeDef def;
-    def.name = StrCat("_arg_", f.node, "_", f.index, "_", i);
-    def.op = "_Arg";
-    def.attrs = {{"T", f.dtype}, {"index", static_cast<int64_t>(i)}, {"shape", f.shape}};
-    ASSIGN_OR_RETURN(Node * arg, g->AddNode(def));
-    arg->set_assigned_device(f.device);
-    arg_names[i] = def.name;
+    NodeDef& arg = def.nodes.emplace_back();
+    arg.name = StrCat("_arg_", f.node, "_", f.index, "_", i);
+    arg.op = "_Arg";
+    arg.attrs = {{"T", f.dtype}, {"index", static_cast<int64_t>(i)}, {"shape", f.shape}};
+    devices[arg.name] = f.device;
+    arg_names[i] = arg.name;
   }
   for (const Node* n : placed.nodes()) {
     if (!needed[n->id()]) continue;
-    NodeDef def = n->ToNodeDef();
-    def.colocate_with.clear();  // placement is done; the group may not be in the subgraph
+    NodeDef& copy = def.nodes.emplace_back(n->ToNodeDef());
+    copy.colocate_with.clear();  // placement is done; the group may not be in the subgraph
     for (int i = 0; i < n->num_inputs(); ++i) {
       const Edge* e = n->input_edge(i);
       auto it = fed.find(Key(e->src, e->src_output));
-      if (it != fed.end()) def.inputs[i] = arg_names[it->second];
+      if (it != fed.end()) copy.inputs[i] = arg_names[it->second];
     }
-    ASSIGN_OR_RETURN(Node * copy, g->AddNode(def));
-    copy->set_assigned_device(n->assigned_device());
+    devices[copy.name] = n->assigned_device();
   }
   for (size_t i = 0; i < out.fetches.size(); ++i) {
     const SubgraphTensor& f = out.fetches[i];
     auto it = fed.find(StrCat(f.node, ":", f.index));
-    NodeDef def;
-    def.name = StrCat("_retval_", f.node, "_", f.index, "_", i);
-    def.op = "_Retval";
-    def.inputs = {it != fed.end() ? arg_names[it->second] : StrCat(f.node, ":", f.index)};
-    def.attrs = {{"index", static_cast<int64_t>(i)}};
-    ASSIGN_OR_RETURN(Node * ret, g->AddNode(def));
-    ret->set_assigned_device(f.device);
+    NodeDef& ret = def.nodes.emplace_back();
+    ret.name = StrCat("_retval_", f.node, "_", f.index, "_", i);
+    ret.op = "_Retval";
+    ret.inputs = {it != fed.end() ? arg_names[it->second] : StrCat(f.node, ":", f.index)};
+    ret.attrs = {{"index", static_cast<int64_t>(i)}};
+    devices[ret.name] = f.device;
   }
+  ASSIGN_OR_RETURN(std::unique_ptr<Graph> g, Graph::FromGraphDef(def, placed.op_registry()));
+  for (Node* n : g->nodes()) n->set_assigned_device(devices.find(n->name())->second);
   out.graph = std::move(g);
   return out;
 }

@@ -92,6 +92,13 @@ void RegisterMathOps(OpRegistry& r) {
     RegisterCoreOp(r, OpDefBuilder(op).Input("x: T").Output("y: T").Attr(kNumeric)
                     .SetShapeFn(UnchangedShape));
   }
+  // Python's // and % (floor division and modulo), and C's truncating integer division.
+  for (const char* op : {"FloorDiv", "FloorMod"}) {
+    RegisterCoreOp(r, OpDefBuilder(op).Input("x: T").Input("y: T").Output("z: T").Attr(kNumeric)
+                    .SetShapeFn(BroadcastBinaryShape));
+  }
+  RegisterCoreOp(r, OpDefBuilder("TruncateDiv").Input("x: T").Input("y: T").Output("z: T")
+                  .Attr("T: {int32, int64}").SetShapeFn(BroadcastBinaryShape));
   // `/` on floating tensors.
   RegisterCoreOp(r, OpDefBuilder("RealDiv").Input("x: T").Input("y: T").Output("z: T").Attr(kFloating)
                   .SetShapeFn(BroadcastBinaryShape));

@@ -24,6 +24,7 @@ void RegisterCoreOps(OpRegistry& r) {
   RegisterDataFlowOps(r);
   RegisterSendrecvOps(r);
   RegisterCollectiveOps(r);
+  RegisterControlFlowOps(r);
   RegisterDataOps(r);
 }
 

@@ -26,6 +26,7 @@ void RegisterIoOps(OpRegistry& registry);
 void RegisterDataFlowOps(OpRegistry& registry);
 void RegisterSendrecvOps(OpRegistry& registry);
 void RegisterCollectiveOps(OpRegistry& registry);
+void RegisterControlFlowOps(OpRegistry& registry);
 // The tf.data ops (datasets and iterators).
 void RegisterDataOps(OpRegistry& registry);
 

@@ -27,6 +27,10 @@ void RegisterSendRecvKernels(KernelRegistry& r, const std::string& device_type, 
 // Reshape, Shape and Size; with `own_memory`, shapes and sizes stay in host memory.
 void RegisterShapeOnlyKernels(KernelRegistry& r, const std::string& device_type, bool own_memory);
 
+// Switch, Merge, Enter, Exit, NextIteration (and their Ref forms), LoopCond and
+// ControlTrigger; with `own_memory`, predicates and Merge's value_index in host memory.
+void RegisterControlFlowKernels(KernelRegistry& r, const std::string& device_type, bool own_memory);
+
 // VariableV2, for variables of `dtypes` (every type when empty).
 void RegisterVariableOp(KernelRegistry& r, const std::string& device_type, const std::vector<DataType>& dtypes = {});
 

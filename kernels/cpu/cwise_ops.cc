@@ -101,6 +101,26 @@ T Wrap(std::make_unsigned_t<T> v) {
 template <typename T>
 using U = std::make_unsigned_t<T>;
 
+// Python's // and % (floor division, a remainder with the divisor's sign); the caller has
+// refused a zero divisor. min // -1 wraps to min.
+template <typename T>
+T FloorDivInt(T x, T y) {
+  if (y == -1) return Wrap<T>(U<T>(0) - U<T>(x));
+  const T q = x / y;
+  return (x % y != 0 && ((x < 0) != (y < 0))) ? q - 1 : q;
+}
+template <typename T>
+T FloorModInt(T x, T y) {
+  if (y == -1) return 0;
+  const T r = x % y;
+  return (r != 0 && ((r < 0) != (y < 0))) ? r + y : r;
+}
+template <typename T>
+T FloorModFloat(T x, T y) {
+  const T r = std::fmod(x, y);
+  return (r != 0 && ((r < 0) != (y < 0))) ? r + y : r;
+}
+
 #define TESSERA_BINARY_FUNCTOR(Name, int_expr, float_expr, cost, checks_div) \
   struct Name {                                                              \
     static constexpr int64_t kCost = cost;                                   \
@@ -119,6 +139,8 @@ TESSERA_BINARY_FUNCTOR(SubF, Wrap<T>(U<T>(x) - U<T>(y)), x - y, 1, false)
 TESSERA_BINARY_FUNCTOR(MulF, Wrap<T>(U<T>(x) * U<T>(y)), x * y, 1, false)
 // Truncating integer division; min / -1 wraps to min.
 TESSERA_BINARY_FUNCTOR(DivF, y == -1 ? Wrap<T>(U<T>(0) - U<T>(x)) : T(x / y), x / y, 4, true)
+TESSERA_BINARY_FUNCTOR(FloorDivF, FloorDivInt<T>(x, y), std::floor(x / y), 8, true)
+TESSERA_BINARY_FUNCTOR(FloorModF, FloorModInt<T>(x, y), FloorModFloat<T>(x, y), 8, true)
 TESSERA_BINARY_FUNCTOR(MaxF, x > y ? x : y, x > y ? x : y, 1, false)
 TESSERA_BINARY_FUNCTOR(MinF, x < y ? x : y, x < y ? x : y, 1, false)
 TESSERA_BINARY_FUNCTOR(EqualF, x == y, x == y, 1, false)
@@ -233,6 +255,9 @@ void RegisterCwiseKernels(KernelRegistry& r) {
   RegisterBinary<SubF, float, double, int32_t, int64_t>(r, "Sub");
   RegisterBinary<MulF, float, double, int32_t, int64_t>(r, "Mul");
   RegisterBinary<DivF, float, double, int32_t, int64_t>(r, "Div");
+  RegisterBinary<DivF, int32_t, int64_t>(r, "TruncateDiv");
+  RegisterBinary<FloorDivF, float, double, int32_t, int64_t>(r, "FloorDiv");
+  RegisterBinary<FloorModF, float, double, int32_t, int64_t>(r, "FloorMod");
   RegisterBinary<MaxF, float, double, int32_t, int64_t>(r, "Maximum");
   RegisterBinary<MinF, float, double, int32_t, int64_t>(r, "Minimum");
   RegisterBinary<EqualF, float, double, int32_t, int64_t, bool, std::string>(r, "Equal");

@@ -20,6 +20,7 @@ void RegisterCpuKernels(KernelRegistry& r) {
   RegisterRuntimeKernels(r, kDeviceCpu);
   RegisterQueueKernels(r, kDeviceCpu);
   RegisterShapeOnlyKernels(r, kDeviceCpu, false);
+  RegisterControlFlowKernels(r, kDeviceCpu, false);
   RegisterVariableOp(r, kDeviceCpu);
   RegisterDatasetKernels(r);
   cpu::RegisterAccumulatorKernels(r);

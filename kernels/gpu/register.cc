@@ -22,6 +22,7 @@ void RegisterGpuKernels(KernelRegistry& r) {
   // int32 stays in host memory on a GPU, as in TensorFlow: it is shapes and indices.
   RegisterRuntimeKernelsWithOwnMemory(r, kDeviceGpu, {DataType::kInt32});
   RegisterShapeOnlyKernels(r, kDeviceGpu, true);
+  RegisterControlFlowKernels(r, kDeviceGpu, true);
   cpu::RegisterHostInt32CwiseKernels(r, kDeviceGpu);
   RegisterVariableOp(r, kDeviceGpu, {DataType::kFloat, DataType::kDouble});
   RegisterConcatSplitKernels(r, kDeviceGpu, true, {DataType::kFloat, DataType::kDouble, DataType::kInt64},

@@ -1,0 +1,484 @@
+// Running a graph with TensorFlow 1.x's control flow, as TensorFlow's executor does.
+//
+// Every node runs in a frame (the step's root frame, or a loop's frame, one per iteration
+// of the loop around it) and an iteration of that frame, and keeps its pending count, dead
+// count and input slots per (frame, iteration). A value is dead when a Switch did not take
+// its branch; a node with a dead input does not run, and its outputs are dead, except a
+// Merge, which runs with the first live input (or is dead once all are). Enter moves values
+// into a child frame (a constant Enter into every iteration), NextIteration into the next
+// iteration, which starts when the loop has fewer than parallel_iterations in flight, and
+// Exit back out; a dead NextIteration ends the loop, and dead Exits reach the parent frame
+// when the loop's frame is done. An iteration is done when nothing in it is pending and the
+// one before it is done; a frame, when every Enter arrived and every iteration is done.
+//
+// The frame bookkeeping is under one mutex per step; kernels run outside it.
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <new>
+#include <tuple>
+
+#include "runtime/executor_internal.h"
+
+namespace tessera::executor_internal {
+namespace {
+
+bool IsOneOf(std::string_view op, std::initializer_list<std::string_view> names) {
+  for (std::string_view n : names) {
+    if (op == n) return true;
+  }
+  return false;
+}
+
+// Nodes in a worker's local stack before it hands half of them to another worker.
+constexpr size_t kCheapSpillThreshold = 64;
+
+struct IterationState {
+  explicit IterationState(const Executor::Impl& impl)
+      : pending(impl.flow.size()), dead_count(impl.flow.size(), 0), slots(new TensorValue[impl.total_slots]) {
+    for (size_t i = 0; i < impl.flow.size(); ++i) pending[i] = impl.flow[i].initial_pending;
+  }
+  std::vector<int> pending;  // a Merge's: 2 per control input not yet arrived, +1 until a live input arrives
+  std::vector<int> dead_count;
+  std::unique_ptr<TensorValue[]> slots;
+  int outstanding_ops = 0;     // ready or running nodes of this iteration
+  int outstanding_frames = 0;  // child frames started from this iteration and not done
+};
+
+struct Frame {
+  Frame* parent = nullptr;
+  int64_t parent_iter = 0;
+  int max_parallel = 1;
+  int num_pending_inputs = 0;  // Enters not yet arrived
+  int64_t iteration_count = 0;
+  int num_outstanding_iterations = 1;
+  std::map<int64_t, std::unique_ptr<IterationState>> iterations;
+  // NextIteration values waiting for a free iteration (node, value).
+  std::vector<std::pair<int, TensorValue>> next_iter_roots;
+  // Constant Enters' values, given to every iteration (node, value; empty when dead).
+  std::vector<std::pair<int, TensorValue>> loop_invariants;
+  std::vector<int> dead_exits;  // of the current iteration
+
+  IterationState* iteration(int64_t i) {
+    auto it = iterations.find(i);
+    return it == iterations.end() ? nullptr : it->second.get();
+  }
+};
+
+struct Tagged {
+  int id;
+  Frame* frame;
+  int64_t iter;
+  IterationState* state;  // lives while this node is outstanding in it
+  bool dead;
+};
+
+bool HasValue(const TensorValue& v) { return v.tensor.IsInitialized() || v.ref != nullptr; }
+
+class FramesState {
+ public:
+  FramesState(const Executor::Impl& impl, const Executor::Args& args, Executor::DoneCallback done)
+      : impl_(impl), args_(args), done_(std::move(done)) {
+    root_.iterations.emplace(0, std::make_unique<IterationState>(impl));
+    max_workers_ = args.runner == nullptr ? 1 : args.runner->NumThreads();
+    if (args.stats != nullptr) args.stats->assign(impl.num_nodes(), NodeExecStats());
+    if (args_.cancellation != nullptr) {
+      cancel_token_ = args_.cancellation->NewToken();
+      refs_.fetch_add(1, std::memory_order_relaxed);  // held by the cancel callback
+      bool registered = args_.cancellation->RegisterCallback(cancel_token_, [this] {
+        OnCancel();
+        Unref();
+      });
+      if (!registered) {
+        refs_.fetch_sub(1, std::memory_order_relaxed);
+        RecordError(errors::Cancelled("Step was cancelled before it started"));
+      }
+    }
+  }
+
+  void Start() {
+    std::vector<Tagged> stack;
+    IterationState* root = root_.iteration(0);
+    for (auto it = impl_.roots.rbegin(); it != impl_.roots.rend(); ++it) stack.push_back({*it, &root_, 0, root, false});
+    root->outstanding_ops = static_cast<int>(stack.size());
+    outstanding_.store(static_cast<int64_t>(stack.size()), std::memory_order_relaxed);
+    if (stack.empty()) {
+      Finish();
+      return;
+    }
+    active_workers_.fetch_add(1, std::memory_order_relaxed);
+    Process(std::move(stack));
+  }
+
+ private:
+  // Runs nodes from `stack` until it is empty; the caller counted this worker as active.
+  void Process(std::vector<Tagged> stack) {
+    std::vector<TensorValue> outputs(impl_.max_outputs);
+    while (!stack.empty()) {
+      MaybeSpill(&stack);
+      const Tagged t = stack.back();
+      stack.pop_back();
+      const NodeItem& item = impl_.item(t.id);
+      TensorValue* inputs = t.state->slots.get() + item.input_start;
+      bool dead = t.dead || aborted_.load(std::memory_order_relaxed);
+      if (t.dead && impl_.flow[t.id].is_retval) {
+        RecordError(NodeError(item, errors::InvalidArgument("Retval[", item.node->name(), "] does not have value: ",
+                                                            "the fetched tensor is on a branch that was not taken")));
+      }
+      if (!dead && item.is_async) {
+        if (StartAsync(t, inputs, &stack) == AsyncStart::kStepDone) {
+          active_workers_.fetch_sub(1, std::memory_order_relaxed);
+          Finish();
+          return;
+        }
+        continue;
+      }
+      if (!dead && !item.is_noop) {
+        Status s = RunSyncKernel(impl_, args_, item, inputs, outputs.data(), impl_.flow[t.id].is_switch);
+        if (!s.ok()) {
+          RecordError(NodeError(item, s));
+          dead = true;
+        }
+      } else if (!dead && args_.stats != nullptr) {
+        RecordStats(args_, item, NowMicros());
+      }
+      for (int i = 0; i < item.num_inputs; ++i) inputs[i] = TensorValue();
+      if (Complete(t, dead, outputs.data(), &stack)) {
+        active_workers_.fetch_sub(1, std::memory_order_relaxed);
+        Finish();
+        return;
+      }
+    }
+    active_workers_.fetch_sub(1, std::memory_order_relaxed);
+  }
+
+  enum class AsyncStart { kPending, kCompleted, kStepDone };
+
+  // Starts async node `t`. When it finishes before ComputeAsync returns, it is completed here
+  // into `stack` (finishing the step from inside the kernel's call would free this state
+  // under the caller); otherwise its done callback completes it and goes on with what it
+  // made ready.
+  AsyncStart StartAsync(const Tagged& t, TensorValue* inputs, std::vector<Tagged>* stack) {
+    const NodeItem& item = impl_.item(t.id);
+    enum Phase : int { kRunning, kReturned, kDoneEarly };
+    struct AsyncCall {
+      std::vector<TensorValue> outputs;
+      std::unique_ptr<OpKernelContext> ctx;
+      int64_t start = 0;
+      Status status;
+      std::atomic<int> phase{kRunning};
+    };
+    auto* call = new AsyncCall;
+    call->outputs.resize(impl_.max_outputs);
+    // Its outcome: the error recorded, the inputs released; true when it failed.
+    auto settle = [this, t, call]() {
+      const NodeItem& it = impl_.item(t.id);
+      if (args_.stats != nullptr) RecordStats(args_, it, call->start);
+      Status s = call->status;
+      if (s.ok()) s = CheckOutputs(it, call->outputs.data(), false);
+      if (!s.ok()) RecordError(NodeError(it, s));
+      TensorValue* in = t.state->slots.get() + it.input_start;
+      for (int i = 0; i < it.num_inputs; ++i) in[i] = TensorValue();
+      return !s.ok();
+    };
+    call->status = PrepareInputs(impl_, item, inputs);
+    if (call->status.ok()) {
+      call->ctx = std::make_unique<OpKernelContext>(MakeParams(impl_, args_, item, inputs, call->outputs.data()));
+      call->start = args_.stats != nullptr ? NowMicros() : 0;
+      item.kernel->AsAsync()->ComputeAsync(call->ctx.get(), [this, t, call, settle] {
+        call->status = call->ctx->status();
+        if (call->phase.exchange(kDoneEarly) != kReturned) return;
+        const bool failed = settle();
+        std::vector<Tagged> ready;
+        active_workers_.fetch_add(1, std::memory_order_relaxed);
+        const bool step_done = Complete(t, failed, call->outputs.data(), &ready);
+        delete call;
+        if (step_done) {
+          active_workers_.fetch_sub(1, std::memory_order_relaxed);
+          Finish();
+          return;
+        }
+        Process(std::move(ready));
+      });
+      if (call->phase.exchange(kReturned) == kRunning) return AsyncStart::kPending;
+    }
+    const bool failed = settle();
+    const bool step_done = Complete(t, failed, call->outputs.data(), stack);
+    delete call;
+    return step_done ? AsyncStart::kStepDone : AsyncStart::kCompleted;
+  }
+
+  // Hands half of the local stack to another worker while that can help.
+  void MaybeSpill(std::vector<Tagged>* stack) {
+    if (args_.runner == nullptr) return;
+    while (stack->size() >= 2 && active_workers_.load(std::memory_order_relaxed) < max_workers_ &&
+           (stack->size() >= kCheapSpillThreshold || impl_.item(stack->back().id).is_expensive)) {
+      active_workers_.fetch_add(1, std::memory_order_relaxed);
+      size_t half = stack->size() / 2;
+      std::vector<Tagged> batch(stack->begin(), stack->begin() + half);
+      stack->erase(stack->begin(), stack->begin() + half);
+      args_.runner->Schedule([this, batch = std::move(batch)]() mutable { Process(std::move(batch)); });
+    }
+  }
+
+  // Passes a finished node's outputs on by its kind; true when that ended the step.
+  bool Complete(const Tagged& t, bool dead, TensorValue* outputs, std::vector<Tagged>* ready) {
+    const size_t before = ready->size();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      const FlowItem& f = impl_.flow[t.id];
+      Frame* frame = t.frame;
+      if (f.is_enter) {
+        Frame* child = FindOrCreateChild(frame, t.iter, f);
+        if (f.is_constant_enter) {
+          AddLoopInvariant(child, t.id, dead ? TensorValue() : outputs[0], ready);
+        } else {
+          Activate(child, 0, t.id, dead, outputs, ready);
+        }
+        --child->num_pending_inputs;
+        // Every Enter arrived dead into an iteration with nothing left to run.
+        if (child->num_pending_inputs == 0 && child->iteration(0)->outstanding_ops == 0 &&
+            CleanupIterations(child, 0, ready)) {
+          FrameDone(child, ready);
+        }
+      } else if (f.is_exit) {
+        if (dead) {
+          if (t.iter == frame->iteration_count) frame->dead_exits.push_back(t.id);
+        } else {
+          Activate(frame->parent, frame->parent_iter, t.id, false, outputs, ready);
+        }
+      } else if (f.is_next_iteration) {
+        // A dead NextIteration ends the loop: nothing goes on to the next iteration.
+        if (!dead) {
+          if (t.iter == frame->iteration_count && frame->num_outstanding_iterations == frame->max_parallel) {
+            frame->next_iter_roots.emplace_back(t.id, outputs[0]);
+          } else {
+            if (t.iter == frame->iteration_count) IncrementIteration(frame, ready);
+            Activate(frame, t.iter + 1, t.id, false, outputs, ready);
+          }
+        }
+      } else {
+        Activate(frame, t.iter, t.id, dead, outputs, ready);
+      }
+      if (--t.state->outstanding_ops == 0 && CleanupIterations(frame, t.iter, ready)) FrameDone(frame, ready);
+    }
+    for (int i = 0; i < impl_.item(t.id).num_outputs; ++i) outputs[i] = TensorValue();
+    const int64_t added = static_cast<int64_t>(ready->size() - before);
+    return outstanding_.fetch_add(added - 1, std::memory_order_acq_rel) + added - 1 == 0;
+  }
+
+  // Delivers node `src`'s outputs (deadness and values) to its successors in (frame, iter)
+  // and queues those that became ready. Requires mu_.
+  void Activate(Frame* frame, int64_t iter, int src, bool src_dead, const TensorValue* outputs,
+                std::vector<Tagged>* ready) {
+    IterationState* it = frame->iteration(iter);
+    const NodeItem& item = impl_.item(src);
+    const OutEdge* edges = item.out_edges();
+    for (int e = 0; e < item.num_out_edges; ++e) {
+      const OutEdge& edge = edges[e];
+      const int dst = edge.dst;
+      const FlowItem& df = impl_.flow[dst];
+      const bool control = edge.dst_slot < 0;
+      const bool edge_dead = src_dead || (!control && !HasValue(outputs[edge.src_output]));
+      bool ready_now = false, dst_dead = false, take_input = false;
+      if (df.is_merge) {
+        const int num_data = impl_.item(dst).num_inputs;
+        if (control) {
+          it->pending[dst] -= 2;
+          dst_dead = it->dead_count[dst] == num_data;
+          ready_now = it->pending[dst] == 0 || (it->pending[dst] == 1 && dst_dead);
+        } else if (edge_dead) {
+          dst_dead = ++it->dead_count[dst] == num_data;
+          ready_now = it->pending[dst] == 1 && dst_dead;
+        } else if ((it->pending[dst] & 1) == 1) {  // the first live input; later ones are dropped
+          take_input = true;
+          ready_now = it->pending[dst] == 1;
+          it->pending[dst] &= ~1;
+        }
+      } else {
+        if (edge_dead) ++it->dead_count[dst];
+        take_input = !control && !edge_dead;
+        ready_now = --it->pending[dst] == 0;
+        dst_dead = it->dead_count[dst] > 0;
+      }
+      if (take_input) it->slots[edge.dst_slot] = outputs[edge.src_output];
+      if (ready_now) {
+        ++it->outstanding_ops;
+        ready->push_back({dst, frame, iter, it, dst_dead && !df.is_control_trigger});
+      }
+    }
+  }
+
+  Frame* FindOrCreateChild(Frame* frame, int64_t iter, const FlowItem& f) {
+    auto key = std::make_tuple(frame, iter, f.frame);
+    auto found = children_.find(key);
+    if (found != children_.end()) return found->second.get();
+    auto child = std::make_unique<Frame>();
+    child->parent = frame;
+    child->parent_iter = iter;
+    child->max_parallel = f.parallel_iterations;
+    child->num_pending_inputs = impl_.frames[f.frame].num_enters;
+    child->iterations.emplace(0, std::make_unique<IterationState>(impl_));
+    frame->iteration(iter)->outstanding_frames++;
+    Frame* raw = child.get();
+    children_.emplace(key, std::move(child));
+    frame_keys_.emplace(raw, key);
+    return raw;
+  }
+
+  void AddLoopInvariant(Frame* frame, int id, TensorValue value, std::vector<Tagged>* ready) {
+    frame->loop_invariants.emplace_back(id, value);
+    for (auto& [i, state] : frame->iterations) Activate(frame, i, id, !HasValue(value), &value, ready);
+  }
+
+  void IncrementIteration(Frame* frame, std::vector<Tagged>* ready) {
+    const int64_t next = ++frame->iteration_count;
+    frame->iterations.emplace(next, std::make_unique<IterationState>(impl_));
+    ++frame->num_outstanding_iterations;
+    frame->dead_exits.clear();
+    std::vector<std::pair<int, TensorValue>> roots = std::move(frame->next_iter_roots);
+    frame->next_iter_roots.clear();
+    for (auto& [id, value] : roots) Activate(frame, next, id, false, &value, ready);
+    for (auto& [id, value] : frame->loop_invariants) Activate(frame, next, id, !HasValue(value), &value, ready);
+  }
+
+  bool IsIterationDone(Frame* frame, int64_t iter) {
+    IterationState* it = frame->iteration(iter);
+    if (it == nullptr || it->outstanding_ops != 0 || it->outstanding_frames != 0) return false;
+    return iter == 0 ? frame->num_pending_inputs == 0 : frame->iteration(iter - 1) == nullptr;
+  }
+
+  // Drops the done iterations from `iter` on, starting deferred ones; true when the frame
+  // is done.
+  bool CleanupIterations(Frame* frame, int64_t iter, std::vector<Tagged>* ready) {
+    for (int64_t i = iter; i <= frame->iteration_count && IsIterationDone(frame, i); ++i) {
+      frame->iterations.erase(i);
+      --frame->num_outstanding_iterations;
+      if (!frame->next_iter_roots.empty()) IncrementIteration(frame, ready);
+    }
+    return frame != &root_ && frame->num_pending_inputs == 0 && frame->num_outstanding_iterations == 0;
+  }
+
+  // A loop's frame is done: its dead Exits reach the parent, which may be done in turn.
+  void FrameDone(Frame* frame, std::vector<Tagged>* ready) {
+    while (frame != nullptr) {
+      Frame* parent = frame->parent;
+      const int64_t parent_iter = frame->parent_iter;
+      for (int id : frame->dead_exits) Activate(parent, parent_iter, id, true, nullptr, ready);
+      auto key = frame_keys_.find(frame);
+      children_.erase(key->second);
+      frame_keys_.erase(key);
+      IterationState* it = parent->iteration(parent_iter);
+      --it->outstanding_frames;
+      frame = it->outstanding_ops == 0 && CleanupIterations(parent, parent_iter, ready) ? parent : nullptr;
+    }
+  }
+
+  void RecordError(const Status& s) {
+    bool first = false;
+    {
+      std::lock_guard<std::mutex> lock(error_mu_);
+      if (status_.ok()) {
+        status_ = s;
+        first = true;
+      }
+    }
+    aborted_.store(true, std::memory_order_relaxed);
+    if (first && args_.cancellation != nullptr) args_.cancellation->StartCancel();
+  }
+
+  void OnCancel() {
+    {
+      std::lock_guard<std::mutex> lock(error_mu_);
+      cancelled_ = errors::Cancelled("Step was cancelled");
+    }
+    aborted_.store(true, std::memory_order_relaxed);
+  }
+
+  void Finish() {
+    if (args_.cancellation != nullptr && args_.cancellation->DeregisterCallback(cancel_token_)) Unref();
+    Status s;
+    {
+      std::lock_guard<std::mutex> lock(error_mu_);
+      s = status_.ok() ? cancelled_ : status_;
+    }
+    Executor::DoneCallback done = std::move(done_);
+    Unref();
+    done(s);
+  }
+
+  void Unref() {
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+
+  const Executor::Impl& impl_;
+  const Executor::Args args_;
+  Executor::DoneCallback done_;
+  int max_workers_ = 1;
+  std::atomic<int> active_workers_{0};
+  std::atomic<int64_t> outstanding_{0};  // ready or running nodes, in every frame
+  std::atomic<int> refs_{1};             // the step itself, plus a registered cancel callback
+  std::atomic<bool> aborted_{false};
+  CancellationManager::Token cancel_token_ = 0;
+  std::mutex mu_;  // guards the frames below
+  Frame root_;
+  std::map<std::tuple<Frame*, int64_t, int>, std::unique_ptr<Frame>> children_;
+  std::map<Frame*, std::tuple<Frame*, int64_t, int>> frame_keys_;
+  std::mutex error_mu_;
+  Status status_;     // guarded by error_mu_: the first error
+  Status cancelled_;  // guarded by error_mu_
+};
+
+}  // namespace
+
+Status AnalyzeControlFlow(const Graph& graph, Executor::Impl* impl) {
+  bool any = false;
+  for (const Node* n : graph.nodes()) {
+    any = any || IsOneOf(n->op(), {"Switch", "RefSwitch", "Merge", "RefMerge", "Enter", "RefEnter", "Exit",
+                                   "RefExit", "NextIteration", "RefNextIteration", "LoopCond", "ControlTrigger"});
+  }
+  if (!any) return Status::OK();
+  std::map<std::string, int, std::less<>> frame_index;
+  impl->flow.resize(graph.nodes().size());
+  for (const Node* n : graph.nodes()) {
+    // A dead value would have to cross to the other device; _Send and _Recv carry none yet.
+    if (IsSendOp(n->op()) || IsRecvOp(n->op())) {
+      return errors::Unimplemented("Control flow (Switch, Merge, loops) whose nodes span devices is not supported ",
+                                   "yet; node ", n->DebugName(), " links this partition to another device");
+    }
+    FlowItem& f = impl->flow[n->id()];
+    const std::string& op = n->op();
+    f.is_merge = op == "Merge" || op == "RefMerge";
+    f.is_switch = op == "Switch" || op == "RefSwitch";
+    f.is_enter = op == "Enter" || op == "RefEnter";
+    f.is_exit = op == "Exit" || op == "RefExit";
+    f.is_next_iteration = op == "NextIteration" || op == "RefNextIteration";
+    f.is_control_trigger = op == "ControlTrigger";
+    f.is_retval = op == "_Retval";
+    const int num_control = static_cast<int>(n->control_inputs().size());
+    f.initial_pending = f.is_merge ? (num_control << 1) | 1 : n->num_inputs() + num_control;
+    if (!f.is_enter) continue;
+    std::string name;
+    int64_t parallel = 10;
+    RETURN_IF_ERROR(n->GetAttr("frame_name", &name));
+    RETURN_IF_ERROR(n->GetAttr("is_constant", &f.is_constant_enter));
+    RETURN_IF_ERROR(n->GetAttr("parallel_iterations", &parallel));
+    if (parallel < 1 || parallel > (1 << 20)) {
+      return errors::InvalidArgument("Node ", n->DebugName(), ": parallel_iterations must be in [1, 2^20], got ",
+                                     parallel);
+    }
+    f.parallel_iterations = static_cast<int>(parallel);
+    auto [it, inserted] = frame_index.try_emplace(name, static_cast<int>(impl->frames.size()));
+    if (inserted) impl->frames.push_back({name, 0});
+    f.frame = it->second;
+    ++impl->frames[f.frame].num_enters;
+  }
+  return Status::OK();
+}
+
+void RunWithFrames(const Executor::Impl& impl, const Executor::Args& args, Executor::DoneCallback done) {
+  (new FramesState(impl, args, std::move(done)))->Start();
+}
+
+}  // namespace tessera::executor_internal

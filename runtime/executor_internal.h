@@ -1,0 +1,116 @@
+// What the two ways of running an executor's graph share: the precomputed per-node items
+// and the calls around a kernel. executor.cc runs graphs without control flow, each node
+// once per step; executor_frames.cc runs graphs with Switch/Merge and loops, where nodes
+// run once per frame and iteration, or not at all. Internal to runtime/.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/executor.h"
+
+namespace tessera::executor_internal {
+
+struct OutEdge {
+  int dst;          // node id
+  int dst_slot;     // index into the step's slots; -1 for a control edge
+  int src_output;   // -1 for a control edge
+  bool last_use;    // the last edge reading src_output: it may take the tensor by move
+};
+
+struct NodeItem {
+  OpKernel* kernel = nullptr;
+  DeviceBase* device = nullptr;
+  const Node* node = nullptr;
+  bool is_async = false;
+  bool is_expensive = true;
+  bool is_noop = false;  // runs without calling its kernel, as TensorFlow's executor does
+  int num_inputs = 0;
+  int num_outputs = 0;
+  int input_start = 0;  // first slot of this node's inputs
+  int num_out_edges = 0;  // the OutEdges stored right after this item
+  int initial_pending = 0;
+
+  const OutEdge* out_edges() const { return reinterpret_cast<const OutEdge*>(this + 1); }
+  OutEdge* mutable_out_edges() { return reinterpret_cast<OutEdge*>(this + 1); }
+};
+static_assert(std::is_trivially_destructible_v<NodeItem> && alignof(OutEdge) <= alignof(NodeItem));
+
+// A control-flow node's role, and for Enter, the frame it enters.
+struct FlowItem {
+  bool is_merge = false;
+  bool is_switch = false;
+  bool is_enter = false;
+  bool is_exit = false;
+  bool is_next_iteration = false;
+  bool is_control_trigger = false;
+  bool is_retval = false;  // a fetch: it must not be dead
+  bool is_constant_enter = false;
+  int frame = -1;                   // Enter: index into Impl::frames
+  int parallel_iterations = 1;      // Enter
+  int initial_pending = 0;  // a Merge's: 2 per control input, +1 until a live input arrives
+};
+
+// A loop's static frame: its name (Enter's frame_name) and how many Enters lead into it.
+struct FrameInfo {
+  std::string name;
+  int num_enters = 0;
+};
+
+}  // namespace tessera::executor_internal
+
+namespace tessera {
+
+struct Executor::Impl {
+  using NodeItem = executor_internal::NodeItem;
+  // Each node's item followed by its out-edges, in one buffer, so that running a node
+  // touches one or two adjacent cache lines (the layout TensorFlow's GraphView uses).
+  std::unique_ptr<std::byte[]> arena;
+  std::vector<uint32_t> item_offset;  // by node id, into arena
+  std::vector<int> roots;
+  std::vector<std::unique_ptr<OpKernel>> kernels;
+  // Per input slot: the kernel wants a value, so a reference arriving there is read.
+  std::vector<char> deref_slot;
+  ResourceMgr* resource_mgr = nullptr;
+  const FunctionRuntime* function_runtime = nullptr;
+  int total_slots = 0;
+  int max_outputs = 0;
+  // By node id, for a graph with control flow; empty for one without.
+  std::vector<executor_internal::FlowItem> flow;
+  std::vector<executor_internal::FrameInfo> frames;
+
+  int num_nodes() const { return static_cast<int>(item_offset.size()); }
+  const NodeItem& item(int id) const {
+    return *reinterpret_cast<const NodeItem*>(arena.get() + item_offset[id]);
+  }
+  NodeItem& mutable_item(int id) { return *reinterpret_cast<NodeItem*>(arena.get() + item_offset[id]); }
+};
+
+namespace executor_internal {
+
+int64_t NowMicros();
+int64_t OsThreadId();
+
+// Reads the references arriving where the kernel wants values.
+Status PrepareInputs(const Executor::Impl& impl, const NodeItem& item, TensorValue* inputs);
+OpKernelContext::Params MakeParams(const Executor::Impl& impl, const Executor::Args& args, const NodeItem& item,
+                                   TensorValue* inputs, TensorValue* outputs);
+// Runs a synchronous kernel: prepares its inputs, calls Compute (an exception fails the node,
+// not the process), records its stats and checks its outputs (a Switch leaves one unset).
+Status RunSyncKernel(const Executor::Impl& impl, const Executor::Args& args, const NodeItem& item,
+                     TensorValue* inputs, TensorValue* outputs, bool outputs_may_be_missing);
+// A kernel that returned OK must have produced every output with its declared type.
+Status CheckOutputs(const NodeItem& item, const TensorValue* outputs, bool outputs_may_be_missing);
+void RecordStats(const Executor::Args& args, const NodeItem& item, int64_t start);
+// The error with the node, op and device appended, as TensorFlow prints them.
+Status NodeError(const NodeItem& item, const Status& s);
+
+// Runs one step of a graph with control flow (executor_frames.cc).
+void RunWithFrames(const Executor::Impl& impl, const Executor::Args& args, Executor::DoneCallback done);
+// Fills impl.flow and impl.frames; InvalidArgument for a malformed loop.
+Status AnalyzeControlFlow(const Graph& graph, Executor::Impl* impl);
+
+}  // namespace executor_internal
+}  // namespace tessera

@@ -1,0 +1,171 @@
+// TensorFlow 1.x's dataflow control flow in the executor: graphs tf.compat.v1.cond and
+// while_loop built (with TensorFlow 2.21, v1 control flow), run from their GraphDefs, and
+// small graphs built here for the frame logic on its own. Expected values are TensorFlow's.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "graph/serialize/graph_json.h"
+#include "graph/serialize/tensorflow_graph.h"
+#include "runtime/session.h"
+
+namespace tessera {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::unique_ptr<Session> Load(const std::string& file, int inter_op_threads = 1) {
+  std::ifstream in(std::string(TESSERA_TEST_DATA_DIR) + "/" + file);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto def = GraphDefFromTensorFlow(text.str(), TensorFlowFormat::kText);
+  EXPECT_TRUE(def.ok()) << def.status();
+  SessionConfig config;
+  config.inter_op_parallelism_threads = inter_op_threads;
+  auto session = Session::Create(config, *def);
+  EXPECT_TRUE(session.ok()) << session.status();
+  return session.ok() ? std::move(*session) : nullptr;
+}
+
+template <typename T>
+T RunScalar(Session& s, const std::string& fetch, std::vector<std::pair<std::string, Tensor>> feeds,
+            Status* status = nullptr) {
+  std::vector<Tensor> out;
+  Status st = s.Run(feeds, {fetch}, {}, &out);
+  if (status != nullptr) *status = st;
+  if (!st.ok()) {
+    if (status == nullptr) ADD_FAILURE() << st;
+    return T();
+  }
+  return out[0].data<T>()[0];
+}
+
+// tf_cond_nested_while.pbtxt:
+//   y = cond(x > 0, x * 2, x - 1)
+//   total = while i < n: (inner: while j < i: s += i), acc += s  -> sum of i^2 for i < n
+TEST(ControlFlowTest, CondTakesOneBranch) {
+  auto s = Load("tf_cond_nested_while.pbtxt");
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(RunScalar<float>(*s, "y", {{"x", Tensor::Scalar(3.0f)}}), 6.0f);
+  EXPECT_EQ(RunScalar<float>(*s, "y", {{"x", Tensor::Scalar(-3.0f)}}), -4.0f);
+}
+
+TEST(ControlFlowTest, NestedLoops) {
+  auto s = Load("tf_cond_nested_while.pbtxt");
+  ASSERT_NE(s, nullptr);
+  for (int n : {0, 1, 2, 5, 30}) {
+    EXPECT_EQ(RunScalar<int32_t>(*s, "total", {{"n", Tensor::Scalar(n)}}), (n - 1) * n * (2 * n - 1) / 6) << n;
+  }
+}
+
+// tf_control_flow_cases.pbtxt:
+//   loop_in_cond = cond(x > 0, while i < n: v *= 2 (from x), -1)
+//   collatz_steps = while c > 1: c = cond(c % 2 == 0, c // 2, 3c + 1)   (parallel_iterations=1)
+//   faulty_sum = while i < 10: acc += 12 / (i - n)     (fails when i == n)
+//   count_to_n = while i < n: c += 1                    (parallel_iterations=32)
+TEST(ControlFlowTest, LoopInsideACond) {
+  auto s = Load("tf_control_flow_cases.pbtxt");
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(RunScalar<float>(*s, "loop_in_cond", {{"x", Tensor::Scalar(1.5f)}, {"n", Tensor::Scalar(6)}}), 96.0f);
+  // The untaken branch's loop gets only dead values: its frame finishes without running.
+  EXPECT_EQ(RunScalar<float>(*s, "loop_in_cond", {{"x", Tensor::Scalar(-1.0f)}, {"n", Tensor::Scalar(3)}}), -1.0f);
+}
+
+TEST(ControlFlowTest, CondInsideALoop) {
+  auto s = Load("tf_control_flow_cases.pbtxt");
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(RunScalar<int32_t>(*s, "collatz_steps", {{"n", Tensor::Scalar(6)}}), 8);
+  EXPECT_EQ(RunScalar<int32_t>(*s, "collatz_steps", {{"n", Tensor::Scalar(27)}}), 111);
+  EXPECT_EQ(RunScalar<int32_t>(*s, "collatz_steps", {{"n", Tensor::Scalar(1)}}), 0);
+}
+
+TEST(ControlFlowTest, AnErrorInsideAnIterationFailsTheStepAndNamesTheNode) {
+  auto s = Load("tf_control_flow_cases.pbtxt", 4);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(RunScalar<int32_t>(*s, "faulty_sum", {{"n", Tensor::Scalar(20)}}), -2);
+  Status status;
+  RunScalar<int32_t>(*s, "faulty_sum", {{"n", Tensor::Scalar(3)}}, &status);
+  EXPECT_EQ(status.code(), Code::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("Integer division by zero"));
+  EXPECT_THAT(status.message(), HasSubstr("faulty/"));
+  // The session goes on working.
+  EXPECT_EQ(RunScalar<int32_t>(*s, "faulty_sum", {{"n", Tensor::Scalar(20)}}), -2);
+}
+
+TEST(ControlFlowTest, ManyIterationsInFlight) {
+  for (int threads : {1, 4}) {
+    auto s = Load("tf_control_flow_cases.pbtxt", threads);
+    ASSERT_NE(s, nullptr);
+    for (int n : {0, 1, 31, 32, 33, 5000}) {
+      EXPECT_EQ(RunScalar<int32_t>(*s, "count_to_n", {{"n", Tensor::Scalar(n)}}), n) << n << " on " << threads;
+    }
+  }
+}
+
+TEST(ControlFlowTest, ConcurrentStepsKeepTheirOwnFrames) {
+  auto s = Load("tf_cond_nested_while.pbtxt", 4);
+  ASSERT_NE(s, nullptr);
+  std::vector<std::thread> threads;
+  std::vector<int> wrong(4, 0);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int k = 0; k < 20; ++k) {
+        const int n = 3 + t + k % 5;
+        if (RunScalar<int32_t>(*s, "total", {{"n", Tensor::Scalar(n)}}) != (n - 1) * n * (2 * n - 1) / 6) ++wrong[t];
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(wrong, std::vector<int>(4, 0));
+}
+
+// Merge runs with the live input when the other is dead, and is dead only when both are.
+TEST(ControlFlowTest, DeadInputsReachAMerge) {
+  auto def = GraphDefFromJson(R"({"nodes": [
+    {"name": "p", "op": "Placeholder", "attrs": {"dtype": "bool", "shape": []}},
+    {"name": "q", "op": "Placeholder", "attrs": {"dtype": "bool", "shape": []}},
+    {"name": "v", "op": "Const", "attrs": {"dtype": "int32", "value": {"dtype": "int32", "shape": [], "data": [7]}}},
+    {"name": "s1", "op": "Switch", "inputs": ["v", "p"]},
+    {"name": "s2", "op": "Switch", "inputs": ["s1:1", "q"]},
+    {"name": "neg", "op": "Neg", "inputs": ["s2:0"]},
+    {"name": "m", "op": "Merge", "inputs": ["neg", "s2:1"]},
+    {"name": "after", "op": "Identity", "inputs": ["m"]},
+    {"name": "trigger", "op": "ControlTrigger", "inputs": ["^m"]},
+    {"name": "outer", "op": "Merge", "inputs": ["s1:0", "m"]}
+  ]})");
+  ASSERT_TRUE(def.ok()) << def.status();
+  auto s = Session::Create(SessionConfig(), *def);
+  ASSERT_TRUE(s.ok()) << s.status();
+  auto run = [&](bool p, bool q, std::vector<Tensor>* out) {
+    return (*s)->Run({{"p", Tensor::Scalar(p)}, {"q", Tensor::Scalar(q)}}, {"outer", "outer:1"}, {"trigger"}, out);
+  };
+  std::vector<Tensor> out;
+  ASSERT_TRUE(run(true, true, &out).ok());
+  EXPECT_EQ(out[0].data<int32_t>()[0], 7);
+  EXPECT_EQ(out[1].data<int32_t>()[0], 1);
+  ASSERT_TRUE(run(true, false, &out).ok());
+  EXPECT_EQ(out[0].data<int32_t>()[0], -7);
+  ASSERT_TRUE(run(false, true, &out).ok());  // m is dead; outer takes s1:0
+  EXPECT_EQ(out[0].data<int32_t>()[0], 7);
+  EXPECT_EQ(out[1].data<int32_t>()[0], 0);
+  // Fetching a dead value is an error, as in TensorFlow.
+  Status dead = (*s)->Run({{"p", Tensor::Scalar(false)}, {"q", Tensor::Scalar(true)}}, {"after"}, {}, &out);
+  EXPECT_FALSE(dead.ok());
+}
+
+TEST(ControlFlowTest, AMalformedLoopIsAnError) {
+  auto only_back = GraphDefFromJson(R"({"nodes": [
+    {"name": "m", "op": "Merge", "inputs": ["n"], "attrs": {"T": "int32", "N": 1}},
+    {"name": "n", "op": "NextIteration", "inputs": ["m"]}
+  ]})");
+  ASSERT_TRUE(only_back.ok()) << only_back.status();
+  auto s = Session::Create(SessionConfig(), *only_back);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.status().message(), HasSubstr("has only NextIteration inputs"));
+}
+
+}  // namespace
+}  // namespace tessera
