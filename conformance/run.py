@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""Runs every case in conformance/cases through `tessera run` and through TensorFlow's
-tf.compat.v1 Session, and compares: fetched values (to float tolerance), the device of
-every node both report, and whether each errors. Prints one line per case and a summary;
-exits 1 when any case differs in a way not listed in conformance/known_differences.json.
+"""Runs every case through TensorFlow's tf.compat.v1 Session and through `tessera run` on the
+GraphDef TensorFlow wrote for it, and compares: fetched values (to float tolerance), the
+device of every node both report, and whether each errors. Cases are the JSON files in
+conformance/cases (imported into TensorFlow, then exported by it) and the graphs
+conformance/tf_cases.py builds with TensorFlow's own API (v1 control flow included). Prints
+one line per case and a summary; exits 1 when any case differs in a way not listed in
+conformance/known_differences.json.
 
-usage: run.py TESSERA_BINARY [CASE.json ...]"""
+usage: run.py TESSERA_BINARY [CASE.json | TF_CASE_NAME ...]"""
 import json, os, subprocess, sys, tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -94,9 +97,25 @@ def run_tensorflow(case, graph):
     return {"values": out[:len(fetches)], "devices": devices}
 
 
-def run_tessera(binary, case, tmp):
-    gpath = os.path.join(tmp, "graph.json")
-    json.dump(case["graph"], open(gpath, "w"))
+def tensorflow_graphdef(graph_def, tmp):
+    """The GraphDef as TensorFlow itself writes it after importing `graph_def`, or None when
+    TensorFlow refuses the graph (the case then runs from its JSON)."""
+    g = tf1.Graph()
+    try:
+        with g.as_default():
+            tf1.import_graph_def(graph_def, name="")
+    except Exception:  # noqa: BLE001 -- any refusal: the case is about that error
+        return None
+    path = os.path.join(tmp, "graph.pb")
+    with open(path, "wb") as f:
+        f.write(g.as_graph_def().SerializeToString())
+    return path
+
+
+def run_tessera(binary, case, tmp, gpath=None):
+    if gpath is None:
+        gpath = os.path.join(tmp, "graph.json")
+        json.dump(case["graph"], open(gpath, "w"))
     cpath = os.path.join(tmp, "config.json")
     json.dump(case["config"], open(cpath, "w"))
     args = [binary, "run", gpath, "--config", cpath]
@@ -106,16 +125,23 @@ def run_tessera(binary, case, tmp):
         args += ["--target", ",".join(case["targets"])]
     for name, t in case["feeds"].items():
         p = os.path.join(tmp, f"feed_{len(args)}.json")
-        json.dump(t, open(p, "w"))
+        json.dump(t if isinstance(t, dict) else tensor_json(t), open(p, "w"))
         args += ["--feed", f"{name}={p}"]
     r = subprocess.run(args, capture_output=True, text=True)
     if r.returncode != 0:
-        return {"error": r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}"}, None
+        return {"error": r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}"}
     values = json.loads(r.stdout)
     placed = subprocess.run([binary, "place", gpath, "--config", cpath], capture_output=True, text=True)
     devices = {p["node"]: p["device"] for p in json.loads(placed.stdout)} if placed.returncode == 0 else {}
-    exported = subprocess.run([binary, "export", gpath], capture_output=True, text=True)
-    return {"values": values, "devices": devices}, json.loads(exported.stdout)
+    return {"values": values, "devices": devices}
+
+
+def tensor_json(a):
+    a = np.asarray(a)
+    kind = "string" if a.dtype.kind in "SOU" else tf.as_dtype(a.dtype).name
+    kind = {"float": "float32", "double": "float64", "half": "float16"}.get(kind, kind)
+    data = [x.decode() if isinstance(x, bytes) else x for x in a.ravel().tolist()]
+    return {"dtype": kind, "shape": list(a.shape), "data": data}
 
 
 def same_value(ours, theirs):
@@ -150,22 +176,64 @@ def compare(case, ours, theirs):
     return None
 
 
+def run_json_case(binary, path):
+    case = json.load(open(path))
+    with tempfile.TemporaryDirectory() as tmp:
+        gpath = os.path.join(tmp, "graph.json")
+        json.dump(case["graph"], open(gpath, "w"))
+        exported = subprocess.run([binary, "export", gpath], capture_output=True, text=True)
+        resolved = json.loads(exported.stdout) if exported.returncode == 0 else case["graph"]
+        pb = tensorflow_graphdef(to_graph_def(resolved), tmp)
+        ours = run_tessera(binary, case, tmp, pb)
+    theirs = run_tensorflow(case, resolved)
+    return compare(case, ours, theirs), "pb" if pb else "json"
+
+
+def run_tf_case(binary, name, build):
+    """A graph TensorFlow builds: TF runs it, then Tessera runs the GraphDef TF wrote."""
+    g = tf1.Graph()
+    with g.as_default():
+        spec = build()
+    # Feeds in the placeholders' own dtypes, which a Python number need not be.
+    spec["feeds"] = {k: np.asarray(v, dtype=g.get_tensor_by_name(k).dtype.as_numpy_dtype)
+                     for k, v in spec.get("feeds", {}).items()}
+    case = {"fetch": spec["fetch"], "targets": spec.get("targets", []), "feeds": spec["feeds"],
+            "config": spec.get("config", {"device_count": {"CPU": 1}})}
+    config = tf1.ConfigProto(inter_op_parallelism_threads=1, intra_op_parallelism_threads=1)
+    config.graph_options.rewrite_options.disable_meta_optimizer = True
+    try:
+        with tf1.Session(graph=g, config=config) as sess:
+            out = sess.run(spec["fetch"] + case["targets"], feed_dict=spec.get("feeds", {}))
+        theirs = {"values": out[:len(spec["fetch"])], "devices": {}}
+    except Exception as e:  # noqa: BLE001 -- any TF error is the "error" outcome
+        theirs = {"error": f"{type(e).__name__}: {str(e).splitlines()[0]}"}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "graph.pb")
+        with open(path, "wb") as f:
+            f.write(g.as_graph_def().SerializeToString())
+        ours = run_tessera(binary, case, tmp, path)
+    return compare(case, ours, theirs)
+
+
 def main():
     binary = sys.argv[1]
-    paths = sys.argv[2:] or sorted(os.path.join(HERE, "cases", f) for f in os.listdir(os.path.join(HERE, "cases")))
+    sys.path.insert(0, HERE)
+    import tf_cases  # noqa: E402 -- needs TF's v1 mode, set up on import
+    asked = sys.argv[2:]
+    json_paths = [a for a in asked if a.endswith(".json")] if asked else \
+        sorted(os.path.join(HERE, "cases", f) for f in os.listdir(os.path.join(HERE, "cases")))
+    tf_names = [a for a in asked if not a.endswith(".json")] if asked else sorted(tf_cases.CASES)
     known = json.load(open(os.path.join(HERE, "known_differences.json")))
-    failures = 0
-    for path in paths:
-        name = os.path.splitext(os.path.basename(path))[0]
-        case = json.load(open(path))
-        with tempfile.TemporaryDirectory() as tmp:
-            ours, resolved = run_tessera(binary, case, tmp)
-        theirs = run_tensorflow(case, resolved if resolved else case["graph"])
-        why = compare(case, ours, theirs)
+    failures = total = 0
+    runs = [(os.path.splitext(os.path.basename(p))[0], lambda p=p: run_json_case(binary, p)) for p in json_paths]
+    runs += [(n, lambda n=n: (run_tf_case(binary, n, tf_cases.CASES[n]), "tf")) for n in tf_names]
+    for name, run in runs:
+        why, source = run()
         status = "same" if why is None else ("known" if name in known else "DIFF")
         failures += status == "DIFF"
-        print(f"{status:5} {name:40} {why or ''}{' -- ' + known[name] if status == 'known' else ''}")
-    print(f"{len(paths) - failures} of {len(paths)} cases match TensorFlow {tf.__version__} "
+        total += 1
+        print(f"{status:5} {name:40} [{source:4}] {why or ''}{' -- ' + known[name] if status == 'known' else ''}")
+    print(f"{total - failures} of {total} cases match TensorFlow {tf.__version__} "
           f"(or differ as known_differences.json explains)")
     return 1 if failures else 0
 

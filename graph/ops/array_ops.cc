@@ -307,6 +307,32 @@ Status SliceShape(InferenceContext& c) {
   return Status::OK();
 }
 
+Status TileShape(InferenceContext& c) {
+  const TensorShape& in = c.input(0);
+  const Tensor* multiples = c.input_tensor(1);
+  if (in.unknown_rank()) return Status::OK();
+  std::vector<int64_t> dims(in.dims().begin(), in.dims().end());
+  if (multiples == nullptr) {
+    std::fill(dims.begin(), dims.end(), -1);
+    c.set_output(0, TensorShape(dims));
+    return Status::OK();
+  }
+  std::vector<int64_t> m = IntTensorValues(*multiples);
+  if (static_cast<int>(m.size()) != in.rank()) {
+    return errors::InvalidArgument("Expected multiples argument to be a vector of length ", in.rank(), " but got length ",
+                                   m.size());
+  }
+  for (int i = 0; i < in.rank(); ++i) {
+    if (m[i] < 0) return errors::InvalidArgument("Expected multiples[", i, "] >= 0, but got ", m[i]);
+    if (dims[i] >= 0 && __builtin_mul_overflow(dims[i], m[i], &dims[i])) {
+      return errors::InvalidArgument("Tiling dimension ", i, " overflows");
+    }
+  }
+  ASSIGN_OR_RETURN(TensorShape out, TensorShape::Make(dims));
+  c.set_output(0, out);
+  return Status::OK();
+}
+
 Status StridedSliceShape(InferenceContext& c) {
   const Tensor* begin = c.input_tensor(1);
   const Tensor* end = c.input_tensor(2);
@@ -368,6 +394,8 @@ void RegisterArrayOps(OpRegistry& r) {
                   .Attr("T: type").Attr("Tdim: {int32, int64} = int32").SetShapeFn(ExpandDimsShape));
   RegisterCoreOp(r, OpDefBuilder("Transpose").Input("x: T").Input("perm: Tperm").Output("y: T").Attr("T: type")
                   .Attr("Tperm: {int32, int64} = int32").SetShapeFn(TransposeShape));
+  RegisterCoreOp(r, OpDefBuilder("Tile").Input("input: T").Input("multiples: Tmultiples").Output("output: T")
+                  .Attr("T: type").Attr("Tmultiples: {int32, int64} = int32").SetShapeFn(TileShape));
   RegisterCoreOp(r, OpDefBuilder("Slice").Input("input: T").Input("begin: Index").Input("size: Index")
                   .Output("output: T").Attr("T: type").Attr("Index: {int32, int64}").SetShapeFn(SliceShape));
   RegisterCoreOp(r, OpDefBuilder("StridedSlice").Input("input: T").Input("begin: Index").Input("end: Index")

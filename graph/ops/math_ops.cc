@@ -99,6 +99,11 @@ void RegisterMathOps(OpRegistry& r) {
   }
   RegisterCoreOp(r, OpDefBuilder("TruncateDiv").Input("x: T").Input("y: T").Output("z: T")
                   .Attr("T: {int32, int64}").SetShapeFn(BroadcastBinaryShape));
+  // The gradients of Sigmoid and Tanh from their outputs y: dy * y * (1 - y), dy * (1 - y^2).
+  for (const char* op : {"SigmoidGrad", "TanhGrad"}) {
+    RegisterCoreOp(r, OpDefBuilder(op).Input("y: T").Input("dy: T").Output("z: T").Attr(kFloating)
+                    .SetShapeFn(BroadcastBinaryShape));
+  }
   // `/` on floating tensors.
   RegisterCoreOp(r, OpDefBuilder("RealDiv").Input("x: T").Input("y: T").Output("z: T").Attr(kFloating)
                   .SetShapeFn(BroadcastBinaryShape));

@@ -146,6 +146,9 @@ TESSERA_BINARY_FUNCTOR(MinF, x < y ? x : y, x < y ? x : y, 1, false)
 TESSERA_BINARY_FUNCTOR(EqualF, x == y, x == y, 1, false)
 TESSERA_BINARY_FUNCTOR(GreaterF, x > y, x > y, 1, false)
 TESSERA_BINARY_FUNCTOR(LessF, x < y, x < y, 1, false)
+// x: the forward output, y: the gradient (floating types only).
+TESSERA_BINARY_FUNCTOR(SigmoidGradF, x, y * x * (T(1) - x), 4, false)
+TESSERA_BINARY_FUNCTOR(TanhGradF, x, y * (T(1) - x * x), 4, false)
 // x: the gradient, y: the forward input.
 TESSERA_BINARY_FUNCTOR(ReluGradF, y > 0 ? x : T(0), y > 0 ? x : T(0), 1, false)
 #undef TESSERA_BINARY_FUNCTOR
@@ -264,6 +267,8 @@ void RegisterCwiseKernels(KernelRegistry& r) {
   RegisterBinary<GreaterF, float, double, int32_t, int64_t>(r, "Greater");
   RegisterBinary<LessF, float, double, int32_t, int64_t>(r, "Less");
   RegisterBinary<ReluGradF, float, double, int32_t, int64_t>(r, "ReluGrad");
+  RegisterBinary<SigmoidGradF, float, double>(r, "SigmoidGrad");
+  RegisterBinary<TanhGradF, float, double>(r, "TanhGrad");
 
   ForEachType<float, double, int32_t, int64_t>([&](auto zero) {
     using T = decltype(zero);

@@ -1,4 +1,4 @@
-// Ops that gather elements into a new layout: Pack, Slice, StridedSlice and Transpose. Each
+// Ops that gather elements into a new layout: Pack, Slice, StridedSlice, Transpose and Tile. Each
 // maps its output, element by element in order, onto a strided walk of its input, for every
 // dtype (strings by assignment).
 #include <vector>
@@ -196,6 +196,34 @@ class TransposeOp : public OpKernel {
   }
 };
 
+// Tiling dimension d m times walks (m, d) with strides (0, stride_d).
+class TileOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& in = ctx->input(0);
+    OP_REQUIRES(ctx, !IsObject(in.dtype()), errors::Unimplemented("Tile of variant tensors"));
+    std::vector<int64_t> multiples = IntTensorValues(ctx->input(1));
+    OP_REQUIRES(ctx, static_cast<int>(multiples.size()) == in.rank(),
+                errors::InvalidArgument("Expected multiples argument to be a vector of length ", in.rank(),
+                                        " but got length ", multiples.size()));
+    std::vector<int64_t> strides = RowMajorStrides(in.shape());
+    StridedWalk w;
+    std::vector<int64_t> dims;
+    for (int i = 0; i < in.rank(); ++i) {
+      int64_t d = 0;
+      OP_REQUIRES(ctx, multiples[i] >= 0 && !__builtin_mul_overflow(in.dim(i), multiples[i], &d),
+                  errors::InvalidArgument("Expected multiples[", i, "] >= 0 and a tile that fits, got ", multiples[i]));
+      dims.push_back(d);
+      w.dims.insert(w.dims.end(), {multiples[i], in.dim(i)});
+      w.strides.insert(w.strides.end(), {0, strides[i]});
+    }
+    StatusOr<TensorShape> shape = TensorShape::Make(dims);
+    OP_REQUIRES_OK(ctx, shape.status());
+    Emit(ctx, in, w, *shape);
+  }
+};
+
 }  // namespace
 
 void RegisterSliceKernels(KernelRegistry& r) {
@@ -203,6 +231,7 @@ void RegisterSliceKernels(KernelRegistry& r) {
   r.Register<SliceOp>(KernelDefBuilder("Slice").Device(kDeviceCpu));
   r.Register<StridedSliceOp>(KernelDefBuilder("StridedSlice").Device(kDeviceCpu));
   r.Register<TransposeOp>(KernelDefBuilder("Transpose").Device(kDeviceCpu));
+  r.Register<TileOp>(KernelDefBuilder("Tile").Device(kDeviceCpu));
 }
 
 }  // namespace tessera::cpu

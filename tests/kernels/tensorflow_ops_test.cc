@@ -1,6 +1,6 @@
 // The ops added for TensorFlow's own graphs, on the CPU: slicing and rearranging (Pack,
-// Slice, StridedSlice, Transpose, Squeeze, ExpandDims) and the math tf.compat.v1 emits
-// (AddV2, RealDiv, Sigmoid, Tanh, Min, Prod, StopGradient). Expected values are numpy's.
+// Slice, StridedSlice, Transpose, Tile, Squeeze, ExpandDims) and the math tf.compat.v1 emits
+// (AddV2, RealDiv, Sigmoid, Tanh and their gradients, Min, Prod, StopGradient). Expected values are numpy's.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -137,6 +137,19 @@ TEST(TensorFlowOpsTest, SliceTransposePack) {
   EXPECT_EQ(y->shape(), TensorShape({2, 2, 3, 4}));
   EXPECT_EQ(Floats(*y)[12], 0);  // y[0, 1, 0, 0] = x[0, 0, 0]
   EXPECT_EQ(Floats(*y)[24], 12);
+}
+
+TEST(TensorFlowOpsTest, Tile) {
+  auto y = RunOp({{"op", "Tile"}, {"inputs", {"x", "m"}}}, {ConstNode("m", "int32", {3}, Ints({1, 2, 1}))});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->shape(), TensorShape({2, 6, 4}));
+  EXPECT_EQ(Floats(*y)[3 * 4 + 1], 1);   // y[0, 3, 1] = x[0, 0, 1]
+  EXPECT_EQ(Floats(*y)[24 + 5 * 4], 20);  // y[1, 5, 0] = x[1, 2, 0]
+  y = RunOp({{"op", "Tile"}, {"inputs", {"x", "m"}}}, {ConstNode("m", "int32", {3}, Ints({1, -1, 1}))});
+  EXPECT_FALSE(y.ok());
+  y = RunOp({{"op", "SigmoidGrad"}, {"inputs", {"h", "x"}}}, {ConstNode("h", "float32", {}, {0.25})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Floats(*y)[4], 4 * 0.25f * 0.75f);
 }
 
 TEST(TensorFlowOpsTest, SqueezeAndExpandDims) {
