@@ -32,8 +32,8 @@ def main():
         tf.keras.Input((28, 28, 1)), tf.keras.layers.Conv2D(32, 3, activation="relu"), tf.keras.layers.MaxPooling2D(2),
         tf.keras.layers.Conv2D(64, 3, activation="relu"), tf.keras.layers.MaxPooling2D(2), tf.keras.layers.Flatten(),
         tf.keras.layers.Dense(64, activation="relu"), tf.keras.layers.Dense(10)])
-    model.compile(tf.keras.optimizers.RMSprop(1e-3),
-                  tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True), ["accuracy"])
+    model.compile(optimizer=tf.keras.optimizers.RMSprop(1e-3),
+                  loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
     model.fit(x_train, y_train, batch_size=128, epochs=1, verbose=0)
     fn = tf.function(lambda images: model(images)).get_concrete_function(
         tf.TensorSpec([None, 28, 28, 1], tf.float32, name="images"))
