@@ -20,6 +20,8 @@
 #include "placement/placement_record.h"
 #include "runtime/session.h"
 
+static_assert(sizeof(tessera_dtype) == sizeof(int), "tessera_dtype is read as an int");
+
 struct tessera_status {
   tessera::Status status;
   std::string message;  // what tessera_status_message returns
@@ -73,7 +75,11 @@ R Guard(tessera_status* s, R on_error, F&& body) {
   return on_error;
 }
 
-StatusOr<DataType> FromC(tessera_dtype dt) {
+// A C caller may pass any int as a tessera_dtype; reading it through its bytes keeps an
+// out-of-range value from being undefined behaviour in C++.
+StatusOr<DataType> FromC(const tessera_dtype& dtype) {
+  int dt;
+  std::memcpy(&dt, &dtype, sizeof dt);
   switch (dt) {
     case TESSERA_FLOAT: return DataType::kFloat;
     case TESSERA_DOUBLE: return DataType::kDouble;
@@ -85,7 +91,7 @@ StatusOr<DataType> FromC(tessera_dtype dt) {
     case TESSERA_BFLOAT16: return DataType::kBFloat16;
     case TESSERA_HALF: return DataType::kHalf;
   }
-  return errors::InvalidArgument("unknown tessera_dtype ", static_cast<int>(dt));
+  return errors::InvalidArgument("unknown tessera_dtype ", dt);
 }
 
 tessera_dtype ToC(DataType dt) {
