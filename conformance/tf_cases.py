@@ -71,6 +71,29 @@ def math_tf2_emits():
 
 
 @case
+def unstack_pad_select_gather():
+    x = x234()
+    i = tf.constant([[2, 0], [1, 1]])
+    ys = list(tf.unstack(x, axis=1)) + [
+        tf.pad(x, [[0, 1], [1, 0], [2, 1]]), tf.pad(x, [[0, 0], [0, 0], [1, 1]], constant_values=-1.0),
+        tf1.where(tf.constant([True, False]), x, -x), tf.where(x > 10.0, x, tf.zeros([4])),
+        tf.gather(x, i, axis=1), tf.gather(x, [1, 0]), tf.gather(tf.constant(["a", "b", "c"]), [2, 2, 0]),
+        tf.cast(tf.logical_and(x >= 3.0, tf.logical_not(tf.not_equal(x, 5.0))), tf.int32),
+        tf.cast(tf.logical_or(x <= 1.0, x > 22.0), tf.int32)]
+    return {"fetch": [tf.identity(y, name=f"y{i}").name for i, y in enumerate(ys)]}
+
+
+@case
+def unstack_pad_select_gather_gradients():
+    x = tf1.placeholder(tf.float32, [2, 3, 4], name="x")
+    parts = tf.unstack(x, axis=2)
+    loss = (tf.reduce_sum(parts[0] * parts[3]) + tf.reduce_sum(tf.pad(x, [[1, 0], [0, 2], [0, 0]]) ** 2)
+            + tf.reduce_sum(tf.where(x > 5.0, x * 3.0, x)) + tf.reduce_sum(tf.gather(x, [2, 0, 2], axis=1) * x[:, :1]))
+    g = tf1.gradients(loss, x)[0]
+    return {"fetch": [tf.identity(g, name="g").name],
+            "feeds": {"x:0": np.linspace(-3.0, 9.0, 24, dtype=np.float32).reshape(2, 3, 4)}}
+
+@case
 def resource_variable():
     v = tf1.get_variable("v", initializer=tf.constant([1.0, 2.0]), use_resource=True)
     init = v.initializer

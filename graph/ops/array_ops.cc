@@ -1,6 +1,6 @@
 // Schemas of const, Placeholder, Identity, Reshape, shapes and sizes, Fill, BroadcastTo, ConcatV2,
-// Split, and the slicing and rearranging ops TensorFlow's graphs use (Pack, Slice,
-// StridedSlice, Squeeze, ExpandDims, Transpose).
+// Split, and the slicing and rearranging ops TensorFlow's graphs use (Pack, Unpack, Slice,
+// StridedSlice, Squeeze, ExpandDims, Transpose, Tile, Pad, Gather).
 #include <algorithm>
 
 #include "graph/ops/register.h"
@@ -350,6 +350,71 @@ Status StridedSliceShape(InferenceContext& c) {
   return Status::OK();
 }
 
+Status UnpackShape(InferenceContext& c) {
+  const TensorShape& in = c.input(0);
+  if (in.unknown_rank()) return Status::OK();
+  int64_t axis = 0;
+  RETURN_IF_ERROR(c.GetAttr("axis", &axis));
+  ASSIGN_OR_RETURN(int at, CanonicalAxis(axis, in.rank(), "Unpack axis"));
+  if (in.dim(at) >= 0 && in.dim(at) != c.num_outputs()) {
+    return errors::InvalidArgument("Dimension ", at, " of the input is ", in.dim(at), ", not num = ", c.num_outputs());
+  }
+  std::vector<int64_t> dims(in.dims().begin(), in.dims().end());
+  dims.erase(dims.begin() + at);
+  for (int i = 0; i < c.num_outputs(); ++i) c.set_output(i, TensorShape(dims));
+  return Status::OK();
+}
+
+Status PadShape(InferenceContext& c) {
+  const TensorShape& in = c.input(0);
+  const Tensor* paddings = c.input_tensor(1);
+  if (in.unknown_rank()) return Status::OK();
+  std::vector<int64_t> dims(in.dims().begin(), in.dims().end());
+  if (paddings == nullptr) {
+    std::fill(dims.begin(), dims.end(), -1);
+    c.set_output(0, TensorShape(dims));
+    return Status::OK();
+  }
+  if (paddings->shape() != TensorShape({in.rank(), 2})) {
+    return errors::InvalidArgument("paddings must be a matrix with 2 columns and a row per input dimension (",
+                                   in.rank(), "), got ", paddings->shape().DebugString());
+  }
+  std::vector<int64_t> p = IntTensorValues(*paddings);
+  for (int i = 0; i < in.rank(); ++i) {
+    if (p[2 * i] < 0 || p[2 * i + 1] < 0) {
+      return errors::InvalidArgument("Paddings must be non-negative: ", p[2 * i], " ", p[2 * i + 1]);
+    }
+    if (dims[i] >= 0 && (__builtin_add_overflow(dims[i], p[2 * i], &dims[i]) ||
+                         __builtin_add_overflow(dims[i], p[2 * i + 1], &dims[i]))) {
+      return errors::InvalidArgument("Padding dimension ", i, " overflows");
+    }
+  }
+  ASSIGN_OR_RETURN(TensorShape out, TensorShape::Make(dims));
+  c.set_output(0, out);
+  return Status::OK();
+}
+
+// params[:axis] + indices + params[axis + 1:], for Gather (axis 0) and GatherV2.
+Status GatherShape(InferenceContext& c) {
+  const TensorShape& params = c.input(0);
+  const TensorShape& indices = c.input(1);
+  int64_t batch_dims = 0;
+  if (c.num_inputs() == 3) RETURN_IF_ERROR(c.GetAttr("batch_dims", &batch_dims));
+  if (batch_dims != 0) return errors::Unimplemented("GatherV2 with batch_dims = ", batch_dims);
+  if (params.unknown_rank() || indices.unknown_rank()) return Status::OK();
+  if (params.rank() == 0) return errors::InvalidArgument("params must be at least 1 dimensional");
+  int axis = 0;
+  if (c.num_inputs() == 3) {
+    ASSIGN_OR_RETURN(axis, ConstantAxis(c, 2, params.rank()));
+    if (axis < 0) return Status::OK();
+  }
+  std::vector<int64_t> dims(params.dims().begin(), params.dims().begin() + axis);
+  dims.insert(dims.end(), indices.dims().begin(), indices.dims().end());
+  dims.insert(dims.end(), params.dims().begin() + axis + 1, params.dims().end());
+  c.set_output(0, TensorShape(dims));
+  return Status::OK();
+}
+
 }  // namespace
 
 void RegisterArrayOps(OpRegistry& r) {
@@ -402,6 +467,29 @@ void RegisterArrayOps(OpRegistry& r) {
                   .Input("strides: Index").Output("output: T").Attr("T: type").Attr("Index: {int32, int64}")
                   .Attr("begin_mask: int = 0").Attr("end_mask: int = 0").Attr("ellipsis_mask: int = 0")
                   .Attr("new_axis_mask: int = 0").Attr("shrink_axis_mask: int = 0").SetShapeFn(StridedSliceShape));
+  RegisterCoreOp(r, OpDefBuilder("Unpack").Input("value: T").Output("output: num * T").Attr("num: int >= 0")
+                  .Attr("T: type").Attr("axis: int = 0").SetShapeFn(UnpackShape));
+  RegisterCoreOp(r, OpDefBuilder("Pad").Input("input: T").Input("paddings: Tpaddings").Output("output: T")
+                  .Attr("T: type").Attr("Tpaddings: {int32, int64} = int32").SetShapeFn(PadShape));
+  RegisterCoreOp(r, OpDefBuilder("PadV2").Input("input: T").Input("paddings: Tpaddings").Input("constant_values: T")
+                  .Output("output: T").Attr("T: type").Attr("Tpaddings: {int32, int64} = int32").SetShapeFn(PadShape));
+  RegisterCoreOp(r, OpDefBuilder("Gather").Input("params: Tparams").Input("indices: Tindices").Output("output: Tparams")
+                  .Attr("validate_indices: bool = true").Attr("Tparams: type").Attr("Tindices: {int32, int64}")
+                  .SetShapeFn(GatherShape));
+  RegisterCoreOp(r, OpDefBuilder("GatherV2").Input("params: Tparams").Input("indices: Tindices").Input("axis: Taxis")
+                  .Output("output: Tparams").Attr("batch_dims: int = 0").Attr("Tparams: type")
+                  .Attr("Tindices: {int32, int64}").Attr("Taxis: {int32, int64}").SetShapeFn(GatherShape));
+  RegisterCoreOp(r, OpDefBuilder("Range").Input("start: Tidx").Input("limit: Tidx").Input("delta: Tidx")
+                  .Output("output: Tidx").Attr("Tidx: {float32, float64, int32, int64} = int32")
+                  .SetShapeFn([](InferenceContext& c) {
+                    c.set_output(0, TensorShape({-1}));
+                    return Status::OK();
+                  }));
+  RegisterCoreOp(r, OpDefBuilder("StridedSliceGrad").Input("shape: Index").Input("begin: Index").Input("end: Index")
+                  .Input("strides: Index").Input("dy: T").Output("output: T").Attr("T: type")
+                  .Attr("Index: {int32, int64}").Attr("begin_mask: int = 0").Attr("end_mask: int = 0")
+                  .Attr("ellipsis_mask: int = 0").Attr("new_axis_mask: int = 0").Attr("shrink_axis_mask: int = 0")
+                  .SetShapeFn(ShapeFromInput0));
   RegisterCoreOp(r, OpDefBuilder("Shape").Input("input: T").Output("output: out_type").Attr("T: type")
                   .Attr("out_type: {int32, int64} = int32").SetShapeFn(ShapeShape));
 }

@@ -1,4 +1,5 @@
-// Schemas of elementwise arithmetic and comparison, AddN, MatMul, Cast, reductions and ArgMax.
+// Schemas of elementwise arithmetic, comparison and logic, Select, AddN, MatMul, Cast, reductions,
+// ArgMax and UnsortedSegmentSum.
 #include "graph/ops/register.h"
 #include "graph/shape_inference.h"
 
@@ -71,6 +72,49 @@ Status ReductionShape(InferenceContext& c) {
   return Status::OK();
 }
 
+// Select: t and e of one shape; the condition of that shape, a scalar, or a vector along t's
+// first dimension.
+Status SelectShape(InferenceContext& c) {
+  ASSIGN_OR_RETURN(TensorShape te, InferenceContext::Merge(c.input(1), c.input(2)));
+  const TensorShape& cond = c.input(0);
+  if (!cond.unknown_rank() && !te.unknown_rank() && cond.rank() != 0) {
+    if (cond.rank() == 1 && te.rank() > 1) {
+      RETURN_IF_ERROR(InferenceContext::Merge(cond, TensorShape({te.dim(0)})).status());
+    } else {
+      RETURN_IF_ERROR(InferenceContext::Merge(cond, te).status());
+    }
+  }
+  c.set_output(0, te);
+  return Status::OK();
+}
+
+Status SelectV2Shape(InferenceContext& c) {
+  ASSIGN_OR_RETURN(TensorShape te, InferenceContext::BroadcastShapes(c.input(1), c.input(2)));
+  ASSIGN_OR_RETURN(TensorShape out, InferenceContext::BroadcastShapes(c.input(0), te));
+  c.set_output(0, out);
+  return Status::OK();
+}
+
+// [num_segments] + data.shape[rank(segment_ids):]
+Status UnsortedSegmentShape(InferenceContext& c) {
+  const TensorShape& data = c.input(0);
+  const TensorShape& ids = c.input(1);
+  const Tensor* n = c.input_tensor(2);
+  if (data.unknown_rank() || ids.unknown_rank()) return Status::OK();
+  if (ids.rank() > data.rank()) {
+    return errors::InvalidArgument("segment_ids of rank ", ids.rank(), " for data of rank ", data.rank());
+  }
+  std::vector<int64_t> dims{-1};
+  if (n != nullptr) {
+    if (n->NumElements() != 1) return errors::InvalidArgument("num_segments should be a scalar");
+    dims[0] = IntTensorValues(*n)[0];
+    if (dims[0] < 0) return errors::InvalidArgument("num_segments must be non-negative, got ", dims[0]);
+  }
+  dims.insert(dims.end(), data.dims().begin() + ids.rank(), data.dims().end());
+  c.set_output(0, TensorShape(dims));
+  return Status::OK();
+}
+
 }  // namespace
 
 void RegisterMathOps(OpRegistry& r) {
@@ -82,10 +126,27 @@ void RegisterMathOps(OpRegistry& r) {
   RegisterCoreOp(r, OpDefBuilder("Equal").Input("x: T").Input("y: T").Output("z: bool")
                   .Attr("T: {float32, float64, int32, int64, bool, string}")
                   .SetShapeFn(BroadcastBinaryShape));
-  for (const char* op : {"Greater", "Less"}) {
+  RegisterCoreOp(r, OpDefBuilder("NotEqual").Input("x: T").Input("y: T").Output("z: bool")
+                  .Attr("T: {float32, float64, int32, int64, bool, string}")
+                  .SetShapeFn(BroadcastBinaryShape));
+  for (const char* op : {"Greater", "Less", "GreaterEqual", "LessEqual"}) {
     RegisterCoreOp(r, OpDefBuilder(op).Input("x: T").Input("y: T").Output("z: bool").Attr(kNumeric)
                     .SetShapeFn(BroadcastBinaryShape));
   }
+  for (const char* op : {"LogicalAnd", "LogicalOr"}) {
+    RegisterCoreOp(r, OpDefBuilder(op).Input("x: bool").Input("y: bool").Output("z: bool")
+                    .SetShapeFn(BroadcastBinaryShape));
+  }
+  RegisterCoreOp(r, OpDefBuilder("LogicalNot").Input("x: bool").Output("y: bool").SetShapeFn(UnchangedShape));
+  RegisterCoreOp(r, OpDefBuilder("Select").Input("condition: bool").Input("t: T").Input("e: T").Output("output: T")
+                  .Attr("T: type").SetShapeFn(SelectShape));
+  RegisterCoreOp(r, OpDefBuilder("SelectV2").Input("condition: bool").Input("t: T").Input("e: T")
+                  .Output("output: T").Attr("T: type").SetShapeFn(SelectV2Shape));
+  // Gather's gradient: rows of data summed into the segments segment_ids name.
+  RegisterCoreOp(r, OpDefBuilder("UnsortedSegmentSum").Input("data: T").Input("segment_ids: Tindices")
+                  .Input("num_segments: Tnumsegments").Output("output: T").Attr(kNumeric)
+                  .Attr("Tindices: {int32, int64}").Attr("Tnumsegments: {int32, int64} = int32")
+                  .SetShapeFn(UnsortedSegmentShape));
   RegisterCoreOp(r, OpDefBuilder("AddN").Input("inputs: N * T").Output("sum: T").Attr("N: int >= 1")
                   .Attr(kNumeric).SetShapeFn(MergedInputsShape));
   for (const char* op : {"Neg", "Square"}) {
@@ -104,6 +165,8 @@ void RegisterMathOps(OpRegistry& r) {
     RegisterCoreOp(r, OpDefBuilder(op).Input("y: T").Input("dy: T").Output("z: T").Attr(kFloating)
                     .SetShapeFn(BroadcastBinaryShape));
   }
+  RegisterCoreOp(r, OpDefBuilder("Pow").Input("x: T").Input("y: T").Output("z: T").Attr(kFloating)
+                  .SetShapeFn(BroadcastBinaryShape));
   // `/` on floating tensors.
   RegisterCoreOp(r, OpDefBuilder("RealDiv").Input("x: T").Input("y: T").Output("z: T").Attr(kFloating)
                   .SetShapeFn(BroadcastBinaryShape));

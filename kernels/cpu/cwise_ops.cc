@@ -141,11 +141,17 @@ TESSERA_BINARY_FUNCTOR(MulF, Wrap<T>(U<T>(x) * U<T>(y)), x * y, 1, false)
 TESSERA_BINARY_FUNCTOR(DivF, y == -1 ? Wrap<T>(U<T>(0) - U<T>(x)) : T(x / y), x / y, 4, true)
 TESSERA_BINARY_FUNCTOR(FloorDivF, FloorDivInt<T>(x, y), std::floor(x / y), 8, true)
 TESSERA_BINARY_FUNCTOR(FloorModF, FloorModInt<T>(x, y), FloorModFloat<T>(x, y), 8, true)
+TESSERA_BINARY_FUNCTOR(PowF, x, std::pow(x, y), 16, false)  // floating types only
 TESSERA_BINARY_FUNCTOR(MaxF, x > y ? x : y, x > y ? x : y, 1, false)
 TESSERA_BINARY_FUNCTOR(MinF, x < y ? x : y, x < y ? x : y, 1, false)
 TESSERA_BINARY_FUNCTOR(EqualF, x == y, x == y, 1, false)
 TESSERA_BINARY_FUNCTOR(GreaterF, x > y, x > y, 1, false)
 TESSERA_BINARY_FUNCTOR(LessF, x < y, x < y, 1, false)
+TESSERA_BINARY_FUNCTOR(NotEqualF, x != y, x != y, 1, false)
+TESSERA_BINARY_FUNCTOR(GreaterEqualF, x >= y, x >= y, 1, false)
+TESSERA_BINARY_FUNCTOR(LessEqualF, x <= y, x <= y, 1, false)
+TESSERA_BINARY_FUNCTOR(LogicalAndF, x && y, x && y, 1, false)
+TESSERA_BINARY_FUNCTOR(LogicalOrF, x || y, x || y, 1, false)
 // x: the forward output, y: the gradient (floating types only).
 TESSERA_BINARY_FUNCTOR(SigmoidGradF, x, y * x * (T(1) - x), 4, false)
 TESSERA_BINARY_FUNCTOR(TanhGradF, x, y * (T(1) - x * x), 4, false)
@@ -199,15 +205,19 @@ TESSERA_UNARY_FUNCTOR(LogF, x, x.log(), 16)
 TESSERA_UNARY_FUNCTOR(ReluF, x > 0 ? x : T(0), x.max(typename A::Scalar(0)), 1)
 TESSERA_UNARY_FUNCTOR(SigmoidF, x, x.logistic(), 24)
 TESSERA_UNARY_FUNCTOR(TanhF, x, x.tanh(), 24)
+TESSERA_UNARY_FUNCTOR(LogicalNotF, !x, x, 1)  // bool only, which takes the integral path
 #undef TESSERA_UNARY_FUNCTOR
+
+template <typename F>
+constexpr bool IsComparison = std::is_same_v<F, EqualF> || std::is_same_v<F, NotEqualF> || std::is_same_v<F, GreaterF> ||
+                              std::is_same_v<F, LessF> || std::is_same_v<F, GreaterEqualF> ||
+                              std::is_same_v<F, LessEqualF>;
 
 template <typename F, typename... Ts>
 void RegisterBinary(KernelRegistry& r, const char* op) {
   ForEachType<Ts...>([&](auto zero) {
     using T = decltype(zero);
-    using Out = std::conditional_t<std::is_same_v<F, EqualF> || std::is_same_v<F, GreaterF> ||
-                                       std::is_same_v<F, LessF>,
-                                   bool, T>;
+    using Out = std::conditional_t<IsComparison<F>, bool, T>;
     r.Register<BinaryOp<T, Out, F>>(KernelDefBuilder(op).Device(kDeviceCpu).TypeConstraint<T>("T"));
   });
 }
@@ -255,6 +265,7 @@ void RegisterCwiseKernels(KernelRegistry& r) {
   RegisterBinary<AddF, float, double, int32_t, int64_t>(r, "Add");
   RegisterBinary<AddF, float, double, int32_t, int64_t>(r, "AddV2");
   RegisterBinary<DivF, float, double>(r, "RealDiv");
+  RegisterBinary<PowF, float, double>(r, "Pow");
   RegisterBinary<SubF, float, double, int32_t, int64_t>(r, "Sub");
   RegisterBinary<MulF, float, double, int32_t, int64_t>(r, "Mul");
   RegisterBinary<DivF, float, double, int32_t, int64_t>(r, "Div");
@@ -266,6 +277,12 @@ void RegisterCwiseKernels(KernelRegistry& r) {
   RegisterBinary<EqualF, float, double, int32_t, int64_t, bool, std::string>(r, "Equal");
   RegisterBinary<GreaterF, float, double, int32_t, int64_t>(r, "Greater");
   RegisterBinary<LessF, float, double, int32_t, int64_t>(r, "Less");
+  RegisterBinary<NotEqualF, float, double, int32_t, int64_t, bool, std::string>(r, "NotEqual");
+  RegisterBinary<GreaterEqualF, float, double, int32_t, int64_t>(r, "GreaterEqual");
+  RegisterBinary<LessEqualF, float, double, int32_t, int64_t>(r, "LessEqual");
+  r.Register<BinaryOp<bool, bool, LogicalAndF>>(KernelDefBuilder("LogicalAnd").Device(kDeviceCpu));
+  r.Register<BinaryOp<bool, bool, LogicalOrF>>(KernelDefBuilder("LogicalOr").Device(kDeviceCpu));
+  r.Register<UnaryOp<bool, LogicalNotF>>(KernelDefBuilder("LogicalNot").Device(kDeviceCpu));
   RegisterBinary<ReluGradF, float, double, int32_t, int64_t>(r, "ReluGrad");
   RegisterBinary<SigmoidGradF, float, double>(r, "SigmoidGrad");
   RegisterBinary<TanhGradF, float, double>(r, "TanhGrad");

@@ -35,6 +35,8 @@ void RegisterCpuKernels(KernelRegistry& r) {
   cpu::RegisterDecodeCsvKernels(r);
   cpu::RegisterShapeKernels(r);
   cpu::RegisterSliceKernels(r);
+  cpu::RegisterSelectKernels(r);
+  cpu::RegisterGatherKernels(r);
   cpu::RegisterTrainingKernels(r);
   cpu::RegisterRandomKernels(r);
   cpu::RegisterConvKernels(r);

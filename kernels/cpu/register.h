@@ -21,6 +21,8 @@ void RegisterAllReduceKernels(KernelRegistry& r);
 void RegisterDecodeCsvKernels(KernelRegistry& r);
 void RegisterShapeKernels(KernelRegistry& r);
 void RegisterSliceKernels(KernelRegistry& r);
+void RegisterSelectKernels(KernelRegistry& r);
+void RegisterGatherKernels(KernelRegistry& r);
 void RegisterTrainingKernels(KernelRegistry& r);
 void RegisterRandomKernels(KernelRegistry& r);
 void RegisterConvKernels(KernelRegistry& r);

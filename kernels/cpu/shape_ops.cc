@@ -1,5 +1,6 @@
-// Kernels that compute with shapes, for gradients of broadcasting and reductions:
-// BroadcastGradientArgs, BroadcastTo and Size.
+// Kernels that compute with shapes, for gradients of broadcasting, reductions and gathers:
+// BroadcastGradientArgs, BroadcastTo and Range.
+#include <cmath>
 #include <cstring>
 #include <limits>
 
@@ -98,9 +99,42 @@ class BroadcastToOp : public OpKernel {
   }
 };
 
+// start, start + delta, ... up to limit (excluded), as numpy's arange.
+template <typename T>
+class RangeOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    for (int i = 0; i < 3; ++i) {
+      OP_REQUIRES(ctx, ctx->input(i).NumElements() == 1,
+                  errors::InvalidArgument("Range's inputs must be scalars; input ", i, " has shape ",
+                                          ctx->input(i).shape().DebugString()));
+    }
+    const T start = ctx->input(0).data<T>()[0], limit = ctx->input(1).data<T>()[0], delta = ctx->input(2).data<T>()[0];
+    OP_REQUIRES(ctx, delta != 0, errors::InvalidArgument("Requires delta != 0: ", delta));
+    OP_REQUIRES(ctx, delta > 0 ? start <= limit : start >= limit,
+                errors::InvalidArgument("Requires start ", delta > 0 ? "<=" : ">=", " limit when delta ",
+                                        delta > 0 ? "> 0: " : "< 0: ", start, "/", limit));
+    // In double, so that an int64 span does not overflow; sizes past 2^53 fail below anyway.
+    const double size = std::ceil(std::abs((static_cast<double>(limit) - static_cast<double>(start)) /
+                                           static_cast<double>(delta)));
+    OP_REQUIRES(ctx, size <= static_cast<double>(std::numeric_limits<int32_t>::max()),
+                errors::InvalidArgument("Range of ", size, " elements is too large"));
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({static_cast<int64_t>(size)}), &out));
+    T* o = out->data<T>();
+    for (int64_t i = 0; i < out->NumElements(); ++i) o[i] = static_cast<T>(start + static_cast<T>(i) * delta);
+  }
+  bool IsExpensive() const override { return false; }
+};
+
 }  // namespace
 
 void RegisterShapeKernels(KernelRegistry& r) {
+  ForEachType<float, double, int32_t, int64_t>([&](auto zero) {
+    using T = decltype(zero);
+    r.Register<RangeOp<T>>(KernelDefBuilder("Range").Device(kDeviceCpu).TypeConstraint<T>("Tidx"));
+  });
   r.Register<BroadcastGradientArgsOp>(KernelDefBuilder("BroadcastGradientArgs").Device(kDeviceCpu));
   r.Register<BroadcastToOp>(KernelDefBuilder("BroadcastTo").Device(kDeviceCpu));
 }

@@ -1,9 +1,12 @@
-// The ops added for TensorFlow's own graphs, on the CPU: slicing and rearranging (Pack,
-// Slice, StridedSlice, Transpose, Tile, Squeeze, ExpandDims) and the math tf.compat.v1 emits
-// (AddV2, RealDiv, Sigmoid, Tanh and their gradients, Min, Prod, StopGradient). Expected values are numpy's.
+// The ops added for TensorFlow's own graphs, on the CPU: slicing and rearranging (Pack, Unpack,
+// Slice, StridedSlice and its gradient, Transpose, Tile, Pad, Squeeze, ExpandDims, Range),
+// picking (Select, SelectV2, Gather, GatherV2, UnsortedSegmentSum) and the math and logic
+// tf.compat.v1 emits (AddV2, RealDiv, Pow, Sigmoid, Tanh and their gradients, Min, Prod,
+// StopGradient, comparisons). Expected values are numpy's.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include <nlohmann/json.hpp>
@@ -31,8 +34,9 @@ json Iota(int n) {
 
 json Ints(std::vector<int64_t> v) { return json(v); }
 
-// x = arange(24, float32).reshape(2, 3, 4), the op node `op`, its extra constant inputs.
-StatusOr<Tensor> RunOp(json op, std::vector<json> consts = {}) {
+// x = arange(24, float32).reshape(2, 3, 4), the op node `op`, its extra constant inputs; the
+// value of the op's output `output`.
+StatusOr<Tensor> RunOp(json op, std::vector<json> consts = {}, int output = 0) {
   json nodes = json::array({ConstNode("x", "float32", {2, 3, 4}, Iota(24))});
   for (json& c : consts) nodes.push_back(c);
   op["name"] = "y";
@@ -40,9 +44,9 @@ StatusOr<Tensor> RunOp(json op, std::vector<json> consts = {}) {
   ASSIGN_OR_RETURN(GraphDef def, GraphDefFromJson(json{{"nodes", nodes}}.dump()));
   ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Create(SessionConfig(), def));
   std::vector<Tensor> out;
-  RETURN_IF_ERROR(session->Run({}, {"y"}, {}, &out));
+  RETURN_IF_ERROR(session->Run({}, {"y:" + std::to_string(output)}, {}, &out));
   // The statically inferred shape must agree with what ran.
-  const TensorShape& inferred = session->graph().FindNode("y")->output_shape(0);
+  const TensorShape& inferred = session->graph().FindNode("y")->output_shape(output);
   if (!inferred.unknown_rank()) {
     EXPECT_EQ(inferred.rank(), out[0].rank()) << inferred.DebugString() << " vs " << out[0].shape().DebugString();
     for (int i = 0; i < inferred.rank() && i < out[0].rank(); ++i) {
@@ -55,6 +59,8 @@ StatusOr<Tensor> RunOp(json op, std::vector<json> consts = {}) {
 }
 
 std::vector<float> Floats(const Tensor& t) { return {t.data<float>(), t.data<float>() + t.NumElements()}; }
+// Elements [begin, end) of a float tensor.
+std::vector<float> Range(const Tensor& t, int64_t begin, int64_t end) { return {t.data<float>() + begin, t.data<float>() + end}; }
 
 json StridedSlice(std::vector<int64_t> begin, std::vector<int64_t> end, std::vector<int64_t> strides,
                   json masks, std::vector<json>* consts) {
@@ -197,6 +203,145 @@ TEST(TensorFlowOpsTest, MathTensorFlowEmits) {
   y = RunOp({{"op", "StopGradient"}, {"inputs", {"x"}}});
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_EQ(Floats(*y)[5], 5);
+}
+
+TEST(TensorFlowOpsTest, UnpackAndPad) {
+  auto y = RunOp({{"op", "Unpack"}, {"inputs", {"x"}}, {"attrs", {{"num", 3}, {"axis", 1}}}}, {}, 2);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->shape(), TensorShape({2, 4}));
+  EXPECT_THAT(Floats(*y), ElementsAre(8, 9, 10, 11, 20, 21, 22, 23));  // x[:, 2]
+  y = RunOp({{"op", "Unpack"}, {"inputs", {"x"}}, {"attrs", {{"num", 4}, {"axis", -1}}}}, {}, 1);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(Floats(*y), ElementsAre(1, 5, 9, 13, 17, 21));  // x[..., 1]
+  y = RunOp({{"op", "Unpack"}, {"inputs", {"x"}}, {"attrs", {{"num", 2}, {"axis", 1}}}});
+  EXPECT_THAT(y.status().message(), HasSubstr("not num = 2"));
+
+  y = RunOp({{"op", "Pad"}, {"inputs", {"x", "p"}}}, {ConstNode("p", "int32", {3, 2}, Ints({0, 1, 1, 0, 2, 1}))});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->shape(), TensorShape({3, 4, 7}));
+  std::vector<float> v = Floats(*y);
+  EXPECT_EQ(v[0 * 28 + 1 * 7 + 2], 0);   // y[0, 1, 2] = x[0, 0, 0]
+  EXPECT_EQ(v[1 * 28 + 3 * 7 + 5], 23);  // y[1, 3, 5] = x[1, 2, 3]
+  EXPECT_EQ(v[1 * 28 + 3 * 7 + 6], 0);   // padding after
+  EXPECT_EQ(v[2 * 28 + 2 * 7 + 3], 0);   // the padded last row
+  float sum = 0;
+  for (float f : v) sum += f;
+  EXPECT_EQ(sum, 276);  // every element of x exactly once
+  y = RunOp({{"op", "PadV2"}, {"inputs", {"x", "p", "c"}}},
+            {ConstNode("p", "int64", {3, 2}, Ints({0, 0, 0, 0, 1, 0})), ConstNode("c", "float32", {}, {-1})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(Range(*y, 0, 6), ElementsAre(-1, 0, 1, 2, 3, -1));
+  y = RunOp({{"op", "Pad"}, {"inputs", {"x", "p"}}}, {ConstNode("p", "int32", {3, 2}, Ints({0, -1, 0, 0, 0, 0}))});
+  EXPECT_THAT(y.status().message(), HasSubstr("Paddings must be non-negative"));
+  y = RunOp({{"op", "Pad"}, {"inputs", {"x", "p"}}}, {ConstNode("p", "int32", {2, 2}, Ints({0, 0, 0, 0}))});
+  EXPECT_THAT(y.status().message(), HasSubstr("paddings must be a matrix"));
+  y = RunOp({{"op", "Pad"}, {"inputs", {"x", "p"}}},
+            {ConstNode("p", "int64", {3, 2}, Ints({0, 0, 0, 0, 0, INT64_MAX}))});
+  EXPECT_FALSE(y.ok());  // a padded size that overflows
+}
+
+TEST(TensorFlowOpsTest, SelectAndSelectV2) {
+  json cond = ConstNode("c", "bool", {2}, {true, false});
+  auto y = RunOp({{"op", "Select"}, {"inputs", {"c", "x", "z"}}},
+                 {cond, {{"name", "z"}, {"op", "Neg"}, {"inputs", {"x"}}}});
+  ASSERT_TRUE(y.ok()) << y.status();
+  std::vector<float> v = Floats(*y);
+  EXPECT_EQ(v[5], 5);     // row 0 from x
+  EXPECT_EQ(v[17], -17);  // row 1 from -x
+  json mask = ConstNode("m", "bool", {4}, {true, false, false, true});
+  y = RunOp({{"op", "SelectV2"}, {"inputs", {"m", "x", "k"}}}, {mask, ConstNode("k", "float32", {}, {-1})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->shape(), TensorShape({2, 3, 4}));
+  EXPECT_THAT(Range(*y, 4, 8), ElementsAre(4, -1, -1, 7));
+  y = RunOp({{"op", "Select"}, {"inputs", {"m", "x", "x"}}}, {mask});
+  EXPECT_FALSE(y.ok());  // v1 Select does not broadcast along the last dimension
+  y = RunOp({{"op", "SelectV2"}, {"inputs", {"c", "x", "x"}}}, {ConstNode("c", "bool", {3, 1, 1}, {true, true, false})});
+  EXPECT_FALSE(y.ok());  // [3, 1, 1] does not broadcast with [2, 3, 4]
+}
+
+TEST(TensorFlowOpsTest, GatherAndItsGradient) {
+  auto y = RunOp({{"op", "GatherV2"}, {"inputs", {"x", "i", "a"}}},
+                 {ConstNode("i", "int32", {2, 2}, Ints({3, 0, 0, 1})), ConstNode("a", "int32", {}, {-1})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->shape(), TensorShape({2, 3, 2, 2}));
+  EXPECT_THAT(Range(*y, 0, 4), ElementsAre(3, 0, 0, 1));
+  EXPECT_EQ(Floats(*y)[22], 20);  // y[1, 2, 1, 0] = x[1, 2, i[1, 0]]
+  y = RunOp({{"op", "Gather"}, {"inputs", {"x", "i"}}}, {ConstNode("i", "int64", {3}, Ints({1, 1, 0}))});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->shape(), TensorShape({3, 3, 4}));
+  EXPECT_EQ(Floats(*y)[12], 12);
+  EXPECT_EQ(Floats(*y)[24], 0);
+  y = RunOp({{"op", "GatherV2"}, {"inputs", {"x", "i", "a"}}},
+            {ConstNode("i", "int32", {1}, Ints({3})), ConstNode("a", "int32", {}, {1})});
+  EXPECT_THAT(y.status().message(), HasSubstr("indices[0] = 3 is not in [0, 3)"));
+
+  y = RunOp({{"op", "UnsortedSegmentSum"}, {"inputs", {"x", "s", "n"}}},
+            {ConstNode("s", "int32", {2, 3}, Ints({1, 0, 1, -1, 2, 1})), ConstNode("n", "int32", {}, {4})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->shape(), TensorShape({4, 4}));
+  // Segment 1 holds x[0, 0] + x[0, 2] + x[1, 2]; the row with id -1 is dropped.
+  EXPECT_THAT(Range(*y, 4, 8), ElementsAre(28, 31, 34, 37));
+  EXPECT_THAT(Range(*y, 12, 16), ElementsAre(0, 0, 0, 0));
+  y = RunOp({{"op", "UnsortedSegmentSum"}, {"inputs", {"x", "s", "n"}}},
+            {ConstNode("s", "int32", {2}, Ints({0, 4})), ConstNode("n", "int32", {}, {4})});
+  EXPECT_THAT(y.status().message(), HasSubstr("segment_ids[1] = 4 is out of range [0, 4)"));
+}
+
+TEST(TensorFlowOpsTest, ComparisonsAndLogic) {
+  json three = ConstNode("t", "float32", {}, {3});
+  auto ge = RunOp({{"op", "GreaterEqual"}, {"inputs", {"x", "t"}}}, {three});
+  ASSERT_TRUE(ge.ok()) << ge.status();
+  EXPECT_EQ(ge->dtype(), DataType::kBool);
+  EXPECT_FALSE(ge->data<bool>()[2]);
+  EXPECT_TRUE(ge->data<bool>()[3]);
+  auto y = RunOp({{"op", "LogicalAnd"}, {"inputs", {"a", "b"}}},
+                 {{{"name", "a"}, {"op", "LessEqual"}, {"inputs", {"x", "t"}}},
+                  {{"name", "b"}, {"op", "NotEqual"}, {"inputs", {"x", "t"}}}, three});
+  ASSERT_TRUE(y.ok()) << y.status();
+  std::vector<bool> v(y->data<bool>(), y->data<bool>() + y->NumElements());
+  EXPECT_EQ(std::count(v.begin(), v.end(), true), 3);  // 0, 1, 2
+  EXPECT_FALSE(v[3]);
+  y = RunOp({{"op", "LogicalNot"}, {"inputs", {"a"}}}, {{{"name", "a"}, {"op", "Less"}, {"inputs", {"x", "t"}}}, three});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_FALSE(y->data<bool>()[0]);
+  EXPECT_TRUE(y->data<bool>()[3]);
+  y = RunOp({{"op", "LogicalOr"}, {"inputs", {"a", "b"}}},
+            {{{"name", "a"}, {"op", "Less"}, {"inputs", {"x", "t"}}},
+             {{"name", "b"}, {"op", "Greater"}, {"inputs", {"x", "t"}}}, three});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_FALSE(y->data<bool>()[3]);
+  EXPECT_TRUE(y->data<bool>()[4]);
+}
+
+TEST(TensorFlowOpsTest, RangePowAndStridedSliceGrad) {
+  auto r = [](json start, json limit, json delta, const char* dtype) {
+    return RunOp({{"op", "Range"}, {"inputs", {"a", "b", "d"}}},
+                 {ConstNode("a", dtype, {}, {start}), ConstNode("b", dtype, {}, {limit}), ConstNode("d", dtype, {}, {delta})});
+  };
+  auto y = r(2, 11, 3, "int32");
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(std::vector<int32_t>(y->data<int32_t>(), y->data<int32_t>() + y->NumElements()), ElementsAre(2, 5, 8));
+  y = r(1.0, 0.0, -0.25, "float32");
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(Floats(*y), ElementsAre(1, 0.75, 0.5, 0.25));
+  EXPECT_THAT(r(0, 5, 0, "int64").status().message(), HasSubstr("Requires delta != 0"));
+  EXPECT_THAT(r(5, 0, 1, "int32").status().message(), HasSubstr("Requires start <= limit when delta > 0: 5/0"));
+  EXPECT_THAT(r(0, INT64_MAX, 1, "int64").status().message(), HasSubstr("too large"));
+
+  y = RunOp({{"op", "Pow"}, {"inputs", {"x", "h"}}}, {ConstNode("h", "float32", {}, {0.5})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_FLOAT_EQ(Floats(*y)[9], 3);
+
+  // dy of x[1, :, ::-2] (shape [3, 2]) back into a [2, 3, 4] tensor of zeros.
+  y = RunOp({{"op", "StridedSliceGrad"}, {"inputs", {"shape", "b", "e", "s", "dy"}},
+             {"attrs", {{"begin_mask", 6}, {"end_mask", 6}, {"shrink_axis_mask", 1}}}},
+            {ConstNode("shape", "int32", {3}, Ints({2, 3, 4})), ConstNode("b", "int32", {3}, Ints({1, 0, 0})),
+             ConstNode("e", "int32", {3}, Ints({2, 0, 0})), ConstNode("s", "int32", {3}, Ints({1, 1, -2})),
+             ConstNode("dy", "float32", {3, 2}, {1, 2, 3, 4, 5, 6})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->shape(), TensorShape({2, 3, 4}));
+  EXPECT_THAT(Range(*y, 12, 24), ElementsAre(0, 2, 0, 1, 0, 4, 0, 3, 0, 6, 0, 5));
+  EXPECT_THAT(Range(*y, 0, 12), ::testing::Each(0.0f));
 }
 
 }  // namespace
