@@ -188,3 +188,28 @@ def error_inside_a_loop():
     n = tf1.placeholder(tf.int32, [], name="n")
     _, s = tf1.while_loop(lambda i, s: i < 10, lambda i, s: (i + 1, s + tf.truncatediv(12, i - n)), [0, 0])
     return {"fetch": [tf.identity(s, name="s").name], "feeds": {"n:0": 4}}
+
+
+@case
+def while_loop_gradient():
+    x = tf1.placeholder(tf.float32, [2], name="x")
+    m = tf.constant([[0.9, 0.2], [-0.1, 0.8]])
+
+    def body(i, v):
+        return i + 1, tf.tanh(tf.squeeze(tf.matmul(m, v[:, None]), 1)) * x
+    _, v = tf1.while_loop(lambda i, v: i < 5, body, [0, x], parallel_iterations=3)
+    g = tf1.gradients(tf.reduce_sum(v * v), [x, m])
+    return {"fetch": [tf.identity(v, name="v").name, tf.identity(g[0], name="gx").name,
+                      tf.identity(g[1], name="gm").name], "feeds": {"x:0": np.array([0.7, -1.3], np.float32)}}
+
+
+@case
+def nested_while_loop_gradient():
+    x = tf1.placeholder(tf.float32, [], name="x")
+
+    def outer(i, a):
+        _, b = tf1.while_loop(lambda j, b: j < i, lambda j, b: (j + 1, b * 0.5 + tf.sin(b) * x), [0, a])
+        return i + 1, b
+    _, y = tf1.while_loop(lambda i, a: i < 4, outer, [1, x])
+    g = tf1.gradients(y, x)[0]
+    return {"fetch": [tf.identity(y, name="y").name, tf.identity(g, name="g").name], "feeds": {"x:0": 0.8}}

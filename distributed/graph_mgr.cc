@@ -91,8 +91,10 @@ Status GraphMgr::Run(const std::string& handle, int64_t step_id, std::map<int, T
   // An error or deadline anywhere in the step wakes every receive still waiting on this task.
   cancellation.RegisterCallback(cancellation.NewToken(),
                                 [&rendezvous] { rendezvous.StartAbort(errors::Cancelled("Step was cancelled")); });
+  ResourceMgr step_resources;  // this task's part of the step
   Executor::Args exec_args;
   exec_args.step_id = step_id;
+  exec_args.step_resources = &step_resources;
   exec_args.call_frame = &frame;
   exec_args.runner = pool_;
   exec_args.cancellation = &cancellation;

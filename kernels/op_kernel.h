@@ -169,6 +169,7 @@ class OpKernelContext {
     OpKernel* kernel = nullptr;
     DeviceBase* device = nullptr;
     ResourceMgr* resource_mgr = nullptr;
+    ResourceMgr* step_resource_mgr = nullptr;  // what lives for this step only
     CallFrame* call_frame = nullptr;
     CancellationManager* cancellation = nullptr;
     Rendezvous* rendezvous = nullptr;  // where this step's tensors cross devices
@@ -213,6 +214,9 @@ class OpKernelContext {
   DeviceContext* device_context() const { return p_.device->device_context(); }
   ThreadPool* intra_op_pool() const { return p_.device->intra_op_pool(); }
   ResourceMgr* resource_manager() const { return p_.resource_mgr; }
+  // Resources dropped when the step ends (TensorFlow's step container: the stacks of a while
+  // loop's gradient); nullptr where the caller gave none.
+  ResourceMgr* step_resource_manager() const { return p_.step_resource_mgr; }
   CallFrame* call_frame() const { return p_.call_frame; }
   CancellationManager* cancellation_manager() const { return p_.cancellation; }
   // True once the step is cancelled (its deadline passed, another node failed). A kernel

@@ -222,8 +222,10 @@ Status DirectSession::Run(const RunOptions& options, const std::vector<std::pair
   }
   const bool trace = metadata != nullptr && options.trace_level == RunOptions::TraceLevel::kFullTrace;
   std::vector<std::vector<NodeExecStats>> stats(trace ? num_parts : 0);
+  ResourceMgr step_resources;
   Executor::Args args;
   args.step_id = step_id;
+  args.step_resources = &step_resources;
   args.call_frame = &frame;
   args.runner = inter_op_pool_;
   args.cancellation = &cancellation;

@@ -42,6 +42,7 @@ OpKernelContext::Params MakeParams(const Executor::Impl& impl, const Executor::A
   p.kernel = item.kernel;
   p.device = item.device;
   p.resource_mgr = impl.resource_mgr;
+  p.step_resource_mgr = args.step_resources;
   p.call_frame = args.call_frame;
   p.cancellation = args.cancellation;
   p.rendezvous = args.rendezvous;

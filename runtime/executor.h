@@ -60,6 +60,9 @@ class Executor {
     // Where _Send/_Recv and collective kernels meet their peers on other devices. May be
     // nullptr for a graph without them.
     Rendezvous* rendezvous = nullptr;
+    // Resources that live for this step only (OpKernelContext::step_resource_manager); the
+    // caller drops them after the step. May be nullptr for a graph without stacks.
+    ResourceMgr* step_resources = nullptr;
     // When non-null, filled with one entry per node that ran (indexed by node id).
     std::vector<NodeExecStats>* stats = nullptr;
   };

@@ -38,8 +38,10 @@ class LocalFunction : public InstantiatedFunction {
       }
     }
     ArgsFrame frame(std::move(args), signature_.ret_types.size());
+    ResourceMgr call_resources;  // a call is a step of the function's own graph
     Executor::Args exec_args;
     exec_args.call_frame = &frame;
+    exec_args.step_resources = &call_resources;
     RETURN_IF_ERROR(executor_->Run(exec_args));
     *rets = std::move(frame.rets());
     return Status::OK();

@@ -422,6 +422,9 @@ void RegisterArrayOps(OpRegistry& r) {
                   .SetShapeFn(ConstShape));
   RegisterCoreOp(r, OpDefBuilder("Placeholder").Output("output: dtype").Attr("dtype: type")
                   .Attr("shape: shape = unknown").SetShapeFn(ShapeFromAttr));
+  // A placeholder that, when not fed, passes its input on.
+  RegisterCoreOp(r, OpDefBuilder("PlaceholderWithDefault").Input("input: dtype").Output("output: dtype")
+                  .Attr("dtype: type").Attr("shape: shape = unknown").SetShapeFn(ShapeFromAttr));
   RegisterCoreOp(r, OpDefBuilder("Identity").Input("input: T").Output("output: T").Attr("T: type")
                   .SetShapeFn(UnchangedShape));
   RegisterCoreOp(r, OpDefBuilder("NoOp").SetShapeFn(ScalarShape));

@@ -1,4 +1,4 @@
-// Schemas of queues and gradient accumulators.
+// Schemas of queues, stacks and gradient accumulators.
 #include "graph/ops/register.h"
 #include "graph/shape_inference.h"
 
@@ -47,6 +47,19 @@ void RegisterDataFlowOps(OpRegistry& r) {
     RegisterCoreOp(r, OpDefBuilder("QueueSize" + suffix).Input(handle).Output("size: int32").SetIsStateful()
                     .SetShapeFn(ScalarShape));
   }
+
+  // Stacks that live for one step: the values a while loop's gradient reads back in reverse.
+  RegisterCoreOp(r, OpDefBuilder("StackV2").Input("max_size: int32").Output("handle: resource").Attr("elem_type: type")
+                  .Attr("stack_name: string = \"\"").SetIsStateful().SetShapeFn(ScalarShape));
+  RegisterCoreOp(r, OpDefBuilder("StackPushV2").Input("handle: resource").Input("elem: T").Output("output: T")
+                  .Attr("T: type").Attr("swap_memory: bool = false").SetIsStateful().SetShapeFn(
+                      [](InferenceContext& c) {
+                        c.set_output(0, c.input(1));
+                        return Status::OK();
+                      }));
+  RegisterCoreOp(r, OpDefBuilder("StackPopV2").Input("handle: resource").Output("elem: elem_type")
+                  .Attr("elem_type: type").SetIsStateful().SetShapeFn(UnknownShape));
+  RegisterCoreOp(r, OpDefBuilder("StackCloseV2").Input("handle: resource").SetIsStateful());
 
   // SyncReplicasOptimizer's gradient accumulators, with the same string handles as queues.
   constexpr const char* kAccumulatorType = "dtype: {float32, float64}";

@@ -170,7 +170,7 @@ void RegisterMathOps(OpRegistry& r) {
   // `/` on floating tensors.
   RegisterCoreOp(r, OpDefBuilder("RealDiv").Input("x: T").Input("y: T").Output("z: T").Attr(kFloating)
                   .SetShapeFn(BroadcastBinaryShape));
-  for (const char* op : {"Sqrt", "Exp", "Log", "Sigmoid", "Tanh"}) {
+  for (const char* op : {"Sqrt", "Exp", "Log", "Sigmoid", "Tanh", "Sin", "Cos"}) {
     RegisterCoreOp(r, OpDefBuilder(op).Input("x: T").Output("y: T").Attr(kFloating)
                     .SetShapeFn(UnchangedShape));
   }

@@ -52,5 +52,8 @@ void RegisterConcatSplitKernels(KernelRegistry& r, const std::string& device_typ
 
 // The queue ops, for a device whose memory is the host's: queues keep their tensors there.
 void RegisterQueueKernels(KernelRegistry& r, const std::string& device_type);
+// StackV2, StackPushV2, StackPopV2 and StackCloseV2, in the step's resources; with
+// `own_memory`, handles and max_size in host memory.
+void RegisterStackKernels(KernelRegistry& r, const std::string& device_type, bool own_memory);
 
 }  // namespace tessera

@@ -141,6 +141,7 @@ void RegisterRuntimeKernels(KernelRegistry& r, const std::string& device_type) {
   r.Register<NoOp>(KernelDefBuilder("NoOp").Device(device_type));
   r.Register<IdentityOp>(KernelDefBuilder("Identity").Device(device_type));
   r.Register<IdentityOp>(KernelDefBuilder("StopGradient").Device(device_type));
+  r.Register<IdentityOp>(KernelDefBuilder("PlaceholderWithDefault").Device(device_type));
   r.Register<ArgOp>(KernelDefBuilder("_Arg").Device(device_type));
   r.Register<RetvalOp>(KernelDefBuilder("_Retval").Device(device_type));
   RegisterSendRecvKernels(r, device_type, false);
@@ -153,8 +154,8 @@ void RegisterRuntimeKernelsWithOwnMemory(KernelRegistry& r, const std::string& d
     if (std::find(host.begin(), host.end(), dt) == host.end()) host.push_back(dt);
   }
   r.Register<NoOp>(KernelDefBuilder("NoOp").Device(device_type));
-  for (const char* op : {"Identity", "StopGradient"}) {
-    RegisterSplitByType(r, op, device_type, "T", host, {"input", "output"},
+  for (auto [op, type_attr] : {std::pair{"Identity", "T"}, {"StopGradient", "T"}, {"PlaceholderWithDefault", "dtype"}}) {
+    RegisterSplitByType(r, op, device_type, type_attr, host, {"input", "output"},
                         [](OpKernelConstruction* c) -> std::unique_ptr<OpKernel> {
                           return std::make_unique<IdentityOp>(c);
                         });

@@ -205,6 +205,8 @@ TESSERA_UNARY_FUNCTOR(LogF, x, x.log(), 16)
 TESSERA_UNARY_FUNCTOR(ReluF, x > 0 ? x : T(0), x.max(typename A::Scalar(0)), 1)
 TESSERA_UNARY_FUNCTOR(SigmoidF, x, x.logistic(), 24)
 TESSERA_UNARY_FUNCTOR(TanhF, x, x.tanh(), 24)
+TESSERA_UNARY_FUNCTOR(SinF, x, x.sin(), 16)
+TESSERA_UNARY_FUNCTOR(CosF, x, x.cos(), 16)
 TESSERA_UNARY_FUNCTOR(LogicalNotF, !x, x, 1)  // bool only, which takes the integral path
 #undef TESSERA_UNARY_FUNCTOR
 
@@ -299,6 +301,8 @@ void RegisterCwiseKernels(KernelRegistry& r) {
   RegisterUnary<LogF, float, double>(r, "Log");
   RegisterUnary<SigmoidF, float, double>(r, "Sigmoid");
   RegisterUnary<TanhF, float, double>(r, "Tanh");
+  RegisterUnary<SinF, float, double>(r, "Sin");
+  RegisterUnary<CosF, float, double>(r, "Cos");
   RegisterUnary<ReluF, float, double, int32_t, int64_t>(r, "Relu");
 }
 

@@ -19,6 +19,7 @@ Status CopyRowsOnHost(OpKernelContext*, const RowCopy& c) {
 void RegisterCpuKernels(KernelRegistry& r) {
   RegisterRuntimeKernels(r, kDeviceCpu);
   RegisterQueueKernels(r, kDeviceCpu);
+  RegisterStackKernels(r, kDeviceCpu, false);
   RegisterShapeOnlyKernels(r, kDeviceCpu, false);
   RegisterControlFlowKernels(r, kDeviceCpu, false);
   RegisterVariableOp(r, kDeviceCpu);

@@ -23,6 +23,7 @@ void RegisterGpuKernels(KernelRegistry& r) {
   RegisterRuntimeKernelsWithOwnMemory(r, kDeviceGpu, {DataType::kInt32});
   RegisterShapeOnlyKernels(r, kDeviceGpu, true);
   RegisterControlFlowKernels(r, kDeviceGpu, true);
+  RegisterStackKernels(r, kDeviceGpu, true);
   cpu::RegisterHostInt32CwiseKernels(r, kDeviceGpu);
   RegisterVariableOp(r, kDeviceGpu, {DataType::kFloat, DataType::kDouble});
   RegisterConcatSplitKernels(r, kDeviceGpu, true, {DataType::kFloat, DataType::kDouble, DataType::kInt64},

@@ -1,9 +1,11 @@
 // TensorFlow 1.x's dataflow control flow in the executor: graphs tf.compat.v1.cond and
-// while_loop built (with TensorFlow 2.21, v1 control flow), run from their GraphDefs, and
-// small graphs built here for the frame logic on its own. Expected values are TensorFlow's.
+// while_loop built (with TensorFlow 2.21, v1 control flow), with gradients through loops, run
+// from their GraphDefs, and small graphs built here for the frame logic and stacks on their
+// own. Expected values are TensorFlow's.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -165,6 +167,113 @@ TEST(ControlFlowTest, AMalformedLoopIsAnError) {
   auto s = Session::Create(SessionConfig(), *only_back);
   ASSERT_FALSE(s.ok());
   EXPECT_THAT(s.status().message(), HasSubstr("has only NextIteration inputs"));
+}
+
+std::vector<float> RunFloats(Session& s, const std::string& fetch, std::vector<std::pair<std::string, Tensor>> feeds) {
+  std::vector<Tensor> out;
+  Status st = s.Run(feeds, {fetch}, {}, &out);
+  if (!st.ok()) {
+    ADD_FAILURE() << st;
+    return {};
+  }
+  return {out[0].data<float>(), out[0].data<float>() + out[0].NumElements()};
+}
+
+Tensor Vector(std::vector<float> v) {
+  Tensor t(DataType::kFloat, TensorShape({static_cast<int64_t>(v.size())}));
+  std::copy(v.begin(), v.end(), t.data<float>());
+  return t;
+}
+
+// tf_while_gradient.pbtxt (written by tf_while_gradient.py, which prints these values):
+//   v = while i < n: tanh(m @ v) * x, from v = x; gx, gm = gradients(sum(v * v), [x, m])
+// The gradient loop pops, in reverse, what the forward loop pushed on stacks that live for
+// the step.
+TEST(ControlFlowTest, WhileLoopGradients) {
+  using ::testing::ElementsAre;
+  using ::testing::FloatNear;
+  for (int threads : {1, 4}) {
+    auto s = Load("tf_while_gradient.pbtxt", threads);
+    ASSERT_NE(s, nullptr);
+    const Tensor x = Vector({0.7f, -1.3f});
+    EXPECT_THAT(RunFloats(*s, "v", {{"x", x}}), ElementsAre(FloatNear(-0.01023571f, 1e-5), FloatNear(0.69985527f, 1e-5)));
+    EXPECT_THAT(RunFloats(*s, "gx", {{"x", x}}), ElementsAre(FloatNear(0.04552671f, 1e-5), FloatNear(-2.4593742f, 1e-5)));
+    EXPECT_THAT(RunFloats(*s, "gm", {{"x", x}}),
+                ElementsAre(FloatNear(3.965362e-4f, 1e-5), FloatNear(0.12289678f, 1e-5), FloatNear(-0.31302279f, 1e-5),
+                            FloatNear(2.7412653f, 1e-5)));
+    EXPECT_THAT(RunFloats(*s, "gx", {{"x", x}, {"n", Tensor::Scalar(0)}}), ElementsAre(1.4f, -2.6f));
+    EXPECT_THAT(RunFloats(*s, "gm", {{"x", x}, {"n", Tensor::Scalar(40)}}),
+                ElementsAre(FloatNear(-0.02090757f, 1e-5), FloatNear(0.24257593f, 1e-5), FloatNear(-0.4505461f, 1e-5),
+                            FloatNear(5.237676f, 1e-5)));
+    // An inner loop's gradient runs once per outer iteration, each with its own stacks.
+    EXPECT_THAT(RunFloats(*s, "y", {{"s", Tensor::Scalar(0.8f)}}), ElementsAre(FloatNear(1.5497911f, 1e-5)));
+    EXPECT_THAT(RunFloats(*s, "gs", {{"s", Tensor::Scalar(0.8f)}}), ElementsAre(FloatNear(2.6029148f, 1e-5)));
+  }
+}
+
+TEST(ControlFlowTest, ConcurrentStepsKeepTheirOwnStacks) {
+  auto s = Load("tf_while_gradient.pbtxt", 4);
+  ASSERT_NE(s, nullptr);
+  const Tensor x = Vector({0.7f, -1.3f});
+  const std::vector<float> at5 = RunFloats(*s, "gx", {{"x", x}});
+  const std::vector<float> at40 = RunFloats(*s, "gx", {{"x", x}, {"n", Tensor::Scalar(40)}});
+  std::vector<std::thread> threads;
+  std::vector<int> wrong(4, 0);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int k = 0; k < 10; ++k) {
+        const bool long_loop = (t + k) % 2 == 0;
+        std::vector<float> g = long_loop ? RunFloats(*s, "gx", {{"x", x}, {"n", Tensor::Scalar(40)}})
+                                         : RunFloats(*s, "gx", {{"x", x}});
+        if (g != (long_loop ? at40 : at5)) ++wrong[t];
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(wrong, std::vector<int>(4, 0));
+}
+
+// A stack outside any loop: pushes and pops in the order control edges give, and its errors
+// name the node.
+TEST(ControlFlowTest, StackOps) {
+  auto make = [](int max_size) {
+    const std::string text = R"({"nodes": [
+      {"name": "max", "op": "Const", "attrs": {"dtype": "int32", "value": {"dtype": "int32", "shape": [], "data": [)" +
+                             std::to_string(max_size) + R"(]}}},
+      {"name": "st", "op": "StackV2", "inputs": ["max"], "attrs": {"elem_type": "float32"}},
+      {"name": "a", "op": "Const", "attrs": {"dtype": "float32", "value": {"dtype": "float32", "shape": [], "data": [1]}}},
+      {"name": "b", "op": "Const", "attrs": {"dtype": "float32", "value": {"dtype": "float32", "shape": [], "data": [2]}}},
+      {"name": "p1", "op": "StackPushV2", "inputs": ["st", "a"]},
+      {"name": "p2", "op": "StackPushV2", "inputs": ["st", "b", "^p1"]},
+      {"name": "q1", "op": "StackPopV2", "inputs": ["st", "^p2"], "attrs": {"elem_type": "float32"}},
+      {"name": "q2", "op": "StackPopV2", "inputs": ["st", "^q1"], "attrs": {"elem_type": "float32"}},
+      {"name": "q3", "op": "StackPopV2", "inputs": ["st", "^q2"], "attrs": {"elem_type": "float32"}},
+      {"name": "wrong", "op": "StackPopV2", "inputs": ["st", "^p2"], "attrs": {"elem_type": "int32"}},
+      {"name": "close", "op": "StackCloseV2", "inputs": ["st", "^p2"]},
+      {"name": "closed", "op": "StackPopV2", "inputs": ["st", "^close"], "attrs": {"elem_type": "float32"}}
+    ]})";
+    auto def = GraphDefFromJson(text);
+    EXPECT_TRUE(def.ok()) << def.status();
+    auto s = Session::Create(SessionConfig(), *def);
+    EXPECT_TRUE(s.ok()) << s.status();
+    return std::move(*s);
+  };
+  auto s = make(-1);
+  std::vector<Tensor> out;
+  ASSERT_TRUE(s->Run({}, {"q1", "q2"}, {}, &out).ok());
+  EXPECT_EQ(out[0].data<float>()[0], 2);
+  EXPECT_EQ(out[1].data<float>()[0], 1);
+  // A step makes its own stack: the pops above left nothing behind for this one.
+  ASSERT_TRUE(s->Run({}, {"q1"}, {}, &out).ok());
+  EXPECT_EQ(out[0].data<float>()[0], 2);
+  Status st = s->Run({}, {"q3"}, {}, &out);
+  EXPECT_THAT(st.message(), HasSubstr("is empty"));
+  EXPECT_THAT(st.message(), HasSubstr("q3"));
+  EXPECT_THAT(s->Run({}, {"wrong"}, {}, &out).message(), HasSubstr("Stack holds float32, the pop wants int32"));
+  EXPECT_THAT(s->Run({}, {"closed"}, {}, &out).message(), HasSubstr("has already been closed"));
+  st = make(1)->Run({}, {"q1"}, {}, &out);
+  EXPECT_THAT(st.message(), HasSubstr("overflowed its max_size (1)"));
+  EXPECT_THAT(st.message(), HasSubstr("p2"));
 }
 
 }  // namespace
