@@ -16,8 +16,10 @@ Status CudaStatus(cudaError_t err, std::string_view what) {
 
 Status CublasStatus(cublasStatus_t status, std::string_view what) {
   if (status == CUBLAS_STATUS_SUCCESS) return Status::OK();
-  return errors::Internal("cuBLAS error in ", what, ": ", cublasGetStatusName(status), ": ",
-                          cublasGetStatusString(status));
+  StatusOr<const CublasLibrary*> cublas = LoadCublas();
+  if (!cublas.ok()) return errors::Internal("cuBLAS error in ", what, ": status ", static_cast<int>(status));
+  return errors::Internal("cuBLAS error in ", what, ": ", (*cublas)->status_name(status), ": ",
+                          (*cublas)->status_string(status));
 }
 
 Status CudnnStatus(cudnnStatus_t status, std::string_view what) {
@@ -66,11 +68,13 @@ StatusOr<std::unique_ptr<GpuDeviceContext>> GpuDeviceContext::Create(int ordinal
   for (cudaStream_t* s : {&c->compute_, &c->host_to_device_, &c->device_to_host_, &c->device_to_device_}) {
     RETURN_IF_ERROR(CudaStatus(cudaStreamCreateWithFlags(s, cudaStreamNonBlocking), "cudaStreamCreate"));
   }
-  RETURN_IF_ERROR(CublasStatus(cublasCreate(&c->cublas_), "cublasCreate"));
-  RETURN_IF_ERROR(CublasStatus(cublasSetStream(c->cublas_, c->compute_), "cublasSetStream"));
+  ASSIGN_OR_RETURN(c->cublas_library_, LoadCublas());
+  const CublasLibrary& cublas = *c->cublas_library_;
+  RETURN_IF_ERROR(CublasStatus(cublas.create(&c->cublas_), "cublasCreate"));
+  RETURN_IF_ERROR(CublasStatus(cublas.set_stream(c->cublas_, c->compute_), "cublasSetStream"));
   // TensorFlow 1.x computes float32 in float32; TF32 only when the config allows it.
   RETURN_IF_ERROR(
-      CublasStatus(cublasSetMathMode(c->cublas_, allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
+      CublasStatus(cublas.set_math_mode(c->cublas_, allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
                    "cublasSetMathMode"));
   RETURN_IF_ERROR(CudnnStatus(cudnnCreate(&c->cudnn_), "cudnnCreate"));
   RETURN_IF_ERROR(CudnnStatus(cudnnSetStream(c->cudnn_, c->compute_), "cudnnSetStream"));
@@ -93,7 +97,7 @@ GpuDeviceContext::~GpuDeviceContext() {
   callbacks_cv_.notify_all();
   callback_thread_.join();
   if (cudnn_ != nullptr) cudnnDestroy(cudnn_);
-  if (cublas_ != nullptr) cublasDestroy(cublas_);
+  if (cublas_ != nullptr) cublas_library_->destroy(cublas_);
   for (cudaStream_t s : {compute_, host_to_device_, device_to_host_, device_to_device_}) {
     if (s != nullptr) cudaStreamDestroy(s);
   }
@@ -101,9 +105,9 @@ GpuDeviceContext::~GpuDeviceContext() {
 
 Status GpuDeviceContext::Activate() const { return CudaStatus(cudaSetDevice(ordinal_), "cudaSetDevice"); }
 
-Status GpuDeviceContext::WithCublas(const std::function<Status(cublasHandle_t)>& fn) const {
+Status GpuDeviceContext::WithCublas(const std::function<Status(const CublasLibrary&, cublasHandle_t)>& fn) const {
   std::lock_guard<std::mutex> lock(cublas_mu_);
-  return fn(cublas_);
+  return fn(*cublas_library_, cublas_);
 }
 
 Status GpuDeviceContext::WithCudnn(const std::function<Status(cudnnHandle_t)>& fn) const {

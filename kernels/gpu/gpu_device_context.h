@@ -10,7 +10,6 @@
 // concurrently from any thread.
 #pragma once
 
-#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
@@ -23,6 +22,7 @@
 #include <thread>
 
 #include "kernels/device_context.h"
+#include "kernels/gpu/cublas_library.h"
 
 namespace tessera {
 
@@ -45,8 +45,8 @@ class GpuDeviceContext final : public DeviceContext {
 
   // Makes this GPU current on the calling thread; every CUDA call for it comes after one.
   Status Activate() const;
-  // Runs fn with the handle, one caller at a time.
-  Status WithCublas(const std::function<Status(cublasHandle_t)>& fn) const;
+  // Runs fn with the library and the handle, one caller at a time.
+  Status WithCublas(const std::function<Status(const CublasLibrary&, cublasHandle_t)>& fn) const;
   Status WithCudnn(const std::function<Status(cudnnHandle_t)>& fn) const;
   // Runs `fn` on the callback thread once the work enqueued on `stream` so far is done.
   // An error means fn will not run.
@@ -79,6 +79,7 @@ class GpuDeviceContext final : public DeviceContext {
   cudaStream_t host_to_device_ = nullptr;
   cudaStream_t device_to_host_ = nullptr;
   cudaStream_t device_to_device_ = nullptr;
+  const CublasLibrary* cublas_library_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   cudnnHandle_t cudnn_ = nullptr;
   mutable std::mutex cublas_mu_;

@@ -9,15 +9,15 @@
 namespace tessera::gpu {
 namespace {
 
-cublasStatus_t Gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const float* a,
-                    int lda, const float* b, int ldb, float* c, int ldc) {
+cublasStatus_t Gemm(const CublasLibrary& cublas, cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
+                    int n, int k, const float* a, int lda, const float* b, int ldb, float* c, int ldc) {
   const float one = 1, zero = 0;
-  return cublasSgemm(h, ta, tb, m, n, k, &one, a, lda, b, ldb, &zero, c, ldc);
+  return cublas.sgemm(h, ta, tb, m, n, k, &one, a, lda, b, ldb, &zero, c, ldc);
 }
-cublasStatus_t Gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const double* a,
-                    int lda, const double* b, int ldb, double* c, int ldc) {
+cublasStatus_t Gemm(const CublasLibrary& cublas, cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
+                    int n, int k, const double* a, int lda, const double* b, int ldb, double* c, int ldc) {
   const double one = 1, zero = 0;
-  return cublasDgemm(h, ta, tb, m, n, k, &one, a, lda, b, ldb, &zero, c, ldc);
+  return cublas.dgemm(h, ta, tb, m, n, k, &one, a, lda, b, ldb, &zero, c, ldc);
 }
 
 template <typename T>
@@ -55,9 +55,9 @@ class MatMulOp : public GpuOpKernel {
     const auto op_b = transpose_b_ ? CUBLAS_OP_T : CUBLAS_OP_N;
     const int lda = static_cast<int>(transpose_a_ ? m : k);
     const int ldb = static_cast<int>(transpose_b_ ? k : n);
-    OP_REQUIRES_OK(ctx, gpu.WithCublas([&](cublasHandle_t h) {
+    OP_REQUIRES_OK(ctx, gpu.WithCublas([&](const CublasLibrary& cublas, cublasHandle_t h) {
       return CublasStatus(
-          Gemm(h, op_b, op_a, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), DevicePtr<T>(b), ldb,
+          Gemm(cublas, h, op_b, op_a, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), DevicePtr<T>(b), ldb,
                DevicePtr<T>(a), lda, MutableDevicePtr<T>(out), static_cast<int>(n)),
           "MatMul");
     }));
