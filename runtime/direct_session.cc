@@ -5,6 +5,7 @@
 
 #include "placement/placer.h"
 #include "runtime/executor.h"
+#include "runtime/remapper.h"
 #include "runtime/partition.h"
 #include "runtime/run_partitions.h"
 #include "runtime/server.h"
@@ -177,6 +178,10 @@ StatusOr<std::shared_ptr<const DirectSession::ExecutorAndKeys>> DirectSession::G
                                             : PlacementRecord{n->name(), n->op(), n->assigned_device(),
                                                               PlacementReason::kColocated,
                                                               "feed or fetch of the step"});
+  }
+  if (config_.remapping) {
+    ASSIGN_OR_RETURN(RemapResult remapped, Remap(std::move(sub.graph)));
+    sub.graph = std::move(remapped.graph);
   }
   PartitionOptions popts;
   popts.incarnation = [this](const std::string& device) { return devices_->IncarnationOf(device); };

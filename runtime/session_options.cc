@@ -89,6 +89,25 @@ Status ParseGpuOptions(const json& j, GpuOptions* out) {
   return Status::OK();
 }
 
+// graph_options { rewrite_options { remapping } }, with RewriterConfig.Toggle's names.
+Status ParseGraphOptions(const json& v, SessionConfig* c) {
+  const auto bad = [](std::string_view what) {
+    return errors::InvalidArgument("Session config field 'graph_options' ", what);
+  };
+  if (!v.is_object()) return bad("must be an object");
+  for (const auto& [key, options] : v.items()) {
+    if (key != "rewrite_options") return bad(StrCat("has no field '", key, "'"));
+    if (!options.is_object()) return bad("'rewrite_options' must be an object");
+    for (const auto& [name, toggle] : options.items()) {
+      if (name != "remapping") return bad(StrCat("'rewrite_options' has no field '", name, "' Tessera knows"));
+      const std::string t = toggle.is_string() ? toggle.get<std::string>() : "";
+      if (t != "DEFAULT" && t != "ON" && t != "OFF") return bad("'rewrite_options.remapping' must be DEFAULT, ON or OFF");
+      c->remapping = t != "OFF";
+    }
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 StatusOr<std::vector<int>> GpuOptions::VisibleDevices() const {
@@ -143,6 +162,8 @@ StatusOr<SessionConfig> SessionConfig::FromJson(std::string_view text) {
       }
     } else if (key == "gpu_options") {
       RETURN_IF_ERROR(ParseGpuOptions(v, &c.gpu_options));
+    } else if (key == "graph_options") {
+      RETURN_IF_ERROR(ParseGraphOptions(v, &c));
     } else {
       return errors::InvalidArgument("Unknown session config field '", key, "'");
     }

@@ -48,6 +48,9 @@ struct SessionConfig {
   bool log_device_placement = false;
   std::map<std::string, int> device_count;  // {"CPU": 4} makes CPU:0..3
   GpuOptions gpu_options;
+  // graph_options.rewrite_options.remapping: fuse Conv2D, BiasAdd and Relu (runtime/remapper.h).
+  // "OFF" turns it off; "ON" and "DEFAULT" leave it on.
+  bool remapping = true;
   int64_t operation_timeout_in_ms = 0;      // 0: no deadline
   // On a cluster: the only tasks a session uses, as partial device names ("/job:ps",
   // "/job:worker/task:1"); empty uses every task. What keeps a worker's session of

@@ -118,6 +118,14 @@ void RegisterNnOps(OpRegistry& r) {
   RegisterCoreOp(r, OpDefBuilder("Conv2D").Input("input: T").Input("filter: T").Output("output: T").Attr(kFloating)
                   .Attr("strides: list(int)").Attr("padding: string").Attr("data_format: string = \"NHWC\"")
                   .Attr("dilations: list(int) = [1, 1, 1, 1]").SetShapeFn(Conv2DShape));
+  // Conv2D with the ops that followed it applied as it writes, made by the remapper
+  // (runtime/remapper.h); args are the bias. fused_ops is TensorFlow's list comma-joined,
+  // "BiasAdd" or "BiasAdd,Relu": Tessera's attrs have no list(string).
+  RegisterCoreOp(r, OpDefBuilder("_FusedConv2D").Input("input: T").Input("filter: T").Input("args: num_args * T")
+                  .Output("output: T").Attr("T: {float32}").Attr("num_args: int >= 0").Attr("strides: list(int)")
+                  .Attr("padding: string").Attr("data_format: string = \"NHWC\"")
+                  .Attr("dilations: list(int) = [1, 1, 1, 1]").Attr("fused_ops: string")
+                  .Attr("epsilon: float = 0.0001").SetShapeFn(Conv2DShape));
   RegisterCoreOp(r, OpDefBuilder("Conv2DBackpropInput").Input("input_sizes: int32").Input("filter: T")
                   .Input("out_backprop: T").Output("output: T").Attr(kFloating).Attr("strides: list(int)")
                   .Attr("padding: string").Attr("data_format: string = \"NHWC\"")

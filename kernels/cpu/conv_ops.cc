@@ -120,6 +120,48 @@ class Conv2DOp : public ConvBase {
 };
 
 // d input = col2im(d out * filter^T).
+// Conv2D then BiasAdd (then Relu), in one pass of oneDNN over the output.
+class FusedConv2DOp : public ConvBase {
+ public:
+  explicit FusedConv2DOp(OpKernelConstruction* c) : ConvBase(c) {
+    std::string fused;
+    Status s = c->GetAttr("fused_ops", &fused);
+    if (s.ok() && fused != "BiasAdd" && fused != "BiasAdd,Relu") {
+      s = errors::Unimplemented("_FusedConv2D of ", fused, ": only BiasAdd, and BiasAdd,Relu");
+    }
+    if (!s.ok()) c->SetStatus(s);
+    relu_ = fused == "BiasAdd,Relu";
+  }
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& in = ctx->input(0);
+    const Tensor& f = ctx->input(1);
+    OP_REQUIRES(ctx, num_inputs() == 3, errors::InvalidArgument("_FusedConv2D with BiasAdd takes one arg, the bias"));
+    const Tensor& bias = ctx->input(2);
+    StatusOr<Geometry> g = ConvGeometry(attrs_, in.shape(), f.shape());
+    OP_REQUIRES_OK(ctx, g.status());
+    const int64_t o = f.dim(3);
+    OP_REQUIRES(ctx, bias.shape() == TensorShape({o}),
+                errors::InvalidArgument("Must provide as many biases as the last dimension of the input tensor: ",
+                                        bias.shape().DebugString(), " vs. ", o));
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, g->output_shape(o), &out));
+    if (out->NumElements() == 0) return;
+    if (g->kh * g->kw * g->c == 0) {  // no window: the bias alone
+      float* op = out->data<float>();
+      for (int64_t i = 0; i < out->NumElements(); ++i) {
+        const float v = bias.data<float>()[i % o];
+        op[i] = relu_ && v < 0 ? 0.f : v;
+      }
+      return;
+    }
+    OP_REQUIRES_OK(ctx, DnnlConv2D(ctx, *g, o, in.data<float>(), f.data<float>(), out->data<float>(),
+                                   {bias.data<float>(), relu_}));
+  }
+
+ private:
+  bool relu_ = false;
+};
+
 template <typename T>
 class Conv2DBackpropInputOp : public ConvBase {
  public:
@@ -338,6 +380,7 @@ class AvgPoolGradOp : public PoolBase {
 }  // namespace
 
 void RegisterConvKernels(KernelRegistry& r) {
+  r.Register<FusedConv2DOp>(KernelDefBuilder("_FusedConv2D").Device(kDeviceCpu).TypeConstraint<float>("T"));
   ForEachType<float, double>([&](auto zero) {
     using T = decltype(zero);
     r.Register<Conv2DOp<T>>(KernelDefBuilder("Conv2D").Device(kDeviceCpu).TypeConstraint<T>("T"));

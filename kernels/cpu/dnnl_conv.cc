@@ -5,6 +5,7 @@
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <tuple>
+#include <unordered_map>
 
 // From libgomp, which oneDNN runs on; declared here so no OpenMP compile flags are needed.
 extern "C" void omp_set_num_threads(int);
@@ -35,9 +36,15 @@ struct Primitive {
 
 // Everything a primitive depends on; the output size fixes the bottom and right padding.
 using Key = std::tuple<Kind, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-                       int64_t, int64_t, int64_t, int64_t>;
+                       int64_t, int64_t, int64_t, int64_t, bool, bool>;
 
-StatusOr<std::shared_ptr<const Primitive>> Build(Kind kind, const Geometry& g, int64_t n, int64_t o) {
+// A forward primitive's epilogue: whether it adds a bias, whether it applies ReLU.
+struct Fusion {
+  bool bias = false;
+  bool relu = false;
+};
+
+StatusOr<std::shared_ptr<const Primitive>> Build(Kind kind, const Geometry& g, int64_t n, int64_t o, Fusion fusion) {
   const memory::desc src({n, g.c, g.h, g.w}, kF32, Tag::nhwc);
   const memory::desc dst({n, o, g.oh, g.ow}, kF32, Tag::nhwc);
   const memory::desc any_filter({o, g.c, g.kh, g.kw}, kF32, Tag::any);
@@ -45,6 +52,17 @@ StatusOr<std::shared_ptr<const Primitive>> Build(Kind kind, const Geometry& g, i
                      pad_r = {g.pad_bottom(), g.pad_right()};
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  dnnl::primitive_attr forward_attr = attr;
+  if (fusion.relu) {
+    dnnl::post_ops relu;
+#if DNNL_VERSION_MAJOR >= 3
+    relu.append_eltwise(dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+#else
+    relu.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+#endif
+    forward_attr.set_post_ops(relu);
+  }
+  const memory::desc bias = fusion.bias ? memory::desc({o}, kF32, Tag::x) : memory::desc();
   auto p = std::make_shared<Primitive>();
   p->user_filter = memory::desc({o, g.c, g.kh, g.kw}, kF32, Tag::hwio);
   // oneDNN 3 (Debian 13) builds primitive descriptors directly; 2 (Debian 12) from op descriptors.
@@ -59,9 +77,18 @@ StatusOr<std::shared_ptr<const Primitive>> Build(Kind kind, const Geometry& g, i
       attr, Engine());
 #endif
   if (kind == Kind::kForward) {
-    p->primitive = dnnl::convolution_forward(forward);
-    p->filter = forward.weights_desc();
-    p->scratch = forward.scratchpad_desc();
+#if DNNL_VERSION_MAJOR >= 3
+    const dnnl::convolution_forward::primitive_desc fused(Engine(), dnnl::prop_kind::forward_training, direct, src,
+                                                          any_filter, bias, dst, strides, pad_l, pad_r, forward_attr);
+#else
+    const dnnl::convolution_forward::primitive_desc fused(
+        dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, direct, src, any_filter, bias, dst, strides,
+                                        pad_l, pad_r),
+        forward_attr, Engine());
+#endif
+    p->primitive = dnnl::convolution_forward(fused);
+    p->filter = fused.weights_desc();
+    p->scratch = fused.scratchpad_desc();
   } else if (kind == Kind::kBackwardInput) {
 #if DNNL_VERSION_MAJOR >= 3
     const dnnl::convolution_backward_data::primitive_desc pd(Engine(), direct, src, any_filter, dst, strides, pad_l,
@@ -92,17 +119,18 @@ StatusOr<std::shared_ptr<const Primitive>> Build(Kind kind, const Geometry& g, i
 
 // Built once per shape (a model has a handful: its layers, a last partial batch), since
 // creating a primitive generates code.
-StatusOr<std::shared_ptr<const Primitive>> Get(Kind kind, const Geometry& g, int64_t n, int64_t o) {
+StatusOr<std::shared_ptr<const Primitive>> Get(Kind kind, const Geometry& g, int64_t n, int64_t o, Fusion fusion) {
   static std::mutex mu;
   static auto* cache = new std::map<Key, std::shared_ptr<const Primitive>>();
-  const Key key{kind, n, g.h, g.w, g.c, o, g.kh, g.kw, g.sh, g.sw, g.pad_top, g.pad_left, g.oh, g.ow};
+  const Key key{kind, n, g.h, g.w, g.c, o, g.kh, g.kw, g.sh, g.sw, g.pad_top, g.pad_left, g.oh, g.ow, fusion.bias,
+                fusion.relu};
   {
     std::lock_guard<std::mutex> lock(mu);
     if (auto it = cache->find(key); it != cache->end()) return it->second;
   }
   StatusOr<std::shared_ptr<const Primitive>> p = [&]() -> StatusOr<std::shared_ptr<const Primitive>> {
     try {
-      return Build(kind, g, n, o);
+      return Build(kind, g, n, o, fusion);
     } catch (const dnnl::error& e) {
       return errors::Internal("oneDNN could not build a convolution for input [", n, ", ", g.h, ", ", g.w, ", ",
                               g.c, "] and ", o, " filters of ", g.kh, "x", g.kw, ": ", e.what());
@@ -116,7 +144,8 @@ StatusOr<std::shared_ptr<const Primitive>> Get(Kind kind, const Geometry& g, int
 // Runs `kind` over the batch in parts, one per intra-op thread. `filter` is the user's
 // [KH, KW, C, O] filter (read) or filter gradient (written; parts' gradients are summed).
 Status Run(OpKernelContext* ctx, Kind kind, const Geometry& g, int64_t o, const float* src, float* d_src,
-           const float* filter, float* d_filter, const float* dst, float* d_dst) {
+           const float* filter, float* d_filter, const float* dst, float* d_dst, const ConvEpilogue& epilogue = {}) {
+  const Fusion fusion{epilogue.bias != nullptr, epilogue.relu};
   const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(ctx->intra_op_pool()->NumThreads(), g.n));
   const int64_t per_part = (g.n + parts - 1) / parts;
   const int64_t filter_size = g.kh * g.kw * g.c * o;
@@ -132,7 +161,7 @@ Status Run(OpKernelContext* ctx, Kind kind, const Geometry& g, int64_t o, const 
       const int64_t first = part * per_part, n = std::min(per_part, g.n - first);
       if (n <= 0) continue;
       status[part] = [&]() -> Status {
-        ASSIGN_OR_RETURN(std::shared_ptr<const Primitive> p, Get(kind, g, n, o));
+        ASSIGN_OR_RETURN(std::shared_ptr<const Primitive> p, Get(kind, g, n, o, fusion));
         try {
           dnnl::stream stream(Engine());
           Tensor scratch, filter_buffer;
@@ -155,8 +184,13 @@ Status Run(OpKernelContext* ctx, Kind kind, const Geometry& g, int64_t o, const 
           memory scratch_mem(p->scratch, Engine(), scratch.raw_data());
           if (kind == Kind::kForward) {
             memory s(src_md, Engine(), const_cast<float*>(src) + src_offset), d(dst_md, Engine(), d_dst + dst_offset);
-            p->primitive.execute(stream, {{DNNL_ARG_SRC, s}, {DNNL_ARG_WEIGHTS, prim_filter}, {DNNL_ARG_DST, d},
-                                          {DNNL_ARG_SCRATCHPAD, scratch_mem}});
+            std::unordered_map<int, memory> args{
+                {DNNL_ARG_SRC, s}, {DNNL_ARG_WEIGHTS, prim_filter}, {DNNL_ARG_DST, d}, {DNNL_ARG_SCRATCHPAD, scratch_mem}};
+            if (fusion.bias) {
+              args.emplace(DNNL_ARG_BIAS, memory(memory::desc({o}, kF32, Tag::x), Engine(),
+                                                 const_cast<float*>(epilogue.bias)));
+            }
+            p->primitive.execute(stream, args);
           } else if (kind == Kind::kBackwardInput) {
             memory s(src_md, Engine(), d_src + src_offset), d(dst_md, Engine(), const_cast<float*>(dst) + dst_offset);
             p->primitive.execute(stream, {{DNNL_ARG_DIFF_SRC, s}, {DNNL_ARG_WEIGHTS, prim_filter},
@@ -187,8 +221,9 @@ Status Run(OpKernelContext* ctx, Kind kind, const Geometry& g, int64_t o, const 
 
 }  // namespace
 
-Status DnnlConv2D(OpKernelContext* ctx, const Geometry& g, int64_t o, const float* in, const float* filter, float* out) {
-  return Run(ctx, Kind::kForward, g, o, in, nullptr, filter, nullptr, nullptr, out);
+Status DnnlConv2D(OpKernelContext* ctx, const Geometry& g, int64_t o, const float* in, const float* filter, float* out,
+                  const ConvEpilogue& epilogue) {
+  return Run(ctx, Kind::kForward, g, o, in, nullptr, filter, nullptr, nullptr, out, epilogue);
 }
 
 Status DnnlConv2DBackpropInput(OpKernelContext* ctx, const Geometry& g, int64_t o, const float* filter,

@@ -11,8 +11,15 @@
 
 namespace tessera::cpu {
 
-// out [N, OH, OW, O] = conv(in [N, H, W, C], filter).
-Status DnnlConv2D(OpKernelContext* ctx, const Geometry& g, int64_t o, const float* in, const float* filter, float* out);
+// What a forward convolution applies as it writes its output (a fused BiasAdd and Relu).
+struct ConvEpilogue {
+  const float* bias = nullptr;  // [O], or none
+  bool relu = false;
+};
+
+// out [N, OH, OW, O] = conv(in [N, H, W, C], filter), then the epilogue.
+Status DnnlConv2D(OpKernelContext* ctx, const Geometry& g, int64_t o, const float* in, const float* filter, float* out,
+                  const ConvEpilogue& epilogue = {});
 // d_in [N, H, W, C] from d_out [N, OH, OW, O].
 Status DnnlConv2DBackpropInput(OpKernelContext* ctx, const Geometry& g, int64_t o, const float* filter,
                                const float* d_out, float* d_in);

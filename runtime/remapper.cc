@@ -1,0 +1,103 @@
+#include "runtime/remapper.h"
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace tessera {
+namespace {
+
+bool OnCpu(const Node& n) { return n.assigned_device().find("/device:CPU:") != std::string::npos; }
+
+bool IsFloat(const Node& n) {
+  DataType t = DataType::kInvalid;
+  return n.GetAttr("T", &t).ok() && t == DataType::kFloat;
+}
+
+bool IsNhwc(const Node& n) {
+  std::string format;
+  return n.GetAttr("data_format", &format).ok() && format == "NHWC";
+}
+
+// The one consumer of `n`'s output 0 when it reads it as its input 0 on the same device, and
+// nothing else (no other edge, control edges included) leaves `n`; else nullptr.
+const Node* SoleConsumer(const Node& n, std::string_view op) {
+  if (n.out_edges().size() != 1) return nullptr;
+  const Edge* e = n.out_edges()[0];
+  if (e->IsControl() || e->src_output != 0 || e->dst_input != 0) return nullptr;
+  const Node* next = e->dst;
+  if (next->op() != op || next->assigned_device() != n.assigned_device() || !IsFloat(*next)) return nullptr;
+  return next;
+}
+
+struct Chain {
+  const Node* conv;
+  const Node* bias_add;
+  const Node* relu;  // or nullptr
+};
+
+std::vector<Chain> FindChains(const Graph& graph) {
+  std::vector<Chain> chains;
+  for (const Node* conv : graph.nodes()) {
+    if (conv->op() != "Conv2D" || !OnCpu(*conv) || !IsFloat(*conv) || !IsNhwc(*conv)) continue;
+    std::vector<int64_t> dilations;
+    if (!conv->GetAttr("dilations", &dilations).ok() || dilations != std::vector<int64_t>{1, 1, 1, 1}) continue;
+    const Node* bias_add = SoleConsumer(*conv, "BiasAdd");
+    if (bias_add == nullptr || !IsNhwc(*bias_add)) continue;
+    chains.push_back({conv, bias_add, SoleConsumer(*bias_add, "Relu")});
+  }
+  return chains;
+}
+
+bool IsControlInput(const std::string& input) { return !input.empty() && input[0] == '^'; }
+
+}  // namespace
+
+StatusOr<RemapResult> Remap(std::unique_ptr<Graph> graph) {
+  const std::vector<Chain> chains = FindChains(*graph);
+  if (chains.empty()) return RemapResult{std::move(graph), 0};
+
+  GraphDef def = graph->ToGraphDef();
+  std::map<std::string, std::string, std::less<>> devices;
+  for (const Node* n : graph->nodes()) devices[n->name()] = n->assigned_device();
+  std::map<std::string, NodeDef, std::less<>> fused;  // by the name it takes over
+  std::set<std::string, std::less<>> removed;
+  for (const Chain& c : chains) {
+    const Node* last = c.relu != nullptr ? c.relu : c.bias_add;
+    NodeDef conv = c.conv->ToNodeDef();
+    NodeDef bias_add = c.bias_add->ToNodeDef();
+    NodeDef node;
+    node.name = last->name();
+    node.op = "_FusedConv2D";
+    node.device = conv.device;
+    node.attrs = conv.attrs;
+    node.attrs["num_args"] = int64_t{1};
+    node.attrs["fused_ops"] = std::string(c.relu != nullptr ? "BiasAdd,Relu" : "BiasAdd");
+    node.attrs["epsilon"] = 0.0001f;
+    node.inputs = {conv.inputs[0], conv.inputs[1], bias_add.inputs[1]};
+    std::vector<NodeDef> parts = {conv, bias_add};
+    if (c.relu != nullptr) parts.push_back(c.relu->ToNodeDef());
+    for (const NodeDef& part : parts) {
+      for (const std::string& input : part.inputs) {
+        if (IsControlInput(input) && std::find(node.inputs.begin(), node.inputs.end(), input) == node.inputs.end()) {
+          node.inputs.push_back(input);
+        }
+      }
+      if (part.name != node.name) removed.insert(part.name);
+    }
+    fused.emplace(node.name, std::move(node));
+  }
+  GraphDef out;
+  out.nodes.reserve(def.nodes.size());
+  for (NodeDef& n : def.nodes) {
+    if (removed.count(n.name) != 0) continue;
+    auto it = fused.find(n.name);
+    out.nodes.push_back(it != fused.end() ? std::move(it->second) : std::move(n));
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<Graph> rewritten, Graph::FromGraphDef(out, graph->op_registry()));
+  for (Node* n : rewritten->nodes()) n->set_assigned_device(devices.find(n->name())->second);
+  return RemapResult{std::move(rewritten), static_cast<int>(chains.size())};
+}
+
+}  // namespace tessera

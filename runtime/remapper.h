@@ -1,0 +1,29 @@
+// The remapper, TensorFlow's grappler pass of that name in small: in a placed step graph, a
+// float32 NHWC Conv2D whose one consumer is a BiasAdd (whose one consumer may be a Relu), all
+// on one CPU device, becomes a single _FusedConv2D named as the last node it replaces, so
+// consumers and fetches find it unchanged; oneDNN then adds the bias and applies ReLU as it
+// writes each output (no second and third pass over the tensor). A node that anything else
+// reads, a fetch, or a dilated or NCHW convolution stays as it is. Gradients are untouched:
+// they read the Relu's output, which the fused node produces.
+//
+//   ASSIGN_OR_RETURN(RemapResult r, Remap(std::move(step_graph)));
+//
+// DirectSession runs it on each step's graph after pruning, before partitioning; the config's
+// graph_options.rewrite_options.remapping = "OFF" turns it off. Pure function; thread-safe.
+#pragma once
+
+#include <memory>
+
+#include "graph/graph.h"
+
+namespace tessera {
+
+struct RemapResult {
+  std::unique_ptr<Graph> graph;  // the input graph itself when nothing was fused
+  int fused = 0;                 // _FusedConv2D nodes made
+};
+
+// `graph`'s nodes must have assigned devices.
+StatusOr<RemapResult> Remap(std::unique_ptr<Graph> graph);
+
+}  // namespace tessera
