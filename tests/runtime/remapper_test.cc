@@ -1,0 +1,142 @@
+// The remapper: Conv2D + BiasAdd (+ Relu) on a CPU become one _FusedConv2D in the step's
+// partition graphs, with the values of the unfused graph; a node something else reads stays.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "graph/builder/gradients.h"
+#include "graph/builder/ops.h"
+#include "runtime/session.h"
+#include "tests/test_util.h"
+
+namespace tessera {
+namespace {
+
+using ::testing::HasSubstr;
+
+Tensor Random(const TensorShape& shape, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  Tensor t(DataType::kFloat, shape);
+  for (float& v : t.flat<float>()) v = u(rng);
+  return t;
+}
+
+struct Step {
+  std::vector<Tensor> values;
+  std::vector<std::string> ops;  // of every node in the partition graphs, "name=op"
+};
+
+Step RunStep(const Scope& root, const std::vector<std::string>& fetches, bool remapping) {
+  SessionConfig config;
+  config.remapping = remapping;
+  auto session = testing::MakeSession(root, config);
+  Step step;
+  if (session == nullptr) return step;
+  RunOptions options;
+  options.output_partition_graphs = true;
+  RunMetadata metadata;
+  Status s = session->Run(options, {}, fetches, {}, &step.values, &metadata);
+  EXPECT_TRUE(s.ok()) << s;
+  for (const GraphDef& part : metadata.partition_graphs) {
+    for (const NodeDef& n : part.nodes) {
+      std::string fused;
+      if (n.op == "_FusedConv2D") {
+        EXPECT_TRUE(GetAttr(n.attrs, n.name, "fused_ops", &fused).ok());
+      }
+      step.ops.push_back(n.name + "=" + n.op + (fused.empty() ? "" : "(" + fused + ")"));
+    }
+  }
+  return step;
+}
+
+// x [2, 7, 7, 3] -> conv 3x3x3x5 SAME stride 2 -> bias -> relu.
+struct Net {
+  Scope root = Scope::NewRootScope();
+  Output conv, bias, relu;
+  Net() {
+    Output x = ops::Const(root.WithOpName("x"), Random(TensorShape({2, 7, 7, 3}), 1));
+    Output f = ops::Const(root.WithOpName("f"), Random(TensorShape({3, 3, 3, 5}), 2));
+    Output b = ops::Const(root.WithOpName("b"), Random(TensorShape({5}), 3));
+    conv = ops::Conv2D(root.WithOpName("conv"), x, f, {1, 2, 2, 1}, "SAME");
+    bias = ops::BiasAdd(root.WithOpName("bias"), conv, b);
+    relu = ops::Relu(root.WithOpName("relu"), bias);
+  }
+};
+
+void ExpectNear(const Tensor& a, const Tensor& b) {
+  ASSERT_EQ(a.shape(), b.shape());
+  for (int64_t i = 0; i < a.NumElements(); ++i) {
+    const float want = b.data<float>()[i];
+    EXPECT_NEAR(a.data<float>()[i], want, 1e-5 * std::max(1.f, std::abs(want))) << i;
+  }
+}
+
+bool Has(const Step& s, const std::string& entry) {
+  return std::find(s.ops.begin(), s.ops.end(), entry) != s.ops.end();
+}
+
+TEST(RemapperTest, ConvBiasAddReluBecomeOneNode) {
+  Net net;
+  Step fused = RunStep(net.root, {"relu"}, true);
+  Step plain = RunStep(net.root, {"relu"}, false);
+  ASSERT_EQ(fused.values.size(), 1u);
+  ASSERT_EQ(plain.values.size(), 1u);
+  ExpectNear(fused.values[0], plain.values[0]);
+  EXPECT_TRUE(Has(fused, "relu=_FusedConv2D(BiasAdd,Relu)"));
+  EXPECT_FALSE(Has(fused, "conv=Conv2D"));
+  EXPECT_FALSE(Has(fused, "bias=BiasAdd"));
+  EXPECT_TRUE(Has(plain, "conv=Conv2D"));
+  EXPECT_TRUE(Has(plain, "relu=Relu"));
+  float negative = 0;
+  for (float v : plain.values[0].flat<float>()) negative = std::min(negative, v);
+  EXPECT_EQ(negative, 0);
+}
+
+TEST(RemapperTest, ANodeSomethingElseReadsStays) {
+  Net net;
+  // The BiasAdd is fetched too: conv and bias fuse, the Relu reads the fused node.
+  Step s = RunStep(net.root, {"relu", "bias"}, true);
+  Step plain = RunStep(net.root, {"relu", "bias"}, false);
+  ASSERT_EQ(s.values.size(), 2u);
+  ExpectNear(s.values[0], plain.values[0]);
+  ExpectNear(s.values[1], plain.values[1]);
+  EXPECT_TRUE(Has(s, "bias=_FusedConv2D(BiasAdd)"));
+  EXPECT_TRUE(Has(s, "relu=Relu"));
+  // The convolution is fetched: nothing fuses.
+  s = RunStep(net.root, {"relu", "conv"}, true);
+  EXPECT_TRUE(Has(s, "conv=Conv2D"));
+  EXPECT_TRUE(Has(s, "bias=BiasAdd"));
+}
+
+TEST(RemapperTest, GradientsThroughTheFusedNodeAreUnchanged) {
+  Net net;
+  Output loss = ops::Sum(net.root.WithOpName("loss"), ops::Square(net.root, net.relu),
+                         ops::Const(net.root, Tensor::FromVector<int32_t>({0, 1, 2, 3})));
+  std::vector<Output> grads;
+  ASSERT_TRUE(AddSymbolicGradients(net.root, {loss}, {net.conv.node->input_edge(1)->src}, &grads).ok());
+  Step fused = RunStep(net.root, {grads[0].name(), "loss"}, true);
+  Step plain = RunStep(net.root, {grads[0].name(), "loss"}, false);
+  ASSERT_EQ(fused.values.size(), 2u);
+  ExpectNear(fused.values[0], plain.values[0]);
+  ExpectNear(fused.values[1], plain.values[1]);
+}
+
+TEST(RemapperTest, TheConfigSwitch) {
+  auto off = SessionConfig::FromJson(R"({"graph_options": {"rewrite_options": {"remapping": "OFF"}}})");
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_FALSE(off->remapping);
+  auto on = SessionConfig::FromJson(R"({"graph_options": {"rewrite_options": {"remapping": "DEFAULT"}}})");
+  ASSERT_TRUE(on.ok()) << on.status();
+  EXPECT_TRUE(on->remapping);
+  EXPECT_THAT(SessionConfig::FromJson(R"({"graph_options": {"rewrite_options": {"remapping": 2}}})").status().message(),
+              HasSubstr("must be DEFAULT, ON or OFF"));
+  EXPECT_THAT(SessionConfig::FromJson(R"({"graph_options": {"rewrite_options": {"arithmetic": "ON"}}})").status().message(),
+              HasSubstr("no field 'arithmetic'"));
+}
+
+}  // namespace
+}  // namespace tessera
