@@ -10,29 +10,30 @@
 namespace tessera::cpu {
 namespace {
 
-// Elements of `in` at offset + sum(i_d * strides_d), i over `dims` in row-major order, into
-// consecutive elements of `out`.
+// The positions offset + sum(i_d * strides_d) of a tensor, i over `dims` in row-major order.
 struct StridedWalk {
   int64_t offset = 0;
   std::vector<int64_t> dims;
   std::vector<int64_t> strides;
 };
 
-template <typename T>
-void CopyWalk(const T* in, const StridedWalk& w, T* out) {
+// Calls row(at, inner, inner_stride) for each innermost row of the walk, in row-major order:
+// its elements sit at at + j * inner_stride for j < inner.
+template <typename Row>
+void ForEachRow(const StridedWalk& w, Row row) {
   const int rank = static_cast<int>(w.dims.size());
   int64_t n = 1;
   for (int64_t d : w.dims) n *= d;
   if (n == 0) return;
   if (rank == 0) {
-    *out = in[w.offset];
+    row(w.offset, 1, 0);
     return;
   }
   const int64_t inner = w.dims[rank - 1], inner_stride = w.strides[rank - 1];
   std::vector<int64_t> index(static_cast<size_t>(rank), 0);
   int64_t at = w.offset;
   for (int64_t done = 0; done < n; done += inner) {
-    for (int64_t j = 0; j < inner; ++j) *out++ = in[at + j * inner_stride];
+    row(at, inner, inner_stride);
     for (int d = rank - 2; d >= 0; --d) {
       at += w.strides[d];
       if (++index[d] < w.dims[d]) break;
@@ -42,29 +43,19 @@ void CopyWalk(const T* in, const StridedWalk& w, T* out) {
   }
 }
 
+template <typename T>
+void CopyWalk(const T* in, const StridedWalk& w, T* out) {
+  ForEachRow(w, [&](int64_t at, int64_t inner, int64_t stride) {
+    for (int64_t j = 0; j < inner; ++j) *out++ = in[at + j * stride];
+  });
+}
+
 // The inverse: consecutive elements of `in` to the walk's positions in `out`.
 template <typename T>
 void ScatterWalk(const T* in, const StridedWalk& w, T* out) {
-  const int rank = static_cast<int>(w.dims.size());
-  int64_t n = 1;
-  for (int64_t d : w.dims) n *= d;
-  if (n == 0) return;
-  if (rank == 0) {
-    out[w.offset] = *in;
-    return;
-  }
-  const int64_t inner = w.dims[rank - 1], inner_stride = w.strides[rank - 1];
-  std::vector<int64_t> index(static_cast<size_t>(rank), 0);
-  int64_t at = w.offset;
-  for (int64_t done = 0; done < n; done += inner) {
-    for (int64_t j = 0; j < inner; ++j) out[at + j * inner_stride] = *in++;
-    for (int d = rank - 2; d >= 0; --d) {
-      at += w.strides[d];
-      if (++index[d] < w.dims[d]) break;
-      at -= w.strides[d] * w.dims[d];
-      index[d] = 0;
-    }
-  }
+  ForEachRow(w, [&](int64_t at, int64_t inner, int64_t stride) {
+    for (int64_t j = 0; j < inner; ++j) out[at + j * stride] = *in++;
+  });
 }
 
 void CopyWalk(const Tensor& in, const StridedWalk& w, Tensor* out) {
