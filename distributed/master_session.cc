@@ -277,8 +277,7 @@ StatusOr<std::shared_ptr<const MasterSession::Plan>> MasterSession::GetOrCreateP
   ASSIGN_OR_RETURN(Subgraph sub, BuildSubgraph(*graph_, feed_names, fetches, targets));
   // The same rewrites as a local session's, so a cluster computes what one process does.
   if (config_.remapping) {
-    ASSIGN_OR_RETURN(RemapResult remapped, Remap(std::move(sub.graph)));
-    sub.graph = std::move(remapped.graph);
+    ASSIGN_OR_RETURN(sub.graph, Remap(std::move(sub.graph)));
   }
   std::map<std::string, uint64_t> incarnations;
   for (const RemoteDevice& d : devices_) incarnations[d.name] = d.incarnation;

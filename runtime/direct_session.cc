@@ -180,8 +180,7 @@ StatusOr<std::shared_ptr<const DirectSession::ExecutorAndKeys>> DirectSession::G
                                                               "feed or fetch of the step"});
   }
   if (config_.remapping) {
-    ASSIGN_OR_RETURN(RemapResult remapped, Remap(std::move(sub.graph)));
-    sub.graph = std::move(remapped.graph);
+    ASSIGN_OR_RETURN(sub.graph, Remap(std::move(sub.graph)));
   }
   PartitionOptions popts;
   popts.incarnation = [this](const std::string& device) { return devices_->IncarnationOf(device); };

@@ -1,14 +1,20 @@
 #include "runtime/remapper.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "graph/device_name.h"
+
 namespace tessera {
 namespace {
 
-bool OnCpu(const Node& n) { return n.assigned_device().find("/device:CPU:") != std::string::npos; }
+bool OnCpu(const Node& n) {
+  StatusOr<DeviceName> device = DeviceName::Parse(n.assigned_device());
+  return device.ok() && device->type == "CPU";
+}
 
 bool IsFloat(const Node& n) {
   DataType t = DataType::kInvalid;
@@ -54,9 +60,9 @@ bool IsControlInput(const std::string& input) { return !input.empty() && input[0
 
 }  // namespace
 
-StatusOr<RemapResult> Remap(std::unique_ptr<Graph> graph) {
+StatusOr<std::unique_ptr<Graph>> Remap(std::unique_ptr<Graph> graph) {
   const std::vector<Chain> chains = FindChains(*graph);
-  if (chains.empty()) return RemapResult{std::move(graph), 0};
+  if (chains.empty()) return graph;
 
   GraphDef def = graph->ToGraphDef();
   std::map<std::string, std::string, std::less<>> devices;
@@ -74,7 +80,6 @@ StatusOr<RemapResult> Remap(std::unique_ptr<Graph> graph) {
     node.attrs = conv.attrs;
     node.attrs["num_args"] = int64_t{1};
     node.attrs["fused_ops"] = std::string(c.relu != nullptr ? "BiasAdd,Relu" : "BiasAdd");
-    node.attrs["epsilon"] = 0.0001f;
     node.inputs = {conv.inputs[0], conv.inputs[1], bias_add.inputs[1]};
     std::vector<NodeDef> parts = {conv, bias_add};
     if (c.relu != nullptr) parts.push_back(c.relu->ToNodeDef());
@@ -97,7 +102,7 @@ StatusOr<RemapResult> Remap(std::unique_ptr<Graph> graph) {
   }
   ASSIGN_OR_RETURN(std::unique_ptr<Graph> rewritten, Graph::FromGraphDef(out, graph->op_registry()));
   for (Node* n : rewritten->nodes()) n->set_assigned_device(devices.find(n->name())->second);
-  return RemapResult{std::move(rewritten), static_cast<int>(chains.size())};
+  return rewritten;
 }
 
 }  // namespace tessera

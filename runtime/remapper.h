@@ -6,10 +6,11 @@
 // reads, a fetch, or a dilated or NCHW convolution stays as it is. Gradients are untouched:
 // they read the Relu's output, which the fused node produces.
 //
-//   ASSIGN_OR_RETURN(RemapResult r, Remap(std::move(step_graph)));
+//   ASSIGN_OR_RETURN(step_graph, Remap(std::move(step_graph)));
 //
-// DirectSession runs it on each step's graph after pruning, before partitioning; the config's
-// graph_options.rewrite_options.remapping = "OFF" turns it off. Pure function; thread-safe.
+// DirectSession and MasterSession run it on each step's graph after pruning, before
+// partitioning; the config's graph_options.rewrite_options.remapping = "OFF" turns it off.
+// Pure function; thread-safe.
 #pragma once
 
 #include <memory>
@@ -18,12 +19,7 @@
 
 namespace tessera {
 
-struct RemapResult {
-  std::unique_ptr<Graph> graph;  // the input graph itself when nothing was fused
-  int fused = 0;                 // _FusedConv2D nodes made
-};
-
-// `graph`'s nodes must have assigned devices.
-StatusOr<RemapResult> Remap(std::unique_ptr<Graph> graph);
+// `graph`'s nodes must have assigned devices. Returns `graph` itself when nothing fuses.
+StatusOr<std::unique_ptr<Graph>> Remap(std::unique_ptr<Graph> graph);
 
 }  // namespace tessera

@@ -66,29 +66,21 @@ StatusOr<std::shared_ptr<const Primitive>> Build(Kind kind, const Geometry& g, i
   auto p = std::make_shared<Primitive>();
   p->user_filter = memory::desc({o, g.c, g.kh, g.kw}, kF32, Tag::hwio);
   // oneDNN 3 (Debian 13) builds primitive descriptors directly; 2 (Debian 12) from op descriptors.
+  // The backward kinds are never fused, so this is also their hint. An empty bias desc: none.
   const auto direct = dnnl::algorithm::convolution_direct;
 #if DNNL_VERSION_MAJOR >= 3
   const dnnl::convolution_forward::primitive_desc forward(Engine(), dnnl::prop_kind::forward_training, direct, src,
-                                                          any_filter, dst, strides, pad_l, pad_r, attr);
-#else
-  const dnnl::convolution_forward::primitive_desc forward(
-      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, direct, src, any_filter, dst, strides, pad_l,
-                                      pad_r),
-      attr, Engine());
-#endif
-  if (kind == Kind::kForward) {
-#if DNNL_VERSION_MAJOR >= 3
-    const dnnl::convolution_forward::primitive_desc fused(Engine(), dnnl::prop_kind::forward_training, direct, src,
                                                           any_filter, bias, dst, strides, pad_l, pad_r, forward_attr);
 #else
-    const dnnl::convolution_forward::primitive_desc fused(
-        dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, direct, src, any_filter, bias, dst, strides,
-                                        pad_l, pad_r),
-        forward_attr, Engine());
+  const dnnl::convolution_forward::primitive_desc forward(
+      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, direct, src, any_filter, bias, dst, strides,
+                                      pad_l, pad_r),
+      forward_attr, Engine());
 #endif
-    p->primitive = dnnl::convolution_forward(fused);
-    p->filter = fused.weights_desc();
-    p->scratch = fused.scratchpad_desc();
+  if (kind == Kind::kForward) {
+    p->primitive = dnnl::convolution_forward(forward);
+    p->filter = forward.weights_desc();
+    p->scratch = forward.scratchpad_desc();
   } else if (kind == Kind::kBackwardInput) {
 #if DNNL_VERSION_MAJOR >= 3
     const dnnl::convolution_backward_data::primitive_desc pd(Engine(), direct, src, any_filter, dst, strides, pad_l,
