@@ -13,6 +13,7 @@
 #include "graph/serialize/graph_json.h"
 #include "graph/serialize/tensorflow_graph.h"
 #include "runtime/session.h"
+#include "tests/test_util.h"
 
 namespace tessera {
 namespace {
@@ -170,19 +171,7 @@ TEST(ControlFlowTest, AMalformedLoopIsAnError) {
 }
 
 std::vector<float> RunFloats(Session& s, const std::string& fetch, std::vector<std::pair<std::string, Tensor>> feeds) {
-  std::vector<Tensor> out;
-  Status st = s.Run(feeds, {fetch}, {}, &out);
-  if (!st.ok()) {
-    ADD_FAILURE() << st;
-    return {};
-  }
-  return {out[0].data<float>(), out[0].data<float>() + out[0].NumElements()};
-}
-
-Tensor Vector(std::vector<float> v) {
-  Tensor t(DataType::kFloat, TensorShape({static_cast<int64_t>(v.size())}));
-  std::copy(v.begin(), v.end(), t.data<float>());
-  return t;
+  return testing::Values<float>(testing::Fetch(s, fetch, feeds));
 }
 
 // tf_while_gradient.pbtxt (written by tf_while_gradient.py, which prints these values):
@@ -195,7 +184,7 @@ TEST(ControlFlowTest, WhileLoopGradients) {
   for (int threads : {1, 4}) {
     auto s = Load("tf_while_gradient.pbtxt", threads);
     ASSERT_NE(s, nullptr);
-    const Tensor x = Vector({0.7f, -1.3f});
+    const Tensor x = Tensor::FromVector<float>({0.7f, -1.3f});
     EXPECT_THAT(RunFloats(*s, "v", {{"x", x}}), ElementsAre(FloatNear(-0.01023571f, 1e-5), FloatNear(0.69985527f, 1e-5)));
     EXPECT_THAT(RunFloats(*s, "gx", {{"x", x}}), ElementsAre(FloatNear(0.04552671f, 1e-5), FloatNear(-2.4593742f, 1e-5)));
     EXPECT_THAT(RunFloats(*s, "gm", {{"x", x}}),
@@ -214,7 +203,7 @@ TEST(ControlFlowTest, WhileLoopGradients) {
 TEST(ControlFlowTest, ConcurrentStepsKeepTheirOwnStacks) {
   auto s = Load("tf_while_gradient.pbtxt", 4);
   ASSERT_NE(s, nullptr);
-  const Tensor x = Vector({0.7f, -1.3f});
+  const Tensor x = Tensor::FromVector<float>({0.7f, -1.3f});
   const std::vector<float> at5 = RunFloats(*s, "gx", {{"x", x}});
   const std::vector<float> at40 = RunFloats(*s, "gx", {{"x", x}, {"n", Tensor::Scalar(40)}});
   std::vector<std::thread> threads;
@@ -263,7 +252,7 @@ TEST(ControlFlowTest, StackOps) {
   ASSERT_TRUE(s->Run({}, {"q1", "q2"}, {}, &out).ok());
   EXPECT_EQ(out[0].data<float>()[0], 2);
   EXPECT_EQ(out[1].data<float>()[0], 1);
-  // A step makes its own stack: the pops above left nothing behind for this one.
+  // The next step runs its pushes and pops again, on a stack of its own.
   ASSERT_TRUE(s->Run({}, {"q1"}, {}, &out).ok());
   EXPECT_EQ(out[0].data<float>()[0], 2);
   Status st = s->Run({}, {"q3"}, {}, &out);
