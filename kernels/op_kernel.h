@@ -162,6 +162,14 @@ class CancellationManager {
   std::map<Token, std::function<void()>> callbacks_;  // guarded by mu_
 };
 
+// The loop frame and iteration a kernel runs in; {0, 0} outside every loop. A frame's id
+// is derived from its name and its parents' iterations, so it is the same on every device
+// of the step, and a cross-device key can name it.
+struct FrameAndIter {
+  uint64_t frame_id = 0;
+  int64_t iter_id = 0;
+};
+
 class OpKernelContext {
  public:
   // Everything the executor hands a kernel for one step; all pointers are borrowed.
@@ -175,6 +183,7 @@ class OpKernelContext {
     Rendezvous* rendezvous = nullptr;  // where this step's tensors cross devices
     const FunctionRuntime* function_runtime = nullptr;
     int64_t step_id = 0;
+    FrameAndIter frame_iter;
     TensorValue* inputs = nullptr;   // num_inputs entries, values already dereferenced
     TensorValue* outputs = nullptr;  // num_outputs entries, cleared
   };
@@ -230,6 +239,7 @@ class OpKernelContext {
   // Runs the bodies of function attrs; nullptr outside an executor.
   const FunctionRuntime* function_runtime() const { return p_.function_runtime; }
   int64_t step_id() const { return p_.step_id; }
+  const FrameAndIter& frame_iter() const { return p_.frame_iter; }
 
   void SetStatus(const Status& s) {
     if (status_.ok()) status_ = s;

@@ -11,8 +11,10 @@
 //
 // Each end says where its tensor lives (Args): when the sender's memory and the receiver's
 // differ, the rendezvous copies between them (copy_tensor.h) before the receiver is called;
-// host memory to host memory hands the buffer over. Each key carries one tensor per step. Implementations are thread-safe: Send, RecvAsync
-// and StartAbort may be called concurrently from any thread.
+// host memory to host memory hands the buffer over. Each key carries one tensor per step.
+// A dead value (a Switch's untaken branch) travels as an empty Tensor(), never copied.
+// Implementations are thread-safe: Send, RecvAsync and StartAbort may be called
+// concurrently from any thread.
 #pragma once
 
 #include <cstdint>

@@ -37,7 +37,7 @@ Status PrepareInputs(const Executor::Impl& impl, const NodeItem& item, TensorVal
 }
 
 OpKernelContext::Params MakeParams(const Executor::Impl& impl, const Executor::Args& args, const NodeItem& item,
-                                   TensorValue* inputs, TensorValue* outputs) {
+                                   TensorValue* inputs, TensorValue* outputs, FrameAndIter frame_iter) {
   OpKernelContext::Params p;
   p.kernel = item.kernel;
   p.device = item.device;
@@ -48,6 +48,7 @@ OpKernelContext::Params MakeParams(const Executor::Impl& impl, const Executor::A
   p.rendezvous = args.rendezvous;
   p.function_runtime = impl.function_runtime;
   p.step_id = args.step_id;
+  p.frame_iter = frame_iter;
   p.inputs = inputs;
   p.outputs = outputs;
   return p;
@@ -82,10 +83,11 @@ Status NodeError(const NodeItem& item, const Status& s) {
 }
 
 Status RunSyncKernel(const Executor::Impl& impl, const Executor::Args& args, const NodeItem& item,
-                     TensorValue* inputs, TensorValue* outputs, bool outputs_may_be_missing) {
+                     TensorValue* inputs, TensorValue* outputs, bool outputs_may_be_missing,
+                     FrameAndIter frame_iter) {
   RETURN_IF_ERROR(PrepareInputs(impl, item, inputs));
   int64_t start = args.stats != nullptr ? NowMicros() : 0;
-  OpKernelContext ctx(MakeParams(impl, args, item, inputs, outputs));
+  OpKernelContext ctx(MakeParams(impl, args, item, inputs, outputs, frame_iter));
   // A kernel that throws (a library's std::bad_alloc) fails its node, not the process.
   try {
     item.kernel->Compute(&ctx);

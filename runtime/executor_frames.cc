@@ -47,6 +47,7 @@ struct IterationState {
 };
 
 struct Frame {
+  uint64_t id = 0;  // 0: the root; see FrameAndIter
   Frame* parent = nullptr;
   int64_t parent_iter = 0;
   int max_parallel = 1;
@@ -75,6 +76,22 @@ struct Tagged {
 };
 
 bool HasValue(const TensorValue& v) { return v.tensor.IsInitialized() || v.ref != nullptr; }
+
+// FNV-1a over the parent's id, its iteration and the frame's name: the same child gets the
+// same id on every device and in every process of the step, and never the root's 0.
+uint64_t ChildFrameId(uint64_t parent, int64_t parent_iter, std::string_view name) {
+  uint64_t h = 14695981039346656037ull;
+  auto mix = [&h](const void* data, size_t size) {
+    for (size_t i = 0; i < size; ++i) {
+      h ^= static_cast<const unsigned char*>(data)[i];
+      h *= 1099511628211ull;
+    }
+  };
+  mix(&parent, sizeof parent);
+  mix(&parent_iter, sizeof parent_iter);
+  mix(name.data(), name.size());
+  return h == 0 ? 1 : h;
+}
 
 class FramesState {
  public:
@@ -120,13 +137,15 @@ class FramesState {
       const Tagged t = stack.back();
       stack.pop_back();
       const NodeItem& item = impl_.item(t.id);
+      const FlowItem& f = impl_.flow[t.id];
       TensorValue* inputs = t.state->slots.get() + item.input_start;
-      bool dead = t.dead || aborted_.load(std::memory_order_relaxed);
-      if (t.dead && impl_.flow[t.id].is_retval) {
+      const bool aborted = aborted_.load(std::memory_order_relaxed);
+      bool dead = t.dead || aborted;
+      if (t.dead && f.is_retval) {
         RecordError(NodeError(item, errors::InvalidArgument("Retval[", item.node->name(), "] does not have value: ",
                                                             "the fetched tensor is on a branch that was not taken")));
       }
-      if (!dead && item.is_async) {
+      if (!aborted && (!t.dead || f.is_recv) && item.is_async) {
         if (StartAsync(t, inputs, &stack) == AsyncStart::kStepDone) {
           active_workers_.fetch_sub(1, std::memory_order_relaxed);
           Finish();
@@ -134,8 +153,8 @@ class FramesState {
         }
         continue;
       }
-      if (!dead && !item.is_noop) {
-        Status s = RunSyncKernel(impl_, args_, item, inputs, outputs.data(), impl_.flow[t.id].is_switch);
+      if (!aborted && (!t.dead || f.is_send) && !item.is_noop) {
+        Status s = RunSyncKernel(impl_, args_, item, inputs, outputs.data(), f.is_switch, {t.frame->id, t.iter});
         if (!s.ok()) {
           RecordError(NodeError(item, s));
           dead = true;
@@ -176,15 +195,18 @@ class FramesState {
       const NodeItem& it = impl_.item(t.id);
       if (args_.stats != nullptr) RecordStats(args_, it, call->start);
       Status s = call->status;
-      if (s.ok()) s = CheckOutputs(it, call->outputs.data(), false);
+      if (s.ok()) s = CheckOutputs(it, call->outputs.data(), impl_.flow[t.id].is_recv);
       if (!s.ok()) RecordError(NodeError(it, s));
       TensorValue* in = t.state->slots.get() + it.input_start;
       for (int i = 0; i < it.num_inputs; ++i) in[i] = TensorValue();
-      return !s.ok();
+      // A _Recv is dead when its trigger was or when what came was dead: to its control
+      // successors too.
+      return !s.ok() || t.dead || (impl_.flow[t.id].is_recv && !HasValue(call->outputs[0]));
     };
     call->status = PrepareInputs(impl_, item, inputs);
     if (call->status.ok()) {
-      call->ctx = std::make_unique<OpKernelContext>(MakeParams(impl_, args_, item, inputs, call->outputs.data()));
+      call->ctx = std::make_unique<OpKernelContext>(
+          MakeParams(impl_, args_, item, inputs, call->outputs.data(), {t.frame->id, t.iter}));
       call->start = args_.stats != nullptr ? NowMicros() : 0;
       item.kernel->AsAsync()->ComputeAsync(call->ctx.get(), [this, t, call, settle] {
         call->status = call->ctx->status();
@@ -289,7 +311,10 @@ class FramesState {
           dst_dead = it->dead_count[dst] == num_data;
           ready_now = it->pending[dst] == 0 || (it->pending[dst] == 1 && dst_dead);
         } else if (edge_dead) {
-          dst_dead = ++it->dead_count[dst] == num_data;
+          // A dead Enter kills its loop's Merge at once (the NextIteration input cannot
+          // come), so that a loop in an untaken branch runs dead to its Exits, as in
+          // TensorFlow: every device following the loop then hears of it.
+          dst_dead = ++it->dead_count[dst] == num_data || impl_.flow[src].is_enter;
           ready_now = it->pending[dst] == 1 && dst_dead;
         } else if ((it->pending[dst] & 1) == 1) {  // the first live input; later ones are dropped
           take_input = true;
@@ -315,6 +340,7 @@ class FramesState {
     auto found = children_.find(key);
     if (found != children_.end()) return found->second.get();
     auto child = std::make_unique<Frame>();
+    child->id = ChildFrameId(frame->id, iter, impl_.frames[f.frame].name);
     child->parent = frame;
     child->parent_iter = iter;
     child->max_parallel = f.parallel_iterations;
@@ -435,20 +461,20 @@ class FramesState {
 Status AnalyzeControlFlow(const Graph& graph, Executor::Impl* impl) {
   bool any = false;
   for (const Node* n : graph.nodes()) {
-    any = any || IsOneOf(n->op(), {"Switch", "RefSwitch", "Merge", "RefMerge", "Enter", "RefEnter", "Exit",
-                                   "RefExit", "NextIteration", "RefNextIteration", "LoopCond", "ControlTrigger"});
+    bool maybe_dead = false;
+    any = any ||
+          IsOneOf(n->op(), {"Switch", "RefSwitch", "Merge", "RefMerge", "Enter", "RefEnter", "Exit", "RefExit",
+                            "NextIteration", "RefNextIteration", "LoopCond", "ControlTrigger"}) ||
+          (IsRecvOp(n->op()) && n->GetAttr(kMaybeDeadAttr, &maybe_dead).ok() && maybe_dead);
   }
   if (!any) return Status::OK();
   std::map<std::string, int, std::less<>> frame_index;
   impl->flow.resize(graph.nodes().size());
   for (const Node* n : graph.nodes()) {
-    // A dead value would have to cross to the other device; _Send and _Recv carry none yet.
-    if (IsSendOp(n->op()) || IsRecvOp(n->op())) {
-      return errors::Unimplemented("Control flow (Switch, Merge, loops) whose nodes span devices is not supported ",
-                                   "yet; node ", n->DebugName(), " links this partition to another device");
-    }
     FlowItem& f = impl->flow[n->id()];
     const std::string& op = n->op();
+    f.is_send = IsSendOp(op);
+    f.is_recv = IsRecvOp(op);
     f.is_merge = op == "Merge" || op == "RefMerge";
     f.is_switch = op == "Switch" || op == "RefSwitch";
     f.is_enter = op == "Enter" || op == "RefEnter";

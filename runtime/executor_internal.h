@@ -47,6 +47,9 @@ struct FlowItem {
   bool is_next_iteration = false;
   bool is_control_trigger = false;
   bool is_retval = false;  // a fetch: it must not be dead
+  // _Send and _Recv run when dead too, so that the other device hears of the dead value.
+  bool is_send = false;
+  bool is_recv = false;
   bool is_constant_enter = false;
   int frame = -1;                   // Enter: index into Impl::frames
   int parallel_iterations = 1;      // Enter
@@ -96,11 +99,12 @@ int64_t OsThreadId();
 // Reads the references arriving where the kernel wants values.
 Status PrepareInputs(const Executor::Impl& impl, const NodeItem& item, TensorValue* inputs);
 OpKernelContext::Params MakeParams(const Executor::Impl& impl, const Executor::Args& args, const NodeItem& item,
-                                   TensorValue* inputs, TensorValue* outputs);
+                                   TensorValue* inputs, TensorValue* outputs, FrameAndIter frame_iter = {});
 // Runs a synchronous kernel: prepares its inputs, calls Compute (an exception fails the node,
 // not the process), records its stats and checks its outputs (a Switch leaves one unset).
 Status RunSyncKernel(const Executor::Impl& impl, const Executor::Args& args, const NodeItem& item,
-                     TensorValue* inputs, TensorValue* outputs, bool outputs_may_be_missing);
+                     TensorValue* inputs, TensorValue* outputs, bool outputs_may_be_missing,
+                     FrameAndIter frame_iter = {});
 // A kernel that returned OK must have produced every output with its declared type.
 Status CheckOutputs(const NodeItem& item, const TensorValue* outputs, bool outputs_may_be_missing);
 void RecordStats(const Executor::Args& args, const NodeItem& item, int64_t start);
@@ -109,7 +113,9 @@ Status NodeError(const NodeItem& item, const Status& s);
 
 // Runs one step of a graph with control flow (executor_frames.cc).
 void RunWithFrames(const Executor::Impl& impl, const Executor::Args& args, Executor::DoneCallback done);
-// Fills impl.flow and impl.frames; InvalidArgument for a malformed loop.
+// Fills impl.flow and impl.frames; InvalidArgument for a malformed loop. A partition with
+// no control flow of its own still needs it when a _Recv may bring a dead value (the
+// partitioner marks those with kMaybeDeadAttr).
 Status AnalyzeControlFlow(const Graph& graph, Executor::Impl* impl);
 
 }  // namespace executor_internal

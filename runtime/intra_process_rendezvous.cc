@@ -12,8 +12,9 @@ IntraProcessRendezvous::~IntraProcessRendezvous() {
 }
 
 void IntraProcessRendezvous::Deliver(const Sent& sent, Waiter waiter) {
-  if (IsHostMemory(sent.args.device, sent.args.alloc_attrs) &&
-      IsHostMemory(waiter.args.device, waiter.args.alloc_attrs)) {
+  const bool dead = !sent.value.IsInitialized();
+  if (dead || (IsHostMemory(sent.args.device, sent.args.alloc_attrs) &&
+               IsHostMemory(waiter.args.device, waiter.args.alloc_attrs))) {
     waiter.done(Status::OK(), sent.value);
     return;
   }

@@ -1,5 +1,6 @@
 #include "runtime/partition.h"
 
+#include <cctype>
 #include <set>
 #include <tuple>
 
@@ -16,15 +17,18 @@ class Partitioner {
   }
 
   StatusOr<std::map<std::string, DevicePartition>> Run() {
+    device_.resize(g_.nodes().size());
     for (const Node* n : g_.nodes()) {
       if (n->assigned_device().empty()) {
         return errors::InvalidArgument("Cannot partition: node ", n->DebugName(), " has no assigned device");
       }
-      parts_[n->assigned_device()];
+      device_[n->id()] = n->assigned_device();
     }
+    RETURN_IF_ERROR(FindFrames());
+    for (const Node* n : g_.nodes()) parts_[Device(*n)];
     RETURN_IF_ERROR(FindMemoryTypes());
     for (const Node* n : g_.nodes()) {
-      const std::string& dst = n->assigned_device();
+      const std::string& dst = Device(*n);
       NodeDef def = n->ToNodeDef();
       def.device = dst;
       def.colocate_with.clear();
@@ -33,23 +37,25 @@ class Partitioner {
         const Edge* e = n->input_edge(i);
         const MemoryType from = OutputMemory(*e->src, e->src_output);
         const MemoryType to = InputMemory(*n, i);
-        if (e->src->assigned_device() == dst && from == to) {
+        if (Device(*e->src) == dst && from == to) {
           def.inputs.push_back(StrCat(e->src->name(), ":", e->src_output));
           continue;
         }
         if (n->input_is_ref(i)) {
           return errors::InvalidArgument("Reference input ", i, " of ", n->DebugName(), " on ", dst,
-                                         " comes from ", e->src->DebugName(), " on ", e->src->assigned_device(),
+                                         " comes from ", e->src->DebugName(), " on ", Device(*e->src),
                                          "; a variable and the ops that write it must share a device");
         }
-        def.inputs.push_back(RecvFor(*e->src, e->src_output, dst, from, to));
+        ASSIGN_OR_RETURN(std::string recv, RecvFor(*e->src, e->src_output, dst, from, to));
+        def.inputs.push_back(std::move(recv));
       }
       for (const Edge* e : n->control_inputs()) {
-        if (e->src->assigned_device() == dst) {
+        if (Device(*e->src) == dst) {
           def.inputs.push_back(StrCat("^", e->src->name()));
         } else {
-          def.inputs.push_back(
-              StrCat("^", RecvFor(*e->src, kControlSlot, dst, MemoryType::kDevice, MemoryType::kDevice)));
+          ASSIGN_OR_RETURN(std::string recv,
+                           RecvFor(*e->src, kControlSlot, dst, MemoryType::kDevice, MemoryType::kDevice));
+          def.inputs.push_back(StrCat("^", recv));
         }
       }
       parts_[dst].nodes.push_back(std::move(def));
@@ -77,13 +83,14 @@ class Partitioner {
     };
     std::map<std::string, DeviceInfo, std::less<>> devices;  // by full name
     for (const Node* n : g_.nodes()) {
-      auto it = devices.find(n->assigned_device());
+      auto it = devices.find(Device(*n));
       if (it == devices.end()) {
-        ASSIGN_OR_RETURN(DeviceName device, DeviceName::Parse(n->assigned_device()));
+        ASSIGN_OR_RETURN(DeviceName device, DeviceName::Parse(Device(*n)));
         const bool has_host_args = options_.kernels->HasHostMemoryArgs(device.type);
-        it = devices.emplace(n->assigned_device(), DeviceInfo{device.type, has_host_args}).first;
+        it = devices.emplace(Device(*n), DeviceInfo{device.type, has_host_args}).first;
       }
       if (!it->second.has_host_args) continue;
+      host_arg_devices_.insert(Device(*n));
       MemoryTypes& types = memory_types_[n->id()];
       // A node without a kernel keeps device memory; the executor reports the missing kernel.
       if (!options_.kernels->MemoryTypesForNode(*n, it->second.type, &types.inputs, &types.outputs).ok()) {
@@ -101,6 +108,159 @@ class Partitioner {
     return it == memory_types_.end() ? MemoryType::kDevice : it->second.outputs[i];
   }
 
+  // TensorFlow 1.x's control flow across devices (as its graph_partition does): a frame's
+  // nodes on a device other than its LoopCond's need that frame and its iterations there
+  // too, so that each _Recv inside the loop runs once per iteration under the key of that
+  // iteration. Each such device gets a control loop for the frame, Enter -> Merge ->
+  // Switch(LoopCond) -> NextIteration -> Merge, whose Merge fires once per iteration and
+  // triggers the frame's _Recvs there; the LoopCond's value comes over like any other.
+  //
+  // Finds the frame each node's inputs arrive in (an Enter's: its parent's; an Exit's: the
+  // loop's), walking from the roots as TensorFlow's BuildControlFlowInfo does.
+  Status FindFrames() {
+    for (const Node* n : g_.nodes()) has_control_flow_ = has_control_flow_ || IsControlFlowOp(n->op());
+    if (!has_control_flow_) return Status::OK();
+    const size_t num = g_.nodes().size();
+    input_frame_.assign(num, "");
+    output_frame_.assign(num, "");
+    std::vector<char> seen(num, 0);
+    std::vector<const Node*> queue;
+    for (const Node* n : g_.nodes()) {
+      if (n->num_inputs() == 0 && n->control_inputs().empty()) {
+        seen[n->id()] = 1;
+        queue.push_back(n);
+      }
+    }
+    for (size_t i = 0; i < queue.size(); ++i) {
+      const Node* n = queue[i];
+      const std::string& in = input_frame_[n->id()];
+      std::string& out = output_frame_[n->id()];
+      out = in;
+      if (IsEnter(n->op())) {
+        FrameInfo info;
+        RETURN_IF_ERROR(n->GetAttr("frame_name", &out));
+        RETURN_IF_ERROR(n->GetAttr("parallel_iterations", &info.parallel_iterations));
+        info.parent = in;
+        auto [it, inserted] = frames_.emplace(out, info);
+        if (!inserted && it->second.parent != in) {
+          return errors::InvalidArgument("Node ", n->DebugName(), " enters frame '", out, "' from frame '", in,
+                                         "', which other Enters enter from '", it->second.parent, "'");
+        }
+      } else if (IsExit(n->op())) {
+        if (in.empty()) return errors::InvalidArgument("Node ", n->DebugName(), " is an Exit outside every loop");
+        out = frames_.at(in).parent;
+      } else if (n->op() == "LoopCond" && !in.empty()) {
+        frames_.at(in).loop_cond = n;
+      }
+      for (const Edge* e : n->out_edges()) {
+        const int dst = e->dst->id();
+        if (!seen[dst]) {
+          seen[dst] = 1;
+          input_frame_[dst] = out;
+          queue.push_back(e->dst);
+        } else if (input_frame_[dst] != out) {
+          return errors::InvalidArgument("Node ", e->dst->DebugName(), " has inputs from frame '", input_frame_[dst],
+                                         "' and from frame '", out, "'");
+        }
+      }
+    }
+    ColocateControlFlow(queue);
+    return Status::OK();
+  }
+
+  // Moves the loops' plumbing next to what it serves, as TensorFlow's partitioner does: a
+  // Switch to its data input, an Exit to its input, a (value) Enter and a NextIteration to
+  // their first data consumer. Above all a NextIteration then shares its Merge's device: a
+  // value between iterations never crosses devices, where no control loop could key it.
+  // `order` is the graph from its roots, so an Exit follows its Switch's move.
+  void ColocateControlFlow(const std::vector<const Node*>& order) {
+    for (const Node* n : order) {
+      const std::string& op = n->op();
+      if ((op == "Switch" || op == "RefSwitch" || IsExit(op)) && n->num_inputs() > 0) {
+        device_[n->id()] = Device(*n->input_edge(0)->src);
+      }
+    }
+    for (const Node* n : order) {
+      const std::string& op = n->op();
+      const bool moves = op == "Enter" || op == "NextIteration" || op == "RefNextIteration";
+      if (!moves) continue;
+      for (const Edge* e : n->out_edges()) {
+        if (e->IsControl()) continue;
+        device_[n->id()] = Device(*e->dst);
+        break;
+      }
+    }
+  }
+
+  const std::string& Device(const Node& n) const { return device_[n.id()]; }
+
+  static bool IsControlFlowOp(std::string_view op) {
+    return op == "Switch" || op == "RefSwitch" || op == "Merge" || op == "RefMerge" || IsEnter(op) || IsExit(op) ||
+           op == "NextIteration" || op == "RefNextIteration" || op == "LoopCond";
+  }
+  static bool IsEnter(std::string_view op) { return op == "Enter" || op == "RefEnter"; }
+  static bool IsExit(std::string_view op) { return op == "Exit" || op == "RefExit"; }
+
+  // The Merge of `frame`'s control loop on `device`, made with the loops of its outer
+  // frames on first use.
+  StatusOr<std::string> ControlLoopMerge(const std::string& frame, const std::string& device) {
+    auto key = std::make_pair(frame, device);
+    if (auto it = control_loops_.find(key); it != control_loops_.end()) return it->second;
+    const FrameInfo& info = frames_.at(frame);
+    if (info.loop_cond == nullptr) {
+      return errors::InvalidArgument("The loop of frame '", frame, "' spans devices (", device,
+                                     ") but has no LoopCond to tell them when it ends");
+    }
+    std::string base;
+    for (char c : frame) base += std::isalnum(static_cast<unsigned char>(c)) || c == '/' || c == '-' ? c : '_';
+    base = StrCat(base.empty() || !std::isalnum(static_cast<unsigned char>(base[0])) ? "frame" : "", base,
+                  "/_control_loop");
+    NodeDef enter, merge, sw, next;
+    enter.name = Unique(base + "/enter");
+    merge.name = Unique(base + "/merge");
+    sw.name = Unique(base + "/switch");
+    next.name = Unique(base + "/next_iteration");
+    control_loops_.emplace(key, merge.name);  // before the LoopCond's _Recv below asks for it
+
+    std::string start;
+    if (info.parent.empty()) {
+      NodeDef constant;
+      constant.name = Unique(base + "/start");
+      constant.op = "Const";
+      constant.device = device;
+      constant.attrs = {{"dtype", DataType::kFloat}, {"value", Tensor(DataType::kFloat, TensorShape({0}))}};
+      start = constant.name;
+      parts_[device].nodes.push_back(std::move(constant));
+    } else {
+      ASSIGN_OR_RETURN(start, ControlLoopMerge(info.parent, device));
+    }
+    const Node& cond = *info.loop_cond;
+    const MemoryType pred_memory = host_arg_devices_.count(device) > 0 ? MemoryType::kHost : MemoryType::kDevice;
+    std::string pred = StrCat(cond.name(), ":0");
+    if (Device(cond) != device || OutputMemory(cond, 0) != pred_memory) {
+      ASSIGN_OR_RETURN(pred, RecvFor(cond, 0, device, OutputMemory(cond, 0), pred_memory));
+    }
+    for (NodeDef* def : {&enter, &merge, &sw, &next}) {
+      def->device = device;
+      def->attrs["T"] = DataType::kFloat;
+    }
+    enter.op = "Enter";
+    enter.inputs = {start};
+    enter.attrs["frame_name"] = frame;
+    enter.attrs["is_constant"] = false;
+    enter.attrs["parallel_iterations"] = info.parallel_iterations;
+    merge.op = "Merge";
+    merge.inputs = {enter.name, next.name};
+    merge.attrs["N"] = int64_t{2};
+    sw.op = "Switch";
+    sw.inputs = {merge.name, pred};
+    next.op = "NextIteration";
+    next.inputs = {StrCat(sw.name, ":1")};
+    std::string merge_name = merge.name;
+    for (NodeDef* def : {&enter, &merge, &sw, &next}) parts_[device].nodes.push_back(std::move(*def));
+    return merge_name;
+  }
+
   // A name no node of the graph or of this partitioning has taken yet.
   std::string Unique(std::string base) {
     std::string name = base;
@@ -111,12 +271,21 @@ class Partitioner {
   // The _Recv on `dst` that delivers output `output` of `src` (kControlSlot: its
   // completion) from memory `from` into memory `to`, creating the pair on first use. `dst`
   // may be the source's own device when the two memories differ.
-  std::string RecvFor(const Node& src, int output, const std::string& dst, MemoryType from, MemoryType to) {
+  StatusOr<std::string> RecvFor(const Node& src, int output, const std::string& dst, MemoryType from,
+                                MemoryType to) {
+    // Inside a loop: once per iteration, triggered by this device's control loop (made
+    // first: making it may ask for this very pair, for the loop's LoopCond).
+    std::string trigger;
+    if (has_control_flow_) {
+      if (const std::string& frame = output_frame_[src.id()]; !frame.empty()) {
+        ASSIGN_OR_RETURN(trigger, ControlLoopMerge(frame, dst));
+      }
+    }
     auto key = std::make_tuple(src.id(), output, dst, to);
     auto it = recv_names_.find(key);
     if (it != recv_names_.end()) return it->second;
 
-    const std::string& src_device = src.assigned_device();
+    const std::string& src_device = Device(src);
     const bool control = output == kControlSlot;
     std::string suffix = control ? "control" : std::to_string(output);
     if (dst == src_device) suffix += to == MemoryType::kHost ? "_to_host" : "_to_device";
@@ -159,6 +328,8 @@ class Partitioner {
     recv.attrs = std::move(common);
     recv.attrs["tensor_type"] = dtype;
     recv.attrs["shape"] = control ? TensorShape({0}) : src.output_shape(output);
+    if (has_control_flow_) recv.attrs[kMaybeDeadAttr] = true;
+    if (!trigger.empty()) recv.inputs = {StrCat("^", trigger)};
     std::string name = recv.name;
     parts_[dst].nodes.push_back(std::move(recv));
     recv_names_.emplace(key, name);
@@ -174,6 +345,21 @@ class Partitioner {
     std::vector<MemoryType> inputs, outputs;
   };
   std::map<int, MemoryTypes> memory_types_;  // by node id; absent: all device memory
+  std::set<std::string> host_arg_devices_;   // devices whose kernels keep some arguments in host memory
+
+  struct FrameInfo {
+    std::string parent;  // "": the root
+    const Node* loop_cond = nullptr;
+    int64_t parallel_iterations = 10;
+  };
+  bool has_control_flow_ = false;
+  // By node id, where the graph has control flow: the frame of a node's inputs and of its
+  // outputs ("": the root); they differ for Enter and Exit.
+  std::vector<std::string> input_frame_, output_frame_;
+  std::map<std::string, FrameInfo> frames_;  // by frame name
+  std::map<std::pair<std::string, std::string>, std::string> control_loops_;  // (frame, device) -> its Merge
+  // By node id: where it runs, its assigned device unless ColocateControlFlow moved it.
+  std::vector<std::string> device_;
 };
 
 }  // namespace

@@ -14,6 +14,12 @@
 //   auto parts = Partition(placed, {.incarnation = [&](const std::string& d) { ... }});
 //   for (const auto& [device, part] : *parts) ... Graph::FromGraphDef(part.graph) ...
 //
+// Control flow (Switch, Merge, loops) may span devices, as in TensorFlow: a dead value
+// crosses as a dead value, an edge inside a loop gets one key per frame and iteration, and
+// each device with such an edge follows the loop with a control loop of its own. The loops'
+// plumbing (Switch, Exit, Enter, NextIteration) runs beside the nodes it serves, whatever
+// device the placer gave it.
+//
 // A reference edge (a variable's ref output read through a ref input) never crosses
 // devices: the placer colocates them. A value read of a variable on another device is
 // taken when the _Send runs. Pure function; thread-safe.

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <fstream>
 #include <sstream>
+#include <functional>
+#include <set>
 #include <thread>
 
 #include "graph/serialize/graph_json.h"
@@ -20,7 +22,10 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::unique_ptr<Session> Load(const std::string& file, int inter_op_threads = 1) {
+// Where a test puts a node: "" leaves it to the placer.
+using DeviceOf = std::function<std::string(const NodeDef& node, int index)>;
+
+std::unique_ptr<Session> Load(const std::string& file, int inter_op_threads = 1, const DeviceOf& device_of = nullptr) {
   std::ifstream in(std::string(TESSERA_TEST_DATA_DIR) + "/" + file);
   std::stringstream text;
   text << in.rdbuf();
@@ -28,6 +33,15 @@ std::unique_ptr<Session> Load(const std::string& file, int inter_op_threads = 1)
   EXPECT_TRUE(def.ok()) << def.status();
   SessionConfig config;
   config.inter_op_parallelism_threads = inter_op_threads;
+  if (device_of) {
+    config.device_count["CPU"] = 2;
+    config.allow_soft_placement = true;  // where a stack's users must share its device
+    // A node TensorFlow colocated with another goes where that one goes.
+    for (size_t i = 0; i < def->nodes.size(); ++i) {
+      NodeDef& node = def->nodes[i];
+      if (node.colocate_with.empty()) node.device = device_of(node, static_cast<int>(i));
+    }
+  }
   auto session = Session::Create(config, *def);
   EXPECT_TRUE(session.ok()) << session.status();
   return session.ok() ? std::move(*session) : nullptr;
@@ -170,6 +184,55 @@ TEST(ControlFlowTest, AMalformedLoopIsAnError) {
   EXPECT_THAT(s.status().message(), HasSubstr("has only NextIteration inputs"));
 }
 
+// The same graphs with their nodes spread over two devices. Each edge between them inside a
+// loop becomes a _Send/_Recv pair per iteration, keyed by frame and iteration, and each
+// device follows the loop with a control loop of its own; dead values cross too.
+std::string Alternate(const NodeDef&, int index) { return index % 2 == 0 ? "/device:CPU:0" : "/device:CPU:1"; }
+// The loops' structure on one device and what they compute on the other.
+std::string ComputeOnSecond(const NodeDef& node, int) {
+  static const std::set<std::string> structure = {"Enter", "Exit", "Merge", "Switch", "NextIteration", "LoopCond",
+                                                  "Identity", "Const", "Placeholder"};
+  return structure.count(node.op) > 0 ? "/device:CPU:0" : "/device:CPU:1";
+}
+
+std::vector<std::pair<std::string, DeviceOf>> Placements(bool with_one_device) {
+  std::vector<std::pair<std::string, DeviceOf>> placements = {{"alternate", Alternate},
+                                                              {"compute on second", ComputeOnSecond}};
+  if (with_one_device) placements.insert(placements.begin(), {"one device", nullptr});
+  return placements;
+}
+
+TEST(ControlFlowTest, LoopsAndCondsSpanningTwoDevices) {
+  for (const auto& [placement, place] : Placements(/*with_one_device=*/false)) {
+    for (int threads : {1, 4}) {
+      SCOPED_TRACE(StrCat(placement, ", ", threads, " threads"));
+      auto nested = Load("tf_cond_nested_while.pbtxt", threads, place);
+      ASSERT_NE(nested, nullptr);
+      EXPECT_EQ(RunScalar<float>(*nested, "y", {{"x", Tensor::Scalar(3.0f)}}), 6.0f);
+      EXPECT_EQ(RunScalar<float>(*nested, "y", {{"x", Tensor::Scalar(-3.0f)}}), -4.0f);
+      for (int n : {0, 1, 5, 30}) {
+        EXPECT_EQ(RunScalar<int32_t>(*nested, "total", {{"n", Tensor::Scalar(n)}}), (n - 1) * n * (2 * n - 1) / 6)
+            << n;
+      }
+      auto cases = Load("tf_control_flow_cases.pbtxt", threads, place);
+      ASSERT_NE(cases, nullptr);
+      EXPECT_EQ(RunScalar<float>(*cases, "loop_in_cond", {{"x", Tensor::Scalar(1.5f)}, {"n", Tensor::Scalar(6)}}),
+                96.0f);
+      EXPECT_EQ(RunScalar<float>(*cases, "loop_in_cond", {{"x", Tensor::Scalar(-1.0f)}, {"n", Tensor::Scalar(3)}}),
+                -1.0f);
+      EXPECT_EQ(RunScalar<int32_t>(*cases, "collatz_steps", {{"n", Tensor::Scalar(27)}}), 111);
+      for (int n : {0, 1, 33, 500}) {
+        EXPECT_EQ(RunScalar<int32_t>(*cases, "count_to_n", {{"n", Tensor::Scalar(n)}}), n) << n;
+      }
+      Status status;
+      RunScalar<int32_t>(*cases, "faulty_sum", {{"n", Tensor::Scalar(3)}}, &status);
+      EXPECT_EQ(status.code(), Code::kInvalidArgument);
+      EXPECT_THAT(status.message(), HasSubstr("Integer division by zero"));
+      EXPECT_EQ(RunScalar<int32_t>(*cases, "faulty_sum", {{"n", Tensor::Scalar(20)}}), -2);
+    }
+  }
+}
+
 std::vector<float> RunFloats(Session& s, const std::string& fetch, std::vector<std::pair<std::string, Tensor>> feeds) {
   return testing::Values<float>(testing::Fetch(s, fetch, feeds));
 }
@@ -177,12 +240,14 @@ std::vector<float> RunFloats(Session& s, const std::string& fetch, std::vector<s
 // tf_while_gradient.pbtxt (written by tf_while_gradient.py, which prints these values):
 //   v = while i < n: tanh(m @ v) * x, from v = x; gx, gm = gradients(sum(v * v), [x, m])
 // The gradient loop pops, in reverse, what the forward loop pushed on stacks that live for
-// the step.
+// the step. On one device, and spread over two (the stacks' handles cross with the values).
 TEST(ControlFlowTest, WhileLoopGradients) {
   using ::testing::ElementsAre;
   using ::testing::FloatNear;
+  for (const auto& [placement, place] : Placements(/*with_one_device=*/true))
   for (int threads : {1, 4}) {
-    auto s = Load("tf_while_gradient.pbtxt", threads);
+    SCOPED_TRACE(StrCat(placement, ", ", threads, " threads"));
+    auto s = Load("tf_while_gradient.pbtxt", threads, place);
     ASSERT_NE(s, nullptr);
     const Tensor x = Tensor::FromVector<float>({0.7f, -1.3f});
     EXPECT_THAT(RunFloats(*s, "v", {{"x", x}}), ElementsAre(FloatNear(-0.01023571f, 1e-5), FloatNear(0.69985527f, 1e-5)));
