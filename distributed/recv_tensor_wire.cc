@@ -12,6 +12,8 @@ namespace {
 
 // Field 1 with wire type 2 (length-delimited): RecvTensorResponse.tensor_part's tag.
 constexpr uint8_t kPartFieldTag = (1 << 3) | 2;
+// RecvTensorResponse{is_dead: true}: field 2, varint, 1.
+constexpr uint8_t kDeadMessage[] = {(2 << 3) | 0, 1};
 
 void PutVarint(std::string* out, uint64_t value) {
   while (value >= 0x80) {
@@ -80,6 +82,10 @@ void ReleaseTensor(void* tensor) { delete static_cast<Tensor*>(tensor); }
 
 StatusOr<std::vector<grpc::ByteBuffer>> EncodeRecvTensorStream(const Tensor& value, size_t part_bytes) {
   if (part_bytes == 0) return errors::InvalidArgument("RecvTensor parts must hold at least one byte");
+  if (!value.IsInitialized()) {
+    grpc::Slice dead(kDeadMessage, sizeof kDeadMessage);
+    return std::vector<grpc::ByteBuffer>{grpc::ByteBuffer(&dead, 1)};
+  }
   // Strings are not contiguous in memory: they go whole through the plain encoding. Other
   // tensors send the header first and the elements from their own buffer.
   const bool strings = DataTypeHoldsStrings(value.dtype());
@@ -106,6 +112,16 @@ Status RecvTensorAssembler::Add(const grpc::ByteBuffer& message) {
     return errors::Internal("Could not read a RecvTensor response: ", s.error_message());
   }
   SliceReader in(std::move(slices));
+  if (stage_ == Stage::kDead) return errors::DataLoss("A RecvTensor stream goes on after saying its value is dead");
+  if (stage_ == Stage::kHeader && in.remaining() == sizeof kDeadMessage) {
+    uint8_t bytes[sizeof kDeadMessage];
+    in.Read(bytes, sizeof bytes);
+    if (std::memcmp(bytes, kDeadMessage, sizeof bytes) != 0) {
+      return errors::DataLoss("A RecvTensor response is neither a tensor part nor a dead value");
+    }
+    stage_ = Stage::kDead;
+    return Status::OK();
+  }
   uint8_t tag = 0;
   uint64_t length = 0;
   if (!in.Read(&tag, 1) || tag != kPartFieldTag || !in.ReadVarint(&length) || length != in.remaining()) {
@@ -153,7 +169,7 @@ Status RecvTensorAssembler::Add(const grpc::ByteBuffer& message) {
 }
 
 bool RecvTensorAssembler::Complete() const {
-  return stage_ == Stage::kWhole || (stage_ == Stage::kElements && filled_ == tensor_.TotalBytes());
+  return stage_ == Stage::kWhole || stage_ == Stage::kDead || (stage_ == Stage::kElements && filled_ == tensor_.TotalBytes());
 }
 
 StatusOr<Tensor> RecvTensorAssembler::Finish() {
@@ -164,7 +180,9 @@ StatusOr<Tensor> RecvTensorAssembler::Finish() {
                             " bytes of a ", DataTypeName(tensor_.dtype()), " tensor of shape ",
                             tensor_.shape().DebugString());
   }
+  const bool dead = stage_ == Stage::kDead;
   stage_ = Stage::kTaken;
+  if (dead) return Tensor();
   return std::move(tensor_);
 }
 

@@ -12,6 +12,7 @@
 //   for (each message) RETURN_IF_ERROR(assembler.Add(message));
 //   StatusOr<Tensor> value = assembler.Finish();
 //
+// A dead value (rendezvous.h) is one message, {is_dead: true}, and assembles to Tensor().
 // The bytes of each message are the message exactly as protobuf writes it, so
 // worker_service.proto stays the contract. Assembling trusts nothing (a response is a
 // peer's bytes): a message that is not one field 1 filling it, a first part without a whole
@@ -56,6 +57,7 @@ class RecvTensorAssembler {
     kHeader,    // nothing came yet
     kElements,  // the header came and the tensor is being filled
     kWhole,     // a string tensor came whole in the first part
+    kDead,      // the value is dead: no tensor comes
     kTaken,     // Finish gave the tensor away
   };
   Stage stage_ = Stage::kHeader;

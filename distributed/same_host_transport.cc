@@ -169,8 +169,9 @@ StatusOr<SameHostAnswerHead> ParseSameHostAnswerHead(std::string_view bytes) {
   if (h.code != Code::kOk && (h.header_bytes != 0 || h.element_bytes != 0)) {
     return errors::InvalidArgument("a same-host answer with both an error and a tensor");
   }
-  if (h.code == Code::kOk && h.header_bytes == 0) {
-    return errors::InvalidArgument("a same-host answer with neither an error nor a tensor");
+  // OK without a header is a dead value (rendezvous.h), which has no elements either.
+  if (h.code == Code::kOk && h.header_bytes == 0 && h.element_bytes != 0) {
+    return errors::InvalidArgument("a same-host answer with tensor elements but no header");
   }
   return h;
 }
@@ -303,7 +304,7 @@ class SameHostServer::Connection : public std::enable_shared_from_this<Connectio
     std::string strings;  // a string tensor's elements, which are not one block of memory
     const char* elements = nullptr;
     size_t element_bytes = 0;
-    if (status.ok()) {
+    if (status.ok() && answer.value.IsInitialized()) {
       const bool is_string = DataTypeHoldsStrings(answer.value.dtype());
       StatusOr<std::string> h = EncodeTensorHeader(answer.value);
       if (h.ok() && is_string) {
@@ -550,6 +551,10 @@ class SameHostClient::Impl : public std::enable_shared_from_this<Impl> {
       }
       if (h->code != Code::kOk) {
         p->done(Status(h->code, message), Tensor());
+        continue;
+      }
+      if (header.empty()) {  // dead
+        p->done(Status::OK(), Tensor());
         continue;
       }
       StatusOr<Tensor> value = ReadTensor(header, h->element_bytes, p->into, idle);

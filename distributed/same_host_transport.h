@@ -94,6 +94,7 @@ class SameHostClient {
 // and each answer
 //   u64 id | u32 code | u32 message length | u32 header length | u64 element bytes |
 //   message | tensor header (tensor_codec) | elements
+// An OK answer with no header carries a dead value (rendezvous.h).
 struct SameHostRequestHead {
   uint64_t id = 0;
   int64_t step_id = 0;

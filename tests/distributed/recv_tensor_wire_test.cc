@@ -54,6 +54,21 @@ StatusOr<Tensor> Assemble(const std::vector<std::string>& messages, size_t max_b
   return assembler.Finish();
 }
 
+TEST(RecvTensorWireTest, ADeadValueIsOneIsDeadMessage) {
+  const std::vector<std::string> messages = Messages(Tensor(), 1000);
+  ASSERT_EQ(messages.size(), 1u);
+  rpc::RecvTensorResponse parsed;
+  ASSERT_TRUE(parsed.ParseFromString(messages[0]));
+  EXPECT_TRUE(parsed.is_dead());
+  EXPECT_TRUE(parsed.tensor_part().empty());
+  StatusOr<Tensor> got = Assemble(messages);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_FALSE(got->IsInitialized());
+  // Nothing may follow it, and it is no tensor's first part either.
+  EXPECT_EQ(Assemble({messages[0], Messages(Iota(3), 1000)[0]}).status().code(), Code::kDataLoss);
+  EXPECT_EQ(Assemble({std::string("\x10\x02", 2)}).status().code(), Code::kDataLoss);
+}
+
 TEST(RecvTensorWireTest, EachPartIsAProtobufMessageAndTogetherTheyAreTheTensor) {
   const Tensor t = Iota(1000);
   const std::vector<std::string> messages = Messages(t, 1000);

@@ -182,6 +182,22 @@ TEST_P(RemoteRendezvousTest, StringsAndScalarsCross) {
   ps_->local()->rendezvous()->Cleanup(step);
 }
 
+// A dead value (a Switch's untaken branch, in a loop spanning tasks) arrives dead.
+TEST_P(RemoteRendezvousTest, ADeadValueCrossesAsDead) {
+  const int64_t step = NewStepId();
+  auto ps_side = ps_->local()->rendezvous()->Find(step);
+  ASSERT_TRUE(ps_side->Send(KeyFromPs("dead:0"), Tensor()).ok());
+  ASSERT_TRUE(ps_side->Send(KeyFromPs("live:0"), Tensor::Scalar(3)).ok());
+  auto r = WorkerSide(step);
+  auto [s1, dead] = Receive(*r, KeyFromPs("dead:0"));
+  ASSERT_TRUE(s1.ok()) << s1;
+  EXPECT_FALSE(dead.IsInitialized());
+  auto [s2, live] = Receive(*r, KeyFromPs("live:0"));
+  ASSERT_TRUE(s2.ok()) << s2;
+  EXPECT_EQ(live.data<int32_t>()[0], 3);
+  ps_->local()->rendezvous()->Cleanup(step);
+}
+
 TEST_P(RemoteRendezvousTest, AReceivePastItsDeadlineIsDeadlineExceeded) {
   const int64_t step = NewStepId();
   auto r = WorkerSide(step, std::chrono::milliseconds(300));

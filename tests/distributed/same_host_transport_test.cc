@@ -282,9 +282,13 @@ TEST(SameHostFramesTest, AnswerHeadsRefuseUnknownCodesHugeLengthsAndMixedAnswers
   EXPECT_EQ(error->code, Code::kAborted);
   for (const std::string& bad : {Bytes({1, 99, 0, 0, 0}, sizes), Bytes({1, 3, 1u << 30, 0, 0}, sizes),
                                  Bytes({1, 0, 0, 4096, 0}, sizes), Bytes({1, 3, 4, 10, 0}, sizes),
-                                 Bytes({1, 0, 0, 0, 0}, sizes), std::string(27, '\0')}) {
+                                 Bytes({1, 0, 0, 0, 64}, sizes), std::string(27, '\0')}) {
     EXPECT_EQ(ParseSameHostAnswerHead(bad).status().code(), Code::kInvalidArgument);
   }
+  // OK with neither header nor elements: a dead value.
+  auto dead = ParseSameHostAnswerHead(Bytes({1, 0, 0, 0, 0}, sizes));
+  ASSERT_TRUE(dead.ok()) << dead.status();
+  EXPECT_EQ(dead->header_bytes, 0u);
 }
 
 }  // namespace
