@@ -5,12 +5,15 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "distributed/cluster_server.h"
 #include "distributed/grpc_session.h"
 #include "distributed/master_session.h"
 #include "graph/builder/ops.h"
+#include "graph/serialize/tensorflow_graph.h"
 #include "runtime/session.h"
 #include "tests/distributed/free_port.h"
 
@@ -203,6 +206,28 @@ TEST_F(ClusterSessionTest, A64MiBTensorCrossesTasks) {
   EXPECT_NEAR(out.at(0).data<float>()[0], expected, expected * 1e-5);
   ASSERT_EQ(out.at(1).NumElements(), big.NumElements());
   EXPECT_EQ(out.at(1).data<float>()[12345], 2.0f * (12345 % 7));
+}
+
+// TensorFlow's cond and nested while_loop with their nodes spread over both tasks: every
+// value inside a loop crosses by RPC under its iteration's key, dead ones too.
+TEST_F(ClusterSessionTest, LoopsAndCondsSpanningTasks) {
+  std::ifstream in(std::string(TESSERA_TEST_DATA_DIR) + "/tf_cond_nested_while.pbtxt");
+  std::stringstream text;
+  text << in.rdbuf();
+  auto def = GraphDefFromTensorFlow(text.str(), TensorFlowFormat::kText);
+  ASSERT_TRUE(def.ok()) << def.status();
+  for (size_t i = 0; i < def->nodes.size(); ++i) {
+    if (def->nodes[i].colocate_with.empty()) def->nodes[i].device = i % 2 == 0 ? "/job:ps/task:0" : "/job:worker/task:0";
+  }
+  auto session = Open(*def);
+  ASSERT_NE(session, nullptr);
+  for (int n : {0, 1, 6}) {
+    std::vector<Tensor> out;
+    Status s = session->Run({{"n", Tensor::Scalar(n)}, {"x", Tensor::Scalar(-3.0f)}}, {"total", "y"}, {}, &out);
+    ASSERT_TRUE(s.ok()) << s;
+    EXPECT_EQ(out.at(0).data<int32_t>()[0], (n - 1) * n * (2 * n - 1) / 6) << n;
+    EXPECT_EQ(out.at(1).data<float>()[0], -4.0f);
+  }
 }
 
 TEST_F(ClusterSessionTest, StepsFromManyThreadsMeetOnlyTheirOwnTensors) {
