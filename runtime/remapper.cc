@@ -40,8 +40,17 @@ const Node* SoleConsumer(const Node& n, std::string_view op) {
 struct Chain {
   const Node* conv;
   const Node* bias_add;
-  const Node* relu;  // or nullptr
+  const Node* relu;      // or nullptr
+  const Node* max_pool;  // or nullptr
 };
+
+// A MaxPool over rows and columns only, as the fused kernel pools.
+bool PoolsRowsAndColumns(const Node& pool) {
+  std::vector<int64_t> ksize, strides;
+  return IsNhwc(pool) && pool.GetAttr("ksize", &ksize).ok() && pool.GetAttr("strides", &strides).ok() &&
+         ksize.size() == 4 && strides.size() == 4 && ksize[0] == 1 && ksize[3] == 1 && strides[0] == 1 &&
+         strides[3] == 1;
+}
 
 std::vector<Chain> FindChains(const Graph& graph) {
   std::vector<Chain> chains;
@@ -51,7 +60,10 @@ std::vector<Chain> FindChains(const Graph& graph) {
     if (!conv->GetAttr("dilations", &dilations).ok() || dilations != std::vector<int64_t>{1, 1, 1, 1}) continue;
     const Node* bias_add = SoleConsumer(*conv, "BiasAdd");
     if (bias_add == nullptr || !IsNhwc(*bias_add)) continue;
-    chains.push_back({conv, bias_add, SoleConsumer(*bias_add, "Relu")});
+    const Node* relu = SoleConsumer(*bias_add, "Relu");
+    const Node* max_pool = SoleConsumer(relu != nullptr ? *relu : *bias_add, "MaxPool");
+    if (max_pool != nullptr && !PoolsRowsAndColumns(*max_pool)) max_pool = nullptr;
+    chains.push_back({conv, bias_add, relu, max_pool});
   }
   return chains;
 }
@@ -70,12 +82,12 @@ StatusOr<std::unique_ptr<Graph>> Remap(std::unique_ptr<Graph> graph) {
   std::map<std::string, NodeDef, std::less<>> fused;  // by the name it takes over
   std::set<std::string, std::less<>> removed;
   for (const Chain& c : chains) {
-    const Node* last = c.relu != nullptr ? c.relu : c.bias_add;
+    const Node* last = c.max_pool != nullptr ? c.max_pool : c.relu != nullptr ? c.relu : c.bias_add;
     NodeDef conv = c.conv->ToNodeDef();
     NodeDef bias_add = c.bias_add->ToNodeDef();
     NodeDef node;
     node.name = last->name();
-    node.op = "_FusedConv2D";
+    node.op = c.max_pool != nullptr ? "_FusedConv2DMaxPool" : "_FusedConv2D";
     node.device = conv.device;
     node.attrs = conv.attrs;
     node.attrs["num_args"] = int64_t{1};
@@ -83,6 +95,13 @@ StatusOr<std::unique_ptr<Graph>> Remap(std::unique_ptr<Graph> graph) {
     node.inputs = {conv.inputs[0], conv.inputs[1], bias_add.inputs[1]};
     std::vector<NodeDef> parts = {conv, bias_add};
     if (c.relu != nullptr) parts.push_back(c.relu->ToNodeDef());
+    if (c.max_pool != nullptr) {
+      NodeDef pool = c.max_pool->ToNodeDef();
+      node.attrs["ksize"] = pool.attrs.at("ksize");
+      node.attrs["pool_strides"] = pool.attrs.at("strides");
+      node.attrs["pool_padding"] = pool.attrs.at("padding");
+      parts.push_back(std::move(pool));
+    }
     for (const NodeDef& part : parts) {
       for (const std::string& input : part.inputs) {
         if (IsControlInput(input) && std::find(node.inputs.begin(), node.inputs.end(), input) == node.inputs.end()) {

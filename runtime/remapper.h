@@ -4,7 +4,10 @@
 // consumers and fetches find it unchanged; oneDNN then adds the bias and applies ReLU as it
 // writes each output (no second and third pass over the tensor). A node that anything else
 // reads, a fetch, or a dilated or NCHW convolution stays as it is. Gradients are untouched:
-// they read the Relu's output, which the fused node produces.
+// they read the Relu's output, which the fused node produces. A MaxPool that alone reads
+// the chain's result joins it as _FusedConv2DMaxPool (inference graphs; in training the
+// pool's gradient reads the Relu too): the convolution's output is then made a few images
+// at a time and pooled while still in cache.
 //
 //   ASSIGN_OR_RETURN(step_graph, Remap(std::move(step_graph)));
 //

@@ -66,6 +66,26 @@ Status PoolShape(InferenceContext& c) {
   return WindowedShape(c, ksize[1], ksize[2], in.unknown_rank() || in.rank() != 4 ? -1 : in.dim(3));
 }
 
+// _FusedConv2DMaxPool: the convolution's shape, then its pool's.
+Status FusedConv2DMaxPoolShape(InferenceContext& c) {
+  RETURN_IF_ERROR(Conv2DShape(c));
+  const TensorShape conv = c.outputs()[0];
+  std::vector<int64_t> ksize, strides;
+  std::string padding;
+  RETURN_IF_ERROR(c.GetAttr("ksize", &ksize));
+  RETURN_IF_ERROR(c.GetAttr("pool_strides", &strides));
+  RETURN_IF_ERROR(c.GetAttr("pool_padding", &padding));
+  if (ksize.size() != 4 || strides.size() != 4) {
+    return errors::InvalidArgument("ksize and pool_strides must have 4 elements");
+  }
+  if (conv.unknown_rank()) return Status::OK();
+  int64_t ph = -1, pw = -1, pad;
+  if (conv.dim(1) >= 0) RETURN_IF_ERROR(WindowedOutputSize(conv.dim(1), ksize[1], strides[1], padding, &ph, &pad));
+  if (conv.dim(2) >= 0) RETURN_IF_ERROR(WindowedOutputSize(conv.dim(2), ksize[2], strides[2], padding, &pw, &pad));
+  c.set_output(0, TensorShape({conv.dim(0), ph, pw, conv.dim(3)}));
+  return Status::OK();
+}
+
 Status SoftmaxShape(InferenceContext& c) {
   if (!c.input(0).unknown_rank() && c.input(0).rank() < 1) {
     return errors::InvalidArgument("Shape must be at least rank 1 but is rank 0");
@@ -126,6 +146,15 @@ void RegisterNnOps(OpRegistry& r) {
                   .Attr("padding: string").Attr("data_format: string = \"NHWC\"")
                   .Attr("dilations: list(int) = [1, 1, 1, 1]").Attr("fused_ops: string")
                   .Attr("epsilon: float = 0.0001").SetShapeFn(Conv2DShape));
+  // Runtime-internal: a _FusedConv2D and the MaxPool that alone reads it, made and pooled a
+  // few images at a time (runtime/remapper.h); the pool's attrs are ksize, pool_strides
+  // and pool_padding.
+  RegisterCoreOp(r, OpDefBuilder("_FusedConv2DMaxPool").Input("input: T").Input("filter: T")
+                  .Input("args: num_args * T").Output("output: T").Attr("T: {float32}").Attr("num_args: int >= 0")
+                  .Attr("strides: list(int)").Attr("padding: string").Attr("data_format: string = \"NHWC\"")
+                  .Attr("dilations: list(int) = [1, 1, 1, 1]").Attr("fused_ops: string")
+                  .Attr("epsilon: float = 0.0001").Attr("ksize: list(int)").Attr("pool_strides: list(int)")
+                  .Attr("pool_padding: string").SetShapeFn(FusedConv2DMaxPoolShape));
   RegisterCoreOp(r, OpDefBuilder("Conv2DBackpropInput").Input("input_sizes: int32").Input("filter: T")
                   .Input("out_backprop: T").Output("output: T").Attr(kFloating).Attr("strides: list(int)")
                   .Attr("padding: string").Attr("data_format: string = \"NHWC\"")

@@ -10,6 +10,7 @@
 
 #include "kernels/conv_geometry.h"
 #include "kernels/cpu/dnnl_conv.h"
+#include "kernels/cpu/pooling.h"
 #include "kernels/cpu/register.h"
 #include "kernels/eigen_tensor.h"
 
@@ -119,7 +120,6 @@ class Conv2DOp : public ConvBase {
   }
 };
 
-// d input = col2im(d out * filter^T).
 // Conv2D then BiasAdd (then Relu), in one pass of oneDNN over the output.
 class FusedConv2DOp : public ConvBase {
  public:
@@ -158,8 +158,49 @@ class FusedConv2DOp : public ConvBase {
                                    {bias.data<float>(), relu_}));
   }
 
+ protected:
+  bool relu() const { return relu_; }
+
  private:
   bool relu_ = false;
+};
+
+// _FusedConv2D's chain, then the MaxPool it fed alone: made and pooled a few images at a time.
+class FusedConv2DMaxPoolOp : public FusedConv2DOp {
+ public:
+  explicit FusedConv2DMaxPoolOp(OpKernelConstruction* c) : FusedConv2DOp(c) {
+    Status s = c->GetAttr("ksize", &pool_.ksize);
+    if (s.ok()) s = c->GetAttr("pool_strides", &pool_.strides);
+    if (s.ok()) s = c->GetAttr("pool_padding", &pool_.padding);
+    if (s.ok() && (pool_.ksize.size() != 4 || pool_.strides.size() != 4 || pool_.ksize[0] != 1 ||
+                   pool_.ksize[3] != 1 || pool_.strides[0] != 1 || pool_.strides[3] != 1)) {
+      s = errors::InvalidArgument("_FusedConv2DMaxPool pools over rows and columns only: ksize and pool_strides are ",
+                                  "[1, h, w, 1]");
+    }
+    if (!s.ok()) c->SetStatus(s);
+  }
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& in = ctx->input(0);
+    const Tensor& f = ctx->input(1);
+    const Tensor& bias = ctx->input(2);
+    StatusOr<Geometry> g = ConvGeometry(attrs_, in.shape(), f.shape());
+    OP_REQUIRES_OK(ctx, g.status());
+    const int64_t o = f.dim(3);
+    OP_REQUIRES(ctx, bias.shape() == TensorShape({o}),
+                errors::InvalidArgument("Must provide as many biases as the last dimension of the input tensor: ",
+                                        bias.shape().DebugString(), " vs. ", o));
+    StatusOr<Geometry> pool = PoolGeometry(pool_, g->output_shape(o));
+    OP_REQUIRES_OK(ctx, pool.status());
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, pool->output_shape(o), &out));
+    if (out->NumElements() == 0) return;
+    OP_REQUIRES(ctx, g->kh * g->kw * g->c > 0, errors::Unimplemented("_FusedConv2DMaxPool with an empty window"));
+    OP_REQUIRES_OK(ctx, DnnlConv2D(ctx, *g, o, in.data<float>(), f.data<float>(), out->data<float>(),
+                                   {bias.data<float>(), relu(), &*pool}));
+  }
+
+ private:
+  PoolAttrs pool_;
 };
 
 template <typename T>
@@ -267,21 +308,8 @@ class PoolOp : public PoolBase {
     const T* ip = in.data<T>();
     T* op = out->data<T>();
     const Geometry geo = *g;
-    ForEachWindow(ctx, geo, [&](int64_t b, int64_t y, int64_t x, int64_t iy0, int64_t iy1, int64_t ix0, int64_t ix1) {
-      T* __restrict dst = op + ((b * geo.oh + y) * geo.ow + x) * geo.c;
-      std::fill(dst, dst + geo.c, kMax ? std::numeric_limits<T>::lowest() : T(0));
-      for (int64_t iy = iy0; iy < iy1; ++iy) {
-        for (int64_t ix = ix0; ix < ix1; ++ix) {
-          const T* __restrict src = ip + ((b * geo.h + iy) * geo.w + ix) * geo.c;
-          // __restrict: input and output never overlap, and saying so lets this loop vectorise.
-          for (int64_t ci = 0; ci < geo.c; ++ci) dst[ci] = kMax ? std::max(dst[ci], src[ci]) : dst[ci] + src[ci];
-        }
-      }
-      if (!kMax) {
-        const T count = static_cast<T>((iy1 - iy0) * (ix1 - ix0));
-        for (int64_t ci = 0; ci < geo.c; ++ci) dst[ci] /= count;
-      }
-    });
+    ctx->ParallelFor(geo.n, geo.oh * geo.ow * geo.kh * geo.kw * geo.c,
+                     [&](int64_t begin, int64_t end) { PoolImages<T, kMax>(ip, geo, begin, end, op); });
   }
 };
 
@@ -382,6 +410,8 @@ class AvgPoolGradOp : public PoolBase {
 
 void RegisterConvKernels(KernelRegistry& r) {
   r.Register<FusedConv2DOp>(KernelDefBuilder("_FusedConv2D").Device(kDeviceCpu).TypeConstraint<float>("T"));
+  r.Register<FusedConv2DMaxPoolOp>(
+      KernelDefBuilder("_FusedConv2DMaxPool").Device(kDeviceCpu).TypeConstraint<float>("T"));
   ForEachType<float, double>([&](auto zero) {
     using T = decltype(zero);
     r.Register<Conv2DOp<T>>(KernelDefBuilder("Conv2D").Device(kDeviceCpu).TypeConstraint<T>("T"));

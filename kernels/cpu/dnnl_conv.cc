@@ -1,5 +1,7 @@
 #include "kernels/cpu/dnnl_conv.h"
 
+#include "kernels/cpu/pooling.h"
+
 #include <map>
 #include <memory>
 #include <mutex>
@@ -133,6 +135,64 @@ StatusOr<std::shared_ptr<const Primitive>> Get(Kind kind, const Geometry& g, int
   return cache->emplace(key, *p).first->second;
 }
 
+// How much of a convolution's output ForwardAndPool makes at once: well inside the L2 of
+// the core making it, with room for the input and the filter beside it.
+constexpr int64_t kPoolChunkBytes = 384 << 10;
+
+// The forward convolution of images [first, first + n) (`src` points at the first), made
+// a chunk of images at a time into a buffer and max-pooled from there into `pooled`, the
+// whole batch's pooled output. `filter` is the user's [KH, KW, C, O].
+Status ForwardAndPool(OpKernelContext* ctx, const Geometry& g, int64_t o, const float* src, const float* filter,
+                      const ConvEpilogue& epilogue, int64_t first, int64_t n, float* pooled) {
+  const Geometry& pool = *epilogue.max_pool;
+  const int64_t image_bytes = g.oh * g.ow * o * static_cast<int64_t>(sizeof(float));
+  const int64_t chunk = std::clamp<int64_t>(kPoolChunkBytes / std::max<int64_t>(image_bytes, 1), 1, n);
+  const Fusion fusion{epilogue.bias != nullptr, epilogue.relu};
+  Tensor conv_out, filter_buffer, scratch;
+  RETURN_IF_ERROR(ctx->allocate_temp(DataType::kFloat, TensorShape({chunk, g.oh, g.ow, o}), &conv_out));
+  try {
+    dnnl::stream stream(Engine());
+    memory user_filter(memory::desc({o, g.c, g.kh, g.kw}, kF32, Tag::hwio), Engine(), const_cast<float*>(filter));
+    memory prim_filter;  // the filter as the last chunk's primitive wants it
+    for (int64_t done = 0; done < n; done += chunk) {
+      const int64_t m = std::min(chunk, n - done);
+      ASSIGN_OR_RETURN(std::shared_ptr<const Primitive> p, Get(Kind::kForward, g, m, o, fusion));
+      // A partial last chunk's primitive may want another layout.
+      if (!prim_filter || prim_filter.get_desc() != p->filter) {
+        if (p->filter == p->user_filter) {
+          prim_filter = user_filter;
+        } else {
+          RETURN_IF_ERROR(ctx->allocate_temp(DataType::kUInt8,
+                                             TensorShape({static_cast<int64_t>(p->filter.get_size())}), &filter_buffer));
+          prim_filter = memory(p->filter, Engine(), filter_buffer.raw_data());
+          dnnl::reorder(user_filter, prim_filter).execute(stream, user_filter, prim_filter);
+        }
+      }
+      if (static_cast<int64_t>(scratch.TotalBytes()) < static_cast<int64_t>(p->scratch.get_size())) {
+        RETURN_IF_ERROR(ctx->allocate_temp(DataType::kUInt8,
+                                           TensorShape({static_cast<int64_t>(p->scratch.get_size())}), &scratch));
+      }
+      const memory::desc src_md({m, g.c, g.h, g.w}, kF32, Tag::nhwc);
+      const memory::desc dst_md({m, o, g.oh, g.ow}, kF32, Tag::nhwc);
+      std::unordered_map<int, memory> args{
+          {DNNL_ARG_SRC, memory(src_md, Engine(), const_cast<float*>(src) + done * g.h * g.w * g.c)},
+          {DNNL_ARG_WEIGHTS, prim_filter},
+          {DNNL_ARG_DST, memory(dst_md, Engine(), conv_out.data<float>())},
+          {DNNL_ARG_SCRATCHPAD, memory(p->scratch, Engine(), scratch.raw_data())}};
+      if (fusion.bias) {
+        args.emplace(DNNL_ARG_BIAS,
+                     memory(memory::desc({o}, kF32, Tag::x), Engine(), const_cast<float*>(epilogue.bias)));
+      }
+      p->primitive.execute(stream, args);
+      stream.wait();
+      PoolImages<float, true>(conv_out.data<float>(), pool, 0, m, pooled + (first + done) * pool.oh * pool.ow * o);
+    }
+  } catch (const dnnl::error& e) {
+    return errors::Internal("oneDNN convolution failed: ", e.what());
+  }
+  return Status::OK();
+}
+
 // Runs `kind` over the batch in parts, one per intra-op thread. `filter` is the user's
 // [KH, KW, C, O] filter (read) or filter gradient (written; parts' gradients are summed).
 Status Run(OpKernelContext* ctx, Kind kind, const Geometry& g, int64_t o, const float* src, float* d_src,
@@ -153,6 +213,9 @@ Status Run(OpKernelContext* ctx, Kind kind, const Geometry& g, int64_t o, const 
       const int64_t first = part * per_part, n = std::min(per_part, g.n - first);
       if (n <= 0) continue;
       status[part] = [&]() -> Status {
+        if (kind == Kind::kForward && epilogue.max_pool != nullptr) {
+          return ForwardAndPool(ctx, g, o, src + first * g.h * g.w * g.c, filter, epilogue, first, n, d_dst);
+        }
         ASSIGN_OR_RETURN(std::shared_ptr<const Primitive> p, Get(kind, g, n, o, fusion));
         try {
           dnnl::stream stream(Engine());

@@ -11,13 +11,19 @@
 
 namespace tessera::cpu {
 
-// What a forward convolution applies as it writes its output (a fused BiasAdd and Relu).
+// What a forward convolution applies as it writes its output (a fused BiasAdd and Relu),
+// and a MaxPool it feeds alone.
 struct ConvEpilogue {
   const float* bias = nullptr;  // [O], or none
   bool relu = false;
+  // The pool's windows over the convolution's output [N, OH, OW, O], or none. The output is
+  // then made a few images at a time into a buffer that stays in cache, and pooled from
+  // there: the full-size result never goes out to memory and back.
+  const Geometry* max_pool = nullptr;
 };
 
-// out [N, OH, OW, O] = conv(in [N, H, W, C], filter), then the epilogue.
+// out [N, OH, OW, O] = conv(in [N, H, W, C], filter), then the epilogue; with a max_pool,
+// out is the pooled [N, PH, PW, O].
 Status DnnlConv2D(OpKernelContext* ctx, const Geometry& g, int64_t o, const float* in, const float* filter, float* out,
                   const ConvEpilogue& epilogue = {});
 // d_in [N, H, W, C] from d_out [N, OH, OW, O].

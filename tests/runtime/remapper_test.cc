@@ -1,5 +1,6 @@
-// The remapper: Conv2D + BiasAdd (+ Relu) on a CPU become one _FusedConv2D in the step's
-// partition graphs, with the values of the unfused graph; a node something else reads stays.
+// The remapper: Conv2D + BiasAdd (+ Relu) (+ MaxPool) on a CPU become one _FusedConv2D or
+// _FusedConv2DMaxPool in the step's partition graphs, with the values of the unfused graph; a
+// node something else reads stays.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -44,7 +45,7 @@ Step RunStep(const Scope& root, const std::vector<std::string>& fetches, bool re
   for (const GraphDef& part : metadata.partition_graphs) {
     for (const NodeDef& n : part.nodes) {
       std::string fused;
-      if (n.op == "_FusedConv2D") {
+      if (n.op == "_FusedConv2D" || n.op == "_FusedConv2DMaxPool") {
         EXPECT_TRUE(GetAttr(n.attrs, n.name, "fused_ops", &fused).ok());
       }
       step.ops.push_back(n.name + "=" + n.op + (fused.empty() ? "" : "(" + fused + ")"));
@@ -123,6 +124,34 @@ TEST(RemapperTest, GradientsThroughTheFusedNodeAreUnchanged) {
   ASSERT_EQ(fused.values.size(), 2u);
   ExpectNear(fused.values[0], plain.values[0]);
   ExpectNear(fused.values[1], plain.values[1]);
+}
+
+// 7 images of 28x28x3 -> conv to 48 channels (150 KB an image: made two at a time, so the
+// parts of 4 and 3 images end in a full and a partial chunk) -> bias -> relu -> max pool.
+TEST(RemapperTest, AMaxPoolReadingTheChainAloneJoinsIt) {
+  for (const char* padding : {"VALID", "SAME"}) {
+    SCOPED_TRACE(padding);
+    Scope root = Scope::NewRootScope();
+    Output x = ops::Const(root.WithOpName("x"), Random(TensorShape({7, 28, 28, 3}), 4));
+    Output f = ops::Const(root.WithOpName("f"), Random(TensorShape({3, 3, 3, 48}), 5));
+    Output b = ops::Const(root.WithOpName("b"), Random(TensorShape({48}), 6));
+    Output conv = ops::Conv2D(root.WithOpName("conv"), x, f, {1, 1, 1, 1}, "SAME");
+    Output relu = ops::Relu(root.WithOpName("relu"), ops::BiasAdd(root.WithOpName("bias"), conv, b));
+    ops::MaxPool(root.WithOpName("pool"), relu, {1, 3, 3, 1}, {1, 2, 2, 1}, padding);
+    Step fused = RunStep(root, {"pool"}, true);
+    Step plain = RunStep(root, {"pool"}, false);
+    ASSERT_EQ(fused.values.size(), 1u);
+    ASSERT_EQ(plain.values.size(), 1u);
+    ExpectNear(fused.values[0], plain.values[0]);
+    EXPECT_TRUE(Has(fused, "pool=_FusedConv2DMaxPool(BiasAdd,Relu)"));
+    EXPECT_FALSE(Has(fused, "relu=Relu"));
+    // The Relu is fetched as well: the pool stays apart.
+    Step both = RunStep(root, {"pool", "relu"}, true);
+    ASSERT_EQ(both.values.size(), 2u);
+    ExpectNear(both.values[0], plain.values[0]);
+    EXPECT_TRUE(Has(both, "relu=_FusedConv2D(BiasAdd,Relu)"));
+    EXPECT_TRUE(Has(both, "pool=MaxPool"));
+  }
 }
 
 TEST(RemapperTest, TheConfigSwitch) {
