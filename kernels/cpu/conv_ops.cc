@@ -6,6 +6,7 @@
 // translation unit: the contraction is slow to compile.
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <type_traits>
 
 #include "kernels/conv_geometry.h"
@@ -120,60 +121,24 @@ class Conv2DOp : public ConvBase {
   }
 };
 
-// Conv2D then BiasAdd (then Relu), in one pass of oneDNN over the output.
+// Conv2D then BiasAdd (then Relu), in one pass of oneDNN over the output; as
+// _FusedConv2DMaxPool, then the MaxPool it fed alone, made and pooled a few images at a time.
 class FusedConv2DOp : public ConvBase {
  public:
   explicit FusedConv2DOp(OpKernelConstruction* c) : ConvBase(c) {
     std::string fused;
     Status s = c->GetAttr("fused_ops", &fused);
     if (s.ok() && fused != "BiasAdd" && fused != "BiasAdd,Relu") {
-      s = errors::Unimplemented("_FusedConv2D of ", fused, ": only BiasAdd, and BiasAdd,Relu");
+      s = errors::Unimplemented(type_string(), " of ", fused, ": only BiasAdd, and BiasAdd,Relu");
     }
-    if (!s.ok()) c->SetStatus(s);
     relu_ = fused == "BiasAdd,Relu";
-  }
-  void Compute(OpKernelContext* ctx) override {
-    const Tensor& in = ctx->input(0);
-    const Tensor& f = ctx->input(1);
-    OP_REQUIRES(ctx, num_inputs() == 3, errors::InvalidArgument("_FusedConv2D with BiasAdd takes one arg, the bias"));
-    const Tensor& bias = ctx->input(2);
-    StatusOr<Geometry> g = ConvGeometry(attrs_, in.shape(), f.shape());
-    OP_REQUIRES_OK(ctx, g.status());
-    const int64_t o = f.dim(3);
-    OP_REQUIRES(ctx, bias.shape() == TensorShape({o}),
-                errors::InvalidArgument("Must provide as many biases as the last dimension of the input tensor: ",
-                                        bias.shape().DebugString(), " vs. ", o));
-    Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, g->output_shape(o), &out));
-    if (out->NumElements() == 0) return;
-    if (g->kh * g->kw * g->c == 0) {  // no window: the bias alone
-      float* op = out->data<float>();
-      for (int64_t i = 0; i < out->NumElements(); ++i) {
-        const float v = bias.data<float>()[i % o];
-        op[i] = relu_ && v < 0 ? 0.f : v;
-      }
-      return;
-    }
-    OP_REQUIRES_OK(ctx, DnnlConv2D(ctx, *g, o, in.data<float>(), f.data<float>(), out->data<float>(),
-                                   {bias.data<float>(), relu_}));
-  }
-
- protected:
-  bool relu() const { return relu_; }
-
- private:
-  bool relu_ = false;
-};
-
-// _FusedConv2D's chain, then the MaxPool it fed alone: made and pooled a few images at a time.
-class FusedConv2DMaxPoolOp : public FusedConv2DOp {
- public:
-  explicit FusedConv2DMaxPoolOp(OpKernelConstruction* c) : FusedConv2DOp(c) {
-    Status s = c->GetAttr("ksize", &pool_.ksize);
-    if (s.ok()) s = c->GetAttr("pool_strides", &pool_.strides);
-    if (s.ok()) s = c->GetAttr("pool_padding", &pool_.padding);
-    if (s.ok() && (pool_.ksize.size() != 4 || pool_.strides.size() != 4 || pool_.ksize[0] != 1 ||
-                   pool_.ksize[3] != 1 || pool_.strides[0] != 1 || pool_.strides[3] != 1)) {
+    pooled_ = type_string() == "_FusedConv2DMaxPool";
+    if (s.ok() && pooled_) s = c->GetAttr("ksize", &pool_.ksize);
+    if (s.ok() && pooled_) s = c->GetAttr("pool_strides", &pool_.strides);
+    if (s.ok() && pooled_) s = c->GetAttr("pool_padding", &pool_.padding);
+    if (s.ok() && pooled_ &&
+        (pool_.ksize.size() != 4 || pool_.strides.size() != 4 || pool_.ksize[0] != 1 || pool_.ksize[3] != 1 ||
+         pool_.strides[0] != 1 || pool_.strides[3] != 1)) {
       s = errors::InvalidArgument("_FusedConv2DMaxPool pools over rows and columns only: ksize and pool_strides are ",
                                   "[1, h, w, 1]");
     }
@@ -182,6 +147,8 @@ class FusedConv2DMaxPoolOp : public FusedConv2DOp {
   void Compute(OpKernelContext* ctx) override {
     const Tensor& in = ctx->input(0);
     const Tensor& f = ctx->input(1);
+    OP_REQUIRES(ctx, num_inputs() == 3,
+                errors::InvalidArgument(type_string(), " with BiasAdd takes one arg, the bias"));
     const Tensor& bias = ctx->input(2);
     StatusOr<Geometry> g = ConvGeometry(attrs_, in.shape(), f.shape());
     OP_REQUIRES_OK(ctx, g.status());
@@ -189,17 +156,30 @@ class FusedConv2DMaxPoolOp : public FusedConv2DOp {
     OP_REQUIRES(ctx, bias.shape() == TensorShape({o}),
                 errors::InvalidArgument("Must provide as many biases as the last dimension of the input tensor: ",
                                         bias.shape().DebugString(), " vs. ", o));
-    StatusOr<Geometry> pool = PoolGeometry(pool_, g->output_shape(o));
-    OP_REQUIRES_OK(ctx, pool.status());
+    std::optional<Geometry> pool;
+    if (pooled_) {
+      StatusOr<Geometry> p = PoolGeometry(pool_, g->output_shape(o));
+      OP_REQUIRES_OK(ctx, p.status());
+      pool = *p;
+    }
     Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, pool->output_shape(o), &out));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, pool ? pool->output_shape(o) : g->output_shape(o), &out));
     if (out->NumElements() == 0) return;
-    OP_REQUIRES(ctx, g->kh * g->kw * g->c > 0, errors::Unimplemented("_FusedConv2DMaxPool with an empty window"));
+    if (g->kh * g->kw * g->c == 0) {  // no window: the bias alone, which pooling keeps
+      float* op = out->data<float>();
+      for (int64_t i = 0; i < out->NumElements(); ++i) {
+        const float v = bias.data<float>()[i % o];
+        op[i] = relu_ && v < 0 ? 0.f : v;
+      }
+      return;
+    }
     OP_REQUIRES_OK(ctx, DnnlConv2D(ctx, *g, o, in.data<float>(), f.data<float>(), out->data<float>(),
-                                   {bias.data<float>(), relu(), &*pool}));
+                                   {bias.data<float>(), relu_, pool ? &*pool : nullptr}));
   }
 
  private:
+  bool relu_ = false;
+  bool pooled_ = false;
   PoolAttrs pool_;
 };
 
@@ -272,23 +252,11 @@ class PoolBase : public OpKernel {
   explicit PoolBase(OpKernelConstruction* c) : OpKernel(c), attrs_(ReadPoolAttrs(c)) {}
 
  protected:
-  // Calls fn(b, y, x, iy0, iy1, ix0, ix1) for every output position with the window's rows
-  // [iy0, iy1) and columns [ix0, ix1) clipped to the input, images spread over the pool.
+  // ForEachWindow (pooling.h) with the images spread over the intra-op pool.
   template <typename F>
   static void ForEachWindow(OpKernelContext* ctx, const Geometry& g, F fn) {
-    ctx->ParallelFor(g.n, g.oh * g.ow * g.kh * g.kw * g.c, [&](int64_t begin, int64_t end) {
-      for (int64_t b = begin; b < end; ++b) {
-        for (int64_t y = 0; y < g.oh; ++y) {
-          const int64_t iy0 = std::max<int64_t>(y * g.sh - g.pad_top, 0);
-          const int64_t iy1 = std::min<int64_t>(y * g.sh - g.pad_top + g.kh, g.h);
-          for (int64_t x = 0; x < g.ow; ++x) {
-            const int64_t ix0 = std::max<int64_t>(x * g.sw - g.pad_left, 0);
-            const int64_t ix1 = std::min<int64_t>(x * g.sw - g.pad_left + g.kw, g.w);
-            fn(b, y, x, iy0, iy1, ix0, ix1);
-          }
-        }
-      }
-    });
+    ctx->ParallelFor(g.n, g.oh * g.ow * g.kh * g.kw * g.c,
+                     [&](int64_t begin, int64_t end) { cpu::ForEachWindow(g, begin, end, fn); });
   }
 
   const PoolAttrs attrs_;
@@ -410,8 +378,7 @@ class AvgPoolGradOp : public PoolBase {
 
 void RegisterConvKernels(KernelRegistry& r) {
   r.Register<FusedConv2DOp>(KernelDefBuilder("_FusedConv2D").Device(kDeviceCpu).TypeConstraint<float>("T"));
-  r.Register<FusedConv2DMaxPoolOp>(
-      KernelDefBuilder("_FusedConv2DMaxPool").Device(kDeviceCpu).TypeConstraint<float>("T"));
+  r.Register<FusedConv2DOp>(KernelDefBuilder("_FusedConv2DMaxPool").Device(kDeviceCpu).TypeConstraint<float>("T"));
   ForEachType<float, double>([&](auto zero) {
     using T = decltype(zero);
     r.Register<Conv2DOp<T>>(KernelDefBuilder("Conv2D").Device(kDeviceCpu).TypeConstraint<T>("T"));
