@@ -101,45 +101,84 @@ Status RunSyncKernel(const Executor::Impl& impl, const Executor::Args& args, con
   return CheckOutputs(item, outputs, outputs_may_be_missing);
 }
 
+StepBase::StepBase(const Executor::Args& args, Executor::DoneCallback done)
+    : args_(args), max_workers_(args.runner == nullptr ? 1 : args.runner->NumThreads()), done_(std::move(done)) {}
+
+void StepBase::WatchCancellation() {
+  if (args_.cancellation == nullptr) return;
+  cancel_token_ = args_.cancellation->NewToken();
+  refs_.fetch_add(1, std::memory_order_relaxed);  // held by the cancel callback
+  const bool registered = args_.cancellation->RegisterCallback(cancel_token_, [this] {
+    OnCancel();
+    Unref();
+  });
+  if (!registered) {
+    refs_.fetch_sub(1, std::memory_order_relaxed);
+    RecordError(errors::Cancelled("Step was cancelled before it started"));
+  }
+}
+
+void StepBase::RecordError(const Status& s) {
+  bool first = false;
+  {
+    std::lock_guard<std::mutex> lock(error_mu_);
+    if (status_.ok()) {
+      status_ = s;
+      first = true;
+    }
+  }
+  aborted_.store(true, std::memory_order_relaxed);
+  if (first && args_.cancellation != nullptr) args_.cancellation->StartCancel();
+}
+
+// Stops the step; the error it reports is the first a node gives (a kernel that stopped
+// midway names itself), or, when none does, this one.
+void StepBase::OnCancel() {
+  const std::string waiting = Waiting();
+  {
+    std::lock_guard<std::mutex> lock(error_mu_);
+    cancelled_ = errors::Cancelled("Step was cancelled", waiting.empty() ? "" : " while waiting for node " + waiting);
+  }
+  aborted_.store(true, std::memory_order_relaxed);
+}
+
+void StepBase::Finish() {
+  // A callback that StartCancel already took runs (or ran) on its own and drops its
+  // reference itself; one still registered is removed here and its reference dropped.
+  if (args_.cancellation != nullptr && args_.cancellation->DeregisterCallback(cancel_token_)) Unref();
+  Status s;
+  {
+    std::lock_guard<std::mutex> lock(error_mu_);
+    s = status_.ok() ? cancelled_ : status_;
+  }
+  Executor::DoneCallback done = std::move(done_);
+  Unref();
+  done(s);
+}
+
+void StepBase::Unref() {
+  if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+}
+
 }  // namespace executor_internal
 
 namespace {
 
 using namespace executor_internal;
 
-// Nodes in a worker's local stack before it hands half of them to another worker.
-constexpr size_t kCheapSpillThreshold = 64;
-
-}  // namespace
-
-namespace {
-
-class ExecutorState {
+class ExecutorState : public StepBase {
  public:
   ExecutorState(const Executor::Impl& impl, const Executor::Args& args, Executor::DoneCallback done)
-      : impl_(impl),
-        args_(args),
-        done_(std::move(done)),
+      : StepBase(args, std::move(done)),
+        impl_(impl),
         num_nodes_(impl.num_nodes()),
         pending_(new std::atomic<int32_t>[impl.num_nodes()]),
         slots_(new TensorValue[impl.total_slots]) {
     for (int i = 0; i < num_nodes_; ++i) {
       pending_[i].store(impl.item(i).initial_pending, std::memory_order_relaxed);
     }
-    max_workers_ = args.runner == nullptr ? 1 : args.runner->NumThreads();
     if (args.stats != nullptr) args.stats->assign(impl.num_nodes(), NodeExecStats());
-    if (args_.cancellation != nullptr) {
-      cancel_token_ = args_.cancellation->NewToken();
-      refs_.fetch_add(1, std::memory_order_relaxed);  // held by the cancel callback
-      bool registered = args_.cancellation->RegisterCallback(cancel_token_, [this] {
-        OnCancel();
-        Unref();
-      });
-      if (!registered) {
-        refs_.fetch_sub(1, std::memory_order_relaxed);
-        RecordError(errors::Cancelled("Step was cancelled before it started"));
-      }
-    }
+    WatchCancellation();
   }
 
   void Start() {
@@ -159,18 +198,19 @@ class ExecutorState {
   void Process(std::vector<int> stack, int completed) {
     std::vector<TensorValue> outputs(impl_.max_outputs);
     while (!stack.empty()) {
-      MaybeSpill(&stack);
+      MaybeSpill(impl_, &stack, [](int id) { return id; },
+                 [this](std::vector<int> batch) { Process(std::move(batch), 0); });
       const int id = stack.back();
       stack.pop_back();
       const NodeItem& item = impl_.item(id);
       TensorValue* inputs = slots_.get() + item.input_start;
-      if (item.is_async && !aborted_.load(std::memory_order_relaxed)) {
+      if (item.is_async && !aborted()) {
         if (StartAsync(id, item, inputs, &stack)) ++completed;
         continue;  // otherwise its done callback completes it
       }
       if (item.is_noop) {
         if (args_.stats != nullptr) RecordStats(args_, item, NowMicros());
-      } else if (!aborted_.load(std::memory_order_relaxed)) {
+      } else if (!aborted()) {
         RunSync(item, inputs, outputs.data());
       }
       Complete(item, outputs.data(), &stack);
@@ -271,20 +311,6 @@ class ExecutorState {
     for (int i = 0; i < item.num_inputs; ++i) inputs[i] = TensorValue();
   }
 
-  // Hands half of the local stack to another worker, repeatedly, while that can help: at
-  // least two expensive nodes, or a large batch of cheap ones, and a free thread for them.
-  void MaybeSpill(std::vector<int>* stack) {
-    if (args_.runner == nullptr) return;
-    while (stack->size() >= 2 && active_workers_.load(std::memory_order_relaxed) < max_workers_ &&
-           (stack->size() >= kCheapSpillThreshold || impl_.item(stack->back()).is_expensive)) {
-      active_workers_.fetch_add(1, std::memory_order_relaxed);
-      size_t half = stack->size() / 2;
-      std::vector<int> batch(stack->begin(), stack->begin() + half);
-      stack->erase(stack->begin(), stack->begin() + half);
-      args_.runner->Schedule([this, batch = std::move(batch)]() mutable { Process(std::move(batch), 0); });
-    }
-  }
-
   void CountCompleted(int n) {
     // Read before the increment: once another worker's increment completes the step, it
     // frees this object.
@@ -292,71 +318,24 @@ class ExecutorState {
     if (completed_.fetch_add(n, std::memory_order_acq_rel) + n == total) Finish();
   }
 
-  void RecordError(const NodeItem& item, const Status& s) { RecordError(NodeError(item, s)); }
+  void RecordError(const NodeItem& item, const Status& s) { StepBase::RecordError(NodeError(item, s)); }
 
-  void RecordError(const Status& s) {
-    bool first = false;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (status_.ok()) {
-        status_ = s;
-        first = true;
-      }
-    }
-    aborted_.store(true, std::memory_order_relaxed);
-    if (first && args_.cancellation != nullptr) args_.cancellation->StartCancel();
-  }
-
-  // Stops the step; the error it reports is the first a node gives (a kernel that stopped
-  // midway names itself), or, when none does, this one.
-  void OnCancel() {
+  std::string Waiting() override {
     std::string waiting;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      for (int id : in_flight_async_) {
-        const NodeItem& it = impl_.item(id);
-        waiting += StrCat(waiting.empty() ? "" : ", ", it.node->DebugName(), " on ", it.device->name());
-      }
-      cancelled_ = errors::Cancelled("Step was cancelled", waiting.empty() ? "" : " while waiting for node " + waiting);
+    std::lock_guard<std::mutex> lock(mu_);
+    for (int id : in_flight_async_) {
+      const NodeItem& it = impl_.item(id);
+      waiting += StrCat(waiting.empty() ? "" : ", ", it.node->DebugName(), " on ", it.device->name());
     }
-    aborted_.store(true, std::memory_order_relaxed);
-  }
-
-  void Finish() {
-    // A callback that StartCancel already took runs (or ran) on its own and drops its
-    // reference itself; one still registered is removed here and its reference dropped.
-    if (args_.cancellation != nullptr && args_.cancellation->DeregisterCallback(cancel_token_)) {
-      Unref();
-    }
-    Status s;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      s = status_.ok() ? cancelled_ : status_;
-    }
-    Executor::DoneCallback done = std::move(done_);
-    Unref();
-    done(s);
-  }
-
-  void Unref() {
-    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+    return waiting;
   }
 
   const Executor::Impl& impl_;
-  const Executor::Args args_;
-  Executor::DoneCallback done_;
   const int num_nodes_;
   std::unique_ptr<std::atomic<int32_t>[]> pending_;
   std::unique_ptr<TensorValue[]> slots_;
-  int max_workers_ = 1;
-  std::atomic<int> active_workers_{0};
   std::atomic<int> completed_{0};
-  std::atomic<int> refs_{1};  // the step itself, plus a registered cancel callback
-  std::atomic<bool> aborted_{false};
-  CancellationManager::Token cancel_token_ = 0;
   std::mutex mu_;
-  Status status_;                     // guarded by mu_: the first error
-  Status cancelled_;                  // guarded by mu_: set when the step was cancelled
   std::vector<int> in_flight_async_;  // guarded by mu_
 };
 

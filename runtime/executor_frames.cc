@@ -31,9 +31,6 @@ bool IsOneOf(std::string_view op, std::initializer_list<std::string_view> names)
   return false;
 }
 
-// Nodes in a worker's local stack before it hands half of them to another worker.
-constexpr size_t kCheapSpillThreshold = 64;
-
 struct IterationState {
   explicit IterationState(const Executor::Impl& impl)
       : pending(impl.flow.size()), dead_count(impl.flow.size(), 0), slots(new TensorValue[impl.total_slots]) {
@@ -93,25 +90,13 @@ uint64_t ChildFrameId(uint64_t parent, int64_t parent_iter, std::string_view nam
   return h == 0 ? 1 : h;
 }
 
-class FramesState {
+class FramesState : public StepBase {
  public:
   FramesState(const Executor::Impl& impl, const Executor::Args& args, Executor::DoneCallback done)
-      : impl_(impl), args_(args), done_(std::move(done)) {
+      : StepBase(args, std::move(done)), impl_(impl) {
     root_.iterations.emplace(0, std::make_unique<IterationState>(impl));
-    max_workers_ = args.runner == nullptr ? 1 : args.runner->NumThreads();
     if (args.stats != nullptr) args.stats->assign(impl.num_nodes(), NodeExecStats());
-    if (args_.cancellation != nullptr) {
-      cancel_token_ = args_.cancellation->NewToken();
-      refs_.fetch_add(1, std::memory_order_relaxed);  // held by the cancel callback
-      bool registered = args_.cancellation->RegisterCallback(cancel_token_, [this] {
-        OnCancel();
-        Unref();
-      });
-      if (!registered) {
-        refs_.fetch_sub(1, std::memory_order_relaxed);
-        RecordError(errors::Cancelled("Step was cancelled before it started"));
-      }
-    }
+    WatchCancellation();
   }
 
   void Start() {
@@ -133,13 +118,14 @@ class FramesState {
   void Process(std::vector<Tagged> stack) {
     std::vector<TensorValue> outputs(impl_.max_outputs);
     while (!stack.empty()) {
-      MaybeSpill(&stack);
+      MaybeSpill(impl_, &stack, [](const Tagged& t) { return t.id; },
+                 [this](std::vector<Tagged> batch) { Process(std::move(batch)); });
       const Tagged t = stack.back();
       stack.pop_back();
       const NodeItem& item = impl_.item(t.id);
       const FlowItem& f = impl_.flow[t.id];
       TensorValue* inputs = t.state->slots.get() + item.input_start;
-      const bool aborted = aborted_.load(std::memory_order_relaxed);
+      const bool aborted = this->aborted();
       bool dead = t.dead || aborted;
       if (t.dead && f.is_retval) {
         RecordError(NodeError(item, errors::InvalidArgument("Retval[", item.node->name(), "] does not have value: ",
@@ -229,19 +215,6 @@ class FramesState {
     const bool step_done = Complete(t, failed, call->outputs.data(), stack);
     delete call;
     return step_done ? AsyncStart::kStepDone : AsyncStart::kCompleted;
-  }
-
-  // Hands half of the local stack to another worker while that can help.
-  void MaybeSpill(std::vector<Tagged>* stack) {
-    if (args_.runner == nullptr) return;
-    while (stack->size() >= 2 && active_workers_.load(std::memory_order_relaxed) < max_workers_ &&
-           (stack->size() >= kCheapSpillThreshold || impl_.item(stack->back().id).is_expensive)) {
-      active_workers_.fetch_add(1, std::memory_order_relaxed);
-      size_t half = stack->size() / 2;
-      std::vector<Tagged> batch(stack->begin(), stack->begin() + half);
-      stack->erase(stack->begin(), stack->begin() + half);
-      args_.runner->Schedule([this, batch = std::move(batch)]() mutable { Process(std::move(batch)); });
-    }
   }
 
   // Passes a finished node's outputs on by its kind; true when that ended the step.
@@ -401,59 +374,12 @@ class FramesState {
     }
   }
 
-  void RecordError(const Status& s) {
-    bool first = false;
-    {
-      std::lock_guard<std::mutex> lock(error_mu_);
-      if (status_.ok()) {
-        status_ = s;
-        first = true;
-      }
-    }
-    aborted_.store(true, std::memory_order_relaxed);
-    if (first && args_.cancellation != nullptr) args_.cancellation->StartCancel();
-  }
-
-  void OnCancel() {
-    {
-      std::lock_guard<std::mutex> lock(error_mu_);
-      cancelled_ = errors::Cancelled("Step was cancelled");
-    }
-    aborted_.store(true, std::memory_order_relaxed);
-  }
-
-  void Finish() {
-    if (args_.cancellation != nullptr && args_.cancellation->DeregisterCallback(cancel_token_)) Unref();
-    Status s;
-    {
-      std::lock_guard<std::mutex> lock(error_mu_);
-      s = status_.ok() ? cancelled_ : status_;
-    }
-    Executor::DoneCallback done = std::move(done_);
-    Unref();
-    done(s);
-  }
-
-  void Unref() {
-    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
-  }
-
   const Executor::Impl& impl_;
-  const Executor::Args args_;
-  Executor::DoneCallback done_;
-  int max_workers_ = 1;
-  std::atomic<int> active_workers_{0};
   std::atomic<int64_t> outstanding_{0};  // ready or running nodes, in every frame
-  std::atomic<int> refs_{1};             // the step itself, plus a registered cancel callback
-  std::atomic<bool> aborted_{false};
-  CancellationManager::Token cancel_token_ = 0;
   std::mutex mu_;  // guards the frames below
   Frame root_;
   std::map<std::tuple<Frame*, int64_t, int>, std::unique_ptr<Frame>> children_;
   std::map<Frame*, std::tuple<Frame*, int64_t, int>> frame_keys_;
-  std::mutex error_mu_;
-  Status status_;     // guarded by error_mu_: the first error
-  Status cancelled_;  // guarded by error_mu_
 };
 
 }  // namespace

@@ -4,8 +4,10 @@
 // run once per frame and iteration, or not at all. Internal to runtime/.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -110,6 +112,61 @@ Status CheckOutputs(const NodeItem& item, const TensorValue* outputs, bool outpu
 void RecordStats(const Executor::Args& args, const NodeItem& item, int64_t start);
 // The error with the node, op and device appended, as TensorFlow prints them.
 Status NodeError(const NodeItem& item, const Status& s);
+
+// What a step of either kind does from start to end: it watches the step's cancellation,
+// keeps the first error, hands work to idle threads, and frees itself once it is done and
+// no cancel callback holds it.
+class StepBase {
+ public:
+  virtual ~StepBase() = default;
+
+ protected:
+  StepBase(const Executor::Args& args, Executor::DoneCallback done);
+  // Registers the cancel callback: the derived constructor's last call, since the callback
+  // may run at once on another thread and must find the whole object.
+  void WatchCancellation();
+  // Keeps the first error; the first also cancels the rest of the step.
+  void RecordError(const Status& s);
+  bool aborted() const { return aborted_.load(std::memory_order_relaxed); }
+  // Calls the step's done callback with the first error (or the cancellation) and lets go
+  // of this object, which is freed once no cancel callback holds it.
+  void Finish();
+  // For a cancellation's message: the nodes the step is waiting for, "" for none.
+  virtual std::string Waiting() { return ""; }
+
+  // Hands half of `stack` to another worker, repeatedly, while that can help: at least two
+  // expensive nodes, or a large batch of cheap ones, and a free thread for them. `id` gives
+  // a task's node; `process(batch)` runs a batch on the worker it was handed to.
+  template <typename Task, typename Id, typename Process>
+  void MaybeSpill(const Executor::Impl& impl, std::vector<Task>* stack, Id id, Process process) {
+    constexpr size_t kCheapSpillThreshold = 64;
+    if (args_.runner == nullptr) return;
+    while (stack->size() >= 2 && active_workers_.load(std::memory_order_relaxed) < max_workers_ &&
+           (stack->size() >= kCheapSpillThreshold || impl.item(id(stack->back())).is_expensive)) {
+      active_workers_.fetch_add(1, std::memory_order_relaxed);
+      const size_t half = stack->size() / 2;
+      std::vector<Task> batch(stack->begin(), stack->begin() + half);
+      stack->erase(stack->begin(), stack->begin() + half);
+      args_.runner->Schedule([process, batch = std::move(batch)]() mutable { process(std::move(batch)); });
+    }
+  }
+
+  const Executor::Args args_;
+  const int max_workers_;
+  std::atomic<int> active_workers_{0};
+
+ private:
+  void OnCancel();
+  void Unref();
+
+  Executor::DoneCallback done_;
+  std::atomic<int> refs_{1};  // the step itself, plus a registered cancel callback
+  std::atomic<bool> aborted_{false};
+  CancellationManager::Token cancel_token_ = 0;
+  std::mutex error_mu_;
+  Status status_;     // guarded by error_mu_: the first error
+  Status cancelled_;  // guarded by error_mu_: set when the step was cancelled
+};
 
 // Runs one step of a graph with control flow (executor_frames.cc).
 void RunWithFrames(const Executor::Impl& impl, const Executor::Args& args, Executor::DoneCallback done);
