@@ -1,5 +1,6 @@
 #include "kernels/cpu/dnnl_conv.h"
 
+#include "kernels/cpu/onednn_threads.h"
 #include "kernels/cpu/pooling.h"
 
 #include <map>
@@ -8,9 +9,6 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <tuple>
 #include <unordered_map>
-
-// From libgomp, which oneDNN runs on; declared here so no OpenMP compile flags are needed.
-extern "C" void omp_set_num_threads(int);
 
 namespace tessera::cpu {
 namespace {
@@ -204,7 +202,7 @@ Status Forward(OpKernelContext* ctx, const Geometry& g, int64_t o, const float* 
   const int64_t per_part = (g.n + parts - 1) / parts;
   std::vector<Status> status(parts);
   ctx->ParallelFor(parts, int64_t{1} << 30, [&](int64_t begin, int64_t end) {
-    omp_set_num_threads(1);
+    OneDnnOnThisThreadOnly();
     for (int64_t part = begin; part < end; ++part) {
       const int64_t first = part * per_part, n = std::min(per_part, g.n - first);
       if (n > 0) status[part] = ForwardPart(ctx, g, o, src, filter, epilogue, first, n, out);
@@ -228,7 +226,7 @@ Status RunBackward(OpKernelContext* ctx, Kind kind, const Geometry& g, int64_t o
   }
   std::vector<Status> status(parts);
   ctx->ParallelFor(parts, int64_t{1} << 30, [&](int64_t begin, int64_t end) {
-    omp_set_num_threads(1);
+    OneDnnOnThisThreadOnly();
     for (int64_t part = begin; part < end; ++part) {
       const int64_t first = part * per_part, n = std::min(per_part, g.n - first);
       if (n <= 0) continue;

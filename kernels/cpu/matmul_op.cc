@@ -1,12 +1,53 @@
-// MatMul through Eigen's tensor contraction on the device's intra-op pool (the same path
-// TensorFlow takes on CPU). Its own translation unit: the contraction is slow to compile.
-#include <algorithm>
+// MatMul: float32 on oneDNN's sgemm (70 against Eigen's 45 GFLOP/s at 1024^3 on one thread
+// here), the other types through Eigen's tensor contraction, both on the device's intra-op
+// pool. Its own translation unit: the contraction is slow to compile.
+#include <oneapi/dnnl/dnnl.h>
 
+#include <algorithm>
+#include <type_traits>
+#include <vector>
+
+#include "kernels/cpu/onednn_threads.h"
 #include "kernels/cpu/register.h"
 #include "kernels/eigen_tensor.h"
 
 namespace tessera::cpu {
 namespace {
+
+// Below this much work a hop to another thread costs more than it saves.
+constexpr double kMinFlopsPerThread = 4e6;
+
+// c [m, n] = op(a) op(b), all row-major with the given leading dimensions, by oneDNN's
+// sgemm: a block of rows per thread of the intra-op pool (of columns, for a product of few
+// rows, as one image's), each single-threaded.
+Status Sgemm(OpKernelContext* ctx, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+             const float* b, int64_t ldb, float* c) {
+  const int64_t threads = ctx->intra_op_pool()->NumThreads();
+  const int64_t parts = std::clamp<int64_t>(static_cast<int64_t>(2.0 * m * n * k / kMinFlopsPerThread), 1, threads);
+  const bool by_rows = m >= n || m >= 8 * parts;
+  const int64_t extent = by_rows ? m : n, per_part = (extent + parts - 1) / parts;
+  std::vector<dnnl_status_t> status(parts, dnnl_success);
+  ctx->ParallelFor(parts, int64_t{1} << 30, [&](int64_t begin, int64_t end) {
+    OneDnnOnThisThreadOnly();
+    for (int64_t part = begin; part < end; ++part) {
+      const int64_t first = part * per_part, count = std::min(per_part, extent - first);
+      if (count <= 0) continue;
+      const float* pa = a;
+      const float* pb = b;
+      if (by_rows) {
+        pa = ta ? a + first : a + first * lda;
+      } else {
+        pb = tb ? b + first * ldb : b + first;
+      }
+      status[part] = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', by_rows ? count : m, by_rows ? n : count, k, 1.f, pa,
+                                lda, pb, ldb, 0.f, by_rows ? c + first * n : c + first, n);
+    }
+  });
+  for (dnnl_status_t s : status) {
+    if (s != dnnl_success) return errors::Internal("oneDNN's sgemm failed with status ", static_cast<int>(s));
+  }
+  return Status::OK();
+}
 
 template <typename T>
 class MatMulOp : public OpKernel {
@@ -35,12 +76,22 @@ class MatMulOp : public OpKernel {
       std::fill(out->data<T>(), out->data<T>() + out->NumElements(), T(0));
       return;
     }
-    Eigen::array<Eigen::IndexPair<Eigen::Index>, 1> dims;
-    dims[0] = Eigen::IndexPair<Eigen::Index>(transpose_a_ ? 0 : 1, transpose_b_ ? 1 : 0);
-    // A contraction cannot be interrupted, so a product past about 2^31 flops runs as panels
-    // of rows, with the step's cancellation checked between them.
+    // A product cannot be interrupted, so one past about 2^31 flops runs as panels of rows,
+    // with the step's cancellation checked between them.
     constexpr int64_t kPanelFlops = int64_t{1} << 31;
     const int64_t panel_rows = std::max<int64_t>(1, kPanelFlops / (2 * n * k));
+    if constexpr (std::is_same_v<T, float>) {
+      for (int64_t r0 = 0; r0 < m; r0 += panel_rows) {
+        OP_REQUIRES(ctx, r0 == 0 || !ctx->IsCancelled(), errors::Cancelled("Step was cancelled"));
+        const int64_t rows = std::min(panel_rows, m - r0);
+        const float* pa = transpose_a_ ? a.data<float>() + r0 : a.data<float>() + r0 * k;
+        OP_REQUIRES_OK(ctx, Sgemm(ctx, transpose_a_, transpose_b_, rows, n, k, pa, transpose_a_ ? m : k,
+                                  b.data<float>(), transpose_b_ ? k : n, out->data<float>() + r0 * n));
+      }
+      return;
+    }
+    Eigen::array<Eigen::IndexPair<Eigen::Index>, 1> dims;
+    dims[0] = Eigen::IndexPair<Eigen::Index>(transpose_a_ ? 0 : 1, transpose_b_ ? 1 : 0);
     if (panel_rows >= m) {
       AssignOnPool(*ctx->intra_op_pool(), EigenMatrix<T>(*out),
                    ConstEigenMatrix<T>(a).contract(ConstEigenMatrix<T>(b), dims));

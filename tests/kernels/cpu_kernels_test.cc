@@ -167,6 +167,43 @@ TEST(MatMulTest, LargeProductsRunInPanelsWithTheSameResult) {
   });
 }
 
+// float32 products are cut between the intra-op threads, by rows, or by columns when there
+// are few rows (one image's): every split gives the exact sums of small integers.
+TEST(MatMulTest, SplitsBetweenThreadsByRowsOrColumns) {
+  std::mt19937 rng(3);
+  std::uniform_int_distribution<int> u(-2, 2);
+  struct Shape {
+    int m, k, n;
+  };
+  for (Shape shape : {Shape{300, 200, 150}, Shape{2, 1000, 4000}, Shape{1, 64, 3}}) {
+    const int m = shape.m, k = shape.k, n = shape.n;
+    std::vector<float> a(m * k), b(k * n), want(m * n, 0);
+    for (auto& x : a) x = static_cast<float>(u(rng));
+    for (auto& x : b) x = static_cast<float>(u(rng));
+    for (int i = 0; i < m; ++i)
+      for (int p = 0; p < k; ++p)
+        for (int j = 0; j < n; ++j) want[i * n + j] += a[i * k + p] * b[p * n + j];
+    const std::vector<float> at = Transposed(a, m, k), bt = Transposed(b, k, n);
+    for (int threads : {1, 2, 3}) {
+      for (bool ta : {false, true}) {
+        for (bool tb : {false, true}) {
+          SCOPED_TRACE(StrCat(m, "x", k, "x", n, " on ", threads, " threads, ta ", ta, " tb ", tb));
+          Scope root = Scope::NewRootScope();
+          auto ca = ops::Const(root, ta ? F(at, TensorShape({k, m})) : F(a, TensorShape({m, k})));
+          auto cb = ops::Const(root, tb ? F(bt, TensorShape({n, k})) : F(b, TensorShape({k, n})));
+          auto product = ops::MatMul(root, ca, cb, {.transpose_a = ta, .transpose_b = tb});
+          SessionConfig config;
+          config.intra_op_parallelism_threads = threads;
+          auto session = testing::MakeSession(root, config);
+          std::vector<Tensor> out;
+          ASSERT_TRUE(session->Run({}, {product.name()}, {}, &out).ok());
+          EXPECT_EQ(Values<float>(out[0]), want);
+        }
+      }
+    }
+  }
+}
+
 TEST(MatMulTest, RuntimeShapeMismatchIsAnError) {
   Scope root = Scope::NewRootScope();
   auto x = ops::Placeholder(root.WithOpName("x"), DataType::kFloat);
