@@ -38,7 +38,7 @@ const Node* SoleConsumer(const Node& n, std::string_view op) {
 }
 
 struct Chain {
-  const Node* conv;
+  const Node* conv;  // a Conv2D or a MatMul
   const Node* bias_add;
   const Node* relu;      // or nullptr
   const Node* max_pool;  // or nullptr
@@ -55,6 +55,11 @@ bool PoolsRowsAndColumns(const Node& pool) {
 std::vector<Chain> FindChains(const Graph& graph) {
   std::vector<Chain> chains;
   for (const Node* conv : graph.nodes()) {
+    if (conv->op() == "MatMul" && OnCpu(*conv) && IsFloat(*conv)) {
+      const Node* bias_add = SoleConsumer(*conv, "BiasAdd");
+      if (bias_add != nullptr && IsNhwc(*bias_add)) chains.push_back({conv, bias_add, SoleConsumer(*bias_add, "Relu"), nullptr});
+      continue;
+    }
     if (conv->op() != "Conv2D" || !OnCpu(*conv) || !IsFloat(*conv) || !IsNhwc(*conv)) continue;
     std::vector<int64_t> dilations;
     if (!conv->GetAttr("dilations", &dilations).ok() || dilations != std::vector<int64_t>{1, 1, 1, 1}) continue;
@@ -87,7 +92,7 @@ StatusOr<std::unique_ptr<Graph>> Remap(std::unique_ptr<Graph> graph) {
     NodeDef bias_add = c.bias_add->ToNodeDef();
     NodeDef node;
     node.name = last->name();
-    node.op = c.max_pool != nullptr ? "_FusedConv2DMaxPool" : "_FusedConv2D";
+    node.op = c.conv->op() == "MatMul" ? "_FusedMatMul" : c.max_pool != nullptr ? "_FusedConv2DMaxPool" : "_FusedConv2D";
     node.device = conv.device;
     node.attrs = conv.attrs;
     node.attrs["num_args"] = int64_t{1};

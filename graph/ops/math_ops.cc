@@ -177,6 +177,12 @@ void RegisterMathOps(OpRegistry& r) {
   RegisterCoreOp(r, OpDefBuilder("MatMul").Input("a: T").Input("b: T").Output("product: T").Attr(kNumeric)
                   .Attr("transpose_a: bool = false").Attr("transpose_b: bool = false")
                   .SetShapeFn(MatMulShape));
+  // Runtime-internal, TensorFlow's name: MatMul then BiasAdd (then Relu) as one node
+  // (runtime/remapper.h); args are the bias; fused_ops "BiasAdd" or "BiasAdd,Relu".
+  RegisterCoreOp(r, OpDefBuilder("_FusedMatMul").Input("a: T").Input("b: T").Input("args: num_args * T")
+                  .Output("product: T").Attr("T: {float32}").Attr("num_args: int >= 0")
+                  .Attr("transpose_a: bool = false").Attr("transpose_b: bool = false").Attr("fused_ops: string")
+                  .Attr("epsilon: float = 0.0001").SetShapeFn(MatMulShape));
 
   RegisterCoreOp(r, OpDefBuilder("Cast").Input("x: SrcT").Output("y: DstT").Attr("SrcT: type")
                   .Attr("DstT: type").Attr("Truncate: bool = false").SetShapeFn(UnchangedShape));

@@ -17,11 +17,32 @@ namespace {
 // Below this much work a hop to another thread costs more than it saves.
 constexpr double kMinFlopsPerThread = 4e6;
 
+// What _FusedMatMul adds to each row of the product as it is made, and whether it then
+// applies ReLU.
+struct Epilogue {
+  const float* bias = nullptr;  // [n], or none
+  bool relu = false;
+};
+
+// Rows [0, rows) and columns [c0, c1) of c (leading dimension n): the epilogue, while the
+// block is still in cache.
+void ApplyEpilogue(const Epilogue& e, float* c, int64_t n, int64_t rows, int64_t c0, int64_t c1) {
+  if (e.bias == nullptr) return;
+  for (int64_t r = 0; r < rows; ++r) {
+    float* __restrict row = c + r * n;
+    const float* __restrict bias = e.bias;
+    for (int64_t j = c0; j < c1; ++j) {
+      const float v = row[j] + bias[j];
+      row[j] = e.relu && v < 0 ? 0.f : v;
+    }
+  }
+}
+
 // c [m, n] = op(a) op(b), all row-major with the given leading dimensions, by oneDNN's
 // sgemm: a block of rows per thread of the intra-op pool (of columns, for a product of few
-// rows, as one image's), each single-threaded.
+// rows, as one image's), each single-threaded, then the epilogue on that block.
 Status Sgemm(OpKernelContext* ctx, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
-             const float* b, int64_t ldb, float* c) {
+             const float* b, int64_t ldb, float* c, const Epilogue& epilogue) {
   const int64_t threads = ctx->intra_op_pool()->NumThreads();
   const int64_t parts = std::clamp<int64_t>(static_cast<int64_t>(2.0 * m * n * k / kMinFlopsPerThread), 1, threads);
   const bool by_rows = m >= n || m >= 8 * parts;
@@ -41,6 +62,11 @@ Status Sgemm(OpKernelContext* ctx, bool ta, bool tb, int64_t m, int64_t n, int64
       }
       status[part] = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', by_rows ? count : m, by_rows ? n : count, k, 1.f, pa,
                                 lda, pb, ldb, 0.f, by_rows ? c + first * n : c + first, n);
+      if (by_rows) {
+        ApplyEpilogue(epilogue, c + first * n, n, count, 0, n);
+      } else {
+        ApplyEpilogue(epilogue, c, n, m, first, first + count);
+      }
     }
   });
   for (dnnl_status_t s : status) {
@@ -49,12 +75,22 @@ Status Sgemm(OpKernelContext* ctx, bool ta, bool tb, int64_t m, int64_t n, int64
   return Status::OK();
 }
 
+// MatMul, and as _FusedMatMul (float32 only) MatMul then BiasAdd (then Relu).
 template <typename T>
 class MatMulOp : public OpKernel {
  public:
   explicit MatMulOp(OpKernelConstruction* c) : OpKernel(c) {
     Status s = c->GetAttr("transpose_a", &transpose_a_);
     if (s.ok()) s = c->GetAttr("transpose_b", &transpose_b_);
+    if (s.ok() && type_string() == "_FusedMatMul") {
+      std::string fused;
+      s = c->GetAttr("fused_ops", &fused);
+      if (s.ok() && fused != "BiasAdd" && fused != "BiasAdd,Relu") {
+        s = errors::Unimplemented("_FusedMatMul of ", fused, ": only BiasAdd, and BiasAdd,Relu");
+      }
+      fused_ = true;
+      relu_ = fused == "BiasAdd,Relu";
+    }
     if (!s.ok()) c->SetStatus(s);
   }
 
@@ -69,11 +105,21 @@ class MatMulOp : public OpKernel {
     OP_REQUIRES(ctx, k == kb,
                 errors::InvalidArgument("Matrix size-incompatible: In[0]: ", a.shape().DebugString(),
                                         ", In[1]: ", b.shape().DebugString()));
+    Epilogue epilogue;
+    if (fused_) {
+      OP_REQUIRES(ctx, num_inputs() == 3, errors::InvalidArgument("_FusedMatMul with BiasAdd takes one arg, the bias"));
+      const Tensor& bias = ctx->input(2);
+      OP_REQUIRES(ctx, bias.shape() == TensorShape({n}),
+                  errors::InvalidArgument("Must provide as many biases as the last dimension of the input tensor: ",
+                                          bias.shape().DebugString(), " vs. ", n));
+      epilogue = {bias.data<float>(), relu_};
+    }
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({m, n}), &out));
     if (out->NumElements() == 0) return;
     if (k == 0) {
       std::fill(out->data<T>(), out->data<T>() + out->NumElements(), T(0));
+      if constexpr (std::is_same_v<T, float>) ApplyEpilogue(epilogue, out->data<float>(), n, m, 0, n);
       return;
     }
     // A product cannot be interrupted, so one past about 2^31 flops runs as panels of rows,
@@ -86,7 +132,7 @@ class MatMulOp : public OpKernel {
         const int64_t rows = std::min(panel_rows, m - r0);
         const float* pa = transpose_a_ ? a.data<float>() + r0 : a.data<float>() + r0 * k;
         OP_REQUIRES_OK(ctx, Sgemm(ctx, transpose_a_, transpose_b_, rows, n, k, pa, transpose_a_ ? m : k,
-                                  b.data<float>(), transpose_b_ ? k : n, out->data<float>() + r0 * n));
+                                  b.data<float>(), transpose_b_ ? k : n, out->data<float>() + r0 * n, epilogue));
       }
       return;
     }
@@ -120,6 +166,8 @@ class MatMulOp : public OpKernel {
  private:
   bool transpose_a_ = false;
   bool transpose_b_ = false;
+  bool fused_ = false;
+  bool relu_ = false;
 };
 
 }  // namespace
@@ -129,6 +177,7 @@ void RegisterMatMulKernels(KernelRegistry& r) {
     using T = decltype(zero);
     r.Register<MatMulOp<T>>(KernelDefBuilder("MatMul").Device(kDeviceCpu).TypeConstraint<T>("T"));
   });
+  r.Register<MatMulOp<float>>(KernelDefBuilder("_FusedMatMul").Device(kDeviceCpu).TypeConstraint<float>("T"));
 }
 
 }  // namespace tessera::cpu

@@ -45,7 +45,7 @@ Step RunStep(const Scope& root, const std::vector<std::string>& fetches, bool re
   for (const GraphDef& part : metadata.partition_graphs) {
     for (const NodeDef& n : part.nodes) {
       std::string fused;
-      if (n.op == "_FusedConv2D" || n.op == "_FusedConv2DMaxPool") {
+      if (n.op == "_FusedConv2D" || n.op == "_FusedConv2DMaxPool" || n.op == "_FusedMatMul") {
         EXPECT_TRUE(GetAttr(n.attrs, n.name, "fused_ops", &fused).ok());
       }
       step.ops.push_back(n.name + "=" + n.op + (fused.empty() ? "" : "(" + fused + ")"));
@@ -151,6 +151,34 @@ TEST(RemapperTest, AMaxPoolReadingTheChainAloneJoinsIt) {
     ExpectNear(both.values[0], plain.values[0]);
     EXPECT_TRUE(Has(both, "relu=_FusedConv2D(BiasAdd,Relu)"));
     EXPECT_TRUE(Has(both, "pool=MaxPool"));
+  }
+}
+
+// MatMul + BiasAdd (+ Relu): one _FusedMatMul, transposed operands included, and gradients
+// through it unchanged.
+TEST(RemapperTest, MatMulBiasAddReluBecomeOneNode) {
+  for (bool transpose_b : {false, true}) {
+    SCOPED_TRACE(transpose_b);
+    Scope root = Scope::NewRootScope();
+    Output x = ops::Const(root.WithOpName("x"), Random(TensorShape({37, 300}), 10));
+    Output w = ops::Const(root.WithOpName("w"), Random(transpose_b ? TensorShape({70, 300}) : TensorShape({300, 70}), 11));
+    Output b = ops::Const(root.WithOpName("b"), Random(TensorShape({70}), 12));
+    Output mm = ops::MatMul(root.WithOpName("mm"), x, w, {.transpose_b = transpose_b});
+    Output relu = ops::Relu(root.WithOpName("relu"), ops::BiasAdd(root.WithOpName("bias"), mm, b));
+    Output loss = ops::Sum(root.WithOpName("loss"), ops::Square(root, relu),
+                           ops::Const(root, Tensor::FromVector<int32_t>({0, 1})));
+    std::vector<Output> grads;
+    ASSERT_TRUE(AddSymbolicGradients(root, {loss}, {w}, &grads).ok());
+    Step fused = RunStep(root, {"relu", grads[0].name()}, true);
+    Step plain = RunStep(root, {"relu", grads[0].name()}, false);
+    ASSERT_EQ(fused.values.size(), 2u);
+    ASSERT_EQ(plain.values.size(), 2u);
+    ExpectNear(fused.values[0], plain.values[0]);
+    ExpectNear(fused.values[1], plain.values[1]);
+    EXPECT_FALSE(Has(fused, "mm=MatMul"));
+    EXPECT_TRUE(Has(plain, "mm=MatMul"));
+    // ReluGrad reads the Relu's output, which the fused node makes.
+    EXPECT_TRUE(Has(fused, "relu=_FusedMatMul(BiasAdd,Relu)"));
   }
 }
 
