@@ -13,7 +13,7 @@
 #include "graph/serialize/graph_json.h"
 #include "graph/serialize/tensor_codec.h"
 #include "placement/placer.h"
-#include "runtime/remapper.h"
+#include "runtime/graph_rewrites.h"
 #include "runtime/device_factory.h"
 #include "runtime/partition.h"
 #include "runtime/subgraph.h"
@@ -276,9 +276,7 @@ StatusOr<std::shared_ptr<const MasterSession::Plan>> MasterSession::GetOrCreateP
   for (const auto& f : feeds) feed_names.push_back(f.first);
   ASSIGN_OR_RETURN(Subgraph sub, BuildSubgraph(*graph_, feed_names, fetches, targets));
   // The same rewrites as a local session's, so a cluster computes what one process does.
-  if (config_.remapping) {
-    ASSIGN_OR_RETURN(sub.graph, Remap(std::move(sub.graph)));
-  }
+  ASSIGN_OR_RETURN(sub.graph, RewriteStepGraph(std::move(sub.graph), RewriteOptionsOf(config_)));
   std::map<std::string, uint64_t> incarnations;
   for (const RemoteDevice& d : devices_) incarnations[d.name] = d.incarnation;
   PartitionOptions popts;

@@ -5,7 +5,7 @@
 
 #include "placement/placer.h"
 #include "runtime/executor.h"
-#include "runtime/remapper.h"
+#include "runtime/graph_rewrites.h"
 #include "runtime/partition.h"
 #include "runtime/run_partitions.h"
 #include "runtime/server.h"
@@ -179,9 +179,7 @@ StatusOr<std::shared_ptr<const DirectSession::ExecutorAndKeys>> DirectSession::G
                                                               PlacementReason::kColocated,
                                                               "feed or fetch of the step"});
   }
-  if (config_.remapping) {
-    ASSIGN_OR_RETURN(sub.graph, Remap(std::move(sub.graph)));
-  }
+  ASSIGN_OR_RETURN(sub.graph, RewriteStepGraph(std::move(sub.graph), RewriteOptionsOf(config_)));
   PartitionOptions popts;
   popts.incarnation = [this](const std::string& device) { return devices_->IncarnationOf(device); };
   ASSIGN_OR_RETURN(auto partitions, Partition(*sub.graph, popts));

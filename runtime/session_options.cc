@@ -89,20 +89,32 @@ Status ParseGpuOptions(const json& j, GpuOptions* out) {
   return Status::OK();
 }
 
-// graph_options { rewrite_options { remapping } }, with RewriterConfig.Toggle's names.
+// graph_options { rewrite_options { remapping, arithmetic_optimization } (RewriterConfig.Toggle's
+// names), optimizer_options { do_common_subexpression_elimination } }.
 Status ParseGraphOptions(const json& v, SessionConfig* c) {
   const auto bad = [](std::string_view what) {
     return errors::InvalidArgument("Session config field 'graph_options' ", what);
   };
   if (!v.is_object()) return bad("must be an object");
   for (const auto& [key, options] : v.items()) {
-    if (key != "rewrite_options") return bad(StrCat("has no field '", key, "'"));
-    if (!options.is_object()) return bad("'rewrite_options' must be an object");
-    for (const auto& [name, toggle] : options.items()) {
-      if (name != "remapping") return bad(StrCat("'rewrite_options' has no field '", name, "' Tessera knows"));
-      const std::string t = toggle.is_string() ? toggle.get<std::string>() : "";
-      if (t != "DEFAULT" && t != "ON" && t != "OFF") return bad("'rewrite_options.remapping' must be DEFAULT, ON or OFF");
-      c->remapping = t != "OFF";
+    if (key != "rewrite_options" && key != "optimizer_options") return bad(StrCat("has no field '", key, "'"));
+    if (!options.is_object()) return bad(StrCat("'", key, "' must be an object"));
+    for (const auto& [name, value] : options.items()) {
+      if (key == "optimizer_options") {
+        if (name != "do_common_subexpression_elimination") {
+          return bad(StrCat("'optimizer_options' has no field '", name, "' Tessera knows"));
+        }
+        if (!value.is_boolean()) return bad(StrCat("'optimizer_options.", name, "' must be true or false"));
+        c->common_subexpression_elimination = value.get<bool>();
+        continue;
+      }
+      bool* toggle = name == "remapping" ? &c->remapping : name == "arithmetic_optimization" ? &c->arithmetic_optimization : nullptr;
+      if (toggle == nullptr) return bad(StrCat("'rewrite_options' has no field '", name, "' Tessera knows"));
+      const std::string t = value.is_string() ? value.get<std::string>() : "";
+      if (t != "DEFAULT" && t != "ON" && t != "OFF") {
+        return bad(StrCat("'rewrite_options.", name, "' must be DEFAULT, ON or OFF"));
+      }
+      *toggle = t != "OFF";
     }
   }
   return Status::OK();

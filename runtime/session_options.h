@@ -48,9 +48,13 @@ struct SessionConfig {
   bool log_device_placement = false;
   std::map<std::string, int> device_count;  // {"CPU": 4} makes CPU:0..3
   GpuOptions gpu_options;
-  // graph_options.rewrite_options.remapping: fuse Conv2D, BiasAdd and Relu (runtime/remapper.h).
-  // "OFF" turns it off; "ON" and "DEFAULT" leave it on.
+  // The step graph's rewrites (runtime/graph_rewrites.h), each on unless turned off:
+  // graph_options.rewrite_options.remapping and .arithmetic_optimization ("OFF" turns one off;
+  // "ON" and "DEFAULT" leave it on), graph_options.optimizer_options.
+  // do_common_subexpression_elimination (false turns it off).
   bool remapping = true;
+  bool arithmetic_optimization = true;
+  bool common_subexpression_elimination = true;
   int64_t operation_timeout_in_ms = 0;      // 0: no deadline
   // On a cluster: the only tasks a session uses, as partial device names ("/job:ps",
   // "/job:worker/task:1"); empty uses every task. What keeps a worker's session of

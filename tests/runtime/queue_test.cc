@@ -153,6 +153,7 @@ TEST_F(QueueTest, BlockedDequeuesHoldNoThread) {
   config.inter_op_parallelism_threads = 1;
   config.use_per_session_threads = true;
   config.operation_timeout_in_ms = 10000;
+  config.arithmetic_optimization = false;  // which would drop the Identity this order rests on
   Open(g, config);
   RunOptions trace;
   trace.trace_level = RunOptions::TraceLevel::kFullTrace;

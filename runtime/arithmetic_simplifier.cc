@@ -1,0 +1,85 @@
+#include "runtime/arithmetic_simplifier.h"
+
+#include <map>
+#include <optional>
+#include <string>
+
+#include "runtime/graph_rewrites.h"
+
+namespace tessera {
+namespace {
+
+bool IsControlFlow(std::string_view op) {
+  return op == "Switch" || op == "RefSwitch" || op == "Merge" || op == "RefMerge" || op == "Enter" ||
+         op == "RefEnter" || op == "Exit" || op == "RefExit" || op == "NextIteration" || op == "RefNextIteration" ||
+         op == "LoopCond";
+}
+
+// Whether n is a Const every element of which is `value`.
+bool IsConstantOf(const Node& n, double value) {
+  const Tensor* t = nullptr;
+  if (n.op() != "Const" || !n.control_inputs().empty()) return false;
+  auto it = n.attrs().find("value");
+  if (it == n.attrs().end() || (t = it->second.get_if<Tensor>()) == nullptr) return false;
+  const auto all = [&](const auto* data) {
+    for (int64_t i = 0; i < t->NumElements(); ++i) {
+      if (static_cast<double>(data[i]) != value) return false;
+    }
+    return true;
+  };
+  switch (t->dtype()) {
+    case DataType::kFloat: return all(t->data<float>());
+    case DataType::kDouble: return all(t->data<double>());
+    case DataType::kInt32: return all(t->data<int32_t>());
+    case DataType::kInt64: return all(t->data<int64_t>());
+    default: return false;
+  }
+}
+
+// The tensor a node hands on unchanged, if it is one of the patterns above.
+std::optional<std::pair<const Node*, int>> PassedThrough(const Node& n) {
+  if (!n.control_inputs().empty() || n.num_outputs() != 1 || n.output_is_ref(0)) return std::nullopt;
+  const auto input = [&n](int i) { return std::make_pair(n.input_edge(i)->src, n.input_edge(i)->src_output); };
+  const auto here = [&n](const Node* src) { return src->assigned_device() == n.assigned_device(); };
+  const std::string& op = n.op();
+  if (op == "Identity" && !n.input_is_ref(0)) {
+    const auto [src, port] = input(0);
+    if (here(src) && !IsControlFlow(src->op())) return input(0);
+  } else if (op == "Neg") {
+    const Node* inner = n.input_edge(0)->src;
+    if (inner->op() == "Neg" && here(inner) && inner->control_inputs().empty() && here(inner->input_edge(0)->src)) {
+      return std::make_pair(inner->input_edge(0)->src, inner->input_edge(0)->src_output);
+    }
+  } else if (op == "Mul" || op == "Add" || op == "AddV2" || op == "Sub") {
+    const double identity = op == "Mul" ? 1 : 0;
+    for (int keep : {0, 1}) {
+      if (op == "Sub" && keep == 1) break;  // 0 - x is not x
+      const auto [src, port] = input(keep);
+      const Node* other = n.input_edge(1 - keep)->src;
+      const TensorShape& shape = n.output_shape(0);
+      // The constant must not broadcast x to a larger shape.
+      if (here(src) && IsConstantOf(*other, identity) && shape.IsFullyDefined() && src->output_shape(port) == shape) {
+        return input(keep);
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Graph>> SimplifyArithmetic(std::unique_ptr<Graph> graph) {
+  std::map<std::string, Replacement> dropped;
+  for (const Node* n : graph->nodes()) {
+    auto passed = PassedThrough(*n);
+    if (!passed) continue;
+    dropped.emplace(n->name(), Replacement{passed->first->name(), {passed->second}});
+    // The inner Neg of two, when the outer one was all that read it, goes too.
+    const Node* inner = n->op() == "Neg" ? n->input_edge(0)->src : nullptr;
+    if (inner != nullptr && inner->out_edges().size() == 1) dropped.emplace(inner->name(), Replacement{passed->first->name(), {passed->second}});
+  }
+  if (dropped.empty()) return graph;
+  return DropNodes(*graph, dropped);
+}
+
+}  // namespace tessera

@@ -1,0 +1,60 @@
+#include "runtime/graph_rewrites.h"
+
+#include <algorithm>
+
+#include "runtime/arithmetic_simplifier.h"
+#include "runtime/common_subexpression.h"
+#include "runtime/remapper.h"
+#include "runtime/session_options.h"
+
+namespace tessera {
+
+RewriteOptions RewriteOptionsOf(const SessionConfig& config) {
+  return {config.arithmetic_optimization, config.common_subexpression_elimination, config.remapping};
+}
+
+StatusOr<std::unique_ptr<Graph>> RewriteStepGraph(std::unique_ptr<Graph> graph, const RewriteOptions& options) {
+  if (options.arithmetic) {
+    ASSIGN_OR_RETURN(graph, SimplifyArithmetic(std::move(graph)));
+  }
+  if (options.common_subexpression) {
+    ASSIGN_OR_RETURN(graph, EliminateCommonSubexpressions(std::move(graph)));
+  }
+  if (options.remapping) {
+    ASSIGN_OR_RETURN(graph, Remap(std::move(graph)));
+  }
+  return graph;
+}
+
+StatusOr<std::unique_ptr<Graph>> DropNodes(const Graph& placed, const std::map<std::string, Replacement>& dropped) {
+  // The live tensor behind (node, output), following replacements that were dropped too.
+  const auto resolve = [&dropped](std::string node, int output) {
+    for (size_t hops = 0; hops <= dropped.size(); ++hops) {
+      auto it = dropped.find(node);
+      if (it == dropped.end()) break;
+      if (output >= 0) output = it->second.outputs.at(output);
+      node = it->second.node;
+    }
+    return std::make_pair(node, output);
+  };
+  GraphDef def = placed.ToGraphDef();
+  GraphDef out;
+  out.nodes.reserve(def.nodes.size());
+  for (NodeDef& n : def.nodes) {
+    if (dropped.count(n.name) != 0) continue;
+    std::vector<std::string> inputs;
+    for (const std::string& input : n.inputs) {
+      ASSIGN_OR_RETURN(TensorId id, ParseTensorName(input));
+      const auto [node, output] = resolve(std::string(id.node), id.is_control() ? -1 : id.index);
+      std::string name = output < 0 ? StrCat("^", node) : StrCat(node, ":", output);
+      if (output >= 0 || std::find(inputs.begin(), inputs.end(), name) == inputs.end()) inputs.push_back(std::move(name));
+    }
+    n.inputs = std::move(inputs);
+    out.nodes.push_back(std::move(n));
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<Graph> rewritten, Graph::FromGraphDef(out, placed.op_registry()));
+  for (Node* n : rewritten->nodes()) n->set_assigned_device(placed.FindNode(n->name())->assigned_device());
+  return rewritten;
+}
+
+}  // namespace tessera
