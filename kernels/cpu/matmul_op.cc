@@ -1,6 +1,7 @@
 // MatMul: float32 on oneDNN's sgemm, the faster of the two libraries linked (bench/
-// matmul_bench), the other types through Eigen's tensor contraction, both on the device's
-// intra-op pool. Its own translation unit: the contraction is slow to compile.
+// matmul_bench), but for products of a few rows or columns; those and the other types
+// through Eigen's tensor contraction; both on the device's intra-op pool. Its own
+// translation unit: the contraction is slow to compile.
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
@@ -126,16 +127,31 @@ class MatMulOp : public OpKernel {
     // with the step's cancellation checked between them.
     constexpr int64_t kPanelFlops = int64_t{1} << 31;
     const int64_t panel_rows = std::max<int64_t>(1, kPanelFlops / (2 * n * k));
+    // oneDNN's sgemm packs its operands on every call: for a product of a few rows or columns
+    // (one image through a dense layer) that costs more than Eigen's matrix-vector product.
+    constexpr int64_t kMinSgemmSide = 16;
     if constexpr (std::is_same_v<T, float>) {
-      for (int64_t r0 = 0; r0 < m; r0 += panel_rows) {
-        OP_REQUIRES(ctx, r0 == 0 || !ctx->IsCancelled(), errors::Cancelled("Step was cancelled"));
-        const int64_t rows = std::min(panel_rows, m - r0);
-        const float* pa = transpose_a_ ? a.data<float>() + r0 : a.data<float>() + r0 * k;
-        OP_REQUIRES_OK(ctx, Sgemm(ctx, transpose_a_, transpose_b_, rows, n, k, pa, transpose_a_ ? m : k,
-                                  b.data<float>(), transpose_b_ ? k : n, out->data<float>() + r0 * n, epilogue));
+      if (m >= kMinSgemmSide && n >= kMinSgemmSide) {
+        for (int64_t r0 = 0; r0 < m; r0 += panel_rows) {
+          OP_REQUIRES(ctx, r0 == 0 || !ctx->IsCancelled(), errors::Cancelled("Step was cancelled"));
+          const int64_t rows = std::min(panel_rows, m - r0);
+          const float* pa = transpose_a_ ? a.data<float>() + r0 : a.data<float>() + r0 * k;
+          OP_REQUIRES_OK(ctx, Sgemm(ctx, transpose_a_, transpose_b_, rows, n, k, pa, transpose_a_ ? m : k,
+                                    b.data<float>(), transpose_b_ ? k : n, out->data<float>() + r0 * n, epilogue));
+        }
+        return;
       }
-      return;
     }
+    EigenProduct(ctx, a, b, out, m, k, panel_rows);
+    if (!ctx->status().ok()) return;
+    if constexpr (std::is_same_v<T, float>) ApplyEpilogue(epilogue, out->data<float>(), n, m, 0, n);
+  }
+
+ private:
+  // out = op(a) op(b) by Eigen's contraction, in panels of `panel_rows` rows.
+  void EigenProduct(OpKernelContext* ctx, const Tensor& a, const Tensor& b, Tensor* out, int64_t m, int64_t k,
+                    int64_t panel_rows) {
+    const int64_t n = out->dim(1);
     Eigen::array<Eigen::IndexPair<Eigen::Index>, 1> dims;
     dims[0] = Eigen::IndexPair<Eigen::Index>(transpose_a_ ? 0 : 1, transpose_b_ ? 1 : 0);
     if (panel_rows >= m) {
@@ -145,10 +161,19 @@ class MatMulOp : public OpKernel {
     }
     // Panels of a transposed `a` are columns: copied out, row-major, they contract as rows.
     Tensor a_panel;
-    if (transpose_a_) OP_REQUIRES_OK(ctx, ctx->allocate_temp(a.dtype(), TensorShape({panel_rows, k}), &a_panel));
+    if (transpose_a_) {
+      Status s = ctx->allocate_temp(a.dtype(), TensorShape({panel_rows, k}), &a_panel);
+      if (!s.ok()) {
+        ctx->SetStatus(s);
+        return;
+      }
+    }
     dims[0] = Eigen::IndexPair<Eigen::Index>(1, transpose_b_ ? 1 : 0);
     for (int64_t r0 = 0; r0 < m; r0 += panel_rows) {
-      OP_REQUIRES(ctx, !ctx->IsCancelled(), errors::Cancelled("Step was cancelled"));
+      if (ctx->IsCancelled()) {
+        ctx->SetStatus(errors::Cancelled("Step was cancelled"));
+        return;
+      }
       const int64_t rows = std::min(panel_rows, m - r0);
       const T* rows_of_a = a.data<T>() + r0 * k;
       if (transpose_a_) {
@@ -163,7 +188,6 @@ class MatMulOp : public OpKernel {
     }
   }
 
- private:
   bool transpose_a_ = false;
   bool transpose_b_ = false;
   bool fused_ = false;

@@ -155,12 +155,13 @@ TEST(RemapperTest, AMaxPoolReadingTheChainAloneJoinsIt) {
 }
 
 // MatMul + BiasAdd (+ Relu): one _FusedMatMul, transposed operands included, and gradients
-// through it unchanged.
+// through it unchanged. 37 rows go to oneDNN, 5 to Eigen: both apply the bias and ReLU.
 TEST(RemapperTest, MatMulBiasAddReluBecomeOneNode) {
+  for (int64_t rows : {37, 5})
   for (bool transpose_b : {false, true}) {
-    SCOPED_TRACE(transpose_b);
+    SCOPED_TRACE(StrCat(rows, " rows, transpose_b ", transpose_b));
     Scope root = Scope::NewRootScope();
-    Output x = ops::Const(root.WithOpName("x"), Random(TensorShape({37, 300}), 10));
+    Output x = ops::Const(root.WithOpName("x"), Random(TensorShape({rows, 300}), 10));
     Output w = ops::Const(root.WithOpName("w"), Random(transpose_b ? TensorShape({70, 300}) : TensorShape({300, 70}), 11));
     Output b = ops::Const(root.WithOpName("b"), Random(TensorShape({70}), 12));
     Output mm = ops::MatMul(root.WithOpName("mm"), x, w, {.transpose_b = transpose_b});
