@@ -1,6 +1,9 @@
 // Executor overhead per node: graphs of 100,000 NoOps joined by control edges, run by
 // Tessera's executor and by a oneTBB flow graph of continue_nodes of the same shape, at 1
 // and 2 threads. Reported as ns/node (time of one whole graph run / nodes).
+// BM_WhileLoop: a counting while_loop (TensorFlow 1.x's Enter/Merge/Switch/NextIteration/
+// Exit) of 1,000 iterations beside 0 or 100,000 idle NoOps, reported as ns/iteration: an
+// iteration should cost what its own nodes do, whatever the size of the graph around it.
 #include <benchmark/benchmark.h>
 
 #include <oneapi/tbb/flow_graph.h>
@@ -93,6 +96,62 @@ void BM_TbbFlowGraph(benchmark::State& state) {
                                                  benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
+std::unique_ptr<Graph> CountingLoop(int iterations, int idle_nodes) {
+  const auto node = [](std::string name, std::string op, std::vector<std::string> inputs, AttrMap attrs) {
+    NodeDef def;
+    def.name = std::move(name);
+    def.op = std::move(op);
+    def.inputs = std::move(inputs);
+    def.attrs = std::move(attrs);
+    return def;
+  };
+  const auto constant = [&](std::string name, int32_t value) {
+    return node(std::move(name), "Const", {}, {{"dtype", DataType::kInt32}, {"value", Tensor::Scalar(value)}});
+  };
+  const auto enter = [&](std::string name, std::string input, bool is_constant) {
+    return node(std::move(name), "Enter", {std::move(input)},
+                {{"T", DataType::kInt32}, {"frame_name", std::string("loop")}, {"is_constant", is_constant},
+                 {"parallel_iterations", int64_t{10}}});
+  };
+  const AttrMap t = {{"T", DataType::kInt32}};
+  GraphDef def;
+  def.nodes = {constant("zero", 0), constant("limit", iterations), constant("one", 1),
+               enter("i", "zero", false), enter("n", "limit", true), enter("step", "one", true),
+               node("merge", "Merge", {"i", "next"}, {{"T", DataType::kInt32}, {"N", int64_t{2}}}),
+               node("less", "Less", {"merge", "n"}, t), node("cond", "LoopCond", {"less"}, {}),
+               node("switch", "Switch", {"merge", "cond"}, t), node("exit", "Exit", {"switch:0"}, t),
+               node("add", "Add", {"switch:1", "step"}, t), node("next", "NextIteration", {"add"}, t)};
+  for (int i = 0; i < idle_nodes; ++i) def.nodes.push_back(node(StrCat("idle", i), "NoOp", {}, {}));
+  auto g = Graph::FromGraphDef(def);
+  if (!g.ok()) return nullptr;
+  for (Node* n : (*g)->nodes()) n->set_assigned_device("/job:localhost/replica:0/task:0/device:CPU:0");
+  return std::move(*g);
+}
+
+void BM_WhileLoop(benchmark::State& state) {
+  constexpr int kIterations = 1000;
+  auto inter_pool = ThreadPool::Create("inter_op", 1);
+  auto intra_pool = ThreadPool::Create("intra_op", 1);
+  auto devices = std::move(DeviceMgr::CreateLocal({{"CPU", 1}}, &**intra_pool, HostMemoryBytes()).value());
+  Executor::Params params;
+  params.lookup_device = [&](const Node&) -> StatusOr<DeviceBase*> { return devices->devices()[0]; };
+  auto graph = CountingLoop(kIterations, static_cast<int>(state.range(0)));
+  auto exec = graph != nullptr ? Executor::Create(std::move(graph), params)
+                               : StatusOr<std::unique_ptr<Executor>>(errors::Internal("the loop graph"));
+  if (!exec.ok()) {
+    state.SkipWithError(exec.status().ToString().c_str());
+    return;
+  }
+  Executor::Args args;
+  args.runner = &**inter_pool;
+  for (auto _ : state) {
+    Status s = (*exec)->Run(args);
+    if (!s.ok()) state.SkipWithError(s.ToString().c_str());
+  }
+  state.counters["ns/iteration"] = benchmark::Counter(static_cast<double>(state.iterations()) * kIterations,
+                                                      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
 void Args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"shape", "threads"});
   for (int kind : {kChain, kFanOut, kDag}) {
@@ -103,6 +162,7 @@ void Args(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_Tessera)->Apply(Args);
 BENCHMARK(BM_TbbFlowGraph)->Apply(Args);
+BENCHMARK(BM_WhileLoop)->ArgName("idle_nodes")->Arg(0)->Arg(kNodes)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace tessera::bench

@@ -24,18 +24,12 @@
 namespace tessera::executor_internal {
 namespace {
 
-bool IsOneOf(std::string_view op, std::initializer_list<std::string_view> names) {
-  for (std::string_view n : names) {
-    if (op == n) return true;
-  }
-  return false;
-}
-
+// One iteration of a frame: state for that frame's nodes, by FlowItem::local_id.
 struct IterationState {
-  explicit IterationState(const Executor::Impl& impl)
-      : pending(impl.flow.size()), dead_count(impl.flow.size(), 0), slots(new TensorValue[impl.total_slots]) {
-    for (size_t i = 0; i < impl.flow.size(); ++i) pending[i] = impl.flow[i].initial_pending;
-  }
+  explicit IterationState(const FrameInfo& frame)
+      : pending(frame.initial_pending),
+        dead_count(frame.initial_pending.size(), 0),
+        slots(new TensorValue[frame.num_slots]) {}
   std::vector<int> pending;  // a Merge's: 2 per control input not yet arrived, +1 until a live input arrives
   std::vector<int> dead_count;
   std::unique_ptr<TensorValue[]> slots;
@@ -45,6 +39,7 @@ struct IterationState {
 
 struct Frame {
   uint64_t id = 0;  // 0: the root; see FrameAndIter
+  const FrameInfo* info = nullptr;
   Frame* parent = nullptr;
   int64_t parent_iter = 0;
   int max_parallel = 1;
@@ -94,7 +89,8 @@ class FramesState : public StepBase {
  public:
   FramesState(const Executor::Impl& impl, const Executor::Args& args, Executor::DoneCallback done)
       : StepBase(args, std::move(done)), impl_(impl) {
-    root_.iterations.emplace(0, std::make_unique<IterationState>(impl));
+    root_.info = &impl.frames[0];
+    root_.iterations.emplace(0, std::make_unique<IterationState>(*root_.info));
     if (args.stats != nullptr) args.stats->assign(impl.num_nodes(), NodeExecStats());
     WatchCancellation();
   }
@@ -124,7 +120,7 @@ class FramesState : public StepBase {
       stack.pop_back();
       const NodeItem& item = impl_.item(t.id);
       const FlowItem& f = impl_.flow[t.id];
-      TensorValue* inputs = t.state->slots.get() + item.input_start;
+      TensorValue* inputs = t.state->slots.get() + item.input_start + f.slot_offset;
       const bool aborted = this->aborted();
       bool dead = t.dead || aborted;
       if (t.dead && f.is_retval) {
@@ -183,7 +179,7 @@ class FramesState : public StepBase {
       Status s = call->status;
       if (s.ok()) s = CheckOutputs(it, call->outputs.data(), impl_.flow[t.id].is_recv);
       if (!s.ok()) RecordError(NodeError(it, s));
-      TensorValue* in = t.state->slots.get() + it.input_start;
+      TensorValue* in = t.state->slots.get() + it.input_start + impl_.flow[t.id].slot_offset;
       for (int i = 0; i < it.num_inputs; ++i) in[i] = TensorValue();
       // A _Recv is dead when its trigger was or when what came was dead: to its control
       // successors too.
@@ -276,31 +272,33 @@ class FramesState : public StepBase {
       const FlowItem& df = impl_.flow[dst];
       const bool control = edge.dst_slot < 0;
       const bool edge_dead = src_dead || (!control && !HasValue(outputs[edge.src_output]));
+      int& pending = it->pending[df.local_id];
+      int& dead_count = it->dead_count[df.local_id];
       bool ready_now = false, dst_dead = false, take_input = false;
       if (df.is_merge) {
         const int num_data = impl_.item(dst).num_inputs;
         if (control) {
-          it->pending[dst] -= 2;
-          dst_dead = it->dead_count[dst] == num_data;
-          ready_now = it->pending[dst] == 0 || (it->pending[dst] == 1 && dst_dead);
+          pending -= 2;
+          dst_dead = dead_count == num_data;
+          ready_now = pending == 0 || (pending == 1 && dst_dead);
         } else if (edge_dead) {
           // A dead Enter kills its loop's Merge at once (the NextIteration input cannot
           // come), so that a loop in an untaken branch runs dead to its Exits, as in
           // TensorFlow: every device following the loop then hears of it.
-          dst_dead = ++it->dead_count[dst] == num_data || impl_.flow[src].is_enter;
-          ready_now = it->pending[dst] == 1 && dst_dead;
-        } else if ((it->pending[dst] & 1) == 1) {  // the first live input; later ones are dropped
+          dst_dead = ++dead_count == num_data || impl_.flow[src].is_enter;
+          ready_now = pending == 1 && dst_dead;
+        } else if ((pending & 1) == 1) {  // the first live input; later ones are dropped
           take_input = true;
-          ready_now = it->pending[dst] == 1;
-          it->pending[dst] &= ~1;
+          ready_now = pending == 1;
+          pending &= ~1;
         }
       } else {
-        if (edge_dead) ++it->dead_count[dst];
+        if (edge_dead) ++dead_count;
         take_input = !control && !edge_dead;
-        ready_now = --it->pending[dst] == 0;
-        dst_dead = it->dead_count[dst] > 0;
+        ready_now = --pending == 0;
+        dst_dead = dead_count > 0;
       }
-      if (take_input) it->slots[edge.dst_slot] = outputs[edge.src_output];
+      if (take_input) it->slots[edge.dst_slot + df.slot_offset] = outputs[edge.src_output];
       if (ready_now) {
         ++it->outstanding_ops;
         ready->push_back({dst, frame, iter, it, dst_dead && !df.is_control_trigger});
@@ -313,12 +311,13 @@ class FramesState : public StepBase {
     auto found = children_.find(key);
     if (found != children_.end()) return found->second.get();
     auto child = std::make_unique<Frame>();
-    child->id = ChildFrameId(frame->id, iter, impl_.frames[f.frame].name);
+    child->info = &impl_.frames[f.frame];
+    child->id = ChildFrameId(frame->id, iter, child->info->name);
     child->parent = frame;
     child->parent_iter = iter;
     child->max_parallel = f.parallel_iterations;
-    child->num_pending_inputs = impl_.frames[f.frame].num_enters;
-    child->iterations.emplace(0, std::make_unique<IterationState>(impl_));
+    child->num_pending_inputs = child->info->num_enters;
+    child->iterations.emplace(0, std::make_unique<IterationState>(*child->info));
     frame->iteration(iter)->outstanding_frames++;
     Frame* raw = child.get();
     children_.emplace(key, std::move(child));
@@ -333,7 +332,7 @@ class FramesState : public StepBase {
 
   void IncrementIteration(Frame* frame, std::vector<Tagged>* ready) {
     const int64_t next = ++frame->iteration_count;
-    frame->iterations.emplace(next, std::make_unique<IterationState>(impl_));
+    frame->iterations.emplace(next, std::make_unique<IterationState>(*frame->info));
     ++frame->num_outstanding_iterations;
     frame->dead_exits.clear();
     std::vector<std::pair<int, TensorValue>> roots = std::move(frame->next_iter_roots);
@@ -384,18 +383,15 @@ class FramesState : public StepBase {
 
 }  // namespace
 
-Status AnalyzeControlFlow(const Graph& graph, Executor::Impl* impl) {
-  bool any = false;
-  for (const Node* n : graph.nodes()) {
-    bool maybe_dead = false;
-    any = any ||
-          IsOneOf(n->op(), {"Switch", "RefSwitch", "Merge", "RefMerge", "Enter", "RefEnter", "Exit", "RefExit",
-                            "NextIteration", "RefNextIteration", "LoopCond", "ControlTrigger"}) ||
-          (IsRecvOp(n->op()) && n->GetAttr(kMaybeDeadAttr, &maybe_dead).ok() && maybe_dead);
-  }
-  if (!any) return Status::OK();
+namespace {
+
+// Each node's role, and each Enter's frame (frames[0] is the root). `any`: the graph has
+// control flow, or a _Recv that may bring a dead value (the partitioner marks those).
+Status ClassifyNodes(const Graph& graph, Executor::Impl* impl, bool* any) {
   std::map<std::string, int, std::less<>> frame_index;
-  impl->flow.resize(graph.nodes().size());
+  impl->flow.assign(graph.nodes().size(), FlowItem());
+  impl->frames.assign(1, FrameInfo());
+  *any = false;
   for (const Node* n : graph.nodes()) {
     FlowItem& f = impl->flow[n->id()];
     const std::string& op = n->op();
@@ -408,8 +404,10 @@ Status AnalyzeControlFlow(const Graph& graph, Executor::Impl* impl) {
     f.is_next_iteration = op == "NextIteration" || op == "RefNextIteration";
     f.is_control_trigger = op == "ControlTrigger";
     f.is_retval = op == "_Retval";
-    const int num_control = static_cast<int>(n->control_inputs().size());
-    f.initial_pending = f.is_merge ? (num_control << 1) | 1 : n->num_inputs() + num_control;
+    bool maybe_dead = false;
+    *any = *any || f.is_merge || f.is_switch || f.is_enter || f.is_exit || f.is_next_iteration ||
+           f.is_control_trigger || op == "LoopCond" ||
+           (f.is_recv && n->GetAttr(kMaybeDeadAttr, &maybe_dead).ok() && maybe_dead);
     if (!f.is_enter) continue;
     std::string name;
     int64_t parallel = 10;
@@ -422,11 +420,81 @@ Status AnalyzeControlFlow(const Graph& graph, Executor::Impl* impl) {
     }
     f.parallel_iterations = static_cast<int>(parallel);
     auto [it, inserted] = frame_index.try_emplace(name, static_cast<int>(impl->frames.size()));
-    if (inserted) impl->frames.push_back({name, 0});
+    if (inserted) impl->frames.push_back({name, 0, 0, {}});
     f.frame = it->second;
     ++impl->frames[f.frame].num_enters;
   }
   return Status::OK();
+}
+
+// Gives each node its place in the static frame its inputs arrive in (an Enter's: its
+// parent's; an Exit's: its loop's), walking from the roots as TensorFlow's
+// BuildControlFlowInfo does. Nodes no root reaches never run; they stay in the root.
+Status AssignFrames(const Graph& graph, Executor::Impl* impl) {
+  const size_t num = graph.nodes().size();
+  std::vector<int> in_frame(num, 0);
+  std::vector<int> parent(impl->frames.size(), -1);
+  std::vector<char> seen(num, 0);
+  std::vector<const Node*> queue;
+  for (const Node* n : graph.nodes()) {
+    if (n->num_inputs() == 0 && n->control_inputs().empty()) {
+      seen[n->id()] = 1;
+      queue.push_back(n);
+    }
+  }
+  for (size_t i = 0; i < queue.size(); ++i) {
+    const Node* n = queue[i];
+    const FlowItem& f = impl->flow[n->id()];
+    int out = in_frame[n->id()];
+    if (f.is_enter) {
+      if (parent[f.frame] >= 0 && parent[f.frame] != out) {
+        return errors::InvalidArgument("Node ", n->DebugName(), " enters frame '", impl->frames[f.frame].name,
+                                       "' from frame '", impl->frames[out].name, "', which other Enters enter from '",
+                                       impl->frames[parent[f.frame]].name, "'");
+      }
+      parent[f.frame] = out;
+      out = f.frame;
+    } else if (f.is_exit) {
+      if (out == 0) return errors::InvalidArgument("Node ", n->DebugName(), " is an Exit outside every loop");
+      out = parent[out];
+    }
+    for (const Edge* e : n->out_edges()) {
+      const int dst = e->dst->id();
+      if (!seen[dst]) {
+        seen[dst] = 1;
+        in_frame[dst] = out;
+        queue.push_back(e->dst);
+      } else if (in_frame[dst] != out) {
+        return errors::InvalidArgument("Node ", e->dst->DebugName(), " has inputs from frame '",
+                                       impl->frames[in_frame[dst]].name, "' and from frame '",
+                                       impl->frames[out].name, "'");
+      }
+    }
+  }
+  for (const Node* n : graph.nodes()) {
+    FlowItem& f = impl->flow[n->id()];
+    FrameInfo& frame = impl->frames[in_frame[n->id()]];
+    const NodeItem& item = impl->item(n->id());
+    const int num_control = static_cast<int>(n->control_inputs().size());
+    f.local_id = static_cast<int>(frame.initial_pending.size());
+    f.slot_offset = frame.num_slots - item.input_start;
+    frame.num_slots += item.num_inputs;
+    frame.initial_pending.push_back(f.is_merge ? (num_control << 1) | 1 : item.num_inputs + num_control);
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status AnalyzeControlFlow(const Graph& graph, Executor::Impl* impl) {
+  bool any = false;
+  RETURN_IF_ERROR(ClassifyNodes(graph, impl, &any));
+  if (!any) {
+    impl->flow.clear();
+    impl->frames.clear();
+    return Status::OK();
+  }
+  return AssignFrames(graph, impl);
 }
 
 void RunWithFrames(const Executor::Impl& impl, const Executor::Args& args, Executor::DoneCallback done) {

@@ -53,15 +53,23 @@ struct FlowItem {
   bool is_send = false;
   bool is_recv = false;
   bool is_constant_enter = false;
-  int frame = -1;                   // Enter: index into Impl::frames
+  int frame = -1;                   // Enter: the frame it enters, an index into Impl::frames
   int parallel_iterations = 1;      // Enter
-  int initial_pending = 0;  // a Merge's: 2 per control input, +1 until a live input arrives
+  // Where the node's state lives in an iteration of the frame its inputs arrive in: its
+  // index there (pending and dead counts) and the offset that turns its global input slots
+  // (NodeItem::input_start, OutEdge::dst_slot) into that iteration's.
+  int local_id = 0;
+  int slot_offset = 0;
 };
 
-// A loop's static frame: its name (Enter's frame_name) and how many Enters lead into it.
+// A static frame: the root (index 0, name "") or a loop, named by its Enters' frame_name.
+// An iteration of it holds state for its own nodes only, so a small loop in a large graph
+// costs per iteration what its body needs.
 struct FrameInfo {
   std::string name;
   int num_enters = 0;
+  int num_slots = 0;
+  std::vector<int> initial_pending;  // by local id; a Merge's: 2 per control input, +1 until a live input arrives
 };
 
 }  // namespace tessera::executor_internal
