@@ -60,23 +60,6 @@ bool SameAttrs(const AttrMap& a, const AttrMap& b) {
   return true;
 }
 
-// The nodes in an order where each comes after its inputs; empty when there is a cycle.
-std::vector<const Node*> TopologicalOrder(const Graph& graph) {
-  std::vector<int> pending(graph.nodes().size());
-  std::vector<const Node*> order;
-  for (const Node* n : graph.nodes()) {
-    pending[n->id()] = n->num_inputs() + static_cast<int>(n->control_inputs().size());
-    if (pending[n->id()] == 0) order.push_back(n);
-  }
-  for (size_t i = 0; i < order.size(); ++i) {
-    for (const Edge* e : order[i]->out_edges()) {
-      if (--pending[e->dst->id()] == 0) order.push_back(e->dst);
-    }
-  }
-  if (order.size() != graph.nodes().size()) order.clear();
-  return order;
-}
-
 }  // namespace
 
 StatusOr<std::unique_ptr<Graph>> EliminateCommonSubexpressions(std::unique_ptr<Graph> graph) {

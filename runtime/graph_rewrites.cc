@@ -4,16 +4,21 @@
 
 #include "runtime/arithmetic_simplifier.h"
 #include "runtime/common_subexpression.h"
+#include "runtime/constant_folding.h"
 #include "runtime/remapper.h"
 #include "runtime/session_options.h"
 
 namespace tessera {
 
 RewriteOptions RewriteOptionsOf(const SessionConfig& config) {
-  return {config.arithmetic_optimization, config.common_subexpression_elimination, config.remapping};
+  return {config.constant_folding, config.arithmetic_optimization, config.common_subexpression_elimination,
+          config.remapping};
 }
 
 StatusOr<std::unique_ptr<Graph>> RewriteStepGraph(std::unique_ptr<Graph> graph, const RewriteOptions& options) {
+  if (options.constant_folding) {
+    ASSIGN_OR_RETURN(graph, FoldConstants(std::move(graph)));
+  }
   if (options.arithmetic) {
     ASSIGN_OR_RETURN(graph, SimplifyArithmetic(std::move(graph)));
   }
@@ -24,6 +29,22 @@ StatusOr<std::unique_ptr<Graph>> RewriteStepGraph(std::unique_ptr<Graph> graph, 
     ASSIGN_OR_RETURN(graph, Remap(std::move(graph)));
   }
   return graph;
+}
+
+std::vector<const Node*> TopologicalOrder(const Graph& graph) {
+  std::vector<int> pending(graph.nodes().size());
+  std::vector<const Node*> order;
+  for (const Node* n : graph.nodes()) {
+    pending[n->id()] = n->num_inputs() + static_cast<int>(n->control_inputs().size());
+    if (pending[n->id()] == 0) order.push_back(n);
+  }
+  for (size_t i = 0; i < order.size(); ++i) {
+    for (const Edge* e : order[i]->out_edges()) {
+      if (--pending[e->dst->id()] == 0) order.push_back(e->dst);
+    }
+  }
+  if (order.size() != graph.nodes().size()) order.clear();
+  return order;
 }
 
 StatusOr<std::unique_ptr<Graph>> DropNodes(const Graph& placed, const std::map<std::string, Replacement>& dropped) {

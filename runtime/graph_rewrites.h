@@ -1,7 +1,8 @@
 // The rewrites a session makes to each step's placed graph before partitioning, TensorFlow's
-// Grappler in small: arithmetic simplification (arithmetic_simplifier.h), common
-// subexpressions computed once (common_subexpression.h), and the remapper's fusions
-// (remapper.h), in that order, each with its switch in the session config. The rewritten
+// Grappler in small: constant folding (constant_folding.h), arithmetic simplification
+// (arithmetic_simplifier.h), common subexpressions computed once (common_subexpression.h),
+// and the remapper's fusions (remapper.h), in that order, each with its switch in the
+// session config. The rewritten
 // graph is what the step runs, and what RunMetadata's partition graphs and
 // `tessera run --show-partitions` show.
 //
@@ -20,6 +21,7 @@
 namespace tessera {
 
 struct RewriteOptions {
+  bool constant_folding = true;      // graph_options.rewrite_options.constant_folding
   bool arithmetic = true;            // graph_options.rewrite_options.arithmetic_optimization
   bool common_subexpression = true;  // graph_options.optimizer_options.do_common_subexpression_elimination
   bool remapping = true;             // graph_options.rewrite_options.remapping
@@ -38,6 +40,10 @@ struct Replacement {
   std::string node;
   std::vector<int> outputs;
 };
+
+// The nodes in an order where each comes after its inputs; empty when there is a cycle
+// (a loop's back edge).
+std::vector<const Node*> TopologicalOrder(const Graph& graph);
 
 // `placed` without the dropped nodes (by name), every input that read one of them reading
 // its replacement instead (through chains of dropped nodes), duplicate control inputs

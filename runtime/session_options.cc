@@ -89,8 +89,9 @@ Status ParseGpuOptions(const json& j, GpuOptions* out) {
   return Status::OK();
 }
 
-// graph_options { rewrite_options { remapping, arithmetic_optimization } (RewriterConfig.Toggle's
-// names), optimizer_options { do_common_subexpression_elimination } }.
+// graph_options { rewrite_options { constant_folding, remapping, arithmetic_optimization }
+// (RewriterConfig.Toggle's names), optimizer_options { do_constant_folding,
+// do_common_subexpression_elimination } }.
 Status ParseGraphOptions(const json& v, SessionConfig* c) {
   const auto bad = [](std::string_view what) {
     return errors::InvalidArgument("Session config field 'graph_options' ", what);
@@ -101,14 +102,18 @@ Status ParseGraphOptions(const json& v, SessionConfig* c) {
     if (!options.is_object()) return bad(StrCat("'", key, "' must be an object"));
     for (const auto& [name, value] : options.items()) {
       if (key == "optimizer_options") {
-        if (name != "do_common_subexpression_elimination") {
-          return bad(StrCat("'optimizer_options' has no field '", name, "' Tessera knows"));
-        }
+        bool* flag = name == "do_common_subexpression_elimination" ? &c->common_subexpression_elimination
+                     : name == "do_constant_folding"                 ? &c->constant_folding
+                                                                     : nullptr;
+        if (flag == nullptr) return bad(StrCat("'optimizer_options' has no field '", name, "' Tessera knows"));
         if (!value.is_boolean()) return bad(StrCat("'optimizer_options.", name, "' must be true or false"));
-        c->common_subexpression_elimination = value.get<bool>();
+        *flag = value.get<bool>();
         continue;
       }
-      bool* toggle = name == "remapping" ? &c->remapping : name == "arithmetic_optimization" ? &c->arithmetic_optimization : nullptr;
+      bool* toggle = name == "remapping"                 ? &c->remapping
+                     : name == "arithmetic_optimization" ? &c->arithmetic_optimization
+                     : name == "constant_folding"        ? &c->constant_folding
+                                                         : nullptr;
       if (toggle == nullptr) return bad(StrCat("'rewrite_options' has no field '", name, "' Tessera knows"));
       const std::string t = value.is_string() ? value.get<std::string>() : "";
       if (t != "DEFAULT" && t != "ON" && t != "OFF") {

@@ -49,9 +49,10 @@ struct SessionConfig {
   std::map<std::string, int> device_count;  // {"CPU": 4} makes CPU:0..3
   GpuOptions gpu_options;
   // The step graph's rewrites (runtime/graph_rewrites.h), each on unless turned off:
-  // graph_options.rewrite_options.remapping and .arithmetic_optimization ("OFF" turns one off;
-  // "ON" and "DEFAULT" leave it on), graph_options.optimizer_options.
-  // do_common_subexpression_elimination (false turns it off).
+  // graph_options.rewrite_options.constant_folding, .remapping and .arithmetic_optimization
+  // ("OFF" turns one off; "ON" and "DEFAULT" leave it on), graph_options.optimizer_options.
+  // do_constant_folding and .do_common_subexpression_elimination (false turns one off).
+  bool constant_folding = true;
   bool remapping = true;
   bool arithmetic_optimization = true;
   bool common_subexpression_elimination = true;

@@ -20,6 +20,7 @@ class ExecutorTest : public ::testing::TestWithParam<int> {
     c.inter_op_parallelism_threads = GetParam();
     c.intra_op_parallelism_threads = 2;
     c.use_per_session_threads = true;
+    c.constant_folding = false;  // these graphs of constants are here to be run, not folded ahead
     return c;
   }
 };

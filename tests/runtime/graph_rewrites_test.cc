@@ -1,6 +1,6 @@
-// The step graph's rewrites before partitioning: arithmetic simplification and common
-// subexpressions, seen in the partition graphs RunMetadata returns, each giving the values
-// of the graph without it, each turned off by its config switch.
+// The step graph's rewrites before partitioning: constant folding, arithmetic simplification
+// and common subexpressions, seen in the partition graphs RunMetadata returns, each giving
+// the values of the graph without it, each turned off by its config switch.
 #include "runtime/graph_rewrites.h"
 
 #include <gmock/gmock.h>
@@ -10,6 +10,7 @@
 
 #include "graph/builder/ops.h"
 #include "graph/serialize/graph_json.h"
+#include "runtime/constant_folding.h"
 #include "runtime/session.h"
 #include "tests/test_util.h"
 
@@ -50,6 +51,7 @@ Step RunStep(const Scope& root, const std::vector<std::string>& fetches, const S
 
 SessionConfig NoRewrites() {
   SessionConfig config;
+  config.constant_folding = false;
   config.arithmetic_optimization = false;
   config.common_subexpression_elimination = false;
   config.remapping = false;
@@ -159,16 +161,130 @@ TEST(GraphRewritesTest, CommonSubexpressionsAreComputedOnce) {
   EXPECT_TRUE(Has(plain, "xb=Mul"));
 }
 
+// scale = 2 * [1..6] reshaped to [2, 3], both halves of a Split of it, a Cast: computed when
+// the step is made. What reads a feed, draws random numbers, or waits for another node runs.
+TEST(GraphRewritesTest, ConstantsAreFoldedAhead) {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DataType::kFloat, TensorShape({2, 3}));
+  auto values = ops::Const(root.WithOpName("values"), Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}));
+  auto doubled = ops::Mul(root.WithOpName("doubled"), values, 2.0f);
+  auto scale = ops::Reshape(root.WithOpName("scale"), doubled, Tensor::FromVector<int32_t>({2, 3}));
+  auto halves = ops::Split(root.WithOpName("halves"), 0, scale, 2);
+  auto scaled = ops::Mul(root.WithOpName("scaled"), x, scale);
+  ops::Sub(root.WithOpName("diff"), halves[1], halves[0]);
+  ops::Cast(root.WithOpName("as_int"), scale, DataType::kInt32);
+  auto noise = ops::RandomUniform(root.WithOpName("noise"), Tensor::FromVector<int32_t>({3}), DataType::kFloat);
+  ops::Add(root.WithOpName("noisy"), noise, 1.0f);
+  ops::Neg(root.WithControlDependencies({scaled.op()}).WithOpName("after_x"), 1.0f);
+  const std::vector<std::string> fetches = {"scaled", "diff", "as_int", "noisy", "after_x", "scale"};
+  const std::vector<std::pair<std::string, Tensor>> feeds = {
+      {"x", Tensor::FromVector<float>({1, 1, 1, -1, -1, -1}, TensorShape({2, 3}))}};
+  Step folded = RunStep(root, fetches, {}, feeds);
+  Step plain = RunStep(root, fetches, NoRewrites(), feeds);
+  ASSERT_EQ(folded.values.size(), fetches.size());
+  ASSERT_EQ(plain.values.size(), fetches.size());
+  EXPECT_EQ(Floats(folded.values[0]), (std::vector<float>{2, 4, 6, -8, -10, -12}));
+  EXPECT_EQ(Floats(folded.values[1]), (std::vector<float>{6, 6, 6}));
+  EXPECT_EQ(testing::Values<int32_t>(folded.values[2]), (std::vector<int32_t>{2, 4, 6, 8, 10, 12}));
+  for (size_t i : {0, 1, 2, 4, 5}) {
+    EXPECT_EQ(folded.values[i].shape(), plain.values[i].shape()) << fetches[i];
+    EXPECT_EQ(folded.values[i].dtype(), plain.values[i].dtype()) << fetches[i];
+  }
+  EXPECT_EQ(Floats(folded.values[5]), Floats(plain.values[5]));
+  // A folded node keeps its name as a Const; one with two outputs gives a Const for each
+  // output read, and what only folded nodes read goes.
+  for (const char* name : {"scale", "diff", "as_int"}) EXPECT_TRUE(Has(folded, std::string(name) + "=Const")) << name;
+  EXPECT_TRUE(Has(plain, "scale=Reshape"));
+  EXPECT_FALSE(Has(folded, "doubled=Mul"));
+  EXPECT_FALSE(Has(folded, "values=Const"));
+  EXPECT_FALSE(std::any_of(folded.nodes.begin(), folded.nodes.end(),
+                           [](const std::string& n) { return n.starts_with("halves"); }));
+  EXPECT_TRUE(Has(folded, "scaled=Mul"));
+  EXPECT_TRUE(Has(folded, "noise=RandomUniform"));
+  EXPECT_TRUE(Has(folded, "noisy=Add"));
+  EXPECT_TRUE(Has(folded, "after_x=Neg"));
+  // The switch.
+  SessionConfig off;
+  off.constant_folding = false;
+  Step unfolded = RunStep(root, {"scaled"}, off, feeds);
+  EXPECT_TRUE(Has(unfolded, "scale=Reshape"));
+}
+
+// Read by a Split whose two outputs are both read elsewhere too: each output its own Const.
+TEST(GraphRewritesTest, EachOutputOfAFoldedNodeReadElsewhereBecomesAConst) {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DataType::kFloat, TensorShape({2}));
+  auto halves = ops::Split(root.WithOpName("halves"), 0, Tensor::FromVector<float>({3, 4, 5, 6}), 2);
+  ops::Add(root.WithOpName("sum"), ops::Mul(root.WithOpName("first"), x, halves[0]),
+           ops::Mul(root.WithOpName("second"), x, halves[1]));
+  Step step = RunStep(root, {"sum"}, {}, {{"x", Tensor::FromVector<float>({1, 10})}});
+  ASSERT_EQ(step.values.size(), 1u);
+  EXPECT_EQ(Floats(step.values[0]), (std::vector<float>{3 + 5, 40 + 60}));
+  EXPECT_TRUE(Has(step, "halves/folded_output_0=Const"));
+  EXPECT_TRUE(Has(step, "halves/folded_output_1=Const"));
+  EXPECT_FALSE(Has(step, "halves=Split"));
+}
+
+// Bounded: past the limit a constant is made by the step, as it would have been.
+TEST(GraphRewritesTest, ALargeConstantIsNotFolded) {
+  Scope root = Scope::NewRootScope();
+  auto big = ops::Fill(root.WithOpName("big"), Tensor::FromVector<int32_t>({1024, 1024, 3}), 1.0f);  // 12 MiB
+  auto small = ops::Fill(root.WithOpName("small"), Tensor::FromVector<int32_t>({1024}), 1.0f);
+  ops::Sum(root.WithOpName("total"), big, {0, 1, 2});
+  ops::Sum(root.WithOpName("small_total"), small, {0});
+  Step step = RunStep(root, {"total", "small_total"});
+  ASSERT_EQ(step.values.size(), 2u);
+  EXPECT_EQ(Floats(step.values[0]), std::vector<float>{3 << 20});
+  EXPECT_EQ(Floats(step.values[1]), std::vector<float>{1024});
+  EXPECT_TRUE(Has(step, "big=Fill"));
+  EXPECT_TRUE(Has(step, "total=Sum"));
+  EXPECT_TRUE(Has(step, "small_total=Const"));
+
+  GraphDef def;
+  ASSERT_TRUE(root.ToGraphDef(&def).ok());
+  auto graph = Graph::FromGraphDef(def);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  for (Node* n : (*graph)->nodes()) n->set_assigned_device("/job:localhost/replica:0/task:0/device:CPU:0");
+  auto folded = FoldConstants(std::move(*graph), 1024);  // bytes: 'small' is 4 KiB
+  ASSERT_TRUE(folded.ok()) << folded.status();
+  EXPECT_EQ((*folded)->FindNode("small_total")->op(), "Sum");
+}
+
+// A fold that fails leaves the graph alone: the step reports the error naming the node.
+TEST(GraphRewritesTest, AConstantThatCannotBeComputedFailsTheStepNamingTheNode) {
+  auto def = GraphDefFromJson(R"({"nodes": [
+    {"name": "params", "op": "Const", "attrs": {"dtype": "float", "value": {"dtype": "float", "shape": [3], "data": [1, 2, 3]}}},
+    {"name": "indices", "op": "Const", "attrs": {"dtype": "int32", "value": {"dtype": "int32", "shape": [1], "data": [5]}}},
+    {"name": "picked", "op": "Gather", "inputs": ["params", "indices"]}
+  ]})");
+  ASSERT_TRUE(def.ok()) << def.status();
+  auto session = Session::Create(SessionConfig(), *def);
+  ASSERT_TRUE(session.ok()) << session.status();
+  std::vector<Tensor> out;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    Status s = (*session)->Run({}, {"picked"}, {}, &out);
+    EXPECT_EQ(s.code(), Code::kInvalidArgument) << s;
+    EXPECT_THAT(std::string(s.message()), HasSubstr("indices[0] = 5 is not in [0, 3)"));
+    EXPECT_THAT(std::string(s.message()), HasSubstr("picked (Gather)"));
+  }
+}
+
 TEST(GraphRewritesTest, TheConfigSwitches) {
   auto off = SessionConfig::FromJson(R"({"graph_options": {
-      "rewrite_options": {"arithmetic_optimization": "OFF", "remapping": "ON"},
+      "rewrite_options": {"arithmetic_optimization": "OFF", "remapping": "ON", "constant_folding": "OFF"},
       "optimizer_options": {"do_common_subexpression_elimination": false}}})");
   ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_FALSE(off->constant_folding);
   EXPECT_FALSE(off->arithmetic_optimization);
   EXPECT_FALSE(off->common_subexpression_elimination);
   EXPECT_TRUE(off->remapping);
+  auto v1_off = SessionConfig::FromJson(R"({"graph_options": {"optimizer_options": {"do_constant_folding": false}}})");
+  ASSERT_TRUE(v1_off.ok()) << v1_off.status();
+  EXPECT_FALSE(v1_off->constant_folding);
+  EXPECT_TRUE(v1_off->arithmetic_optimization);
   const SessionConfig defaults;
-  EXPECT_TRUE(defaults.arithmetic_optimization && defaults.common_subexpression_elimination && defaults.remapping);
+  EXPECT_TRUE(defaults.constant_folding && defaults.arithmetic_optimization &&
+              defaults.common_subexpression_elimination && defaults.remapping);
   EXPECT_THAT(SessionConfig::FromJson(R"({"graph_options": {"optimizer_options": {"do_common_subexpression_elimination": "no"}}})")
                   .status()
                   .message(),

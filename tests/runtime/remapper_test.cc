@@ -34,6 +34,7 @@ struct Step {
 Step RunStep(const Scope& root, const std::vector<std::string>& fetches, bool remapping) {
   SessionConfig config;
   config.remapping = remapping;
+  config.constant_folding = false;  // the nets' inputs are constants
   auto session = testing::MakeSession(root, config);
   Step step;
   if (session == nullptr) return step;

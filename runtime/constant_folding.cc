@@ -1,0 +1,193 @@
+#include "runtime/constant_folding.h"
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "graph/device_name.h"
+#include "kernels/thread_pool.h"
+#include "runtime/device.h"
+#include "runtime/executor.h"
+#include "runtime/graph_rewrites.h"
+
+namespace tessera {
+namespace {
+
+bool OnCpu(const Node& n) {
+  StatusOr<DeviceName> device = DeviceName::Parse(n.assigned_device());
+  return device.ok() && device->type == "CPU";
+}
+
+// A Const that always holds its value: one with a control input runs only where that
+// input does (in a branch or a loop).
+bool IsPlainConst(const Node& n) { return n.op() == "Const" && n.control_inputs().empty() && OnCpu(n); }
+
+bool IsNeverFolded(std::string_view op) {
+  static const std::set<std::string, std::less<>> kNever = {
+      "Const", "_Arg", "_Retval", "Placeholder", "PlaceholderWithDefault", "NoOp", "Switch", "RefSwitch", "Merge",
+      "RefMerge", "Enter", "RefEnter", "Exit", "RefExit", "NextIteration", "RefNextIteration", "LoopCond",
+      "ControlTrigger"};
+  return kNever.count(op) != 0 || IsSendOp(op) || IsRecvOp(op);
+}
+
+// Every output a plain tensor of a fully known shape within the bound.
+bool SmallOutputs(const Node& n, int64_t max_bytes) {
+  for (int i = 0; i < n.num_outputs(); ++i) {
+    const size_t element_bytes = DataTypeSize(n.output_type(i));  // 0: strings, handles, objects
+    const TensorShape& shape = n.output_shape(i);
+    if (n.output_is_ref(i) || element_bytes == 0 || !shape.IsFullyDefined()) return false;
+    if (shape.num_elements() > max_bytes / static_cast<int64_t>(element_bytes)) return false;
+  }
+  return true;
+}
+
+bool Foldable(const Node& n, const std::vector<char>& folded, int64_t max_bytes) {
+  if (IsNeverFolded(n.op()) || n.is_stateful() || n.num_inputs() == 0 || !n.control_inputs().empty() ||
+      !OnCpu(n) || !SmallOutputs(n, max_bytes)) {
+    return false;
+  }
+  for (int i = 0; i < n.num_inputs(); ++i) {
+    const Node& src = *n.input_edge(i)->src;
+    if (n.input_is_ref(i) || !(IsPlainConst(src) || folded[src.id()])) return false;
+  }
+  if (n.num_outputs() == 1) return true;
+  // Outputs that become Consts of their own: something must read them, and only data.
+  if (n.out_edges().empty()) return false;
+  for (const Edge* e : n.out_edges()) {
+    if (e->IsControl()) return false;
+  }
+  return true;
+}
+
+class ValuesFrame : public CallFrame {
+ public:
+  explicit ValuesFrame(size_t n) : values_(n) {}
+  StatusOr<Tensor> GetArg(int index) const override {
+    return errors::Internal("Constant folding has no argument ", index);
+  }
+  Status SetRetval(int index, const Tensor& value) override {
+    values_[index] = value;
+    return Status::OK();
+  }
+  std::vector<Tensor>& values() { return values_; }
+
+ private:
+  std::vector<Tensor> values_;
+};
+
+// Runs `def` (the nodes to fold and the Consts they read, with a _Retval per output wanted)
+// on a CPU device of its own, and returns the _Retvals' values.
+StatusOr<std::vector<Tensor>> Evaluate(const GraphDef& def, size_t num_values, const OpRegistry* registry) {
+  ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::FromGraphDef(def, registry));
+  ASSIGN_OR_RETURN(std::unique_ptr<ThreadPool> pool, ThreadPool::Create("constant_folding", 1));
+  ASSIGN_OR_RETURN(std::unique_ptr<DeviceMgr> devices,
+                   DeviceMgr::CreateLocal({{"CPU", 1}, {"GPU", 0}}, pool.get(), HostMemoryBytes()));
+  Device* cpu = devices->devices().at(0);
+  for (Node* n : graph->nodes()) n->set_assigned_device(cpu->name());
+  Executor::Params params;
+  params.lookup_device = [cpu](const Node&) -> StatusOr<DeviceBase*> { return cpu; };
+  ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, Executor::Create(std::move(graph), params));
+  ValuesFrame frame(num_values);
+  Executor::Args args;
+  args.call_frame = &frame;
+  RETURN_IF_ERROR(executor->Run(args));
+  return std::move(frame.values());
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Graph>> FoldConstants(std::unique_ptr<Graph> graph, int64_t max_constant_bytes) {
+  const std::vector<const Node*> order = TopologicalOrder(*graph);  // a loop's back edge: none
+  std::vector<char> folded(graph->nodes().size(), 0);
+  std::vector<const Node*> to_fold;
+  for (const Node* n : order) {
+    if (!Foldable(*n, folded, max_constant_bytes)) continue;
+    folded[n->id()] = 1;
+    to_fold.push_back(n);
+  }
+  if (to_fold.empty()) return graph;
+
+  // What the evaluation returns: each folded node's outputs that something unfolded reads,
+  // and the whole of a single-output node that stays in the graph as a Const.
+  const auto read_outside = [&folded](const Node& n) {
+    for (const Edge* e : n.out_edges()) {
+      if (!folded[e->dst->id()]) return true;
+    }
+    return false;
+  };
+  // A node goes from the graph when it has readers and every one of them was folded.
+  std::vector<char> dropped(graph->nodes().size(), 0);
+  std::map<std::pair<int, int>, int> value_index;  // (node id, output) -> retval index
+  GraphDef eval;
+  std::set<int> consts;
+  for (const Node* n : to_fold) {
+    for (int i = 0; i < n->num_inputs(); ++i) {
+      const Node* src = n->input_edge(i)->src;
+      if (!folded[src->id()] && consts.insert(src->id()).second) eval.nodes.push_back(src->ToNodeDef());
+    }
+    eval.nodes.push_back(n->ToNodeDef());
+  }
+  for (int id : consts) dropped[id] = !read_outside(*graph->nodes()[id]);
+  for (const Node* n : to_fold) {
+    const bool outside = read_outside(*n);
+    dropped[n->id()] = !outside && !n->out_edges().empty();
+    for (int i = 0; i < n->num_outputs(); ++i) {
+      bool wanted = n->num_outputs() == 1 && !dropped[n->id()];
+      for (const Edge* e : n->out_edges()) wanted = wanted || (e->src_output == i && !folded[e->dst->id()]);
+      if (!wanted) continue;
+      const int index = static_cast<int>(value_index.size());
+      value_index[{n->id(), i}] = index;
+      NodeDef ret;
+      ret.name = StrCat(n->name(), "/_folded_retval_", i);
+      ret.op = "_Retval";
+      ret.inputs = {StrCat(n->name(), ":", i)};
+      ret.attrs = {{"index", static_cast<int64_t>(index)}};
+      eval.nodes.push_back(std::move(ret));
+    }
+  }
+  StatusOr<std::vector<Tensor>> values = Evaluate(eval, value_index.size(), graph->op_registry());
+  if (!values.ok()) return graph;  // the step meets the same error, where it names the node as run
+
+  const auto constant = [](std::string name, const std::string& device, const Tensor& value) {
+    NodeDef def;
+    def.name = std::move(name);
+    def.op = "Const";
+    def.device = device;
+    def.attrs = {{"dtype", value.dtype()}, {"value", value}};
+    return def;
+  };
+  std::map<std::pair<std::string, int>, std::string> renamed;  // (node, output) of a multi-output node -> its Const
+  std::map<std::string, std::string> devices;                  // every node's assigned device, by name
+  GraphDef out;
+  for (const Node* n : graph->nodes()) {
+    devices[n->name()] = n->assigned_device();
+    if (dropped[n->id()]) continue;
+    if (!folded[n->id()]) {
+      out.nodes.push_back(n->ToNodeDef());
+    } else if (n->num_outputs() == 1) {
+      out.nodes.push_back(constant(n->name(), n->requested_device(), (*values)[value_index.at({n->id(), 0})]));
+    } else {
+      for (const auto& [key, index] : value_index) {
+        if (key.first != n->id()) continue;
+        std::string name = StrCat(n->name(), "/folded_output_", key.second);
+        while (graph->FindNode(name) != nullptr || devices.count(name) != 0) name += "_";
+        devices[name] = n->assigned_device();
+        renamed[{n->name(), key.second}] = name;
+        out.nodes.push_back(constant(name, n->requested_device(), (*values)[index]));
+      }
+    }
+  }
+  for (NodeDef& def : out.nodes) {
+    for (std::string& input : def.inputs) {
+      ASSIGN_OR_RETURN(TensorId id, ParseTensorName(input));
+      auto it = id.is_control() ? renamed.end() : renamed.find({std::string(id.node), id.index});
+      if (it != renamed.end()) input = StrCat(it->second, ":0");
+    }
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<Graph> rewritten, Graph::FromGraphDef(out, graph->op_registry()));
+  for (Node* n : rewritten->nodes()) n->set_assigned_device(devices.at(n->name()));
+  return rewritten;
+}
+
+}  // namespace tessera
