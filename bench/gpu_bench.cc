@@ -38,6 +38,7 @@ std::unique_ptr<Session> MakeSession(const Scope& root, benchmark::State& state,
   Status s = root.ToGraphDef(&def);
   SessionConfig config;
   config.allow_soft_placement = soft_placement;
+  config.constant_folding = false;  // the benchmarks time ops on constants
   StatusOr<std::unique_ptr<Session>> session = s.ok() ? Session::Create(config, def)
                                                       : StatusOr<std::unique_ptr<Session>>(s);
   if (!session.ok()) {

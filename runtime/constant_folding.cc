@@ -50,6 +50,7 @@ bool Foldable(const Node& n, const std::vector<char>& folded, int64_t max_bytes)
   for (int i = 0; i < n.num_inputs(); ++i) {
     const Node& src = *n.input_edge(i)->src;
     if (n.input_is_ref(i) || !(IsPlainConst(src) || folded[src.id()])) return false;
+    if (src.assigned_device() != n.assigned_device()) return false;
   }
   if (n.num_outputs() == 1) return true;
   // Outputs that become Consts of their own: something must read them, and only data.

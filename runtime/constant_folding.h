@@ -7,7 +7,9 @@
 //
 // Bounded: an output whose static shape is not fully known, or that would take more than
 // `max_constant_bytes`, is not folded (nor is anything computed from it), so folding never
-// makes a large tensor the step would not have made or holds one in the graph. Left alone:
+// makes a large tensor the step would not have made or holds one in the graph. Folding stays
+// within a device: a node reading a constant from another device keeps that transfer, as the
+// graph's author placed it. Left alone:
 // stateful ops (variables, random numbers, queues), control flow and anything in a loop or
 // a branch (a node with control inputs), feeds and fetches, references and resource
 // handles, and nodes on other devices than CPUs (a GPU's shape arguments live in host

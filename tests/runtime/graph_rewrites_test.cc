@@ -225,6 +225,20 @@ TEST(GraphRewritesTest, EachOutputOfAFoldedNodeReadElsewhereBecomesAConst) {
   EXPECT_FALSE(Has(step, "halves=Split"));
 }
 
+// Folding stays within a device: a value made on one and read on another still crosses.
+TEST(GraphRewritesTest, AConstantReadOnAnotherDeviceIsNotFoldedThere) {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Mul(root.WithOpName("x").WithDevice("/cpu:0"), Tensor::FromVector<float>({1, 2}), 3.0f);
+  ops::Add(root.WithOpName("y").WithDevice("/cpu:1"), x, 1.0f);
+  SessionConfig config;
+  config.device_count = {{"CPU", 2}};
+  Step step = RunStep(root, {"y"}, config);
+  ASSERT_EQ(step.values.size(), 1u);
+  EXPECT_EQ(Floats(step.values[0]), (std::vector<float>{4, 7}));
+  EXPECT_TRUE(Has(step, "x=Const"));
+  EXPECT_TRUE(Has(step, "y=Add"));
+}
+
 // Bounded: past the limit a constant is made by the step, as it would have been.
 TEST(GraphRewritesTest, ALargeConstantIsNotFolded) {
   Scope root = Scope::NewRootScope();
