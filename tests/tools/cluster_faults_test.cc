@@ -4,7 +4,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <future>
+#include <thread>
 
 #include "distributed/grpc_session.h"
 #include "graph/builder/ops.h"
@@ -92,6 +95,31 @@ TEST_F(ClusterFaultsTest, AWorkerKilledMidStepFailsTheStepNamingItAndThePsKeepsI
   EXPECT_EQ(out.at(0).data<float>()[0], 3.0f);
 }
 
+// Whether every thread of the process is stopped (state T in /proc/PID/task/TID/stat)
+// within a few seconds: kill returns once SIGSTOP is queued, and on a loaded machine the
+// process's threads may go on serving for a while before each of them runs the stop.
+bool WaitUntilStopped(pid_t pid) {
+  const auto stopped = [](const std::filesystem::path& stat_file) {
+    std::ifstream stat(stat_file);
+    std::string line;
+    std::getline(stat, line);
+    // "TID (COMM) STATE ...": COMM may hold spaces and parentheses, so read after the last ')'.
+    const size_t close = line.rfind(')');
+    return close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'T';
+  };
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (std::chrono::steady_clock::now() < end) {
+    bool all = true;
+    std::error_code error;
+    for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", error)) {
+      all = all && stopped(task.path() / "stat");
+    }
+    if (all && !error) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return false;
+}
+
 TEST_F(ClusterFaultsTest, AFrozenPsIsFoundByTheHeartbeatEvenWithoutADeadline) {
   Scope root = Scope::NewRootScope();
   auto w = ops::Variable(root.WithOpName("w").WithDevice("/job:ps/task:0"), TensorShape({}), DataType::kFloat);
@@ -107,6 +135,7 @@ TEST_F(ClusterFaultsTest, AFrozenPsIsFoundByTheHeartbeatEvenWithoutADeadline) {
   ASSERT_TRUE((*session)->Run({}, {}, {"init"}, &out).ok());
   ASSERT_TRUE((*session)->Run({}, {"y"}, {}, &out).ok());
   kill(ps_->pid(), SIGSTOP);
+  ASSERT_TRUE(WaitUntilStopped(ps_->pid()));
   const auto frozen = std::chrono::steady_clock::now();
   Status s = (*session)->Run({}, {"y"}, {}, &out);  // no timeout: only the heartbeat can end it
   // A ping every 5 s, answered within 5 s or the connection is dropped.
