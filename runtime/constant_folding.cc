@@ -21,7 +21,7 @@ bool OnCpu(const Node& n) {
 
 // A Const that always holds its value: one with a control input runs only where that
 // input does (in a branch or a loop).
-bool IsPlainConst(const Node& n) { return n.op() == "Const" && n.control_inputs().empty() && OnCpu(n); }
+bool IsPlainConst(const Node& n) { return n.op() == "Const" && n.control_inputs().empty(); }
 
 bool IsNeverFolded(std::string_view op) {
   static const std::set<std::string, std::less<>> kNever = {
@@ -49,8 +49,8 @@ bool Foldable(const Node& n, const std::vector<char>& folded, int64_t max_bytes)
   }
   for (int i = 0; i < n.num_inputs(); ++i) {
     const Node& src = *n.input_edge(i)->src;
-    if (n.input_is_ref(i) || !(IsPlainConst(src) || folded[src.id()])) return false;
-    if (src.assigned_device() != n.assigned_device()) return false;
+    if (n.input_is_ref(i) || src.assigned_device() != n.assigned_device()) return false;
+    if (!IsPlainConst(src) && !folded[src.id()]) return false;
   }
   if (n.num_outputs() == 1) return true;
   // Outputs that become Consts of their own: something must read them, and only data.
