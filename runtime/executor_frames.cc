@@ -100,22 +100,26 @@ class FramesState : public StepBase {
     IterationState* root = root_.iteration(0);
     for (auto it = impl_.roots.rbegin(); it != impl_.roots.rend(); ++it) stack.push_back({*it, &root_, 0, root, false});
     root->outstanding_ops = static_cast<int>(stack.size());
-    outstanding_.store(static_cast<int64_t>(stack.size()), std::memory_order_relaxed);
     if (stack.empty()) {
       Finish();
       return;
     }
+    outstanding_.store(static_cast<int64_t>(stack.size()) + 1, std::memory_order_relaxed);  // + this worker
     active_workers_.fetch_add(1, std::memory_order_relaxed);
-    Process(std::move(stack));
+    Process(std::move(stack), true);
   }
 
  private:
   // Runs nodes from `stack` until it is empty; the caller counted this worker as active.
-  void Process(std::vector<Tagged> stack) {
+  // A worker holds one count of outstanding_ while it runs (`held`: its caller took it), so
+  // the step cannot end, and this state go, under it; the last count let go ends the step.
+  // A spilled batch takes its own: its nodes, not yet completed, keep the step alive.
+  void Process(std::vector<Tagged> stack, bool held) {
+    if (!held) outstanding_.fetch_add(1, std::memory_order_relaxed);
     std::vector<TensorValue> outputs(impl_.max_outputs);
     while (!stack.empty()) {
       MaybeSpill(impl_, &stack, [](const Tagged& t) { return t.id; },
-                 [this](std::vector<Tagged> batch) { Process(std::move(batch)); });
+                 [this](std::vector<Tagged> batch) { Process(std::move(batch), false); });
       const Tagged t = stack.back();
       stack.pop_back();
       const NodeItem& item = impl_.item(t.id);
@@ -128,11 +132,7 @@ class FramesState : public StepBase {
                                                             "the fetched tensor is on a branch that was not taken")));
       }
       if (!aborted && (!t.dead || f.is_recv) && item.is_async) {
-        if (StartAsync(t, inputs, &stack) == AsyncStart::kStepDone) {
-          active_workers_.fetch_sub(1, std::memory_order_relaxed);
-          Finish();
-          return;
-        }
+        StartAsync(t, inputs, &stack);
         continue;
       }
       if (!aborted && (!t.dead || f.is_send) && !item.is_noop) {
@@ -145,22 +145,17 @@ class FramesState : public StepBase {
         RecordStats(args_, item, NowMicros());
       }
       for (int i = 0; i < item.num_inputs; ++i) inputs[i] = TensorValue();
-      if (Complete(t, dead, outputs.data(), &stack)) {
-        active_workers_.fetch_sub(1, std::memory_order_relaxed);
-        Finish();
-        return;
-      }
+      Complete(t, dead, outputs.data(), &stack);
     }
     active_workers_.fetch_sub(1, std::memory_order_relaxed);
+    if (outstanding_.fetch_sub(1, std::memory_order_acq_rel) == 1) Finish();
   }
-
-  enum class AsyncStart { kPending, kCompleted, kStepDone };
 
   // Starts async node `t`. When it finishes before ComputeAsync returns, it is completed here
   // into `stack` (finishing the step from inside the kernel's call would free this state
   // under the caller); otherwise its done callback completes it and goes on with what it
   // made ready.
-  AsyncStart StartAsync(const Tagged& t, TensorValue* inputs, std::vector<Tagged>* stack) {
+  void StartAsync(const Tagged& t, TensorValue* inputs, std::vector<Tagged>* stack) {
     const NodeItem& item = impl_.item(t.id);
     enum Phase : int { kRunning, kReturned, kDoneEarly };
     struct AsyncCall {
@@ -195,26 +190,22 @@ class FramesState : public StepBase {
         if (call->phase.exchange(kDoneEarly) != kReturned) return;
         const bool failed = settle();
         std::vector<Tagged> ready;
+        // The hold is taken while this node, not yet completed, keeps the step alive.
         active_workers_.fetch_add(1, std::memory_order_relaxed);
-        const bool step_done = Complete(t, failed, call->outputs.data(), &ready);
+        outstanding_.fetch_add(1, std::memory_order_relaxed);
+        Complete(t, failed, call->outputs.data(), &ready);
         delete call;
-        if (step_done) {
-          active_workers_.fetch_sub(1, std::memory_order_relaxed);
-          Finish();
-          return;
-        }
-        Process(std::move(ready));
+        Process(std::move(ready), true);
       });
-      if (call->phase.exchange(kReturned) == kRunning) return AsyncStart::kPending;
+      if (call->phase.exchange(kReturned) == kRunning) return;
     }
     const bool failed = settle();
-    const bool step_done = Complete(t, failed, call->outputs.data(), stack);
+    Complete(t, failed, call->outputs.data(), stack);
     delete call;
-    return step_done ? AsyncStart::kStepDone : AsyncStart::kCompleted;
   }
 
-  // Passes a finished node's outputs on by its kind; true when that ended the step.
-  bool Complete(const Tagged& t, bool dead, TensorValue* outputs, std::vector<Tagged>* ready) {
+  // Passes a finished node's outputs on by its kind; the step ends when the workers let go.
+  void Complete(const Tagged& t, bool dead, TensorValue* outputs, std::vector<Tagged>* ready) {
     const size_t before = ready->size();
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -256,7 +247,7 @@ class FramesState : public StepBase {
     }
     for (int i = 0; i < impl_.item(t.id).num_outputs; ++i) outputs[i] = TensorValue();
     const int64_t added = static_cast<int64_t>(ready->size() - before);
-    return outstanding_.fetch_add(added - 1, std::memory_order_acq_rel) + added - 1 == 0;
+    outstanding_.fetch_add(added - 1, std::memory_order_acq_rel);
   }
 
   // Delivers node `src`'s outputs (deadness and values) to its successors in (frame, iter)
