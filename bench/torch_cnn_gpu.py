@@ -46,7 +46,9 @@ def main():
     with torch.no_grad():
         infer = rate(lambda: m(x).argmax(1), 2000)
 
-    # The same step captured once and replayed (PyTorch's whole-network CUDA graph recipe).
+    # The same step captured once and replayed (PyTorch's whole-network CUDA graph recipe);
+    # a captured optimizer keeps its step count on the GPU.
+    opt = torch.optim.RMSprop(m.parameters(), lr=1e-3, alpha=0.9, eps=1e-7, capturable=True)
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):

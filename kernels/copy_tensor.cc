@@ -19,8 +19,12 @@ void CopyTensor(const Tensor& input, DeviceBase* src_device, AllocatorAttributes
          Tensor());
     return;
   }
-  StatusOr<Tensor> allocated = Tensor::Allocate(
-      dst_device == nullptr ? CpuAllocator() : dst_device->GetAllocator(dst_attr), input.dtype(), input.shape());
+  // A tensor coming to host memory goes to memory its source device copies into directly
+  // (pinned, from a GPU): no staging copy on the way, and none when it goes back.
+  std::shared_ptr<Allocator> allocator = dst_host && !src_host ? src_device->GetAllocator({.on_host = true})
+                                         : dst_device == nullptr ? CpuAllocator()
+                                                                 : dst_device->GetAllocator(dst_attr);
+  StatusOr<Tensor> allocated = Tensor::Allocate(allocator, input.dtype(), input.shape());
   if (!allocated.ok()) {
     done(allocated.status(), Tensor());
     return;

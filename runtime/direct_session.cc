@@ -72,6 +72,8 @@ class VectorCallFrame : public CallFrame {
 struct DirectSession::ExecutorAndKeys {
   // One per device the step touches; they meet in the step's rendezvous.
   std::vector<std::unique_ptr<Executor>> executors;
+  // Several devices, or one device handing a tensor between its host and device memory.
+  bool needs_rendezvous = false;
   std::vector<SubgraphTensor> feeds;
   std::vector<SubgraphTensor> fetches;
   std::vector<PlacementRecord> placement;
@@ -186,7 +188,9 @@ StatusOr<std::shared_ptr<const DirectSession::ExecutorAndKeys>> DirectSession::G
   // Each copy of the graph goes as soon as the next is made: a graph of a million nodes
   // takes gigabytes in every form.
   sub.graph.reset();
+  ek->needs_rendezvous = partitions.size() > 1;
   for (auto& [device_name, part] : partitions) {
+    for (const NodeDef& n : part.graph.nodes) ek->needs_rendezvous |= IsSendOp(n.op) || IsRecvOp(n.op);
     ASSIGN_OR_RETURN(Device * device, devices_->Lookup(device_name));
     ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor,
                      CreatePartitionExecutor(std::move(part.graph), device, resource_mgr_.get()));
@@ -212,10 +216,9 @@ Status DirectSession::Run(const RunOptions& options, const std::vector<std::pair
     steps_.insert(&cancellation);
   }
   const int64_t step_id = NewStepId();
-  // Only a step spread over several devices has tensors to hand between them.
   std::shared_ptr<Rendezvous> rendezvous;
   const size_t num_parts = ek->executors.size();
-  if (num_parts > 1) {
+  if (ek->needs_rendezvous) {
     rendezvous = rendezvous_mgr_->Find(step_id);
     // An error or deadline anywhere wakes every Recv still waiting, on every device.
     cancellation.RegisterCallback(cancellation.NewToken(), [r = rendezvous.get()] {

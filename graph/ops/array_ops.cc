@@ -165,6 +165,12 @@ Status SplitVShape(InferenceContext& c) {
       return errors::InvalidArgument("size_splits has ", sizes.size(), " entries for ", c.num_outputs(), " outputs");
     }
   }
+  // One -1 is whatever the other sizes leave, as the kernel reads it.
+  if (axis >= 0 && value.dim(axis) >= 0 && std::count(sizes.begin(), sizes.end(), -1) == 1) {
+    int64_t rest = value.dim(axis);
+    for (int64_t s : sizes) rest -= s == -1 ? 0 : s;
+    if (rest >= 0) *std::find(sizes.begin(), sizes.end(), -1) = rest;
+  }
   SplitShapes(c, value, axis, sizes);
   return Status::OK();
 }

@@ -138,10 +138,22 @@ class SplitVOp : public OpKernel {
     OP_REQUIRES(ctx, static_cast<int>(sizes.size()) == ctx->num_outputs(),
                 errors::InvalidArgument("size_splits has ", sizes.size(), " entries for ", ctx->num_outputs(),
                                         " outputs"));
+    // As in TensorFlow, one size may be -1: whatever the others leave.
     int64_t total = 0;
-    for (int64_t s : sizes) {
-      OP_REQUIRES(ctx, s >= 0, errors::InvalidArgument("size_splits has a negative size ", s));
-      total += s;
+    int inferred = -1;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      if (sizes[i] == -1 && inferred < 0) {
+        inferred = static_cast<int>(i);
+        continue;
+      }
+      OP_REQUIRES(ctx, sizes[i] >= 0,
+                  errors::InvalidArgument("size_splits has a negative size ", sizes[i],
+                                          sizes[i] == -1 ? " (only one may be -1)" : ""));
+      total += sizes[i];
+    }
+    if (inferred >= 0 && total <= value.dim(*axis)) {
+      sizes[inferred] = value.dim(*axis) - total;
+      total = value.dim(*axis);
     }
     OP_REQUIRES(ctx, total == value.dim(*axis),
                 errors::InvalidArgument("size_splits sum to ", total, ", but split_dim ", *axis, " has size ",

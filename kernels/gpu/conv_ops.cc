@@ -4,8 +4,8 @@
 // filter gradient on the way out). TensorFlow's SAME padding puts any odd row or column
 // below and to the right, which cuDNN's symmetric padding cannot say: the input is padded by
 // that row and column first, and the input gradient cropped after, as TensorFlow's GPU
-// kernels do. Algorithms come from cuDNN's heuristics, once per shape, with the first whose
-// workspace can be allocated.
+// kernels do. Algorithms are autotuned once per shape.
+#include <algorithm>
 #include <array>
 #include <map>
 #include <mutex>
@@ -145,13 +145,63 @@ StatusOr<std::vector<Algorithm>> Candidates(cudnnHandle_t h, ConvPass pass, cons
   return out;
 }
 
+// The fastest algorithm of a pass, timed by cuDNN on the step's own buffers (TensorFlow
+// autotunes the same way), among the heuristics' candidates whose workspace can be had:
+// the heuristics' first choice for a small NHWC convolution can be ten times slower.
+StatusOr<Algorithm> Autotune(OpKernelContext* ctx, cudnnHandle_t h, ConvPass pass, const ConvDescriptors& d,
+                             bool allow_tf32, const std::vector<Algorithm>& candidates, const void* x, const void* w,
+                             void* y) {
+  constexpr size_t kMaxWorkspace = size_t{1} << 30;
+  size_t largest = 0;
+  for (const Algorithm& a : candidates) {
+    if (a.workspace <= kMaxWorkspace) largest = std::max(largest, a.workspace);
+  }
+  Tensor workspace;
+  RETURN_IF_ERROR(ctx->allocate_temp(DataType::kUInt8, TensorShape({static_cast<int64_t>(largest)}), &workspace));
+  constexpr int kMax = 16;
+  int count = 0;
+  std::vector<Algorithm> timed;
+  auto keep = [&](const auto* results) {
+    for (int i = 0; i < count; ++i) {  // fastest first
+      const bool tensor_ops = results[i].mathType != CUDNN_DEFAULT_MATH && results[i].mathType != CUDNN_FMA_MATH;
+      if (results[i].status == CUDNN_STATUS_SUCCESS && results[i].memory <= largest && (allow_tf32 || !tensor_ops)) {
+        timed.push_back({static_cast<int>(results[i].algo), results[i].memory});
+      }
+    }
+  };
+  if (pass == ConvPass::kForward) {
+    cudnnConvolutionFwdAlgoPerf_t results[kMax];
+    RETURN_IF_ERROR(CudnnStatus(cudnnFindConvolutionForwardAlgorithmEx(h, d.input, x, d.filter, w, d.conv, d.output, y,
+                                                                       kMax, &count, results, workspace.raw_data(),
+                                                                       largest),
+                                "cudnnFindConvolutionForwardAlgorithmEx"));
+    keep(results);
+  } else if (pass == ConvPass::kBackwardData) {
+    cudnnConvolutionBwdDataAlgoPerf_t results[kMax];
+    RETURN_IF_ERROR(CudnnStatus(cudnnFindConvolutionBackwardDataAlgorithmEx(h, d.filter, w, d.output, x, d.conv,
+                                                                            d.input, y, kMax, &count, results,
+                                                                            workspace.raw_data(), largest),
+                                "cudnnFindConvolutionBackwardDataAlgorithmEx"));
+    keep(results);
+  } else {
+    cudnnConvolutionBwdFilterAlgoPerf_t results[kMax];
+    RETURN_IF_ERROR(CudnnStatus(cudnnFindConvolutionBackwardFilterAlgorithmEx(h, d.input, x, d.output, w, d.conv,
+                                                                              d.filter, y, kMax, &count, results,
+                                                                              workspace.raw_data(), largest),
+                                "cudnnFindConvolutionBackwardFilterAlgorithmEx"));
+    keep(results);
+  }
+  if (timed.empty()) return errors::Unimplemented("cuDNN timed no algorithm for this convolution");
+  return timed.front();
+}
+
 class ConvBase : public GpuOpKernel {
  public:
   ConvBase(OpKernelConstruction* c, ConvPass pass) : GpuOpKernel(c), attrs_(ReadConvAttrs(c)), pass_(pass) {}
 
  protected:
-  // Runs this kernel's pass of `conv` with a workspace: the heuristics' first algorithm whose
-  // workspace can be had, remembered per shape.
+  // Runs this kernel's pass of `conv` with a workspace: the autotuned algorithm, or where
+  // autotuning fails, the heuristics' first whose workspace can be had; remembered per shape.
   template <typename T>
   Status Run(OpKernelContext* ctx, const GpuDeviceContext& gpu, const CudnnConv& conv, const void* x, const void* w,
              void* y) {
@@ -166,6 +216,8 @@ class ConvBase : public GpuOpKernel {
       }
       if (candidates.empty()) {
         ASSIGN_OR_RETURN(candidates, Candidates(h, pass_, d));
+        StatusOr<Algorithm> fastest = Autotune(ctx, h, pass_, d, gpu.allow_tf32(), candidates, x, w, y);
+        if (fastest.ok()) candidates.insert(candidates.begin(), *fastest);
       }
       Status last;
       for (const Algorithm& a : candidates) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "kernels/gpu/gpu_device_context.h"
+#include "kernels/gpu/launch.h"
 #include "kernels/kernel_registry.h"
 
 namespace tessera::gpu {
@@ -36,6 +37,21 @@ T* MutableDevicePtr(Tensor* t) {
 // A copy of `t` (device memory) in new device memory, enqueued on the compute stream: what a
 // variable update does with a buffer a reader still shares.
 StatusOr<Tensor> CopyOnGpu(OpKernelContext* ctx, const GpuDeviceContext& gpu, const Tensor& t);
+
+// Reduce on the compute stream, with the scratch memory it asks for from the step's
+// temporaries (freed when the kernel returns: later work on the stream comes after).
+template <typename T>
+Status ReduceOnGpu(OpKernelContext* ctx, const GpuDeviceContext& gpu, ReduceFn fn, const T* in, T* out, int64_t outer,
+                   int64_t reduced, int64_t inner) {
+  Tensor scratch;
+  const size_t bytes = ReduceScratchBytes(outer, reduced, inner);
+  if (bytes > 0) {
+    RETURN_IF_ERROR(ctx->allocate_temp(DataType::kUInt8, TensorShape({static_cast<int64_t>(bytes)}), &scratch));
+  }
+  return CudaStatus(Reduce<T>(fn, in, out, outer, reduced, inner, bytes > 0 ? scratch.raw_data() : nullptr,
+                              gpu.compute_stream()),
+                    ctx->op_kernel().type_string());
+}
 
 // Per-file registration, called by RegisterGpuKernels.
 void RegisterConstKernels(KernelRegistry& r);

@@ -43,8 +43,11 @@ cudaError_t BiasAdd(const T* in, const T* bias, T* out, int64_t n, int64_t chann
 // A reduction as TensorFlow's kernels see it after merging adjacent dimensions: the input
 // is [outer, reduced, inner] and the output [outer, inner].
 enum class ReduceFn { kSum, kMean, kMax, kMin };
+// Few outputs over many elements take several passes, the first ones writing partial
+// results to `scratch`, of ReduceScratchBytes (nullptr when that is 0).
+size_t ReduceScratchBytes(int64_t outer, int64_t reduced, int64_t inner);
 template <typename T>
-cudaError_t Reduce(ReduceFn fn, const T* in, T* out, int64_t outer, int64_t reduced, int64_t inner,
+cudaError_t Reduce(ReduceFn fn, const T* in, T* out, int64_t outer, int64_t reduced, int64_t inner, void* scratch,
                    cudaStream_t stream);
 // The index of the largest value along the middle dimension; the first on ties.
 template <typename T, typename Index>

@@ -108,13 +108,11 @@ class BiasAddGradOp : public GpuOpKernel {
     Tensor per_channel = g;
     if (layout.inner > 1) {
       OP_REQUIRES_OK(ctx, ctx->allocate_temp(g.dtype(), TensorShape({outer * layout.channels}), &per_channel));
-      OP_REQUIRES_OK(ctx, CudaStatus(Reduce<T>(ReduceFn::kSum, DevicePtr<T>(g), MutableDevicePtr<T>(&per_channel),
-                                               outer * layout.channels, layout.inner, 1, gpu.compute_stream()),
-                                     "BiasAddGrad"));
+      OP_REQUIRES_OK(ctx, ReduceOnGpu<T>(ctx, gpu, ReduceFn::kSum, DevicePtr<T>(g), MutableDevicePtr<T>(&per_channel),
+                                         outer * layout.channels, layout.inner, 1));
     }
-    OP_REQUIRES_OK(ctx, CudaStatus(Reduce<T>(ReduceFn::kSum, DevicePtr<T>(per_channel), MutableDevicePtr<T>(out), 1,
-                                             outer, layout.channels, gpu.compute_stream()),
-                                   "BiasAddGrad"));
+    OP_REQUIRES_OK(ctx, ReduceOnGpu<T>(ctx, gpu, ReduceFn::kSum, DevicePtr<T>(per_channel), MutableDevicePtr<T>(out), 1,
+                                       outer, layout.channels));
   }
 
  private:

@@ -53,17 +53,28 @@ struct MinOp {
   }
 };
 
-// One block per output row when the reduced elements are contiguous (inner == 1).
-template <typename T>
-__global__ void ReduceRowsKernel(ReduceFn fn, const T* in, T* out, int64_t reduced) {
-  using A = typename Accumulator<T>::type;
-  __shared__ A shared[kThreadsPerBlock];
-  const T* row = in + blockIdx.x * reduced;
-  A acc = fn == ReduceFn::kMax ? A(Lowest<T>()) : fn == ReduceFn::kMin ? A(-Lowest<T>()) : A(0);
-  for (int64_t j = threadIdx.x; j < reduced; j += blockDim.x) {
-    const A x = row[j];
-    acc = fn == ReduceFn::kMax ? (x > acc ? x : acc) : fn == ReduceFn::kMin ? (x < acc ? x : acc) : acc + x;
-  }
+__device__ inline double Combine(ReduceFn fn, double acc, double x) {
+  return fn == ReduceFn::kMax ? (x > acc ? x : acc) : fn == ReduceFn::kMin ? (x < acc ? x : acc) : acc + x;
+}
+
+__device__ inline double IdentityOf(ReduceFn fn) {
+  return fn == ReduceFn::kMax ? -INFINITY : fn == ReduceFn::kMin ? INFINITY : 0.0;
+}
+
+// A pass cuts the reduced dimension into `splits` chunks of `chunk` elements and writes one
+// value per (outer, split, inner): a partial result for the next pass, or, with one split,
+// the reduction (a Mean divided by `divisor`, the count of the whole reduction).
+
+// Contiguous elements (inner == 1): one block per (row, split).
+template <typename In, typename Out>
+__global__ void ReduceRowsKernel(ReduceFn fn, const In* in, Out* out, int64_t reduced, int64_t splits, int64_t chunk,
+                                 double divisor) {
+  __shared__ double shared[kThreadsPerBlock];
+  const int64_t row = blockIdx.x / splits, part = blockIdx.x % splits;
+  const In* p = in + row * reduced;
+  const int64_t end = min(reduced, (part + 1) * chunk);
+  double acc = IdentityOf(fn);
+  for (int64_t j = part * chunk + threadIdx.x; j < end; j += blockDim.x) acc = Combine(fn, acc, static_cast<double>(p[j]));
   if (fn == ReduceFn::kMax) {
     acc = BlockReduce(acc, MaxOp(), shared);
   } else if (fn == ReduceFn::kMin) {
@@ -71,21 +82,21 @@ __global__ void ReduceRowsKernel(ReduceFn fn, const T* in, T* out, int64_t reduc
   } else {
     acc = BlockReduce(acc, SumOp(), shared);
   }
-  if (threadIdx.x == 0) out[blockIdx.x] = static_cast<T>(fn == ReduceFn::kMean ? acc / A(reduced) : acc);
+  if (threadIdx.x == 0) out[blockIdx.x] = static_cast<Out>(fn == ReduceFn::kMean ? acc / divisor : acc);
 }
 
-// One thread per output otherwise: neighbouring threads read neighbouring inner elements.
-template <typename T>
-__global__ void ReduceColumnsKernel(ReduceFn fn, const T* in, T* out, int64_t outer, int64_t reduced, int64_t inner) {
-  using A = typename Accumulator<T>::type;
-  TESSERA_GRID_STRIDE_LOOP(o, outer * inner) {
-    const T* base = in + (o / inner) * reduced * inner + o % inner;
-    A acc = fn == ReduceFn::kMax ? A(Lowest<T>()) : fn == ReduceFn::kMin ? A(-Lowest<T>()) : A(0);
-    for (int64_t j = 0; j < reduced; ++j) {
-      const A x = base[j * inner];
-      acc = fn == ReduceFn::kMax ? (x > acc ? x : acc) : fn == ReduceFn::kMin ? (x < acc ? x : acc) : acc + x;
-    }
-    out[o] = static_cast<T>(fn == ReduceFn::kMean ? acc / A(reduced) : acc);
+// Strided elements: one thread per (outer, split, inner); neighbouring threads read
+// neighbouring inner elements.
+template <typename In, typename Out>
+__global__ void ReduceColumnsKernel(ReduceFn fn, const In* in, Out* out, int64_t outer, int64_t reduced, int64_t inner,
+                                    int64_t splits, int64_t chunk, double divisor) {
+  TESSERA_GRID_STRIDE_LOOP(o, outer * splits * inner) {
+    const int64_t i = o % inner, part = (o / inner) % splits, row = o / (inner * splits);
+    const In* base = in + row * reduced * inner + i;
+    const int64_t end = min(reduced, (part + 1) * chunk);
+    double acc = IdentityOf(fn);
+    for (int64_t j = part * chunk; j < end; ++j) acc = Combine(fn, acc, static_cast<double>(base[j * inner]));
+    out[o] = static_cast<Out>(fn == ReduceFn::kMean ? acc / divisor : acc);
   }
 }
 
@@ -156,10 +167,47 @@ __global__ void SparseSoftmaxXentKernel(const T* logits, const Label* labels, T*
 // Grid dimension x holds up to 2^31-1 blocks: one per row.
 constexpr int64_t kMaxRows = 2147483647;
 
+
+// How many chunks a pass cuts the reduced dimension into: enough to keep the GPU's
+// multiprocessors busy when there are few outputs, never chunks too small to be worth a
+// block (rows) or a thread (columns).
+int64_t SplitsFor(int64_t outer, int64_t reduced, int64_t inner) {
+  constexpr int64_t kTargetBlocks = 1024, kMinPerBlock = kThreadsPerBlock * 8;
+  constexpr int64_t kTargetThreads = int64_t{1} << 16, kMinPerThread = 16;
+  const int64_t outputs = outer * inner;
+  const int64_t wanted = inner == 1 ? (kTargetBlocks + outer - 1) / outer : (kTargetThreads + outputs - 1) / outputs;
+  const int64_t most = inner == 1 ? (reduced + kMinPerBlock - 1) / kMinPerBlock : (reduced + kMinPerThread - 1) / kMinPerThread;
+  return std::max<int64_t>(1, std::min(wanted, most));
+}
+
+template <typename In, typename Out>
+cudaError_t Pass(ReduceFn fn, const In* in, Out* out, int64_t outer, int64_t reduced, int64_t inner, int64_t splits,
+                 double divisor, cudaStream_t stream) {
+  const int64_t chunk = (reduced + splits - 1) / splits;
+  if (inner == 1 && outer * splits <= kMaxRows) {
+    ReduceRowsKernel<In, Out><<<static_cast<unsigned>(outer * splits), kThreadsPerBlock, 0, stream>>>(
+        fn, in, out, reduced, splits, chunk, divisor);
+  } else {
+    ReduceColumnsKernel<In, Out><<<BlocksFor(outer * splits * inner), kThreadsPerBlock, 0, stream>>>(
+        fn, in, out, outer, reduced, inner, splits, chunk, divisor);
+  }
+  return LaunchError();
+}
+
 }  // namespace
 
+size_t ReduceScratchBytes(int64_t outer, int64_t reduced, int64_t inner) {
+  if (outer * inner == 0 || reduced == 0) return 0;
+  size_t values = 0;
+  for (int64_t splits = SplitsFor(outer, reduced, inner); splits > 1; splits = SplitsFor(outer, reduced, inner)) {
+    values += static_cast<size_t>(outer * splits * inner);
+    reduced = splits;
+  }
+  return values * sizeof(double);
+}
+
 template <typename T>
-cudaError_t Reduce(ReduceFn fn, const T* in, T* out, int64_t outer, int64_t reduced, int64_t inner,
+cudaError_t Reduce(ReduceFn fn, const T* in, T* out, int64_t outer, int64_t reduced, int64_t inner, void* scratch,
                    cudaStream_t stream) {
   const int64_t outputs = outer * inner;
   if (outputs == 0) return cudaSuccess;
@@ -171,12 +219,20 @@ cudaError_t Reduce(ReduceFn fn, const T* in, T* out, int64_t outer, int64_t redu
                                                : T(0);
     return Fill(out, identity, outputs, stream);
   }
-  if (inner == 1 && outer <= kMaxRows) {
-    ReduceRowsKernel<T><<<static_cast<unsigned>(outer), kThreadsPerBlock, 0, stream>>>(fn, in, out, reduced);
-  } else {
-    ReduceColumnsKernel<T><<<BlocksFor(outputs), kThreadsPerBlock, 0, stream>>>(fn, in, out, outer, reduced, inner);
+  const double divisor = static_cast<double>(reduced);
+  int64_t splits = SplitsFor(outer, reduced, inner);
+  if (splits == 1) return Pass(fn, in, out, outer, reduced, inner, 1, divisor, stream);
+  // Partial results in double, pass after pass, until one pass finishes the reduction.
+  double* partial = static_cast<double*>(scratch);
+  cudaError_t e = Pass(fn, in, partial, outer, reduced, inner, splits, 1.0, stream);
+  for (reduced = splits; e == cudaSuccess; reduced = splits) {
+    splits = SplitsFor(outer, reduced, inner);
+    if (splits == 1) return Pass(fn, static_cast<const double*>(partial), out, outer, reduced, inner, 1, divisor, stream);
+    double* next = partial + outer * reduced * inner;
+    e = Pass(fn, static_cast<const double*>(partial), next, outer, reduced, inner, splits, 1.0, stream);
+    partial = next;
   }
-  return LaunchError();
+  return e;
 }
 
 template <typename T, typename Index>
@@ -206,7 +262,7 @@ cudaError_t SparseSoftmaxXent(const T* logits, const Label* labels, T* loss, T* 
 }
 
 #define TESSERA_INSTANTIATE(T)                                                                           \
-  template cudaError_t Reduce<T>(ReduceFn, const T*, T*, int64_t, int64_t, int64_t, cudaStream_t);       \
+  template cudaError_t Reduce<T>(ReduceFn, const T*, T*, int64_t, int64_t, int64_t, void*, cudaStream_t); \
   template cudaError_t ArgMax<T, int64_t>(const T*, int64_t*, int64_t, int64_t, int64_t, cudaStream_t);  \
   template cudaError_t Softmax<T>(bool, const T*, T*, int64_t, int64_t, cudaStream_t);                   \
   template cudaError_t SparseSoftmaxXent<T, int32_t>(const T*, const int32_t*, T*, T*, int64_t, int64_t, \

@@ -26,8 +26,7 @@ class ReductionOp : public GpuOpKernel {
     if (n == 0) return;
     cudaStream_t stream = gpu.compute_stream();
     if (plan->reduced_count == 0) {  // the reduction's identity
-      OP_REQUIRES_OK(ctx,
-                     CudaStatus(Reduce<T>(fn_, nullptr, MutableDevicePtr<T>(out), n, 0, 1, stream), type_string()));
+      OP_REQUIRES_OK(ctx, ReduceOnGpu<T>(ctx, gpu, fn_, nullptr, MutableDevicePtr<T>(out), n, 0, 1));
       return;
     }
     std::vector<int64_t> dims = plan->dims;
@@ -56,9 +55,8 @@ class ReductionOp : public GpuOpKernel {
       } else {
         OP_REQUIRES_OK(ctx, ctx->allocate_temp(in.dtype(), TensorShape({outer * inner}), &next));
       }
-      OP_REQUIRES_OK(ctx, CudaStatus(Reduce<T>(fn_, DevicePtr<T>(current), MutableDevicePtr<T>(&next), outer, dims[g],
-                                               inner, stream),
-                                     type_string()));
+      OP_REQUIRES_OK(ctx,
+                     ReduceOnGpu<T>(ctx, gpu, fn_, DevicePtr<T>(current), MutableDevicePtr<T>(&next), outer, dims[g], inner));
       current = next;
       dims[g] = 1;
     }

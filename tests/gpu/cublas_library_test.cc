@@ -20,9 +20,10 @@ bool CublasIsMapped() {
 }
 
 TEST(CublasLibraryTest, LoadedOnFirstUseOnly) {
-  // A CPU session: the library does not come with it.
-  auto def = GraphDef();
-  auto session = Session::Create(SessionConfig(), def);
+  // A CPU session (no GPU device even where there is a GPU): the library does not come with it.
+  SessionConfig config;
+  config.device_count = {{"GPU", 0}};
+  auto session = Session::Create(config, GraphDef());
   ASSERT_TRUE(session.ok()) << session.status();
   EXPECT_FALSE(CublasIsMapped());
 

@@ -63,6 +63,30 @@ TEST(ConcatSplitTest, SplitVCutsUnequalParts) {
   EXPECT_EQ(out[2].shape(), TensorShape({2, 0}));
 }
 
+TEST(ConcatSplitTest, SplitVInfersOneSizeOfMinusOne) {
+  Scope root = Scope::NewRootScope();
+  auto parts = ops::SplitV(root, ops::Const(root, Iota({2, 5})), Tensor::FromVector<int32_t>({1, -1, 1}), 1, 3);
+  ASSERT_TRUE(root.ok()) << root.status();
+  EXPECT_EQ(parts[1].node->output_shape(parts[1].index), TensorShape({2, 3}));
+  auto s = testing::MakeSession(root);
+  std::vector<Tensor> out;
+  ASSERT_TRUE(s->Run({}, {parts[0].name(), parts[1].name(), parts[2].name()}, {}, &out).ok());
+  EXPECT_THAT(Values<int32_t>(out[1]), ElementsAre(1, 2, 3, 6, 7, 8));
+  EXPECT_THAT(Values<int32_t>(out[2]), ElementsAre(4, 9));
+
+  // Two -1s, or sizes past the dimension, are errors naming the node.
+  for (const std::vector<int32_t>& bad : {std::vector<int32_t>{-1, -1, 1}, std::vector<int32_t>{4, -1, 2}}) {
+    Scope r = Scope::NewRootScope();
+    auto x = ops::Placeholder(r.WithOpName("x"), DataType::kInt32);
+    auto sizes = ops::Placeholder(r.WithOpName("sizes"), DataType::kInt32);
+    auto p = ops::SplitV(r.WithOpName("cut"), x, sizes, 1, 3);
+    auto session = testing::MakeSession(r);
+    Status st = session->Run({{"x", Iota({2, 5})}, {"sizes", Tensor::FromVector<int32_t>(bad)}}, {p[0].name()}, {}, &out);
+    EXPECT_EQ(st.code(), Code::kInvalidArgument) << st;
+    EXPECT_THAT(st.message(), HasSubstr("cut"));
+  }
+}
+
 TEST(ConcatSplitTest, BatchSplitSharesTheBuffer) {
   Scope root = Scope::NewRootScope();
   auto x = ops::Placeholder(root.WithOpName("x"), DataType::kFloat, TensorShape({-1, 3}));
