@@ -11,9 +11,15 @@
 namespace tessera {
 namespace {
 
+// The device types with kernels for _FusedConv2D and _FusedMatMul; _FusedConv2DMaxPool is
+// the CPU's alone.
 bool OnCpu(const Node& n) {
   StatusOr<DeviceName> device = DeviceName::Parse(n.assigned_device());
   return device.ok() && device->type == "CPU";
+}
+bool OnCpuOrGpu(const Node& n) {
+  StatusOr<DeviceName> device = DeviceName::Parse(n.assigned_device());
+  return device.ok() && (device->type == "CPU" || device->type == "GPU");
 }
 
 bool IsFloat(const Node& n) {
@@ -55,18 +61,18 @@ bool PoolsRowsAndColumns(const Node& pool) {
 std::vector<Chain> FindChains(const Graph& graph) {
   std::vector<Chain> chains;
   for (const Node* conv : graph.nodes()) {
-    if (conv->op() == "MatMul" && OnCpu(*conv) && IsFloat(*conv)) {
+    if (conv->op() == "MatMul" && OnCpuOrGpu(*conv) && IsFloat(*conv)) {
       const Node* bias_add = SoleConsumer(*conv, "BiasAdd");
       if (bias_add != nullptr && IsNhwc(*bias_add)) chains.push_back({conv, bias_add, SoleConsumer(*bias_add, "Relu"), nullptr});
       continue;
     }
-    if (conv->op() != "Conv2D" || !OnCpu(*conv) || !IsFloat(*conv) || !IsNhwc(*conv)) continue;
+    if (conv->op() != "Conv2D" || !OnCpuOrGpu(*conv) || !IsFloat(*conv) || !IsNhwc(*conv)) continue;
     std::vector<int64_t> dilations;
     if (!conv->GetAttr("dilations", &dilations).ok() || dilations != std::vector<int64_t>{1, 1, 1, 1}) continue;
     const Node* bias_add = SoleConsumer(*conv, "BiasAdd");
     if (bias_add == nullptr || !IsNhwc(*bias_add)) continue;
     const Node* relu = SoleConsumer(*bias_add, "Relu");
-    const Node* max_pool = SoleConsumer(relu != nullptr ? *relu : *bias_add, "MaxPool");
+    const Node* max_pool = OnCpu(*conv) ? SoleConsumer(relu != nullptr ? *relu : *bias_add, "MaxPool") : nullptr;
     if (max_pool != nullptr && !PoolsRowsAndColumns(*max_pool)) max_pool = nullptr;
     chains.push_back({conv, bias_add, relu, max_pool});
   }

@@ -1,12 +1,12 @@
 // The remapper, TensorFlow's grappler pass of that name in small: in a placed step graph, a
 // float32 NHWC Conv2D (or a MatMul) whose one consumer is a BiasAdd (whose one consumer may be
-// a Relu), all on one CPU device, becomes a single _FusedConv2D (_FusedMatMul) named as the
+// a Relu), all on one CPU or GPU device, becomes a single _FusedConv2D (_FusedMatMul) named as the
 // last node it replaces, so consumers and fetches find it unchanged; the bias and ReLU are
 // then applied as each block of the output is written (no second and third pass over the
 // tensor). A node that anything else
 // reads, a fetch, or a dilated or NCHW convolution stays as it is. Gradients are untouched:
 // they read the Relu's output, which the fused node produces. A MaxPool that alone reads
-// the chain's result joins it as _FusedConv2DMaxPool (inference graphs; in training the
+// the chain's result on a CPU joins it as _FusedConv2DMaxPool (inference graphs; in training the
 // pool's gradient reads the Relu too): the convolution's output is then made a few images
 // at a time and pooled while still in cache.
 //

@@ -1,5 +1,7 @@
 #include "graph/builder/ops.h"
 
+#include <limits>
+
 #include "graph/builder/op_builder.h"
 
 namespace tessera::ops {
@@ -138,6 +140,11 @@ Output Flatten(const Scope& s, Input x) {
     s.UpdateStatus(errors::InvalidArgument("Flatten needs the dimensions past the first known, got ",
                                            shape.DebugString(), " for ", in.name()));
     return Output();
+  }
+  // An int32 shape where it fits, as Keras's Flatten makes: on a GPU an int32 stays in host
+  // memory, where Reshape reads its shape; an int64 would be copied back from the GPU mid-step.
+  if (rest <= std::numeric_limits<int32_t>::max()) {
+    return Reshape(s, in, Tensor::FromVector<int32_t>({-1, static_cast<int32_t>(rest)}));
   }
   return Reshape(s, in, Tensor::FromVector<int64_t>({-1, rest}));
 }

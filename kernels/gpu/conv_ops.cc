@@ -1,13 +1,17 @@
-// Conv2D and its two backprops on cuDNN, MaxPool, AvgPool and their gradients on our own
-// kernels (kernels/gpu/pool.cu), NHWC as on the CPU. TensorFlow's filters are [KH, KW, C, O];
-// cuDNN's NHWC filters are [O, KH, KW, C], so a filter is transposed on the way in (and a
-// filter gradient on the way out). TensorFlow's SAME padding puts any odd row or column
-// below and to the right, which cuDNN's symmetric padding cannot say: the input is padded by
-// that row and column first, and the input gradient cropped after, as TensorFlow's GPU
-// kernels do. Algorithms are autotuned once per shape.
+// Conv2D, _FusedConv2D (the remapper's Conv2D, BiasAdd and Relu) and the two backprops on
+// cuDNN, MaxPool, AvgPool and their gradients on our own kernels (kernels/gpu/pool.cu). The
+// tensors are NHWC as on the CPU; cuDNN runs in NCHW, as TensorFlow's GPU kernels run
+// float32 (its NHWC float32 kernels took twice as long on the CNN's second convolution), so
+// each tensor is transposed on the way in and out, a fused bias and ReLU applied on the way
+// out. TensorFlow's filters are [KH, KW, C, O], cuDNN's [O, C, KH, KW]. TensorFlow's SAME
+// padding puts any odd row or column below and to the right, which cuDNN's symmetric
+// padding cannot say: the input is padded by that row and column first, and the input
+// gradient cropped after, as TensorFlow's GPU kernels do. Algorithms are autotuned once per
+// shape.
 #include <algorithm>
 #include <array>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <type_traits>
 
@@ -78,13 +82,13 @@ Status Describe(const CudnnConv& c, bool allow_tf32, ConvDescriptors* d) {
   RETURN_IF_ERROR(CudnnStatus(cudnnCreateTensorDescriptor(&d->output), "cudnnCreateTensorDescriptor"));
   RETURN_IF_ERROR(CudnnStatus(cudnnCreateFilterDescriptor(&d->filter), "cudnnCreateFilterDescriptor"));
   RETURN_IF_ERROR(CudnnStatus(cudnnCreateConvolutionDescriptor(&d->conv), "cudnnCreateConvolutionDescriptor"));
-  RETURN_IF_ERROR(CudnnStatus(cudnnSetTensor4dDescriptor(d->input, CUDNN_TENSOR_NHWC, kCudnnType<T>, i32(c.g.n),
+  RETURN_IF_ERROR(CudnnStatus(cudnnSetTensor4dDescriptor(d->input, CUDNN_TENSOR_NCHW, kCudnnType<T>, i32(c.g.n),
                                                          i32(c.g.c), i32(h), i32(w)),
                               "cudnnSetTensor4dDescriptor"));
-  RETURN_IF_ERROR(CudnnStatus(cudnnSetTensor4dDescriptor(d->output, CUDNN_TENSOR_NHWC, kCudnnType<T>, i32(c.g.n),
+  RETURN_IF_ERROR(CudnnStatus(cudnnSetTensor4dDescriptor(d->output, CUDNN_TENSOR_NCHW, kCudnnType<T>, i32(c.g.n),
                                                          i32(c.o), i32(c.g.oh), i32(c.g.ow)),
                               "cudnnSetTensor4dDescriptor"));
-  RETURN_IF_ERROR(CudnnStatus(cudnnSetFilter4dDescriptor(d->filter, kCudnnType<T>, CUDNN_TENSOR_NHWC, i32(c.o),
+  RETURN_IF_ERROR(CudnnStatus(cudnnSetFilter4dDescriptor(d->filter, kCudnnType<T>, CUDNN_TENSOR_NCHW, i32(c.o),
                                                          i32(c.g.c), i32(c.g.kh), i32(c.g.kw)),
                               "cudnnSetFilter4dDescriptor"));
   RETURN_IF_ERROR(CudnnStatus(cudnnSetConvolution2dDescriptor(d->conv, i32(c.g.pad_top), i32(c.g.pad_left),
@@ -200,34 +204,41 @@ class ConvBase : public GpuOpKernel {
   ConvBase(OpKernelConstruction* c, ConvPass pass) : GpuOpKernel(c), attrs_(ReadConvAttrs(c)), pass_(pass) {}
 
  protected:
-  // Runs this kernel's pass of `conv` with a workspace: the autotuned algorithm, or where
-  // autotuning fails, the heuristics' first whose workspace can be had; remembered per shape.
+  // Runs this kernel's pass of `conv`. The first step of a shape describes it to cuDNN and
+  // chooses the algorithm: the autotuned one, or where autotuning fails, the heuristics'
+  // first whose workspace can be had. Both are kept per shape: describing a convolution
+  // costs host time a step should not pay again.
   template <typename T>
   Status Run(OpKernelContext* ctx, const GpuDeviceContext& gpu, const CudnnConv& conv, const void* x, const void* w,
              void* y) {
-    ConvDescriptors d;
-    RETURN_IF_ERROR(Describe<T>(conv, gpu.allow_tf32(), &d));
     return gpu.WithCudnn([&](cudnnHandle_t h) -> Status {
-      std::vector<Algorithm> candidates;
+      const Plan* plan = nullptr;
       {
         std::lock_guard<std::mutex> lock(mu_);
-        auto it = chosen_.find(conv.key());
-        if (it != chosen_.end()) candidates = {it->second};
+        auto it = plans_.find(conv.key());
+        if (it != plans_.end()) plan = it->second.get();
       }
-      if (candidates.empty()) {
-        ASSIGN_OR_RETURN(candidates, Candidates(h, pass_, d));
-        StatusOr<Algorithm> fastest = Autotune(ctx, h, pass_, d, gpu.allow_tf32(), candidates, x, w, y);
-        if (fastest.ok()) candidates.insert(candidates.begin(), *fastest);
+      if (plan != nullptr) {
+        Tensor workspace;
+        RETURN_IF_ERROR(ctx->allocate_temp(DataType::kUInt8,
+                                           TensorShape({static_cast<int64_t>(plan->algorithm.workspace)}), &workspace));
+        return Launch<T>(h, plan->d, plan->algorithm, x, w, y, workspace.raw_data());
       }
+      auto fresh = std::make_unique<Plan>();
+      RETURN_IF_ERROR(Describe<T>(conv, gpu.allow_tf32(), &fresh->d));
+      ASSIGN_OR_RETURN(std::vector<Algorithm> candidates, Candidates(h, pass_, fresh->d));
+      StatusOr<Algorithm> fastest = Autotune(ctx, h, pass_, fresh->d, gpu.allow_tf32(), candidates, x, w, y);
+      if (fastest.ok()) candidates.insert(candidates.begin(), *fastest);
       Status last;
       for (const Algorithm& a : candidates) {
         Tensor workspace;
         last = ctx->allocate_temp(DataType::kUInt8, TensorShape({static_cast<int64_t>(a.workspace)}), &workspace);
         if (!last.ok()) continue;
-        last = Launch<T>(h, d, a, x, w, y, workspace.raw_data());
+        last = Launch<T>(h, fresh->d, a, x, w, y, workspace.raw_data());
         if (last.ok()) {
+          fresh->algorithm = a;
           std::lock_guard<std::mutex> lock(mu_);
-          chosen_.emplace(conv.key(), a);
+          plans_.emplace(conv.key(), std::move(fresh));
           return last;
         }
       }
@@ -262,32 +273,73 @@ class ConvBase : public GpuOpKernel {
     return errors::Internal("unknown convolution pass");
   }
 
+  // A shape's descriptors and algorithm, made by its first step and read-only after.
+  struct Plan {
+    ConvDescriptors d;
+    Algorithm algorithm{};
+  };
+
   const ConvPass pass_;
   std::mutex mu_;
-  std::map<std::array<int64_t, 11>, Algorithm> chosen_;  // guarded by mu_
+  std::map<std::array<int64_t, 11>, std::unique_ptr<Plan>> plans_;  // guarded by mu_
 };
 
-// filter [KH, KW, C, O] -> [O, KH, KW, C] in a new temporary, on the compute stream.
+// filter [KH, KW, C, O] -> [O, C, KH, KW] in a new temporary, on the compute stream.
 template <typename T>
 StatusOr<Tensor> FilterForCudnn(OpKernelContext* ctx, const GpuDeviceContext& gpu, const Tensor& f) {
   Tensor out;
-  RETURN_IF_ERROR(ctx->allocate_temp(f.dtype(), TensorShape({f.dim(3), f.dim(0), f.dim(1), f.dim(2)}), &out));
-  const Permutation p{4, {f.dim(0), f.dim(1), f.dim(2), f.dim(3)}, {3, 0, 1, 2}};
+  RETURN_IF_ERROR(ctx->allocate_temp(f.dtype(), TensorShape({f.dim(3), f.dim(2), f.dim(0), f.dim(1)}), &out));
+  const Permutation p{4, {f.dim(0), f.dim(1), f.dim(2), f.dim(3)}, {3, 2, 0, 1}};
   RETURN_IF_ERROR(CudaStatus(
       Transpose<T>(DevicePtr<T>(f), MutableDevicePtr<T>(&out), p, f.NumElements(), gpu.compute_stream()), "Transpose"));
   return out;
 }
 
-// The input as cuDNN sees it: itself, or a padded copy.
+// An NHWC tensor as cuDNN's NCHW: a transposed temporary, or the tensor itself when it has
+// one channel (the two layouts are then the same bytes).
+template <typename T>
+StatusOr<Tensor> ToNchw(OpKernelContext* ctx, const GpuDeviceContext& gpu, const Tensor& t) {
+  const int64_t n = t.dim(0), h = t.dim(1), w = t.dim(2), c = t.dim(3);
+  if (c == 1) return t;
+  Tensor out;
+  RETURN_IF_ERROR(ctx->allocate_temp(t.dtype(), TensorShape({n, c, h, w}), &out));
+  RETURN_IF_ERROR(CudaStatus(NhwcToNchw<T>(DevicePtr<T>(t), MutableDevicePtr<T>(&out), n, h * w, c,
+                                           gpu.compute_stream()),
+                             "NhwcToNchw"));
+  return out;
+}
+
+// Where cuDNN writes an NCHW result of `out`'s NHWC shape: a temporary, or `out` itself
+// when it has one channel and nothing is applied on the way (FromNchw is then a no-op).
+template <typename T>
+StatusOr<Tensor> NchwResultFor(OpKernelContext* ctx, const Tensor& out, bool epilogue) {
+  if (out.dim(3) == 1 && !epilogue) return out;
+  Tensor nchw;
+  RETURN_IF_ERROR(ctx->allocate_temp(out.dtype(), TensorShape({out.dim(0), out.dim(3), out.dim(1), out.dim(2)}), &nchw));
+  return nchw;
+}
+
+// An NCHW result into `out` (NHWC), bias added and ReLU applied when given.
+template <typename T>
+Status FromNchw(const GpuDeviceContext& gpu, const Tensor& nchw, const Tensor* bias, bool relu, Tensor* out) {
+  if (nchw.raw_data() == out->raw_data()) return Status::OK();
+  return CudaStatus(NchwToNhwc<T>(DevicePtr<T>(nchw), bias != nullptr ? DevicePtr<T>(*bias) : nullptr, relu,
+                                  MutableDevicePtr<T>(out), out->dim(0), out->dim(1) * out->dim(2), out->dim(3),
+                                  gpu.compute_stream()),
+                    "NchwToNhwc");
+}
+
+// The input as cuDNN sees it: NCHW, padded first where TensorFlow pads unevenly.
 template <typename T>
 StatusOr<Tensor> InputForCudnn(OpKernelContext* ctx, const GpuDeviceContext& gpu, const CudnnConv& conv,
                                const Tensor& in) {
-  if (!conv.padded()) return in;
-  Tensor out;
-  RETURN_IF_ERROR(ctx->allocate_temp(in.dtype(), conv.padded_input_shape(), &out));
-  RETURN_IF_ERROR(
-      CudaStatus(PadNhwc<T>(DevicePtr<T>(in), MutableDevicePtr<T>(&out), conv.extra, gpu.compute_stream()), "Pad"));
-  return out;
+  Tensor padded = in;
+  if (conv.padded()) {
+    RETURN_IF_ERROR(ctx->allocate_temp(in.dtype(), conv.padded_input_shape(), &padded));
+    RETURN_IF_ERROR(CudaStatus(
+        PadNhwc<T>(DevicePtr<T>(in), MutableDevicePtr<T>(&padded), conv.extra, gpu.compute_stream()), "Pad"));
+  }
+  return ToNchw<T>(ctx, gpu, padded);
 }
 
 template <typename T>
@@ -298,26 +350,53 @@ Status FillZeros(const GpuDeviceContext& gpu, Tensor* t) {
 template <typename T>
 class Conv2DOp : public ConvBase {
  public:
-  explicit Conv2DOp(OpKernelConstruction* c) : ConvBase(c, ConvPass::kForward) {}
+  explicit Conv2DOp(OpKernelConstruction* c) : ConvBase(c, ConvPass::kForward) {
+    if (type_string() != "_FusedConv2D") return;
+    std::string fused;
+    Status s = c->GetAttr("fused_ops", &fused);
+    if (s.ok() && fused != "BiasAdd" && fused != "BiasAdd,Relu") {
+      s = errors::Unimplemented("_FusedConv2D of ", fused, ": only BiasAdd, and BiasAdd,Relu");
+    }
+    fused_ = true;
+    relu_ = fused == "BiasAdd,Relu";
+    if (!s.ok()) c->SetStatus(s);
+  }
   void ComputeOnGpu(OpKernelContext* ctx, const GpuDeviceContext& gpu) override {
     const Tensor& in = ctx->input(0);
     const Tensor& f = ctx->input(1);
     StatusOr<Geometry> g = ConvGeometry(attrs_, in.shape(), f.shape());
     OP_REQUIRES_OK(ctx, g.status());
+    const int64_t o = f.dim(3);
+    OP_REQUIRES(ctx, !fused_ || (num_inputs() == 3 && ctx->input(2).shape() == TensorShape({o})),
+                errors::InvalidArgument("_FusedConv2D with BiasAdd takes one arg, a bias of ", o, " values"));
+    const Tensor* bias = fused_ ? &ctx->input(2) : nullptr;
     Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, g->output_shape(f.dim(3)), &out));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, g->output_shape(o), &out));
     if (out->NumElements() == 0) return;
     if (g->c == 0 || g->kh == 0 || g->kw == 0) {
+      // No products: the output is the bias (after ReLU), or zeros.
       OP_REQUIRES_OK(ctx, FillZeros<T>(gpu, out));
+      if (fused_) {
+        OP_REQUIRES_OK(ctx, CudaStatus(BiasAdd<T>(DevicePtr<T>(*out), DevicePtr<T>(*bias), relu_, MutableDevicePtr<T>(out),
+                                                  out->NumElements(), o, 1, gpu.compute_stream()),
+                                       type_string()));
+      }
       return;
     }
-    const CudnnConv conv = MakeCudnnConv(*g, f.dim(3));
+    const CudnnConv conv = MakeCudnnConv(*g, o);
     StatusOr<Tensor> filter = FilterForCudnn<T>(ctx, gpu, f);
     OP_REQUIRES_OK(ctx, filter.status());
     StatusOr<Tensor> input = InputForCudnn<T>(ctx, gpu, conv, in);
     OP_REQUIRES_OK(ctx, input.status());
-    OP_REQUIRES_OK(ctx, Run<T>(ctx, gpu, conv, input->raw_data(), filter->raw_data(), out->raw_data()));
+    StatusOr<Tensor> result = NchwResultFor<T>(ctx, *out, fused_);
+    OP_REQUIRES_OK(ctx, result.status());
+    OP_REQUIRES_OK(ctx, Run<T>(ctx, gpu, conv, input->raw_data(), filter->raw_data(), result->raw_data()));
+    OP_REQUIRES_OK(ctx, FromNchw<T>(gpu, *result, bias, relu_, out));
   }
+
+ private:
+  bool fused_ = false;  // _FusedConv2D: BiasAdd after the convolution, then Relu when relu_
+  bool relu_ = false;
 };
 
 template <typename T>
@@ -341,9 +420,14 @@ class Conv2DBackpropInputOp : public ConvBase {
     const CudnnConv conv = MakeCudnnConv(*g, f.dim(3));
     StatusOr<Tensor> filter = FilterForCudnn<T>(ctx, gpu, f);
     OP_REQUIRES_OK(ctx, filter.status());
-    Tensor padded_dx = *dx;
+    StatusOr<Tensor> dy_nchw = ToNchw<T>(ctx, gpu, dy);
+    OP_REQUIRES_OK(ctx, dy_nchw.status());
+    Tensor padded_dx = *dx;  // NHWC
     if (conv.padded()) OP_REQUIRES_OK(ctx, ctx->allocate_temp(dx->dtype(), conv.padded_input_shape(), &padded_dx));
-    OP_REQUIRES_OK(ctx, Run<T>(ctx, gpu, conv, dy.raw_data(), filter->raw_data(), padded_dx.raw_data()));
+    StatusOr<Tensor> result = NchwResultFor<T>(ctx, padded_dx, false);
+    OP_REQUIRES_OK(ctx, result.status());
+    OP_REQUIRES_OK(ctx, Run<T>(ctx, gpu, conv, dy_nchw->raw_data(), filter->raw_data(), result->raw_data()));
+    OP_REQUIRES_OK(ctx, FromNchw<T>(gpu, *result, nullptr, false, &padded_dx));
     if (conv.padded()) {
       OP_REQUIRES_OK(ctx, CudaStatus(CropNhwc<T>(DevicePtr<T>(padded_dx), MutableDevicePtr<T>(dx), conv.extra,
                                                  gpu.compute_stream()),
@@ -374,11 +458,13 @@ class Conv2DBackpropFilterOp : public ConvBase {
     const CudnnConv conv = MakeCudnnConv(*g, o);
     StatusOr<Tensor> input = InputForCudnn<T>(ctx, gpu, conv, in);
     OP_REQUIRES_OK(ctx, input.status());
-    Tensor df_ohwi;  // cuDNN's layout, [O, KH, KW, C]
-    OP_REQUIRES_OK(ctx, ctx->allocate_temp(df->dtype(), TensorShape({o, g->kh, g->kw, g->c}), &df_ohwi));
-    OP_REQUIRES_OK(ctx, Run<T>(ctx, gpu, conv, input->raw_data(), dy.raw_data(), df_ohwi.raw_data()));
-    const Permutation to_hwio{4, {o, g->kh, g->kw, g->c}, {1, 2, 3, 0}};
-    OP_REQUIRES_OK(ctx, CudaStatus(Transpose<T>(DevicePtr<T>(df_ohwi), MutableDevicePtr<T>(df), to_hwio,
+    StatusOr<Tensor> dy_nchw = ToNchw<T>(ctx, gpu, dy);
+    OP_REQUIRES_OK(ctx, dy_nchw.status());
+    Tensor df_oihw;  // cuDNN's layout, [O, C, KH, KW]
+    OP_REQUIRES_OK(ctx, ctx->allocate_temp(df->dtype(), TensorShape({o, g->c, g->kh, g->kw}), &df_oihw));
+    OP_REQUIRES_OK(ctx, Run<T>(ctx, gpu, conv, input->raw_data(), dy_nchw->raw_data(), df_oihw.raw_data()));
+    const Permutation to_hwio{4, {o, g->c, g->kh, g->kw}, {2, 3, 1, 0}};
+    OP_REQUIRES_OK(ctx, CudaStatus(Transpose<T>(DevicePtr<T>(df_oihw), MutableDevicePtr<T>(df), to_hwio,
                                                 df->NumElements(), gpu.compute_stream()),
                                    "Transpose"));
   }
@@ -453,6 +539,9 @@ void RegisterConvKernels(KernelRegistry& r) {
     using T = decltype(zero);
     const std::vector<DataType> t = {DataTypeToEnum<T>::value};
     r.Register<Conv2DOp<T>>(KernelDefBuilder("Conv2D").Device(kDeviceGpu).TypeConstraint("T", t));
+    if (std::is_same_v<T, float>) {
+      r.Register<Conv2DOp<T>>(KernelDefBuilder("_FusedConv2D").Device(kDeviceGpu).TypeConstraint("T", t));
+    }
     r.Register<Conv2DBackpropInputOp<T>>(
         KernelDefBuilder("Conv2DBackpropInput").Device(kDeviceGpu).TypeConstraint("T", t).HostMemory("input_sizes"));
     r.Register<Conv2DBackpropFilterOp<T>>(

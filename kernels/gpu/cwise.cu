@@ -121,8 +121,12 @@ __global__ void CastKernel(const From* in, To* out, int64_t n) {
 }
 
 template <typename T>
-__global__ void BiasAddKernel(const T* in, const T* bias, T* out, int64_t n, int64_t channels, int64_t inner) {
-  TESSERA_GRID_STRIDE_LOOP(i, n) { out[i] = in[i] + bias[(i / inner) % channels]; }
+__global__ void BiasAddKernel(const T* in, const T* bias, bool relu, T* out, int64_t n, int64_t channels,
+                              int64_t inner) {
+  TESSERA_GRID_STRIDE_LOOP(i, n) {
+    const T v = in[i] + bias[(i / inner) % channels];
+    out[i] = relu && v < T(0) ? T(0) : v;
+  }
 }
 
 bool SameShape(const BroadcastPlan& p) { return p.rank == 1 && p.a_stride[0] == 1 && p.b_stride[0] == 1; }
@@ -178,10 +182,10 @@ cudaError_t Cast(const From* in, To* out, int64_t n, cudaStream_t stream) {
 }
 
 template <typename T>
-cudaError_t BiasAdd(const T* in, const T* bias, T* out, int64_t n, int64_t channels, int64_t inner,
+cudaError_t BiasAdd(const T* in, const T* bias, bool relu, T* out, int64_t n, int64_t channels, int64_t inner,
                     cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  BiasAddKernel<T><<<BlocksFor(n), kThreadsPerBlock, 0, stream>>>(in, bias, out, n, channels, inner);
+  BiasAddKernel<T><<<BlocksFor(n), kThreadsPerBlock, 0, stream>>>(in, bias, relu, out, n, channels, inner);
   return LaunchError();
 }
 
@@ -191,7 +195,7 @@ cudaError_t BiasAdd(const T* in, const T* bias, T* out, int64_t n, int64_t chann
   template cudaError_t Compare<T>(CompareFn, const BroadcastPlan&, const T*, const T*, bool*, int64_t, cudaStream_t); \
   template cudaError_t Broadcast<T>(const BroadcastPlan&, const T*, T*, int64_t, cudaStream_t);                      \
   template cudaError_t Fill<T>(T*, T, int64_t, cudaStream_t);                                                         \
-  template cudaError_t BiasAdd<T>(const T*, const T*, T*, int64_t, int64_t, int64_t, cudaStream_t);
+  template cudaError_t BiasAdd<T>(const T*, const T*, bool, T*, int64_t, int64_t, int64_t, cudaStream_t);
 TESSERA_INSTANTIATE(float)
 TESSERA_INSTANTIATE(double)
 #undef TESSERA_INSTANTIATE

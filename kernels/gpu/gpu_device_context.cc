@@ -178,51 +178,59 @@ void GpuDeviceContext::Copy(void* dst, const void* src, size_t bytes, cudaMemcpy
   if (!s.ok()) done(s);
 }
 
+// The tensor is ready as soon as its copy is enqueued: the compute stream, which every use
+// of this GPU's memory is ordered after, waits for the copy. So no consumer waits on the
+// host for a copy to the GPU (a step would stall at each one while the GPU drained), and
+// only the source, staged or pinned, is held until the copy is done.
 void GpuDeviceContext::CopyHostToDevice(const Tensor& host, DeviceBase* device, Tensor* device_tensor,
                                         StatusCallback done) const {
   const size_t bytes = host.TotalBytes();
-  if (bytes == 0 || IsPinnedOrDevice(host.raw_data())) {
-    Copy(device_tensor->raw_data(), host.raw_data(), bytes, cudaMemcpyHostToDevice, host_to_device_, nullptr,
-         std::move(done));
+  if (bytes == 0) {
+    done(Status::OK());
     return;
   }
-  // Pageable memory: stage it in pinned memory, so the copy never holds this thread. A large
-  // buffer is staged in chunks on the intra-op pool, each chunk's copy enqueued as soon as
-  // it is staged: the copy engine works while the rest is staged, and one thread's memcpy
-  // (a fifth of the engine's rate) does not bound the transfer.
-  StatusOr<Tensor> staging = Tensor::Allocate(device->host_allocator(), host.dtype(), host.shape());
-  if (!staging.ok()) {
-    done(staging.status());
-    return;
-  }
-  auto pinned = std::make_shared<Tensor>(std::move(*staging));
   Status s = [&]() -> Status {
     RETURN_IF_ERROR(Activate());
+    // The destination's memory may have been freed by a kernel still queued.
     RETURN_IF_ERROR(StreamWaitFor(host_to_device_, ordinal_, compute_, ordinal_));
-    constexpr size_t kChunk = size_t{4} << 20;
-    const auto* from = static_cast<const char*>(host.raw_data());
-    auto* stage = static_cast<char*>(pinned->raw_data());
     auto* to = static_cast<char*>(device_tensor->raw_data());
-    const int64_t chunks = static_cast<int64_t>((bytes + kChunk - 1) / kChunk);
-    std::vector<cudaError_t> errors(chunks, cudaSuccess);
-    auto stage_chunks = [&](int64_t begin, int64_t end) {
-      cudaSetDevice(ordinal_);
-      for (int64_t c = begin; c < end; ++c) {
-        const size_t offset = static_cast<size_t>(c) * kChunk, n = std::min(kChunk, bytes - offset);
-        std::memcpy(stage + offset, from + offset, n);
-        errors[c] = cudaMemcpyAsync(to + offset, stage + offset, n, cudaMemcpyHostToDevice, host_to_device_);
-      }
-    };
-    ThreadPool* pool = device->intra_op_pool();
-    if (pool != nullptr && chunks > 1) {
-      pool->ParallelFor(chunks, /*cost_per_unit=*/kChunk, stage_chunks);
+    Tensor source = host;
+    if (IsPinnedOrDevice(host.raw_data())) {
+      RETURN_IF_ERROR(
+          CudaStatus(cudaMemcpyAsync(to, host.raw_data(), bytes, cudaMemcpyHostToDevice, host_to_device_),
+                     "cudaMemcpyAsync"));
     } else {
-      stage_chunks(0, chunks);
+      // Pageable memory: staged in pinned memory, so the copy never holds this thread. A
+      // large buffer is staged in chunks on the intra-op pool, each chunk's copy enqueued as
+      // soon as it is staged: the copy engine works while the rest is staged, and one
+      // thread's memcpy (a tenth of the engine's rate) does not bound the transfer.
+      ASSIGN_OR_RETURN(source, Tensor::Allocate(device->host_allocator(), host.dtype(), host.shape()));
+      constexpr size_t kChunk = size_t{1} << 20;
+      const auto* from = static_cast<const char*>(host.raw_data());
+      auto* stage = static_cast<char*>(source.raw_data());
+      const int64_t chunks = static_cast<int64_t>((bytes + kChunk - 1) / kChunk);
+      std::vector<cudaError_t> errors(chunks, cudaSuccess);
+      auto stage_chunks = [&](int64_t begin, int64_t end) {
+        cudaSetDevice(ordinal_);
+        for (int64_t c = begin; c < end; ++c) {
+          const size_t offset = static_cast<size_t>(c) * kChunk, n = std::min(kChunk, bytes - offset);
+          std::memcpy(stage + offset, from + offset, n);
+          errors[c] = cudaMemcpyAsync(to + offset, stage + offset, n, cudaMemcpyHostToDevice, host_to_device_);
+        }
+      };
+      ThreadPool* pool = device->intra_op_pool();
+      if (pool != nullptr && chunks > 1) {
+        pool->ParallelFor(chunks, /*cost_per_unit=*/kChunk, stage_chunks);
+      } else {
+        stage_chunks(0, chunks);
+      }
+      RETURN_IF_ERROR(Activate());
+      for (cudaError_t e : errors) RETURN_IF_ERROR(CudaStatus(e, "cudaMemcpyAsync"));
     }
-    for (cudaError_t e : errors) RETURN_IF_ERROR(CudaStatus(e, "cudaMemcpyAsync"));
-    return ThenExecute(host_to_device_, [pinned, done] { done(Status::OK()); });
+    RETURN_IF_ERROR(StreamWaitFor(compute_, ordinal_, host_to_device_, ordinal_));
+    return ThenExecute(host_to_device_, [source] {});
   }();
-  if (!s.ok()) done(s);
+  done(s);
 }
 
 void GpuDeviceContext::CopyDeviceToHost(const Tensor& device_tensor, DeviceBase* device, Tensor* host,

@@ -55,6 +55,8 @@ class GpuDeviceContext final : public DeviceContext {
   // when its kernel is made; tests and benchmarks wait with it).
   Status Synchronize() const;
 
+  // Calls done once the copy is enqueued: the compute stream waits for it, so the tensor
+  // is ready for every kernel and copy that comes after on this GPU.
   void CopyHostToDevice(const Tensor& host, DeviceBase* device, Tensor* device_tensor,
                         StatusCallback done) const override;
   void CopyDeviceToHost(const Tensor& device_tensor, DeviceBase* device, Tensor* host,

@@ -35,9 +35,9 @@ template <typename From, typename To>
 cudaError_t Cast(const From* in, To* out, int64_t n, cudaStream_t stream);
 
 // out = in + bias along the channel dimension of [..., channels, inner]: inner is 1 for
-// NHWC, height * width for NCHW.
+// NHWC, height * width for NCHW. With `relu`, negative sums become 0 (a fused BiasAdd, Relu).
 template <typename T>
-cudaError_t BiasAdd(const T* in, const T* bias, T* out, int64_t n, int64_t channels, int64_t inner,
+cudaError_t BiasAdd(const T* in, const T* bias, bool relu, T* out, int64_t n, int64_t channels, int64_t inner,
                     cudaStream_t stream);
 
 // A reduction as TensorFlow's kernels see it after merging adjacent dimensions: the input
@@ -94,6 +94,15 @@ struct NhwcPadding {
   int64_t bottom, right;
 };
 // padded [n, h + bottom, w + right, c] = in with zeros below and to the right.
+// Between the channels-last layout of TensorFlow's tensors, [images, pixels, channels], and
+// the channels-first one cuDNN is fastest with in float32, [images, channels, pixels]. On
+// the way back, `bias` (channels values, or nullptr) is added and ReLU applied when `relu`.
+template <typename T>
+cudaError_t NhwcToNchw(const T* in, T* out, int64_t images, int64_t pixels, int64_t channels, cudaStream_t stream);
+template <typename T>
+cudaError_t NchwToNhwc(const T* in, const T* bias, bool relu, T* out, int64_t images, int64_t pixels, int64_t channels,
+                       cudaStream_t stream);
+
 template <typename T>
 cudaError_t PadNhwc(const T* in, T* padded, const NhwcPadding& p, cudaStream_t stream);
 // out [n, h, w, c] = the top-left part of padded.

@@ -1,4 +1,5 @@
-// MatMul through cuBLAS. cuBLAS is column-major: a row-major C = op(A) op(B) is the
+// MatMul and _FusedMatMul (the remapper's MatMul, BiasAdd and Relu) through cuBLAS, the
+// bias and ReLU in one pass after the product. cuBLAS is column-major: a row-major C = op(A) op(B) is the
 // column-major C^T = op(B)^T op(A)^T, so the operands go in swapped, untransposed in memory.
 // float32 computes in float32 unless the session allows TF32 (GpuDeviceContext).
 #include <climits>
@@ -26,6 +27,15 @@ class MatMulOp : public GpuOpKernel {
   explicit MatMulOp(OpKernelConstruction* c) : GpuOpKernel(c) {
     Status s = c->GetAttr("transpose_a", &transpose_a_);
     if (s.ok()) s = c->GetAttr("transpose_b", &transpose_b_);
+    if (s.ok() && type_string() == "_FusedMatMul") {
+      std::string fused;
+      s = c->GetAttr("fused_ops", &fused);
+      if (s.ok() && fused != "BiasAdd" && fused != "BiasAdd,Relu") {
+        s = errors::Unimplemented("_FusedMatMul of ", fused, ": only BiasAdd, and BiasAdd,Relu");
+      }
+      fused_ = true;
+      relu_ = fused == "BiasAdd,Relu";
+    }
     if (!s.ok()) c->SetStatus(s);
   }
 
@@ -43,34 +53,52 @@ class MatMulOp : public GpuOpKernel {
     OP_REQUIRES(ctx, m <= INT_MAX && n <= INT_MAX && k <= INT_MAX,
                 errors::InvalidArgument("MatMul dimensions past 2^31-1 on the GPU: ", a.shape().DebugString(), " x ",
                                         b.shape().DebugString()));
+    OP_REQUIRES(ctx, !fused_ || (num_inputs() == 3 && ctx->input(2).shape() == TensorShape({n})),
+                errors::InvalidArgument("_FusedMatMul with BiasAdd takes one arg, a bias of ", n, " values"));
+    const Tensor* bias = fused_ ? &ctx->input(2) : nullptr;
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({m, n}), &out));
     if (out->NumElements() == 0) return;
     if (k == 0) {
       OP_REQUIRES_OK(
           ctx, CudaStatus(Fill<T>(MutableDevicePtr<T>(out), T(0), out->NumElements(), gpu.compute_stream()), "MatMul"));
-      return;
+    } else {
+      OP_REQUIRES_OK(ctx, Multiply(gpu, a, b, m, n, k, out));
     }
+    if (fused_) {
+      // The bias, and ReLU, in one pass over the product.
+      OP_REQUIRES_OK(ctx, CudaStatus(BiasAdd<T>(DevicePtr<T>(*out), DevicePtr<T>(*bias), relu_, MutableDevicePtr<T>(out),
+                                                out->NumElements(), n, 1, gpu.compute_stream()),
+                                     type_string()));
+    }
+  }
+
+ private:
+  Status Multiply(const GpuDeviceContext& gpu, const Tensor& a, const Tensor& b, int64_t m, int64_t n, int64_t k,
+                  Tensor* out) const {
     const auto op_a = transpose_a_ ? CUBLAS_OP_T : CUBLAS_OP_N;
     const auto op_b = transpose_b_ ? CUBLAS_OP_T : CUBLAS_OP_N;
     const int lda = static_cast<int>(transpose_a_ ? m : k);
     const int ldb = static_cast<int>(transpose_b_ ? k : n);
-    OP_REQUIRES_OK(ctx, gpu.WithCublas([&](const CublasLibrary& cublas, cublasHandle_t h) {
+    return gpu.WithCublas([&](const CublasLibrary& cublas, cublasHandle_t h) {
       return CublasStatus(
           Gemm(cublas, h, op_b, op_a, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), DevicePtr<T>(b), ldb,
                DevicePtr<T>(a), lda, MutableDevicePtr<T>(out), static_cast<int>(n)),
-          "MatMul");
-    }));
+          type_string());
+    });
   }
 
- private:
   bool transpose_a_ = false;
   bool transpose_b_ = false;
+  bool fused_ = false;  // _FusedMatMul: BiasAdd after the product, then Relu when relu_
+  bool relu_ = false;
 };
 
 }  // namespace
 
 void RegisterMatMulKernels(KernelRegistry& r) {
+  r.Register<MatMulOp<float>>(
+      KernelDefBuilder("_FusedMatMul").Device(kDeviceGpu).TypeConstraint("T", {DataTypeToEnum<float>::value}));
   r.Register<MatMulOp<float>>(
       KernelDefBuilder("MatMul").Device(kDeviceGpu).TypeConstraint("T", {DataTypeToEnum<float>::value}));
   r.Register<MatMulOp<double>>(

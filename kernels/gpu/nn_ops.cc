@@ -81,7 +81,7 @@ class BiasAddOp : public GpuOpKernel {
     const T* ip = DevicePtr<T>(in);
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output(0, 0, in.shape(), &out));
-    OP_REQUIRES_OK(ctx, CudaStatus(BiasAdd<T>(ip, DevicePtr<T>(bias), MutableDevicePtr<T>(out), out->NumElements(),
+    OP_REQUIRES_OK(ctx, CudaStatus(BiasAdd<T>(ip, DevicePtr<T>(bias), false, MutableDevicePtr<T>(out), out->NumElements(),
                                               layout.channels, layout.inner, gpu.compute_stream()),
                                    "BiasAdd"));
   }

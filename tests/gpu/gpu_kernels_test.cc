@@ -8,6 +8,7 @@
 #include <cmath>
 #include <functional>
 #include <random>
+#include <set>
 
 #include "graph/builder/ops.h"
 #include "tests/gpu/gpu_test_util.h"
@@ -230,7 +231,8 @@ TEST_F(GpuKernelsTest, Conv2DAndBothBackpropsLikeTheCpu) {
   const std::vector<Case> cases = {{TensorShape({2, 9, 8, 3}), TensorShape({3, 3, 3, 5}), {1, 1, 1, 1}, "SAME"},
                                    {TensorShape({3, 10, 7, 4}), TensorShape({2, 4, 4, 6}), {1, 2, 3, 1}, "SAME"},
                                    {TensorShape({2, 28, 28, 1}), TensorShape({3, 3, 1, 32}), {1, 1, 1, 1}, "VALID"},
-                                   {TensorShape({1, 6, 6, 7}), TensorShape({5, 5, 7, 2}), {1, 2, 2, 1}, "VALID"}};
+                                   {TensorShape({1, 6, 6, 7}), TensorShape({5, 5, 7, 2}), {1, 2, 2, 1}, "VALID"},
+                                   {TensorShape({2, 7, 7, 4}), TensorShape({3, 3, 4, 1}), {1, 1, 1, 1}, "SAME"}};
   for (const Case& c : cases) {
     Tensor in = Random(c.input, 20), f = Random(c.filter, 21);
     ExpectSameOnGpu(
@@ -247,6 +249,39 @@ TEST_F(GpuKernelsTest, Conv2DAndBothBackpropsLikeTheCpu) {
         },
         1e-3);
   }
+}
+
+// The remapper fuses on the GPU too: Conv2D and MatMul with their BiasAdd (and Relu) become
+// _FusedConv2D and _FusedMatMul, whose values are the ops' they replace.
+TEST_F(GpuKernelsTest, FusedConvolutionAndMatMulLikeTheCpu) {
+  const auto build = [](const Scope& s, const std::vector<Output>& x) {
+    Output conv = ops::Relu(s, ops::BiasAdd(s, ops::Conv2D(s, x[0], x[1], {1, 1, 1, 1}, "SAME"), x[2]));
+    Output conv_no_relu = ops::BiasAdd(s, ops::Conv2D(s, x[0], x[1], {1, 2, 2, 1}, "VALID"), x[2]);
+    Output dense = ops::Relu(s, ops::BiasAdd(s, ops::MatMul(s, x[3], x[4]), x[2]));
+    return std::vector<Output>{conv, conv_no_relu, dense};
+  };
+  const std::vector<Tensor> inputs = {Random(TensorShape({2, 9, 9, 3}), 30), Random(TensorShape({3, 3, 3, 8}), 31),
+                                      Random(TensorShape({8}), 32), Random(TensorShape({5, 7}), 33),
+                                      Random(TensorShape({7, 8}), 34)};
+  ExpectSameOnGpu(inputs, build, 1e-4);
+
+  Scope root = Scope::NewRootScope();
+  std::vector<Output> in;
+  for (const Tensor& t : inputs) in.push_back(ops::Const(root, t));
+  std::vector<Output> out = build(root.WithDevice("/device:GPU:0"), in);
+  auto session = testing::MakeSession(root);
+  RunOptions options;
+  options.output_partition_graphs = true;
+  RunMetadata md;
+  std::vector<Tensor> values;
+  ASSERT_TRUE(session->Run(options, {}, {out[0].name(), out[1].name(), out[2].name()}, {}, &values, &md).ok());
+  std::multiset<std::string> fused;
+  for (const GraphDef& part : md.partition_graphs) {
+    for (const NodeDef& n : part.nodes) {
+      if (n.op.starts_with("_Fused") && n.device.find("GPU") != std::string::npos) fused.insert(n.op);
+    }
+  }
+  EXPECT_EQ(fused, (std::multiset<std::string>{"_FusedConv2D", "_FusedConv2D", "_FusedMatMul"}));
 }
 
 TEST_F(GpuKernelsTest, PoolingAndItsGradientsLikeTheCpu) {
