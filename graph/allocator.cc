@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <mutex>
 #include <new>
 
 #include "graph/platform/status.h"
@@ -49,6 +50,23 @@ std::shared_ptr<Allocator> CpuAllocator() {
     return new std::shared_ptr<Allocator>(std::make_shared<AlignedCpuAllocator>());
   }();
   return *allocator;
+}
+
+namespace {
+
+std::mutex gpu_compatible_mu;
+std::shared_ptr<Allocator>* gpu_compatible = nullptr;  // guarded by gpu_compatible_mu; never destroyed
+
+}  // namespace
+
+std::shared_ptr<Allocator> GpuCompatibleHostAllocator() {
+  std::lock_guard<std::mutex> lock(gpu_compatible_mu);
+  return gpu_compatible != nullptr ? *gpu_compatible : nullptr;
+}
+
+void RegisterGpuCompatibleHostAllocator(std::shared_ptr<Allocator> allocator) {
+  std::lock_guard<std::mutex> lock(gpu_compatible_mu);
+  if (gpu_compatible == nullptr) gpu_compatible = new std::shared_ptr<Allocator>(std::move(allocator));
 }
 
 int64_t MemoryBudget::Charge(size_t bytes) {

@@ -67,6 +67,11 @@ int64_t HostMemoryBytes();
 // The process-wide aligned host allocator. Never destroyed.
 std::shared_ptr<Allocator> CpuAllocator();
 
+// Host memory GPUs copy from and to directly (pinned), for tensors headed to a GPU:
+// registered by the first GPU device a process makes; nullptr until then. Thread-safe.
+std::shared_ptr<Allocator> GpuCompatibleHostAllocator();
+void RegisterGpuCompatibleHostAllocator(std::shared_ptr<Allocator> allocator);
+
 // Counts what passes through to `base` (allocations, bytes in use, peak), and refuses what
 // would pass `budget` (shared with other allocators) when one is given.
 class TrackingAllocator final : public Allocator {

@@ -14,6 +14,9 @@ struct AllocatorAttributes {
   // hands out memory it can copy from and to directly (pinned, for a GPU), so host memory
   // needs no second kind.
   bool on_host = false;
+  // Host memory a GPU copies from directly (pinned), for a tensor a CPU kernel makes for a
+  // GPU: the copy then needs no staging. Plain host memory in a process without GPUs.
+  bool gpu_compatible = false;
 
   static AllocatorAttributes For(MemoryType type) { return {.on_host = type == MemoryType::kHost}; }
 };

@@ -34,6 +34,9 @@ class DeviceBase {
   virtual std::shared_ptr<Allocator> host_allocator() const = 0;
   // The allocator `attr` asks for.
   std::shared_ptr<Allocator> GetAllocator(AllocatorAttributes attr) const {
+    if (attr.gpu_compatible && device_context() == nullptr) {
+      if (std::shared_ptr<Allocator> pinned = GpuCompatibleHostAllocator()) return pinned;
+    }
     return attr.on_host ? host_allocator() : allocator();
   }
   virtual ThreadPool* intra_op_pool() const = 0;

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <condition_variable>
 
+#include "graph/device_name.h"
+#include "graph/node_def.h"
+
 namespace tessera {
 
 OpKernel::OpKernel(OpKernelConstruction* c)
@@ -30,7 +33,18 @@ OpKernel::OpKernel(OpKernelConstruction* c)
         return r;
       }()),
       input_memory_types_(c->input_memory_types()),
-      output_memory_types_(c->output_memory_types()) {}
+      output_memory_types_(c->output_memory_types()),
+      output_gpu_compatible_([&] {
+        std::vector<bool> r(c->node().num_outputs(), false);
+        for (const Edge* e : c->node().out_edges()) {
+          if (e->IsControl() || !IsSendOp(e->dst->op())) continue;
+          std::string recv_device;
+          if (!e->dst->GetAttr("recv_device", &recv_device).ok()) continue;
+          StatusOr<DeviceName> to = DeviceName::Parse(recv_device);
+          if (to.ok() && to->type == "GPU") r[e->src_output] = true;
+        }
+        return r;
+      }()) {}
 
 void AsyncOpKernel::Compute(OpKernelContext* ctx) {
   std::mutex mu;

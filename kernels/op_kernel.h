@@ -116,6 +116,9 @@ class OpKernel {
   MemoryType output_memory_type(int i) const {
     return output_memory_types_.empty() ? MemoryType::kDevice : output_memory_types_[i];
   }
+  // Whether output i goes to a GPU (a _Send to one reads it): then it is allocated where
+  // the GPU copies from directly.
+  bool output_gpu_compatible(int i) const { return output_gpu_compatible_[i]; }
 
  private:
   const std::string name_;
@@ -128,6 +131,7 @@ class OpKernel {
   // Empty when every argument is in device memory, as on the CPU.
   const std::vector<MemoryType> input_memory_types_;
   const std::vector<MemoryType> output_memory_types_;
+  const std::vector<bool> output_gpu_compatible_;
 };
 
 // A kernel that finishes later (waiting for a queue, a remote tensor) without holding an
@@ -207,7 +211,9 @@ class OpKernelContext {
     return AllocatorAttributes::For(p_.kernel->input_memory_type(i));
   }
   AllocatorAttributes output_alloc_attr(int i) const {
-    return AllocatorAttributes::For(p_.kernel->output_memory_type(i));
+    AllocatorAttributes attr = AllocatorAttributes::For(p_.kernel->output_memory_type(i));
+    attr.gpu_compatible = p_.kernel->output_gpu_compatible(i);
+    return attr;
   }
   void set_output(int i, Tensor t) { p_.outputs[i].tensor = std::move(t); }
   // `name` must outlive the step (a kernel's own name does).

@@ -11,6 +11,15 @@ class ConstOp : public OpKernel {
   explicit ConstOp(OpKernelConstruction* c) : OpKernel(c) {
     Status s = c->GetAttr("value", &value_);
     if (!s.ok()) c->SetStatus(s);
+    // A value headed to a GPU is copied once into memory the GPU copies from directly.
+    if (s.ok() && output_gpu_compatible(0) && GpuCompatibleHostAllocator() != nullptr &&
+        DataTypeSize(value_.dtype()) > 0 && value_.NumElements() > 0) {
+      StatusOr<Tensor> pinned = Tensor::Allocate(GpuCompatibleHostAllocator(), value_.dtype(), value_.shape());
+      if (pinned.ok()) {
+        std::memcpy(pinned->raw_data(), value_.raw_data(), value_.TotalBytes());
+        value_ = std::move(*pinned);
+      }
+    }
   }
   void Compute(OpKernelContext* ctx) override { ctx->set_output(0, value_); }
   bool IsExpensive() const override { return false; }

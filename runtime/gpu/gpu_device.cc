@@ -101,6 +101,7 @@ class GpuProcessState {
       options.memory_limit = size_t{64} << 30;  // TensorFlow's cap on pinned memory
       options.allow_growth = true;
       pinned_ = std::make_shared<BFCAllocator>(std::make_unique<PinnedMemory>(), options);
+      RegisterGpuCompatibleHostAllocator(pinned_);
     });
     return pinned_;
   }
