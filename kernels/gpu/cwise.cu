@@ -1,5 +1,10 @@
 // Element-wise device code: unary math, binary ops and comparisons with broadcasting, fill,
 // cast and bias add.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <type_traits>
+
 #include "kernels/gpu/cuda_launch_util.cuh"
 #include "kernels/gpu/launch.h"
 
@@ -115,9 +120,36 @@ __global__ void FillKernel(T* out, T value, int64_t n) {
   TESSERA_GRID_STRIDE_LOOP(i, n) { out[i] = value; }
 }
 
+template <typename T>
+__device__ float AsFloat(T v) {
+  if constexpr (std::is_same_v<T, HalfBits>) {
+    return __half2float(__ushort_as_half(v.bits));
+  } else if constexpr (std::is_same_v<T, BFloat16Bits>) {
+    return __bfloat162float(__ushort_as_bfloat16(v.bits));
+  } else {
+    return static_cast<float>(v);
+  }
+}
+
+template <typename T>
+constexpr bool kReduced = std::is_same_v<T, HalfBits> || std::is_same_v<T, BFloat16Bits>;
+
+template <typename To, typename From>
+__device__ To Convert(From v) {
+  if constexpr (std::is_same_v<To, HalfBits>) {
+    return HalfBits{__half_as_ushort(__float2half_rn(AsFloat(v)))};
+  } else if constexpr (std::is_same_v<To, BFloat16Bits>) {
+    return BFloat16Bits{__bfloat16_as_ushort(__float2bfloat16_rn(AsFloat(v)))};
+  } else if constexpr (kReduced<From>) {
+    return static_cast<To>(AsFloat(v));
+  } else {
+    return static_cast<To>(v);
+  }
+}
+
 template <typename From, typename To>
 __global__ void CastKernel(const From* in, To* out, int64_t n) {
-  TESSERA_GRID_STRIDE_LOOP(i, n) { out[i] = static_cast<To>(in[i]); }
+  TESSERA_GRID_STRIDE_LOOP(i, n) { out[i] = Convert<To>(in[i]); }
 }
 
 template <typename T>
@@ -204,13 +236,17 @@ TESSERA_INSTANTIATE(double)
 #define TESSERA_INSTANTIATE_CASTS_FROM(From) \
   TESSERA_INSTANTIATE_CAST(From, float)      \
   TESSERA_INSTANTIATE_CAST(From, double)     \
-  TESSERA_INSTANTIATE_CAST(From, int64_t)
+  TESSERA_INSTANTIATE_CAST(From, int64_t)    \
+  TESSERA_INSTANTIATE_CAST(From, HalfBits)   \
+  TESSERA_INSTANTIATE_CAST(From, BFloat16Bits)
 TESSERA_INSTANTIATE_CASTS_FROM(float)
 TESSERA_INSTANTIATE_CASTS_FROM(double)
 TESSERA_INSTANTIATE_CASTS_FROM(int64_t)
 TESSERA_INSTANTIATE_CASTS_FROM(int32_t)
 TESSERA_INSTANTIATE_CASTS_FROM(bool)
 TESSERA_INSTANTIATE_CASTS_FROM(uint8_t)
+TESSERA_INSTANTIATE_CASTS_FROM(HalfBits)
+TESSERA_INSTANTIATE_CASTS_FROM(BFloat16Bits)
 #undef TESSERA_INSTANTIATE_CASTS_FROM
 #undef TESSERA_INSTANTIATE_CAST
 

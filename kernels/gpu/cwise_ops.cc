@@ -143,16 +143,33 @@ class ConstantLikeOp : public GpuOpKernel {
   }
 };
 
+// The device code's name for a type: float16 and bfloat16 are their bits there.
+template <typename T>
+struct OnDevice {
+  using type = T;
+};
+template <>
+struct OnDevice<Half> {
+  using type = HalfBits;
+};
+template <>
+struct OnDevice<BFloat16> {
+  using type = BFloat16Bits;
+};
+static_assert(sizeof(Half) == sizeof(HalfBits) && sizeof(BFloat16) == sizeof(BFloat16Bits));
+
 template <typename From, typename To>
 class CastOp : public GpuOpKernel {
  public:
   using GpuOpKernel::GpuOpKernel;
   void ComputeOnGpu(OpKernelContext* ctx, const GpuDeviceContext& gpu) override {
+    using F = typename OnDevice<From>::type;
+    using T = typename OnDevice<To>::type;
     const Tensor& in = ctx->input(0);
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, in.shape(), &out));
-    OP_REQUIRES_OK(ctx, CudaStatus(Cast<From, To>(DevicePtr<From>(in), MutableDevicePtr<To>(out), in.NumElements(),
-                                                  gpu.compute_stream()),
+    OP_REQUIRES_OK(ctx, CudaStatus(Cast<F, T>(static_cast<const F*>(in.raw_data()), static_cast<T*>(out->raw_data()),
+                                              in.NumElements(), gpu.compute_stream()),
                                    "Cast"));
   }
 };
@@ -195,6 +212,8 @@ void RegisterCastsFrom(KernelRegistry& r) {
   to(float{});
   to(double{});
   to(int64_t{});
+  to(Half{});
+  to(BFloat16{});
 }
 
 }  // namespace
@@ -237,6 +256,8 @@ void RegisterCwiseKernels(KernelRegistry& r) {
   RegisterCastsFrom<int32_t>(r);
   RegisterCastsFrom<bool>(r);
   RegisterCastsFrom<uint8_t>(r);
+  RegisterCastsFrom<Half>(r);
+  RegisterCastsFrom<BFloat16>(r);
 }
 
 }  // namespace tessera::gpu

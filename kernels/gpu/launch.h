@@ -31,6 +31,16 @@ template <typename T>
 cudaError_t Broadcast(const BroadcastPlan& plan, const T* in, T* out, int64_t n, cudaStream_t stream);
 template <typename T>
 cudaError_t Fill(T* out, T value, int64_t n, cudaStream_t stream);
+// float16 and bfloat16 as the device code sees them: their bits, laid out as graph/types.h's
+// Half and BFloat16.
+struct HalfBits {
+  uint16_t bits;
+};
+struct BFloat16Bits {
+  uint16_t bits;
+};
+// Between numeric types, bool and those two; through float where either is one, as the
+// CPU's Cast rounds (to nearest, ties to even).
 template <typename From, typename To>
 cudaError_t Cast(const From* in, To* out, int64_t n, cudaStream_t stream);
 

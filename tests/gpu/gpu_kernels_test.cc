@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <random>
 #include <set>
 
@@ -74,6 +75,8 @@ class GpuKernelsTest : public ::testing::Test {
     VisitDataType(t.dtype(), [&](auto zero) {
       using T = decltype(zero);
       if constexpr (std::is_arithmetic_v<T>) v = static_cast<double>(t.data<T>()[i]);
+      if constexpr (std::is_same_v<T, Half>) v = HalfToFloat(t.data<T>()[i]);
+      if constexpr (std::is_same_v<T, BFloat16>) v = BFloat16ToFloat(t.data<T>()[i]);
     });
     return v;
   }
@@ -151,6 +154,30 @@ TEST_F(GpuKernelsTest, FillZerosOnesAndCast) {
                                ops::OnesLike(s, in[0]), ops::Cast(s, in[0], DataType::kDouble),
                                ops::Cast(s, ops::Cast(s, in[0], DataType::kInt64), DataType::kFloat)};
   });
+}
+
+// float16 and bfloat16 round as on the CPU (to nearest, ties to even): ties, the smallest
+// subnormals, values past the largest finite half, infinities and NaN, both ways.
+TEST_F(GpuKernelsTest, Float16AndBFloat16CastsLikeTheCpu) {
+  std::vector<float> v = {0.f,     -0.f,    1.f,      1.0009765625f, 1.00048828125f, 1.000732421875f, 65504.f,
+                          65520.f, 1e6f,    6e-8f,    3e-8f,         1e-40f,         -2.5f,           0.1f,
+                          1.00390625f, 1.005859375f, std::numeric_limits<float>::infinity(),
+                          -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()};
+  Tensor random = Random(TensorShape({257}), 18, -70000, 70000);
+  for (int64_t i = 0; i < random.NumElements(); ++i) v.push_back(random.data<float>()[i]);
+  const Tensor x = Tensor::FromVector(v, TensorShape({static_cast<int64_t>(v.size())}));
+  ExpectSameOnGpu(
+      {x},
+      [](const Scope& s, const std::vector<Output>& in) {
+        Output half = ops::Cast(s, in[0], DataType::kHalf);
+        Output bf16 = ops::Cast(s, in[0], DataType::kBFloat16);
+        return std::vector<Output>{half,
+                                   bf16,
+                                   ops::Cast(s, half, DataType::kFloat),
+                                   ops::Cast(s, bf16, DataType::kDouble),
+                                   ops::Cast(s, half, DataType::kBFloat16)};
+      },
+      0);
 }
 
 TEST_F(GpuKernelsTest, ReductionsOverAnySetOfAxes) {
