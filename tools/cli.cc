@@ -43,7 +43,7 @@ constexpr const char* kUsage =
     "  tessera server --cluster JSON --job NAME --task I [--config CONFIG.json] [--token-file FILE]\n"
     "                 [--tls-cert PEM --tls-key PEM --tls-ca PEM]\n"
     "                 (or the cluster and task from TF_CONFIG)\n"
-    "  tessera train [--device cpu|gpu] [--devices 2] [--mode mirrored|parameter_device] [--epochs 2]\n"
+    "  tessera train [--device cpu|gpu] [--devices 2 CPUs|1 GPU] [--mode mirrored|parameter_device] [--epochs 2]\n"
     "                [--batch 128] [--threads N] [--learning-rate 0.001] [--seed 1] [--train-limit N]\n"
     "                [--test-limit N] [--data DIR] [--checkpoint OUT.ckpt] [--trace OUT.json]\n"
     "                [--inference-graph OUT.json] [--frozen-graph OUT.json] [--no-progress]\n"
@@ -265,7 +265,7 @@ StatusOr<int64_t> ParseInt(const std::string& flag, const std::string& text) {
 
 StatusOr<TrainOptions> ParseTrainArgs(const std::vector<std::string>& args) {
   TrainOptions o;
-  o.devices = 2;
+  bool devices_given = false;
   const std::map<std::string, int64_t*> ints = {
       {"--batch", &o.batch}, {"--seed", &o.seed}, {"--train-limit", &o.train_limit}, {"--test-limit", &o.test_limit}};
   const std::map<std::string, int*> small_ints = {
@@ -291,6 +291,7 @@ StatusOr<TrainOptions> ParseTrainArgs(const std::vector<std::string>& args) {
       return errors::InvalidArgument("unexpected argument '", a, "'");
     }
     if (i + 1 >= args.size()) return errors::InvalidArgument(a, " needs a value");
+    devices_given |= a == "--devices";
     const std::string& v = args[++i];
     if (auto s = strings.find(a); s != strings.end()) {
       *s->second = v;
@@ -335,6 +336,8 @@ StatusOr<TrainOptions> ParseTrainArgs(const std::vector<std::string>& args) {
     }
     o.devices = 1;
   }
+  // Not given: two virtual CPUs (the seeds' two towers), or one GPU.
+  if (!devices_given) o.devices = o.device == "gpu" ? 1 : 2;
   ASSIGN_OR_RETURN(o.tls, TlsFromFlags(tls_flags));
   if (o.tls && o.cluster.empty()) {
     return errors::InvalidArgument("--tls-cert, --tls-key and --tls-ca go with --mode async, sync or multi-worker");

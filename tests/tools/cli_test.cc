@@ -139,6 +139,15 @@ TEST_F(CliTest, DevicesListsEachDeviceAndWhyThereIsNoGpu) {
   EXPECT_THAT(err_.str(), HasSubstr("unexpected argument '--bogus'"));
 }
 
+// `--device gpu` alone trains on one GPU (on CPUs the default is the seeds' two towers):
+// where there is none, the error names one.
+TEST_F(CliTest, TrainOnAGpuDefaultsToOneGpu) {
+  ASSERT_EQ(Run({"devices"}), 0) << err_.str();
+  if (out_.str().find("device:GPU:0  GPU") != std::string::npos) GTEST_SKIP() << "this machine has a GPU";
+  EXPECT_EQ(Run({"train", "--device", "gpu", "--train-limit", "256", "--test-limit", "128"}), 1);
+  EXPECT_THAT(err_.str(), HasSubstr("--device gpu --devices 1 needs 1 GPUs"));
+}
+
 // TensorFlow's GPU options are taken by `run --config` on any machine; a graph that does not
 // ask for a GPU runs with or without one, and a bad option is a clear error.
 TEST_F(CliTest, RunTakesTheGpuOptions) {
