@@ -151,7 +151,8 @@ StatusOr<std::vector<Algorithm>> Candidates(cudnnHandle_t h, ConvPass pass, cons
 
 // The fastest algorithm of a pass, timed by cuDNN on the step's own buffers (TensorFlow
 // autotunes the same way), among the heuristics' candidates whose workspace can be had:
-// the heuristics' first choice for a small NHWC convolution can be ten times slower.
+// the heuristics' first choice for the CNN's filter gradient took 4.4 ms on an H200, the
+// fastest 0.06 ms.
 StatusOr<Algorithm> Autotune(OpKernelContext* ctx, cudnnHandle_t h, ConvPass pass, const ConvDescriptors& d,
                              bool allow_tf32, const std::vector<Algorithm>& candidates, const void* x, const void* w,
                              void* y) {
