@@ -7,8 +7,9 @@
 // makes a device on it: its memory (a BFCAllocator over cudaMalloc, sized by the first
 // session's gpu_options, as in TensorFlow) and its streams (GpuDeviceContext). Memory and
 // streams must be shared together: freed memory is reused safely only by work queued on
-// the same compute stream. Pinned host memory for staging copies is one process-wide
-// BFCAllocator over cudaHostAlloc.
+// the same compute stream. Pinned host memory (staging copies, tensors received from a GPU,
+// CPU outputs headed to one) is one process-wide BFCAllocator over cudaHostAlloc, which the
+// first GPU device registers as GpuCompatibleHostAllocator().
 //
 // Built only with TESSERA_CUDA; the device registry (device_factory.cc) registers the
 // factory and the GPU kernels on first use. A machine without a driver or a GPU gets no GPU
