@@ -318,6 +318,8 @@ StatusOr<TrainOptions> ParseTrainArgs(const std::vector<std::string>& args) {
       *small_ints.at(a) = static_cast<int>(n);
     }
   }
+  // Not given: two virtual CPUs (the seeds' two towers), or one GPU.
+  if (!devices_given) o.devices = o.device == "gpu" ? 1 : 2;
   // On a cluster each worker trains one tower on its CPU; the cluster and the task come from
   // the flags or, as in TensorFlow, from TF_CONFIG.
   if (o.mode == "async" || o.mode == "sync" || o.mode == "multi-worker") {
@@ -336,8 +338,6 @@ StatusOr<TrainOptions> ParseTrainArgs(const std::vector<std::string>& args) {
     }
     o.devices = 1;
   }
-  // Not given: two virtual CPUs (the seeds' two towers), or one GPU.
-  if (!devices_given) o.devices = o.device == "gpu" ? 1 : 2;
   ASSIGN_OR_RETURN(o.tls, TlsFromFlags(tls_flags));
   if (o.tls && o.cluster.empty()) {
     return errors::InvalidArgument("--tls-cert, --tls-key and --tls-ca go with --mode async, sync or multi-worker");
