@@ -1,5 +1,6 @@
 // Element-wise kernels: binary ops with numpy broadcasting, and unary math.
 #include <Eigen/Core>
+#include <algorithm>
 #include <cmath>
 
 #include "graph/shape_inference.h"
@@ -15,9 +16,10 @@ void InnerLoop(const T* a, const T* b, Out* out, int64_t n, F f) {
   for (int64_t i = 0; i < n; ++i) out[i] = f(a[kA ? i : 0], b[kB ? i : 0]);
 }
 
+// Rows [begin_row, end_row) of the output, and of each row the elements [c0, c1).
 template <typename T, typename Out, typename F>
-void RunPlan(const BroadcastPlan& p, const T* a, const T* b, Out* out, int64_t begin_row,
-             int64_t end_row, F f) {
+void RunPlan(const BroadcastPlan& p, const T* a, const T* b, Out* out, int64_t begin_row, int64_t end_row, int64_t c0,
+             int64_t c1, F f) {
   const int inner = p.rank - 1;
   const int64_t n = p.dims[inner];
   const bool ka = p.a_stride[inner] != 0, kb = p.b_stride[inner] != 0;
@@ -30,16 +32,19 @@ void RunPlan(const BroadcastPlan& p, const T* a, const T* b, Out* out, int64_t b
     oa += idx[d] * p.a_stride[d];
     ob += idx[d] * p.b_stride[d];
   }
+  const int64_t len = c1 - c0;
   for (int64_t row = begin_row; row < end_row; ++row) {
-    Out* o = out + row * n;
+    Out* o = out + row * n + c0;
+    const T* pa = a + oa + (ka ? c0 : 0);
+    const T* pb = b + ob + (kb ? c0 : 0);
     if (ka && kb) {
-      InnerLoop<T, Out, F, true, true>(a + oa, b + ob, o, n, f);
+      InnerLoop<T, Out, F, true, true>(pa, pb, o, len, f);
     } else if (ka) {
-      InnerLoop<T, Out, F, true, false>(a + oa, b + ob, o, n, f);
+      InnerLoop<T, Out, F, true, false>(pa, pb, o, len, f);
     } else if (kb) {
-      InnerLoop<T, Out, F, false, true>(a + oa, b + ob, o, n, f);
+      InnerLoop<T, Out, F, false, true>(pa, pb, o, len, f);
     } else {
-      InnerLoop<T, Out, F, false, false>(a + oa, b + ob, o, n, f);
+      InnerLoop<T, Out, F, false, false>(pa, pb, o, len, f);
     }
     for (int d = inner - 1; d >= 0; --d) {
       oa += p.a_stride[d];
@@ -86,8 +91,21 @@ class BinaryOp : public OpKernel {
     const int64_t n = plan.dims[plan.rank - 1];
     const int64_t rows = out->NumElements() / n;
     Out* op = out->data<Out>();
-    ctx->ParallelFor(rows, n * F::kCost, [&](int64_t begin, int64_t end) {
-      RunPlan<T, Out>(plan, ap, bp, op, begin, end, F());
+    // Long rows are cut into chunks too: same-shape operands make one row, which would
+    // otherwise run on one thread.
+    constexpr int64_t kChunk = 16384;
+    if (n <= kChunk) {
+      ctx->ParallelFor(rows, n * F::kCost, [&](int64_t begin, int64_t end) {
+        RunPlan<T, Out>(plan, ap, bp, op, begin, end, 0, n, F());
+      });
+      return;
+    }
+    const int64_t chunks = (n + kChunk - 1) / kChunk;
+    ctx->ParallelFor(rows * chunks, kChunk * F::kCost, [&](int64_t begin, int64_t end) {
+      for (int64_t unit = begin; unit < end; ++unit) {
+        const int64_t row = unit / chunks, c0 = unit % chunks * kChunk;
+        RunPlan<T, Out>(plan, ap, bp, op, row, row + 1, c0, std::min(n, c0 + kChunk), F());
+      }
     });
   }
 };

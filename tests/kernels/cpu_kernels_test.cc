@@ -68,6 +68,40 @@ TEST(CwiseTest, LargeTensorsUseTheIntraOpPoolCorrectly) {
   for (int i = 0; i < n; i += 4099) ASSERT_FLOAT_EQ(t.data<float>()[i], v[i]);
 }
 
+// Rows longer than a chunk are cut into chunks (same-shape operands make one row): same
+// shapes, a broadcast row, and lengths that leave a ragged last chunk.
+TEST(CwiseTest, LongRowsSplitIntoChunksWithTheSameResult) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-1, 1);
+  auto random = [&](int64_t n) {
+    std::vector<float> v(n);
+    for (float& x : v) x = u(rng);
+    return v;
+  };
+  const int64_t n = 100003, cols = 40000;
+  const std::vector<float> a = random(n), b = random(n), m = random(3 * cols), row = random(cols);
+  Scope root = Scope::NewRootScope();
+  auto pa = ops::Placeholder(root.WithOpName("a"), DataType::kFloat);
+  auto pb = ops::Placeholder(root.WithOpName("b"), DataType::kFloat);
+  auto pm = ops::Placeholder(root.WithOpName("m"), DataType::kFloat);
+  auto prow = ops::Placeholder(root.WithOpName("row"), DataType::kFloat);
+  auto diff = ops::Sub(root, pa, pb);
+  auto relu_grad = ops::ReluGrad(root, pa, pb);
+  auto scaled = ops::Mul(root, pm, prow);
+  auto session = testing::MakeSession(root);
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session
+                  ->Run({{"a", F(a, TensorShape({n}))}, {"b", F(b, TensorShape({n}))},
+                         {"m", F(m, TensorShape({3, cols}))}, {"row", F(row, TensorShape({cols}))}},
+                        {diff.name(), relu_grad.name(), scaled.name()}, {}, &out)
+                  .ok());
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(out[0].data<float>()[i], a[i] - b[i]) << i;
+    ASSERT_EQ(out[1].data<float>()[i], b[i] > 0 ? a[i] : 0.f) << i;
+  }
+  for (int64_t i = 0; i < 3 * cols; ++i) ASSERT_EQ(out[2].data<float>()[i], m[i] * row[i % cols]) << i;
+}
+
 TEST(CwiseTest, ComparisonsAndIntegerArithmetic) {
   Scope root = Scope::NewRootScope();
   auto a = ops::Const(root, Tensor::FromVector<int32_t>({1, 5, -7}));
