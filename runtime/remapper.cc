@@ -11,15 +11,16 @@
 namespace tessera {
 namespace {
 
+std::string DeviceType(const Node& n) {
+  StatusOr<DeviceName> device = DeviceName::Parse(n.assigned_device());
+  return device.ok() ? device->type : std::string();
+}
+bool OnCpu(const Node& n) { return DeviceType(n) == "CPU"; }
 // The device types with kernels for _FusedConv2D and _FusedMatMul; _FusedConv2DMaxPool is
 // the CPU's alone.
-bool OnCpu(const Node& n) {
-  StatusOr<DeviceName> device = DeviceName::Parse(n.assigned_device());
-  return device.ok() && device->type == "CPU";
-}
 bool OnCpuOrGpu(const Node& n) {
-  StatusOr<DeviceName> device = DeviceName::Parse(n.assigned_device());
-  return device.ok() && (device->type == "CPU" || device->type == "GPU");
+  const std::string type = DeviceType(n);
+  return type == "CPU" || type == "GPU";
 }
 
 bool IsFloat(const Node& n) {

@@ -12,6 +12,7 @@
 #include "kernels/conv_geometry.h"
 #include "kernels/cpu/dnnl_conv.h"
 #include "kernels/cpu/pooling.h"
+#include "kernels/fused_ops.h"
 #include "kernels/cpu/register.h"
 #include "kernels/eigen_tensor.h"
 
@@ -126,12 +127,7 @@ class Conv2DOp : public ConvBase {
 class FusedConv2DOp : public ConvBase {
  public:
   explicit FusedConv2DOp(OpKernelConstruction* c) : ConvBase(c) {
-    std::string fused;
-    Status s = c->GetAttr("fused_ops", &fused);
-    if (s.ok() && fused != "BiasAdd" && fused != "BiasAdd,Relu") {
-      s = errors::Unimplemented(type_string(), " of ", fused, ": only BiasAdd, and BiasAdd,Relu");
-    }
-    relu_ = fused == "BiasAdd,Relu";
+    Status s = ReadFusedOps(c, &relu_);
     pooled_ = type_string() == "_FusedConv2DMaxPool";
     if (s.ok() && pooled_) s = c->GetAttr("ksize", &pool_.ksize);
     if (s.ok() && pooled_) s = c->GetAttr("pool_strides", &pool_.strides);

@@ -11,6 +11,7 @@
 #include "kernels/cpu/onednn_threads.h"
 #include "kernels/cpu/register.h"
 #include "kernels/eigen_tensor.h"
+#include "kernels/fused_ops.h"
 
 namespace tessera::cpu {
 namespace {
@@ -84,13 +85,8 @@ class MatMulOp : public OpKernel {
     Status s = c->GetAttr("transpose_a", &transpose_a_);
     if (s.ok()) s = c->GetAttr("transpose_b", &transpose_b_);
     if (s.ok() && type_string() == "_FusedMatMul") {
-      std::string fused;
-      s = c->GetAttr("fused_ops", &fused);
-      if (s.ok() && fused != "BiasAdd" && fused != "BiasAdd,Relu") {
-        s = errors::Unimplemented("_FusedMatMul of ", fused, ": only BiasAdd, and BiasAdd,Relu");
-      }
       fused_ = true;
-      relu_ = fused == "BiasAdd,Relu";
+      s = ReadFusedOps(c, &relu_);
     }
     if (!s.ok()) c->SetStatus(s);
   }

@@ -16,6 +16,7 @@
 #include <type_traits>
 
 #include "kernels/conv_geometry.h"
+#include "kernels/fused_ops.h"
 #include "kernels/gpu/gpu_op_kernel.h"
 #include "kernels/gpu/launch.h"
 
@@ -353,13 +354,8 @@ class Conv2DOp : public ConvBase {
  public:
   explicit Conv2DOp(OpKernelConstruction* c) : ConvBase(c, ConvPass::kForward) {
     if (type_string() != "_FusedConv2D") return;
-    std::string fused;
-    Status s = c->GetAttr("fused_ops", &fused);
-    if (s.ok() && fused != "BiasAdd" && fused != "BiasAdd,Relu") {
-      s = errors::Unimplemented("_FusedConv2D of ", fused, ": only BiasAdd, and BiasAdd,Relu");
-    }
     fused_ = true;
-    relu_ = fused == "BiasAdd,Relu";
+    Status s = ReadFusedOps(c, &relu_);
     if (!s.ok()) c->SetStatus(s);
   }
   void ComputeOnGpu(OpKernelContext* ctx, const GpuDeviceContext& gpu) override {

@@ -4,6 +4,7 @@
 // float32 computes in float32 unless the session allows TF32 (GpuDeviceContext).
 #include <climits>
 
+#include "kernels/fused_ops.h"
 #include "kernels/gpu/gpu_op_kernel.h"
 #include "kernels/gpu/launch.h"
 
@@ -28,13 +29,8 @@ class MatMulOp : public GpuOpKernel {
     Status s = c->GetAttr("transpose_a", &transpose_a_);
     if (s.ok()) s = c->GetAttr("transpose_b", &transpose_b_);
     if (s.ok() && type_string() == "_FusedMatMul") {
-      std::string fused;
-      s = c->GetAttr("fused_ops", &fused);
-      if (s.ok() && fused != "BiasAdd" && fused != "BiasAdd,Relu") {
-        s = errors::Unimplemented("_FusedMatMul of ", fused, ": only BiasAdd, and BiasAdd,Relu");
-      }
       fused_ = true;
-      relu_ = fused == "BiasAdd,Relu";
+      s = ReadFusedOps(c, &relu_);
     }
     if (!s.ok()) c->SetStatus(s);
   }

@@ -197,5 +197,30 @@ TEST(RemapperTest, TheConfigSwitch) {
               HasSubstr("no field 'arithmetic'"));
 }
 
+// A fused op written by hand (or by another tool) with a list the kernels do not apply is an
+// error naming the op and the list, not a silent BiasAdd.
+TEST(RemapperTest, AFusedOpsListTheKernelsDoNotApplyIsUnimplemented) {
+  Scope root = Scope::NewRootScope();
+  auto a = ops::Const(root, Tensor::FromVector<float>({1, 2}, TensorShape({1, 2})));
+  auto b = ops::Const(root, Tensor::FromVector<float>({3, 4}, TensorShape({2, 1})));
+  auto bias = ops::Const(root, Tensor::FromVector<float>({5}, TensorShape({1})));
+  GraphDef def;
+  ASSERT_TRUE(root.ToGraphDef(&def).ok());
+  NodeDef fused;
+  fused.name = "fused";
+  fused.op = "_FusedMatMul";
+  fused.inputs = {a.name(), b.name(), bias.name()};
+  fused.attrs["T"] = DataType::kFloat;
+  fused.attrs["num_args"] = int64_t{1};
+  fused.attrs["fused_ops"] = std::string("BiasAdd,Tanh");
+  def.nodes.push_back(fused);
+  StatusOr<std::unique_ptr<Session>> session = Session::Create(SessionConfig(), def);
+  ASSERT_TRUE(session.ok()) << session.status();
+  std::vector<Tensor> out;
+  Status s = (*session)->Run({}, {"fused"}, {}, &out);
+  EXPECT_EQ(s.code(), Code::kUnimplemented) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("_FusedMatMul of BiasAdd,Tanh: only BiasAdd, and BiasAdd,Relu"));
+}
+
 }  // namespace
 }  // namespace tessera
