@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "graph/device_name.h"
+#include "kernels/kernel_registry.h"
 
 namespace tessera {
 namespace {
@@ -29,6 +30,29 @@ T AttrOr(const NodeDef& n, std::string_view name, T fallback) {
   return v;
 }
 
+// CPU members reduce over the rendezvous, GPU members meet in their process and reduce in
+// device memory (kernels/gpu/all_reduce_op.cc): one group cannot mix the two.
+Status CheckOneKindOfDevice(const std::string& what, const std::vector<NodeDef*>& members) {
+  const auto name_of = [](const NodeDef* m) {
+    StatusOr<DeviceName> parsed = DeviceName::Parse(m->device);
+    return parsed.ok() ? *parsed : DeviceName();
+  };
+  const DeviceName first = name_of(members.front());
+  for (const NodeDef* m : members) {
+    const DeviceName d = name_of(m);
+    if (d.type != first.type) {
+      return errors::InvalidArgument(what, " has members on ", first.type, " and ", d.type, " devices (",
+                                     MemberList(members), "); a group's members must all be of one device type");
+    }
+    if (d.type == kDeviceGpu && (d.job != first.job || d.replica != first.replica || d.task != first.task)) {
+      return errors::InvalidArgument(what, " has members on GPUs of different tasks (", MemberList(members),
+                                     "); GPUs all-reduce within one process: reduce on each task's GPUs, then "
+                                     "between the tasks' CPUs");
+    }
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 Status AssignRingPlaces(const std::vector<NodeDef*>& nodes,
@@ -50,6 +74,7 @@ Status AssignRingPlaces(const std::vector<NodeDef*>& nodes,
                                      " member(s) in this step: ", MemberList(members),
                                      ". Run every member of a group in the same step.");
     }
+    RETURN_IF_ERROR(CheckOneKindOfDevice(what, members));
     for (size_t i = 1; i < members.size(); ++i) {
       const NodeDef& m = *members[i];
       if (m.device == members[i - 1]->device) {

@@ -7,8 +7,8 @@
 //   RETURN_IF_ERROR(AssignRingPlaces(&node_defs, incarnation_of));
 //
 // InvalidArgument, naming the members, for a group with another number of members than
-// its group_size, two members on one device, or members that disagree on dtype, input
-// count, reduction or wire format. Pure function of its inputs; thread-safe.
+// its group_size, two members on one device, members on devices of two types or on GPUs of
+// two tasks, or members that disagree on dtype, input count, reduction or wire format. Pure function of its inputs; thread-safe.
 #pragma once
 
 #include <cstdint>

@@ -210,6 +210,27 @@ TEST(PartitionTest, IncompleteOrCrowdedAllReduceGroupsAreErrors) {
   }
 }
 
+TEST(PartitionTest, AllReduceGroupsStayOnOneDeviceTypeAndGpusInOneTask) {
+  const auto status_of = [](const std::string& a, const std::string& b) {
+    Scope root = Scope::NewRootScope();
+    auto x = ops::Const(root.WithOpName("x").WithDevice(a), Tensor::Scalar(1.0f));
+    auto y = ops::Const(root.WithOpName("y").WithDevice(b), Tensor::Scalar(1.0f));
+    ops::AllReduce(root.WithOpName("a").WithDevice(a), {x}, {.group_size = 2});
+    ops::AllReduce(root.WithOpName("b").WithDevice(b), {y}, {.group_size = 2});
+    return Partition(*Placed(root), {.incarnation = [](const std::string&) -> uint64_t { return 1; }}).status();
+  };
+  const std::string gpu0 = "/job:localhost/replica:0/task:0/device:GPU:0";
+  Status mixed = status_of(Cpu(0), gpu0);
+  EXPECT_EQ(mixed.code(), Code::kInvalidArgument);
+  EXPECT_NE(mixed.message().find("members on CPU and GPU devices"), std::string::npos) << mixed;
+  EXPECT_NE(mixed.message().find("'a'"), std::string::npos) << mixed;
+  Status tasks = status_of("/job:worker/replica:0/task:0/device:GPU:0", "/job:worker/replica:0/task:1/device:GPU:0");
+  EXPECT_EQ(tasks.code(), Code::kInvalidArgument);
+  EXPECT_NE(tasks.message().find("GPUs of different tasks"), std::string::npos) << tasks;
+  EXPECT_TRUE(status_of(gpu0, "/job:localhost/replica:0/task:0/device:GPU:1").ok());
+  EXPECT_TRUE(status_of("/job:worker/replica:0/task:0/device:CPU:0", "/job:worker/replica:0/task:1/device:CPU:0").ok());
+}
+
 TEST(PartitionTest, EachPartitionKnowsItsTask) {
   const std::string ps = "/job:ps/replica:0/task:0/device:CPU:0";
   const std::string worker = "/job:worker/replica:0/task:1/device:CPU:0";
