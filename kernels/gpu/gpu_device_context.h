@@ -40,6 +40,7 @@ class GpuDeviceContext final : public DeviceContext {
 
   void* stream() const override { return compute_; }
   cudaStream_t compute_stream() const { return compute_; }
+  cudaStream_t device_to_device_stream() const { return device_to_device_; }
   int ordinal() const { return ordinal_; }
   bool allow_tf32() const { return allow_tf32_; }
 

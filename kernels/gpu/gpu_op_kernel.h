@@ -54,6 +54,7 @@ Status ReduceOnGpu(OpKernelContext* ctx, const GpuDeviceContext& gpu, ReduceFn f
 }
 
 // Per-file registration, called by RegisterGpuKernels.
+void RegisterAllReduceKernels(KernelRegistry& r);
 void RegisterConstKernels(KernelRegistry& r);
 void RegisterConvKernels(KernelRegistry& r);
 void RegisterCwiseKernels(KernelRegistry& r);

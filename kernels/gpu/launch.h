@@ -135,6 +135,16 @@ cudaError_t MaxPoolGrad(const T* in, const T* grad, T* d_in, const PoolWindows& 
 template <typename T>
 cudaError_t AvgPoolGrad(const T* grad, T* d_in, const PoolWindows& g, cudaStream_t stream);
 
+// One reduce step of an all-reduce between GPUs (kernels/ring_schedule.h), with the CPU
+// ring's arithmetic: out = mine (fn) theirs, theirs rounded through float16 first when it
+// crossed the wire as float16 (kMean adds). With `finish`, the chunk's owner then divides
+// by `members` (kMean) and rounds through float16 (`wire_float16`), so every copy of the
+// result gets the same bits. `theirs` may be null: out = mine, then finished (after NCCL's
+// sum). Instantiated for float and double.
+template <typename T>
+cudaError_t AllReduceStep(ReduceFn fn, const T* mine, const T* theirs, T* out, int64_t n, bool wire_float16,
+                          bool finish, int members, cudaStream_t stream);
+
 // Counter-based random numbers (Philox4x32-10): element i of a call with `offset` is drawn
 // from counter (offset + i), so a kernel that advances its offset by what it drew gives new
 // numbers every step, and the same sequence for the same key.

@@ -28,6 +28,7 @@ void RegisterGpuKernels(KernelRegistry& r) {
   RegisterVariableOp(r, kDeviceGpu, {DataType::kFloat, DataType::kDouble});
   RegisterConcatSplitKernels(r, kDeviceGpu, true, {DataType::kFloat, DataType::kDouble, DataType::kInt64},
                              CopyRowsOnGpu);
+  gpu::RegisterAllReduceKernels(r);
   gpu::RegisterConstKernels(r);
   gpu::RegisterConvKernels(r);
   gpu::RegisterCwiseKernels(r);
