@@ -35,6 +35,9 @@ struct GpuOptions {
   // experimental.virtual_devices: for each visible GPU in order, the memory (MB) of each
   // logical GPU made on it; empty makes one logical GPU per physical GPU.
   std::vector<std::vector<double>> virtual_device_memory_limit_mb;
+  // K > 0: K logical GPUs on each visible GPU without a virtual_devices entry, sharing what
+  // that GPU would give one device equally (`tessera train --virtual-gpus K`; C++ only).
+  int virtual_devices_per_gpu = 0;
   // MatMul and convolutions may use TF32 tensor cores (off: full float32, as TensorFlow 1.x).
   bool allow_tf32 = false;
 };

@@ -43,8 +43,8 @@ constexpr const char* kUsage =
     "  tessera server --cluster JSON --job NAME --task I [--config CONFIG.json] [--token-file FILE]\n"
     "                 [--tls-cert PEM --tls-key PEM --tls-ca PEM]\n"
     "                 (or the cluster and task from TF_CONFIG)\n"
-    "  tessera train [--device cpu|gpu] [--devices 2 CPUs|1 GPU] [--mode mirrored|parameter_device] [--epochs 2]\n"
-    "                [--batch 128] [--threads N] [--learning-rate 0.001] [--seed 1] [--train-limit N]\n"
+    "  tessera train [--device cpu|gpu] [--devices 2 CPUs|1 GPU] [--virtual-gpus K] [--epochs 2]\n"
+    "                [--mode mirrored|parameter-device] [--parameter-device /cpu:0] [--batch 128] [--threads N] [--learning-rate 0.001] [--seed 1] [--train-limit N]\n"
     "                [--test-limit N] [--data DIR] [--checkpoint OUT.ckpt] [--trace OUT.json]\n"
     "                [--inference-graph OUT.json] [--frozen-graph OUT.json] [--no-progress]\n"
     "  tessera train --mode async|sync|multi-worker --cluster JSON [--job worker] --task I [...]   (or TF_CONFIG)\n"
@@ -269,10 +269,12 @@ StatusOr<TrainOptions> ParseTrainArgs(const std::vector<std::string>& args) {
   const std::map<std::string, int64_t*> ints = {
       {"--batch", &o.batch}, {"--seed", &o.seed}, {"--train-limit", &o.train_limit}, {"--test-limit", &o.test_limit}};
   const std::map<std::string, int*> small_ints = {
-      {"--epochs", &o.epochs}, {"--devices", &o.devices}, {"--threads", &o.threads}, {"--task", &o.task}};
+      {"--epochs", &o.epochs}, {"--devices", &o.devices}, {"--threads", &o.threads}, {"--task", &o.task},
+      {"--virtual-gpus", &o.virtual_gpus}};
   const std::map<std::string, std::string*> strings = {{"--mode", &o.mode},
                                                        {"--cluster", &o.cluster},
                                                        {"--device", &o.device},
+                                                       {"--parameter-device", &o.parameter_device},
                                                        {"--data", &o.data_dir},
                                                        {"--trace", &o.trace_path},
                                                        {"--checkpoint", &o.checkpoint_path},
@@ -318,8 +320,10 @@ StatusOr<TrainOptions> ParseTrainArgs(const std::vector<std::string>& args) {
       *small_ints.at(a) = static_cast<int>(n);
     }
   }
-  // Not given: two virtual CPUs (the seeds' two towers), or one GPU.
-  if (!devices_given) o.devices = o.device == "gpu" ? 1 : 2;
+  if (o.mode == "parameter-device") o.mode = "parameter_device";
+  // Not given: two virtual CPUs (the seeds' two towers), or one GPU (each logical GPU of a
+  // split one).
+  if (!devices_given) o.devices = o.device != "gpu" ? 2 : std::max(1, o.virtual_gpus);
   // On a cluster each worker trains one tower on its CPU; the cluster and the task come from
   // the flags or, as in TensorFlow, from TF_CONFIG.
   if (o.mode == "async" || o.mode == "sync" || o.mode == "multi-worker") {

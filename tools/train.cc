@@ -75,6 +75,13 @@ Status CheckOptions(const TrainOptions& o) {
   if (o.device != "cpu" && o.device != "gpu") {
     return errors::InvalidArgument("--device must be cpu or gpu, got '", o.device, "'");
   }
+  if (o.virtual_gpus < 0 || (o.virtual_gpus > 0 && o.device != "gpu")) {
+    return errors::InvalidArgument("--virtual-gpus takes a positive count and goes with --device gpu, got ",
+                                   o.virtual_gpus, o.device != "gpu" ? StrCat(" with --device ", o.device) : "");
+  }
+  if (!o.parameter_device.empty() && o.mode != "parameter_device") {
+    return errors::InvalidArgument("--parameter-device goes with --mode parameter_device, not ", o.mode);
+  }
   if (o.cluster.empty() && o.mode != "mirrored" && o.mode != "parameter_device") {
     return errors::InvalidArgument("--mode must be mirrored or parameter_device, got '", o.mode,
                                    "' (async, sync and multi-worker train on a cluster: --cluster or TF_CONFIG)");
@@ -203,6 +210,7 @@ StatusOr<TrainGraph> BuildGraph(const TrainOptions& o, const std::string& dir, i
   ReplicateOptions options;
   options.mode = o.mode == "mirrored" ? ReplicationMode::kMirrored : ReplicationMode::kParameterDevice;
   options.devices = towers;
+  options.parameter_device = o.parameter_device;
   Output correct, tested;
   auto model = [&](Tower& tower, TowerOutputs* out) {
     const Scope& s = tower.scope();
@@ -501,6 +509,7 @@ StatusOr<TrainResult> Train(const TrainOptions& o, std::ostream& log) {
   SessionConfig config;
   if (o.device == "gpu") {
     config.device_count = {{"CPU", 1}, {"GPU", o.devices}};
+    config.gpu_options.virtual_devices_per_gpu = o.virtual_gpus;
     // The evaluation's int32 counting has no GPU kernels: it moves to the CPU, as in TF.
     config.allow_soft_placement = true;
   } else {

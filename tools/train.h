@@ -31,8 +31,15 @@ struct TrainOptions {
   std::string device = "cpu";
   // Towers, one per device; the global batch is split evenly between them.
   int devices = 1;
-  // "mirrored" or "parameter_device"; on a cluster "async", "sync" or "multi-worker".
+  // K > 0 (with device "gpu"): split each GPU into K logical GPUs, so that mirrored training
+  // over several towers runs on a one-GPU machine.
+  int virtual_gpus = 0;
+  // "mirrored" or "parameter_device" (also spelled "parameter-device"); on a cluster
+  // "async", "sync" or "multi-worker".
   std::string mode = "mirrored";
+  // parameter_device mode: where the variables live and are updated, e.g. "/cpu:0" (the
+  // layout of TF's multi-GPU examples); "" is the first tower's device.
+  std::string parameter_device;
   // Between-graph replication (modes "async" and "sync"): this process is task `task` of
   // job "worker" of `cluster` (ClusterSpec JSON) and serves it; the variables live on the
   // "ps" tasks, which `tessera server` runs. Each worker trains its own shard of the

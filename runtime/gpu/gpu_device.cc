@@ -165,7 +165,8 @@ class GpuDeviceFactory final : public DeviceFactory {
         for (double mb : options.virtual_device_memory_limit_mb[v]) limits.push_back(static_cast<size_t>(mb * kMiB));
       } else {
         ASSIGN_OR_RETURN(size_t limit, MemoryLimit(physical, options));
-        limits.push_back(limit);
+        const int k = std::max(1, options.virtual_devices_per_gpu);
+        limits.assign(k, limit / k);
       }
       for (size_t k = 0; k < limits.size() && static_cast<int>(devices.size()) < p.count; ++k) {
         ASSIGN_OR_RETURN(LogicalGpu * gpu,

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <sstream>
 
 #include "graph/builder/gradients.h"
@@ -60,6 +61,36 @@ TEST(GpuTrainTest, TheCnnReachesTheTargetAccuracyInTwoEpochsOnOneGpu) {
   std::cout << log.str();
   EXPECT_THAT(log.str(), HasSubstr("device:GPU:0"));
   EXPECT_GE(r->epochs[1].test_accuracy, 0.865);
+}
+
+// `tessera train --device gpu --virtual-gpus 2`: five steps mirrored over two logical GPUs of
+// one GPU end where one of them alone ends with the same global batch.
+TEST(GpuTrainTest, MirroredOverTwoLogicalGpusMatchesOneGpu) {
+  TESSERA_SKIP_WITHOUT_GPU();
+  TrainOptions o;
+  o.device = "gpu";
+  o.virtual_gpus = 2;  // in both runs: a process's first GPUs fix its split
+  o.epochs = 1;
+  o.train_limit = 640;
+  o.test_limit = 1000;
+  o.progress = false;
+  std::ostringstream log;
+  o.devices = 2;
+  StatusOr<TrainResult> two = Train(o, log);
+  ASSERT_TRUE(two.ok()) << two.status();
+  o.devices = 1;
+  StatusOr<TrainResult> one = Train(o, log);
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_THAT(log.str(), HasSubstr("device:GPU:1"));
+  for (const auto& [name, a] : one->variables) {
+    const Tensor& b = two->variables.at(name);
+    ASSERT_EQ(a.shape(), b.shape()) << name;
+    double worst = 0;
+    for (int64_t i = 0; i < a.NumElements(); ++i) {
+      worst = std::max(worst, static_cast<double>(std::abs(a.data<float>()[i] - b.data<float>()[i])));
+    }
+    EXPECT_LT(worst, 1e-4) << name;
+  }
 }
 
 }  // namespace

@@ -84,6 +84,22 @@ TEST(TrainTest, MirroredOverTwoDevicesMatchesOneDevice) {
   }
   EXPECT_NEAR(one->epochs[0].mean_loss, two->epochs[0].mean_loss, 1e-4);
   EXPECT_EQ(one->epochs[0].test_accuracy, two->epochs[0].test_accuracy);
+  // The same towers with the variables kept once, on the second device, as
+  // `--mode parameter-device --parameter-device /cpu:1` does.
+  o.mode = "parameter_device";
+  o.parameter_device = "/cpu:1";
+  log.str("");
+  StatusOr<TrainResult> parameters = Train(o, log);
+  ASSERT_TRUE(parameters.ok()) << parameters.status();
+  EXPECT_THAT(log.str(), HasSubstr("device:CPU:1: 208 nodes, 8 ApplyRMSProp"));
+  for (const auto& [name, a] : one->variables) {
+    const Tensor& b = parameters->variables.at(name);
+    double worst = 0;
+    for (int64_t i = 0; i < a.NumElements(); ++i) {
+      worst = std::max(worst, static_cast<double>(std::abs(a.data<float>()[i] - b.data<float>()[i])));
+    }
+    EXPECT_LT(worst, 1e-4) << name;
+  }
 }
 
 TEST(TrainTest, BadOptionsAndMissingDataAreClearErrors) {
@@ -99,6 +115,12 @@ TEST(TrainTest, BadOptionsAndMissingDataAreClearErrors) {
   EXPECT_THAT(Train(o, log).status().message(), HasSubstr("--mode must be mirrored or parameter_device"));
   o.cluster = R"({"ps": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"]})";
   EXPECT_THAT(Train(o, log).status().message(), HasSubstr("on a cluster --mode must be async, sync or multi-worker, got 'ring'"));
+  o = TrainOptions();
+  o.virtual_gpus = 2;
+  EXPECT_THAT(Train(o, log).status().message(), HasSubstr("--virtual-gpus takes a positive count and goes with --device gpu"));
+  o = TrainOptions();
+  o.parameter_device = "/cpu:0";
+  EXPECT_THAT(Train(o, log).status().message(), HasSubstr("--parameter-device goes with --mode parameter_device"));
   o = TrainOptions();
   o.device = "tpu";
   EXPECT_THAT(Train(o, log).status().message(), HasSubstr("--device must be cpu or gpu, got 'tpu'"));
