@@ -8,6 +8,7 @@
 
 #include "graph/builder/gradients.h"
 #include "graph/builder/optimizers.h"
+#include "distributed/replicate.h"
 #include "graph/graph.h"
 #include "kernels/kernel_registry.h"
 #include "runtime/device_factory.h"
@@ -46,6 +47,41 @@ TEST(GpuTrainTest, EveryOpOfTheTrainingStepHasAGpuKernel) {
     if (KernelRegistry::Global()->Find(*n, kDeviceGpu) == nullptr) missing.push_back(n->name() + " (" + n->op() + ")");
   }
   EXPECT_THAT(missing, ::testing::IsEmpty());
+}
+
+// Mirrored over two GPUs, the towers add the all-reduces of their gradients: every op a
+// tower puts on its GPU has a GPU kernel there, so none falls back to the CPU.
+TEST(GpuTrainTest, EveryOpOfAMirroredStepOverTwoGpusHasAGpuKernel) {
+  Scope root = Scope::NewRootScope();
+  ReplicateOptions options{.mode = ReplicationMode::kMirrored, .devices = {"/device:GPU:0", "/device:GPU:1"}};
+  auto model = [](Tower& tower, TowerOutputs* out) {
+    const Scope& s = tower.scope();
+    FashionCnn cnn = CreateFashionCnn(
+        s, [&](const std::string& name, Input init) { return tower.Variable(name, init); }, 1, tower.index() == 0);
+    auto images = ops::Placeholder(s.WithOpName("images"), DataType::kFloat, TensorShape({-1, 28, 28, 1}));
+    auto labels = ops::Placeholder(s.WithOpName("labels"), DataType::kInt32, TensorShape({-1}));
+    auto xent = ops::SparseSoftmaxCrossEntropyWithLogits(s, FashionCnnLogits(s, cnn, images), labels);
+    std::vector<Output> grads;
+    s.UpdateStatus(AddSymbolicGradients(s, {ops::Mean(s, xent[0], {0})}, cnn.Variables(), &grads));
+    for (size_t i = 0; i < grads.size(); ++i) out->grads.push_back({grads[i], cnn.variables[i].second});
+  };
+  RMSPropOptimizer optimizer({.learning_rate = 1e-3, .decay = 0.9, .momentum = 0.0, .epsilon = 1e-7});
+  StatusOr<Replicated> rep = Replicate(root, options, model, optimizer);
+  ASSERT_TRUE(rep.ok()) << rep.status();
+  GraphDef def;
+  ASSERT_TRUE(root.ToGraphDef(&def).ok());
+  StatusOr<std::unique_ptr<Graph>> g = Graph::FromGraphDef(def);
+  ASSERT_TRUE(g.ok()) << g.status();
+  DeviceFactory::Types();
+  std::vector<std::string> missing;
+  int all_reduces = 0;
+  for (const Node* n : (*g)->nodes()) {
+    if (n->op() == "Placeholder" || n->requested_device().find("GPU") == std::string::npos) continue;
+    all_reduces += n->op() == "AllReduce";
+    if (KernelRegistry::Global()->Find(*n, kDeviceGpu) == nullptr) missing.push_back(n->name() + " (" + n->op() + ")");
+  }
+  EXPECT_THAT(missing, ::testing::IsEmpty());
+  EXPECT_GE(all_reduces, 2);  // at least one bucket per tower
 }
 
 TEST(GpuTrainTest, TheCnnReachesTheTargetAccuracyInTwoEpochsOnOneGpu) {
