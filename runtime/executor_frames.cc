@@ -19,6 +19,7 @@
 #include <new>
 #include <tuple>
 
+#include "graph/control_flow_frames.h"
 #include "runtime/executor_internal.h"
 
 namespace tessera::executor_internal {
@@ -418,53 +419,15 @@ Status ClassifyNodes(const Graph& graph, Executor::Impl* impl, bool* any) {
   return Status::OK();
 }
 
-// Gives each node its place in the static frame its inputs arrive in (an Enter's: its
-// parent's; an Exit's: its loop's), walking from the roots as TensorFlow's
-// BuildControlFlowInfo does. Nodes no root reaches never run; they stay in the root.
+// Gives each node its place in the static frame its inputs arrive in
+// (graph/control_flow_frames.h). Nodes no root reaches never run; they stay in the root.
 Status AssignFrames(const Graph& graph, Executor::Impl* impl) {
-  const size_t num = graph.nodes().size();
-  std::vector<int> in_frame(num, 0);
-  std::vector<int> parent(impl->frames.size(), -1);
-  std::vector<char> seen(num, 0);
-  std::vector<const Node*> queue;
-  for (const Node* n : graph.nodes()) {
-    if (n->num_inputs() == 0 && n->control_inputs().empty()) {
-      seen[n->id()] = 1;
-      queue.push_back(n);
-    }
-  }
-  for (size_t i = 0; i < queue.size(); ++i) {
-    const Node* n = queue[i];
-    const FlowItem& f = impl->flow[n->id()];
-    int out = in_frame[n->id()];
-    if (f.is_enter) {
-      if (parent[f.frame] >= 0 && parent[f.frame] != out) {
-        return errors::InvalidArgument("Node ", n->DebugName(), " enters frame '", impl->frames[f.frame].name,
-                                       "' from frame '", impl->frames[out].name, "', which other Enters enter from '",
-                                       impl->frames[parent[f.frame]].name, "'");
-      }
-      parent[f.frame] = out;
-      out = f.frame;
-    } else if (f.is_exit) {
-      if (out == 0) return errors::InvalidArgument("Node ", n->DebugName(), " is an Exit outside every loop");
-      out = parent[out];
-    }
-    for (const Edge* e : n->out_edges()) {
-      const int dst = e->dst->id();
-      if (!seen[dst]) {
-        seen[dst] = 1;
-        in_frame[dst] = out;
-        queue.push_back(e->dst);
-      } else if (in_frame[dst] != out) {
-        return errors::InvalidArgument("Node ", e->dst->DebugName(), " has inputs from frame '",
-                                       impl->frames[in_frame[dst]].name, "' and from frame '",
-                                       impl->frames[out].name, "'");
-      }
-    }
-  }
+  ASSIGN_OR_RETURN(ControlFlowFrames found, FindControlFlowFrames(graph));
+  std::map<std::string_view, int> index;  // ClassifyNodes numbered the frames by their Enters
+  for (size_t i = 0; i < impl->frames.size(); ++i) index.emplace(impl->frames[i].name, static_cast<int>(i));
   for (const Node* n : graph.nodes()) {
     FlowItem& f = impl->flow[n->id()];
-    FrameInfo& frame = impl->frames[in_frame[n->id()]];
+    FrameInfo& frame = impl->frames[index.at(found.input_frame[n->id()])];
     const NodeItem& item = impl->item(n->id());
     const int num_control = static_cast<int>(n->control_inputs().size());
     f.local_id = static_cast<int>(frame.initial_pending.size());

@@ -4,6 +4,7 @@
 #include <set>
 #include <tuple>
 
+#include "graph/control_flow_frames.h"
 #include "graph/device_name.h"
 #include "runtime/collective_rings.h"
 
@@ -120,51 +121,19 @@ class Partitioner {
   Status FindFrames() {
     for (const Node* n : g_.nodes()) has_control_flow_ = has_control_flow_ || IsControlFlowOp(n->op());
     if (!has_control_flow_) return Status::OK();
-    const size_t num = g_.nodes().size();
-    input_frame_.assign(num, "");
-    output_frame_.assign(num, "");
-    std::vector<char> seen(num, 0);
-    std::vector<const Node*> queue;
-    for (const Node* n : g_.nodes()) {
-      if (n->num_inputs() == 0 && n->control_inputs().empty()) {
-        seen[n->id()] = 1;
-        queue.push_back(n);
-      }
-    }
-    for (size_t i = 0; i < queue.size(); ++i) {
-      const Node* n = queue[i];
+    ASSIGN_OR_RETURN(ControlFlowFrames found, FindControlFlowFrames(g_));
+    input_frame_ = std::move(found.input_frame);
+    output_frame_ = std::move(found.output_frame);
+    for (const auto& [frame, parent] : found.parent) frames_[frame].parent = parent;
+    for (const Node* n : found.order) {
       const std::string& in = input_frame_[n->id()];
-      std::string& out = output_frame_[n->id()];
-      out = in;
       if (IsEnter(n->op())) {
-        FrameInfo info;
-        RETURN_IF_ERROR(n->GetAttr("frame_name", &out));
-        RETURN_IF_ERROR(n->GetAttr("parallel_iterations", &info.parallel_iterations));
-        info.parent = in;
-        auto [it, inserted] = frames_.emplace(out, info);
-        if (!inserted && it->second.parent != in) {
-          return errors::InvalidArgument("Node ", n->DebugName(), " enters frame '", out, "' from frame '", in,
-                                         "', which other Enters enter from '", it->second.parent, "'");
-        }
-      } else if (IsExit(n->op())) {
-        if (in.empty()) return errors::InvalidArgument("Node ", n->DebugName(), " is an Exit outside every loop");
-        out = frames_.at(in).parent;
+        RETURN_IF_ERROR(n->GetAttr("parallel_iterations", &frames_.at(output_frame_[n->id()]).parallel_iterations));
       } else if (n->op() == "LoopCond" && !in.empty()) {
         frames_.at(in).loop_cond = n;
       }
-      for (const Edge* e : n->out_edges()) {
-        const int dst = e->dst->id();
-        if (!seen[dst]) {
-          seen[dst] = 1;
-          input_frame_[dst] = out;
-          queue.push_back(e->dst);
-        } else if (input_frame_[dst] != out) {
-          return errors::InvalidArgument("Node ", e->dst->DebugName(), " has inputs from frame '", input_frame_[dst],
-                                         "' and from frame '", out, "'");
-        }
-      }
     }
-    ColocateControlFlow(queue);
+    ColocateControlFlow(found.order);
     return Status::OK();
   }
 
