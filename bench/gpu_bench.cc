@@ -8,9 +8,9 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
-#include <random>
 
 #include "graph/builder/optimizers.h"
+#include "bench/gpu_bench_util.h"
 #include "kernels/gpu/launch.h"
 #include "runtime/device_factory.h"
 #include "runtime/session.h"
@@ -19,19 +19,9 @@
 namespace tessera {
 namespace {
 
-bool SkipWithoutGpu(benchmark::State& state) {
-  const std::string why = NoGpuReason();
-  if (!why.empty()) state.SkipWithError(("needs a GPU: " + why).c_str());
-  return !why.empty();
-}
-
-Tensor RandomTensor(TensorShape shape, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  Tensor t(DataType::kFloat, shape);
-  for (int64_t i = 0; i < t.NumElements(); ++i) t.data<float>()[i] = u(rng);
-  return t;
-}
+using bench::Ok;
+using bench::RandomTensor;
+using bench::SkipWithoutGpu;
 
 std::unique_ptr<Session> MakeSession(const Scope& root, benchmark::State& state, bool soft_placement = false) {
   GraphDef def;
@@ -48,11 +38,6 @@ std::unique_ptr<Session> MakeSession(const Scope& root, benchmark::State& state,
     return nullptr;
   }
   return std::move(*session);
-}
-
-bool Ok(const Status& s, benchmark::State& state) {
-  if (!s.ok()) state.SkipWithError(s.ToString().c_str());
-  return s.ok();
 }
 
 constexpr int64_t kN = 4096;
@@ -233,23 +218,7 @@ void RunCnn(benchmark::State& state, bool training) {
   if (!Ok(session->Run({}, {}, {init}, &out), state)) return;
   const std::string fetch = training ? loss_name : classes.name();
   const std::string target = training ? train : classes.op().name();
-  // Ten steps, the last fetching: it returns when the GPU has done all ten.
-  auto ten_steps = [&]() {
-    for (int i = 0; i < kStepsPerIteration; ++i) {
-      const bool last = i + 1 == kStepsPerIteration;
-      RETURN_IF_ERROR(
-          session->Run({}, last ? std::vector<std::string>{fetch} : std::vector<std::string>{}, {target}, &out));
-    }
-    return Status::OK();
-  };
-  for (int i = 0; i < 2; ++i) {
-    if (!Ok(ten_steps(), state)) return;  // algorithms chosen, memory grown
-  }
-  for (auto _ : state) {
-    if (!Ok(ten_steps(), state)) return;
-  }
-  state.counters["images/s"] = benchmark::Counter(static_cast<double>(kBatch * kStepsPerIteration),
-                                                  benchmark::Counter::kIsIterationInvariantRate);
+  bench::TimeSteps(state, *session, kStepsPerIteration, kBatch, fetch, {target});
 }
 
 void BM_CnnTrainStep_Gpu(benchmark::State& state) { RunCnn(state, true); }

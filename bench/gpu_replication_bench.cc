@@ -9,8 +9,7 @@
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
 
-#include <random>
-
+#include "bench/gpu_bench_util.h"
 #include "distributed/replicate.h"
 #include "graph/builder/gradients.h"
 #include "graph/builder/optimizers.h"
@@ -21,24 +20,9 @@
 namespace tessera {
 namespace {
 
-bool SkipWithoutGpu(benchmark::State& state) {
-  const std::string why = NoGpuReason();
-  if (!why.empty()) state.SkipWithError(("needs a GPU: " + why).c_str());
-  return !why.empty();
-}
-
-bool Ok(const Status& s, benchmark::State& state) {
-  if (!s.ok()) state.SkipWithError(s.ToString().c_str());
-  return s.ok();
-}
-
-Tensor RandomTensor(TensorShape shape, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  Tensor t(DataType::kFloat, shape);
-  for (int64_t i = 0; i < t.NumElements(); ++i) t.data<float>()[i] = u(rng);
-  return t;
-}
+using bench::Ok;
+using bench::RandomTensor;
+using bench::SkipWithoutGpu;
 
 // Every session here sees the same two logical GPUs: the first GPUs a process makes fix them.
 std::unique_ptr<Session> MakeSession(const Scope& root, benchmark::State& state) {
@@ -80,17 +64,10 @@ void BM_AllReduce64MiB_TwoLogicalGpus(benchmark::State& state) {
   if (session == nullptr) return;
   std::vector<Tensor> out;
   if (!Ok(session->Run({}, {}, {init}, &out), state)) return;
-  auto ten = [&]() {
-    for (int i = 0; i < kRepeats; ++i) {
-      const bool last = i + 1 == kRepeats;
-      RETURN_IF_ERROR(session->Run({}, last ? std::vector<std::string>{first} : std::vector<std::string>{},
-                                   {"r0", "r1", "first"}, &out));
-    }
-    return Status::OK();
-  };
-  if (!Ok(ten(), state)) return;
+  const std::vector<std::string> targets = {"r0", "r1", "first"};
+  if (!Ok(bench::RunSteps(*session, kRepeats, first, targets), state)) return;
   for (auto _ : state) {
-    if (!Ok(ten(), state)) return;
+    if (!Ok(bench::RunSteps(*session, kRepeats, first, targets), state)) return;
   }
   const double bytes = kFloats * sizeof(float);
   state.counters["GB/s"] = benchmark::Counter(kRepeats * 4.0 * bytes / 1e9, benchmark::Counter::kIsIterationInvariantRate);
@@ -149,22 +126,7 @@ void RunReplicatedCnn(benchmark::State& state, int towers) {
   if (session == nullptr) return;
   std::vector<Tensor> out;
   if (!Ok(session->Run({}, {}, {rep->init.name()}, &out), state)) return;
-  auto ten_steps = [&]() {
-    for (int i = 0; i < kRepeats; ++i) {
-      const bool last = i + 1 == kRepeats;
-      RETURN_IF_ERROR(session->Run({}, last ? std::vector<std::string>{loss_name} : std::vector<std::string>{},
-                                   {rep->train.name()}, &out));
-    }
-    return Status::OK();
-  };
-  for (int i = 0; i < 2; ++i) {
-    if (!Ok(ten_steps(), state)) return;  // algorithms chosen, memory grown
-  }
-  for (auto _ : state) {
-    if (!Ok(ten_steps(), state)) return;
-  }
-  state.counters["images/s"] = benchmark::Counter(static_cast<double>(kBatch * kRepeats),
-                                                  benchmark::Counter::kIsIterationInvariantRate);
+  bench::TimeSteps(state, *session, kRepeats, kBatch, loss_name, {rep->train.name()});
 }
 
 void BM_CnnTrain_OneLogicalGpu(benchmark::State& state) { RunReplicatedCnn(state, 1); }

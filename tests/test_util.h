@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,6 +41,16 @@ inline Tensor Eval(const Scope& root, const Output& out) {
 template <typename T>
 std::vector<T> Values(const Tensor& t) {
   return std::vector<T>(t.data<T>(), t.data<T>() + t.NumElements());
+}
+
+// The largest |a[i] - b[i]| of two float32 tensors; infinity when their shapes differ.
+inline double MaxAbsDifference(const Tensor& a, const Tensor& b) {
+  if (a.shape() != b.shape()) return std::numeric_limits<double>::infinity();
+  double worst = 0;
+  for (int64_t i = 0; i < a.NumElements(); ++i) {
+    worst = std::max(worst, static_cast<double>(std::abs(a.data<float>()[i] - b.data<float>()[i])));
+  }
+  return worst;
 }
 
 }  // namespace tessera::testing

@@ -3,7 +3,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <sstream>
 
 #include "graph/builder/gradients.h"
@@ -13,6 +12,7 @@
 #include "kernels/kernel_registry.h"
 #include "runtime/device_factory.h"
 #include "tests/gpu/gpu_test_util.h"
+#include "tests/test_util.h"
 #include "tools/fashion_cnn.h"
 #include "tools/train.h"
 
@@ -118,15 +118,7 @@ TEST(GpuTrainTest, MirroredOverTwoLogicalGpusMatchesOneGpu) {
   StatusOr<TrainResult> one = Train(o, log);
   ASSERT_TRUE(one.ok()) << one.status();
   EXPECT_THAT(log.str(), HasSubstr("device:GPU:1"));
-  for (const auto& [name, a] : one->variables) {
-    const Tensor& b = two->variables.at(name);
-    ASSERT_EQ(a.shape(), b.shape()) << name;
-    double worst = 0;
-    for (int64_t i = 0; i < a.NumElements(); ++i) {
-      worst = std::max(worst, static_cast<double>(std::abs(a.data<float>()[i] - b.data<float>()[i])));
-    }
-    EXPECT_LT(worst, 1e-4) << name;
-  }
+  for (const auto& [name, a] : one->variables) EXPECT_LT(testing::MaxAbsDifference(a, two->variables.at(name)), 1e-4) << name;
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include "kernels/checkpoint_file.h"
 #include "runtime/device_factory.h"
+#include "tests/test_util.h"
 #include "tools/cli.h"
 #include "tools/train.h"
 
@@ -71,17 +72,9 @@ TEST(TrainTest, MirroredOverTwoDevicesMatchesOneDevice) {
   StatusOr<TrainResult> two = Train(o, log);
   ASSERT_TRUE(two.ok()) << two.status();
   EXPECT_THAT(log.str(), HasSubstr("device:CPU:1: "));
-  for (const auto& [name, a] : one->variables) {
-    const Tensor& b = two->variables.at(name);
-    ASSERT_EQ(a.shape(), b.shape()) << name;
-    double worst = 0;
-    for (int64_t i = 0; i < a.NumElements(); ++i) {
-      worst = std::max(worst, static_cast<double>(std::abs(a.data<float>()[i] - b.data<float>()[i])));
-    }
-    // Five RMSProp steps from the same start on the same batches; only the order of the
-    // gradient sums differs.
-    EXPECT_LT(worst, 1e-4) << name;
-  }
+  // Five RMSProp steps from the same start on the same batches; only the order of the
+  // gradient sums differs.
+  for (const auto& [name, a] : one->variables) EXPECT_LT(testing::MaxAbsDifference(a, two->variables.at(name)), 1e-4) << name;
   EXPECT_NEAR(one->epochs[0].mean_loss, two->epochs[0].mean_loss, 1e-4);
   EXPECT_EQ(one->epochs[0].test_accuracy, two->epochs[0].test_accuracy);
   // The same towers with the variables kept once, on the second device, as
@@ -93,12 +86,7 @@ TEST(TrainTest, MirroredOverTwoDevicesMatchesOneDevice) {
   ASSERT_TRUE(parameters.ok()) << parameters.status();
   EXPECT_THAT(log.str(), HasSubstr("device:CPU:1: 208 nodes, 8 ApplyRMSProp"));
   for (const auto& [name, a] : one->variables) {
-    const Tensor& b = parameters->variables.at(name);
-    double worst = 0;
-    for (int64_t i = 0; i < a.NumElements(); ++i) {
-      worst = std::max(worst, static_cast<double>(std::abs(a.data<float>()[i] - b.data<float>()[i])));
-    }
-    EXPECT_LT(worst, 1e-4) << name;
+    EXPECT_LT(testing::MaxAbsDifference(a, parameters->variables.at(name)), 1e-4) << name;
   }
 }
 
