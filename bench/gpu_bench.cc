@@ -8,7 +8,6 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
-
 #include "graph/builder/optimizers.h"
 #include "bench/gpu_bench_util.h"
 #include "kernels/gpu/launch.h"
