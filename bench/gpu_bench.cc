@@ -2,8 +2,9 @@
 //   MatMul 4096 fp32 through a Session   vs  cublasSgemm called directly;
 //   a chain of 1,000 small ops           vs  1,000 bare launches of the same kernel;
 //   64 MiB CPU -> GPU -> CPU by _Send/_Recv  vs  pinned cudaMemcpy both ways;
-// and the seeds' CNN at batch 128 with its data on the GPU (bench/torch_cnn_gpu.py is the
-// PyTorch side). Every benchmark skips, saying why, without a GPU.
+// and the seeds' CNN at batch 128 with its data on the GPU, its training step also recorded
+// once and replayed (gpu_options.capture_steps; bench/torch_cnn_gpu.py is the PyTorch side,
+// eager and replaying a CUDA graph). Every benchmark skips, saying why, without a GPU.
 #include <benchmark/benchmark.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -22,11 +23,11 @@ using bench::Ok;
 using bench::RandomTensor;
 using bench::SkipWithoutGpu;
 
-std::unique_ptr<Session> MakeSession(const Scope& root, benchmark::State& state, bool soft_placement = false) {
+std::unique_ptr<Session> MakeSession(const Scope& root, benchmark::State& state, bool capture_steps = false) {
   GraphDef def;
   Status s = root.ToGraphDef(&def);
   SessionConfig config;
-  config.allow_soft_placement = soft_placement;
+  config.gpu_options.capture_steps = capture_steps;
   // The benchmarks time the ops as written: on constants, and chains a rewrite would cut short.
   config.constant_folding = false;
   config.arithmetic_optimization = false;
@@ -181,7 +182,7 @@ constexpr int kStepsPerIteration = 10;
 // on the GPU. As there, the results stay on the GPU and the GPU runs ahead: every tenth
 // step fetches the loss (training) or the classes (inference), the others run them as
 // targets.
-void RunCnn(benchmark::State& state, bool training) {
+void RunCnn(benchmark::State& state, bool training, bool capture = false) {
   if (SkipWithoutGpu(state)) return;
   Scope root = Scope::NewRootScope();
   const Scope gpu = root.WithDevice("/device:GPU:0");
@@ -193,8 +194,9 @@ void RunCnn(benchmark::State& state, bool training) {
     return var;
   };
   FashionCnn cnn = CreateFashionCnn(gpu, variable, 1);
-  Tensor labels(DataType::kInt32, TensorShape({kBatch}));
-  for (int64_t i = 0; i < kBatch; ++i) labels.data<int32_t>()[i] = static_cast<int32_t>(i % 10);
+  // int64, as PyTorch's: int32 would stay in host memory and be copied in each step.
+  Tensor labels(DataType::kInt64, TensorShape({kBatch}));
+  for (int64_t i = 0; i < kBatch; ++i) labels.data<int64_t>()[i] = i % 10;
   Output images = variable("images", RandomTensor(TensorShape({kBatch, 28, 28, 1}), 5));
   Output logits = FashionCnnLogits(gpu, cnn, images);
   Output classes = ops::ArgMax(gpu.WithOpName("classes"), logits, 1, DataType::kInt64);
@@ -211,7 +213,7 @@ void RunCnn(benchmark::State& state, bool training) {
     train = t->train.name();
   }
   const std::string init = ops::NoOp(root.WithOpName("init").WithControlDependencies(inits)).name();
-  auto session = MakeSession(root, state);
+  auto session = MakeSession(root, state, capture);
   if (session == nullptr) return;
   std::vector<Tensor> out;
   if (!Ok(session->Run({}, {}, {init}, &out), state)) return;
@@ -222,6 +224,7 @@ void RunCnn(benchmark::State& state, bool training) {
 
 void BM_CnnTrainStep_Gpu(benchmark::State& state) { RunCnn(state, true); }
 void BM_CnnInference_Gpu(benchmark::State& state) { RunCnn(state, false); }
+void BM_CnnTrainStep_GpuCaptured(benchmark::State& state) { RunCnn(state, true, /*capture=*/true); }
 
 BENCHMARK(BM_MatMul4096_Session)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MatMul4096_Cublas)->UseRealTime()->Unit(benchmark::kMillisecond);
@@ -230,6 +233,7 @@ BENCHMARK(BM_OpChain1000_BareLaunch)->UseRealTime()->Unit(benchmark::kMicrosecon
 BENCHMARK(BM_Transfer64MiB_SendRecv)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Transfer64MiB_PinnedMemcpy)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_CnnTrainStep_Gpu)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CnnTrainStep_GpuCaptured)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_CnnInference_Gpu)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace

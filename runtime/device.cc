@@ -5,6 +5,7 @@
 
 #include "kernels/kernel_registry.h"
 #include "runtime/device_factory.h"
+#include "runtime/step_capture.h"
 
 namespace tessera {
 namespace {
@@ -31,6 +32,10 @@ Device::Device(DeviceName name, std::shared_ptr<Allocator> allocator, std::share
       intra_op_pool_(intra_op_pool),
       incarnation_(NewIncarnation()),
       attributes_(std::move(attributes)) {}
+
+StatusOr<std::unique_ptr<StepRecording>> Device::NewStepRecording() {
+  return errors::Unimplemented("A ", device_type(), " device cannot record steps");
+}
 
 StatusOr<std::unique_ptr<DeviceMgr>> DeviceMgr::CreateLocal(const std::map<std::string, int>& device_count,
                                                             ThreadPool* intra_op_pool, int64_t memory_limit_bytes,

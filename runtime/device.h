@@ -23,6 +23,8 @@
 
 namespace tessera {
 
+class StepRecording;
+
 // What a device says about itself beyond its name (TensorFlow's DeviceAttributes).
 struct DeviceAttributes {
   // The hardware behind it, as the placement log and `tessera devices` show it: "device: 0,
@@ -46,6 +48,9 @@ class Device : public DeviceBase {
   // Chosen at random when the device is created; part of every rendezvous key it sends.
   uint64_t incarnation() const { return incarnation_; }
   const DeviceAttributes& attributes() const { return attributes_; }
+  // A recorder of one step's work, for whole-step capture (step_capture.h); Unimplemented
+  // for a device that cannot record (the CPU).
+  virtual StatusOr<std::unique_ptr<StepRecording>> NewStepRecording();
 
  private:
   const DeviceName parsed_;

@@ -3,12 +3,15 @@
 #include <chrono>
 #include <thread>
 
+#include "graph/platform/logging.h"
+#include "kernels/kernel_registry.h"
 #include "placement/placer.h"
 #include "runtime/executor.h"
 #include "runtime/graph_rewrites.h"
 #include "runtime/partition.h"
 #include "runtime/run_partitions.h"
 #include "runtime/server.h"
+#include "runtime/step_capture.h"
 #include "runtime/subgraph.h"
 
 namespace tessera {
@@ -77,6 +80,8 @@ struct DirectSession::ExecutorAndKeys {
   std::vector<SubgraphTensor> feeds;
   std::vector<SubgraphTensor> fetches;
   std::vector<PlacementRecord> placement;
+  // gpu_options.capture_steps: how a step of one GPU partition is recorded and replayed.
+  std::unique_ptr<StepCapture> capture;
 };
 
 DirectSession::~DirectSession() = default;
@@ -196,6 +201,17 @@ StatusOr<std::shared_ptr<const DirectSession::ExecutorAndKeys>> DirectSession::G
                      CreatePartitionExecutor(std::move(part.graph), device, resource_mgr_.get()));
     ek->executors.push_back(std::move(executor));
   }
+  if (config_.gpu_options.capture_steps && ek->executors.size() == 1) {
+    ASSIGN_OR_RETURN(Device * device, devices_->Lookup(partitions.begin()->first));
+    if (device->device_type() == kDeviceGpu) {
+      const std::string blocker = CaptureBlocker(ek->executors[0]->graph());
+      if (blocker.empty()) {
+        ek->capture = std::make_unique<StepCapture>(key, device, resource_mgr_.get(), ek->executors[0]->graph());
+      } else {
+        Log(LogSeverity::kInfo, StrCat("Step capture on ", device->name(), " (", key, "): not recorded, ", blocker));
+      }
+    }
+  }
   std::lock_guard<std::mutex> lock(executors_mu_);
   auto [it, inserted] = executors_.emplace(std::move(key), std::move(ek));
   return it->second;
@@ -243,7 +259,20 @@ Status DirectSession::Run(const RunOptions& options, const std::vector<std::pair
   run_options.pool = inter_op_pool_;
   run_options.timeout = std::chrono::milliseconds(timeout_ms);
   run_options.stats = trace ? &stats : nullptr;
-  Status status = RunPartitions(executors, args, run_options);
+  Status status;
+  if (ek->capture != nullptr && !trace) {
+    status = ek->capture->Run(recording_mu_, [&] { return RunPartitions(executors, args, run_options); },
+                              [&] {
+                                Executor::Args here = args;
+                                here.runner = nullptr;
+                                return executors[0]->Run(here);
+                              });
+  } else if (config_.gpu_options.capture_steps) {
+    std::shared_lock<std::shared_mutex> not_while_recording(recording_mu_);
+    status = RunPartitions(executors, args, run_options);
+  } else {
+    status = RunPartitions(executors, args, run_options);
+  }
   {
     std::lock_guard<std::mutex> lock(steps_mu_);
     steps_.erase(&cancellation);

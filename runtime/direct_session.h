@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <shared_mutex>
 #include <string>
 
 #include "kernels/resource_mgr.h"
@@ -73,6 +74,10 @@ class DirectSession final : public Session {
   std::mutex steps_mu_;
   bool closed_ = false;                          // guarded by steps_mu_
   std::set<CancellationManager*> steps_;         // guarded by steps_mu_: the steps in flight
+
+  // gpu_options.capture_steps: every step holds it shared, a recording exclusively
+  // (step_capture.h), so that no other step's work is recorded with it.
+  std::shared_mutex recording_mu_;
 
   std::mutex executors_mu_;
   std::map<std::string, std::shared_ptr<const ExecutorAndKeys>, std::less<>> executors_;  // guarded by executors_mu_

@@ -48,9 +48,10 @@ Status ParseGpuOptions(const json& j, GpuOptions* out) {
       if (ok) return Status::OK();
       return errors::InvalidArgument("gpu_options.", key, " must be ", type);
     };
-    if (key == "allow_growth" || key == "allow_tf32") {
+    if (key == "allow_growth" || key == "allow_tf32" || key == "capture_steps") {
       RETURN_IF_ERROR(need(v.is_boolean(), "a bool"));
-      (key == "allow_growth" ? out->allow_growth : out->allow_tf32) = v.get<bool>();
+      (key == "allow_growth" ? out->allow_growth : key == "allow_tf32" ? out->allow_tf32 : out->capture_steps) =
+          v.get<bool>();
     } else if (key == "per_process_gpu_memory_fraction") {
       // TensorFlow takes more than 1 for unified memory, which Tessera does not use.
       RETURN_IF_ERROR(need(v.is_number() && v.get<double>() >= 0 && v.get<double>() <= 1, "a number in [0, 1]"));

@@ -163,6 +163,10 @@ void GpuDeviceContext::Copy(void* dst, const void* src, size_t bytes, cudaMemcpy
     done(Status::OK());
     return;
   }
+  if (Recording() || (other != nullptr && other->Recording())) {
+    done(errors::FailedPrecondition("A step that copies a tensor out of a GPU, or between GPUs, cannot be recorded"));
+    return;
+  }
   Status s = [&]() -> Status {
     RETURN_IF_ERROR(Activate());
     RETURN_IF_ERROR(StreamWaitFor(copy_stream, ordinal_, compute_, ordinal_));
@@ -182,11 +186,36 @@ void GpuDeviceContext::Copy(void* dst, const void* src, size_t bytes, cudaMemcpy
 // of this GPU's memory is ordered after, waits for the copy. So no consumer waits on the
 // host for a copy to the GPU (a step would stall at each one while the GPU drained), and
 // only the source, staged or pinned, is held until the copy is done.
+GpuRecording*& ThisThreadsGpuRecording() {
+  thread_local GpuRecording* recording = nullptr;
+  return recording;
+}
+
+bool GpuDeviceContext::Recording() const {
+  const GpuRecording* r = ThisThreadsGpuRecording();
+  return r != nullptr && r->gpu == this;
+}
+
+Status GpuDeviceContext::RecordCopyToDevice(const Tensor& host, DeviceBase* device, Tensor* device_tensor,
+                                            GpuRecording* r) const {
+  ASSIGN_OR_RETURN(Tensor kept, Tensor::Allocate(device->host_allocator(), host.dtype(), host.shape()));
+  std::memcpy(kept.raw_data(), host.raw_data(), host.TotalBytes());
+  r->kept.push_back(kept);
+  RETURN_IF_ERROR(Activate());
+  return CudaStatus(
+      cudaMemcpyAsync(device_tensor->raw_data(), kept.raw_data(), host.TotalBytes(), cudaMemcpyHostToDevice, compute_),
+      "cudaMemcpyAsync");
+}
+
 void GpuDeviceContext::CopyHostToDevice(const Tensor& host, DeviceBase* device, Tensor* device_tensor,
                                         StatusCallback done) const {
   const size_t bytes = host.TotalBytes();
   if (bytes == 0) {
     done(Status::OK());
+    return;
+  }
+  if (Recording()) {
+    done(RecordCopyToDevice(host, device, device_tensor, ThisThreadsGpuRecording()));
     return;
   }
   Status s = [&]() -> Status {

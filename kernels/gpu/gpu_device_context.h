@@ -20,6 +20,7 @@
 #include <mutex>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "kernels/device_context.h"
 #include "kernels/gpu/cublas_library.h"
@@ -30,6 +31,19 @@ namespace tessera {
 Status CudaStatus(cudaError_t err, std::string_view what);
 Status CublasStatus(cublasStatus_t status, std::string_view what);
 Status CudnnStatus(cudnnStatus_t status, std::string_view what);
+
+class GpuDeviceContext;
+
+// A step the calling thread is recording on one GPU (runtime/step_capture.h). Meanwhile,
+// copies to that GPU go on its compute stream from host copies the recording keeps, so that
+// each replay copies the same bytes; copies from it fail, since their host side would not
+// run again.
+struct GpuRecording {
+  const GpuDeviceContext* gpu = nullptr;
+  std::vector<Tensor> kept;
+};
+// The calling thread's recording, or nullptr; the recorder sets and clears it.
+GpuRecording*& ThisThreadsGpuRecording();
 
 class GpuDeviceContext final : public DeviceContext {
  public:
@@ -73,6 +87,9 @@ class GpuDeviceContext final : public DeviceContext {
   // (and on `other`'s, the peer's, when given) is done, then calls done.
   void Copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t copy_stream,
             const GpuDeviceContext* other, StatusCallback done) const;
+  // The recorded form of CopyHostToDevice (GpuRecording).
+  Status RecordCopyToDevice(const Tensor& host, DeviceBase* device, Tensor* device_tensor, GpuRecording* r) const;
+  bool Recording() const;
   static void RunOnCallbackThread(void* callback);
   void CallbackLoop();
 

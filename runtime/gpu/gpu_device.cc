@@ -11,6 +11,7 @@
 #include "kernels/gpu/gpu_device_context.h"
 #include "kernels/kernel_registry.h"
 #include "runtime/bfc_allocator.h"
+#include "runtime/step_capture.h"
 
 namespace tessera {
 namespace {
@@ -113,6 +114,101 @@ class GpuProcessState {
   std::shared_ptr<Allocator> pinned_;
 };
 
+// The memory a step takes while it is recorded (step_capture.h): its replays reuse the same
+// addresses, so what the step frees stays held until the recording is dropped. A buffer still
+// in use then (a variable's new value) is freed by its user as usual.
+class RecordingMemory final : public Allocator {
+ public:
+  explicit RecordingMemory(std::shared_ptr<Allocator> memory) : memory_(std::move(memory)) {}
+  std::string_view name() const override { return memory_->name(); }
+  void* AllocateRaw(size_t bytes) override { return memory_->AllocateRaw(bytes); }
+  void DeallocateRaw(void* ptr, size_t bytes) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (holding_) {
+        held_.emplace_back(ptr, bytes);
+        return;
+      }
+    }
+    memory_->DeallocateRaw(ptr, bytes);
+  }
+  AllocatorStats stats() const override { return memory_->stats(); }
+  std::string DescribeLimit() const override { return memory_->DescribeLimit(); }
+
+  // The recording is gone: what its replays used goes back. Later work that reuses it is
+  // queued on the same compute stream, after the last replay.
+  void Release() {
+    std::vector<std::pair<void*, size_t>> held;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      holding_ = false;
+      held.swap(held_);
+    }
+    for (auto [ptr, bytes] : held) memory_->DeallocateRaw(ptr, bytes);
+  }
+
+ private:
+  const std::shared_ptr<Allocator> memory_;
+  std::mutex mu_;
+  bool holding_ = true;                             // guarded by mu_
+  std::vector<std::pair<void*, size_t>> held_;      // guarded by mu_
+};
+
+class GpuDevice;
+// The device whose step this thread is recording, and the memory its kernels get meanwhile.
+thread_local const GpuDevice* t_recording_device = nullptr;
+thread_local std::shared_ptr<RecordingMemory> t_recording_memory;
+
+class GpuStepRecording final : public StepRecording {
+ public:
+  GpuStepRecording(const GpuDevice* device, GpuDeviceContext* gpu, std::shared_ptr<RecordingMemory> memory)
+      : device_(device), gpu_(gpu), memory_(std::move(memory)) {
+    copies_.gpu = gpu;
+  }
+  ~GpuStepRecording() override {
+    // A replay may still be reading the host copies this frees; the recording is dropped
+    // rarely (a variable moved, the session closed), so waiting for the GPU costs little.
+    if (exec_ != nullptr && gpu_->Activate().ok()) {
+      cudaStreamSynchronize(gpu_->compute_stream());
+      cudaGraphExecDestroy(exec_);
+    }
+    memory_->Release();
+  }
+
+  Status Record(const std::function<Status()>& step) override {
+    RETURN_IF_ERROR(gpu_->Activate());
+    cudaStream_t stream = gpu_->compute_stream();
+    // Relaxed: other threads may go on allocating device memory while this one records.
+    RETURN_IF_ERROR(CudaStatus(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed), "cudaStreamBeginCapture"));
+    t_recording_device = device_;
+    t_recording_memory = memory_;
+    ThisThreadsGpuRecording() = &copies_;
+    Status s = step();
+    ThisThreadsGpuRecording() = nullptr;
+    t_recording_device = nullptr;
+    t_recording_memory.reset();
+    cudaGraph_t graph = nullptr;
+    const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
+    if (ended != cudaSuccess) cudaGetLastError();  // a capture a kernel broke: its own error says why
+    if (s.ok()) s = CudaStatus(ended, "recording the step (cudaStreamEndCapture)");
+    if (s.ok()) s = CudaStatus(cudaGraphInstantiate(&exec_, graph, 0), "cudaGraphInstantiate");
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    return s;
+  }
+
+  Status Replay() override {
+    RETURN_IF_ERROR(gpu_->Activate());
+    return CudaStatus(cudaGraphLaunch(exec_, gpu_->compute_stream()), "cudaGraphLaunch");
+  }
+
+ private:
+  const GpuDevice* const device_;
+  GpuDeviceContext* const gpu_;
+  const std::shared_ptr<RecordingMemory> memory_;
+  GpuRecording copies_;  // the host side of the copies into the GPU that the replays repeat
+  cudaGraphExec_t exec_ = nullptr;
+};
+
 class GpuDevice final : public Device {
  public:
   GpuDevice(DeviceName name, std::shared_ptr<Allocator> memory, std::shared_ptr<Allocator> host_memory,
@@ -120,6 +216,14 @@ class GpuDevice final : public Device {
       : Device(std::move(name), std::move(memory), std::move(host_memory), intra_op_pool, std::move(attributes)),
         context_(context) {}
   DeviceContext* device_context() const override { return context_; }
+  std::shared_ptr<Allocator> allocator() const override {
+    if (t_recording_device == this) return t_recording_memory;
+    return Device::allocator();
+  }
+  StatusOr<std::unique_ptr<StepRecording>> NewStepRecording() override {
+    return std::unique_ptr<StepRecording>(
+        std::make_unique<GpuStepRecording>(this, context_, std::make_shared<RecordingMemory>(Device::allocator())));
+  }
 
  private:
   GpuDeviceContext* const context_;  // owned by GpuProcessState

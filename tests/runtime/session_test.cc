@@ -97,12 +97,14 @@ TEST(SessionTest, ConfigFromJson) {
 
 TEST(SessionTest, GpuOptionsUseTensorFlowsFieldNames) {
   auto c = SessionConfig::FromJson(R"({"gpu_options": {"allow_growth": true, "per_process_gpu_memory_fraction": 0.5,
-      "visible_device_list": "1,0", "allow_tf32": true,
+      "visible_device_list": "1,0", "allow_tf32": true, "capture_steps": true,
       "experimental": {"virtual_devices": [{"memory_limit_mb": [1024, 2048.5]}, {"memory_limit_mb": []}]}}})");
   ASSERT_TRUE(c.ok()) << c.status();
   const GpuOptions& g = c->gpu_options;
   EXPECT_TRUE(g.allow_growth);
   EXPECT_TRUE(g.allow_tf32);
+  EXPECT_TRUE(g.capture_steps);
+  EXPECT_FALSE(GpuOptions().capture_steps);
   EXPECT_EQ(g.per_process_gpu_memory_fraction, 0.5);
   EXPECT_EQ(g.visible_device_list, "1,0");
   ASSERT_EQ(g.virtual_device_memory_limit_mb.size(), 2u);
