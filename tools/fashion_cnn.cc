@@ -45,7 +45,11 @@ FashionCnn CreateFashionCnn(const Scope& scope, const MakeVariable& make, int64_
 }
 
 Output FashionCnnLogits(const Scope& scope, const FashionCnn& cnn, Input images) {
-  auto var = [&](size_t i) { return cnn.variables[i].second; };
+  // Each variable is read once, as TF1's `<variable>/read` does, and the gradients use that
+  // value: read lazily, a backward op could see the update its own step already applied.
+  std::vector<Output> read;
+  for (const auto& [name, variable] : cnn.variables) read.push_back(ops::Identity(scope.WithOpName(name + "/read"), variable));
+  auto var = [&](size_t i) { return read[i]; };
   auto conv = [&](const Scope& s, Output x, size_t layer) {
     return ops::Relu(s, ops::BiasAdd(s, ops::Conv2D(s, x, var(2 * layer), {1, 1, 1, 1}, "VALID"), var(2 * layer + 1)));
   };

@@ -84,7 +84,7 @@ TEST(TrainTest, MirroredOverTwoDevicesMatchesOneDevice) {
   log.str("");
   StatusOr<TrainResult> parameters = Train(o, log);
   ASSERT_TRUE(parameters.ok()) << parameters.status();
-  EXPECT_THAT(log.str(), HasSubstr("device:CPU:1: 208 nodes, 8 ApplyRMSProp"));
+  EXPECT_THAT(log.str(), ::testing::ContainsRegex("device:CPU:1: [0-9]+ nodes, 8 ApplyRMSProp"));
   for (const auto& [name, a] : one->variables) {
     EXPECT_LT(testing::MaxAbsDifference(a, parameters->variables.at(name)), 1e-4) << name;
   }
