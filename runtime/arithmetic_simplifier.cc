@@ -44,7 +44,10 @@ std::optional<std::pair<const Node*, int>> PassedThrough(const Node& n) {
   const std::string& op = n.op();
   if (op == "Identity" && !n.input_is_ref(0)) {
     const auto [src, port] = input(0);
-    if (here(src) && !IsControlFlow(src->op())) return input(0);
+    // An Identity of a variable's reference is a read at the time it runs (TF1's
+    // `<variable>/read`): without it, each consumer would read the variable when it runs,
+    // perhaps after an update of the same step, as TF's optimizer also keeps in mind.
+    if (here(src) && !IsControlFlow(src->op()) && !src->output_is_ref(port)) return input(0);
   } else if (op == "Neg") {
     const Node* inner = n.input_edge(0)->src;
     if (inner->op() == "Neg" && here(inner) && inner->control_inputs().empty() && here(inner->input_edge(0)->src)) {

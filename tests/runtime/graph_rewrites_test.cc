@@ -127,6 +127,35 @@ TEST(GraphRewritesTest, AnIdentityAfterASwitchStaysForItsDeadness) {
   }
 }
 
+// snapshot = Identity(v) read before the update and used after it: the read keeps the old
+// value, as TF1's `v/read` does, so the simplifier leaves it.
+TEST(GraphRewritesTest, AnIdentityReadingAVariableStays) {
+  Scope root = Scope::NewRootScope();
+  auto v = ops::Variable(root.WithOpName("v"), TensorShape({}), DataType::kFloat);
+  ops::Assign(root.WithOpName("init"), v, ops::Const(root, Tensor::Scalar(1.0f)));
+  auto snapshot = ops::Identity(root.WithOpName("snapshot"), v);
+  auto update = ops::AssignAdd(root.WithOpName("update").WithControlDependencies({snapshot.op()}), v,
+                               ops::Const(root, Tensor::Scalar(10.0f)));
+  ops::Add(root.WithOpName("after").WithControlDependencies({update.op()}), snapshot,
+           ops::Const(root, Tensor::Scalar(0.5f)));
+  GraphDef def;
+  ASSERT_TRUE(root.ToGraphDef(&def).ok());
+  auto session = Session::Create({}, def);
+  ASSERT_TRUE(session.ok()) << session.status();
+  std::vector<Tensor> out;
+  ASSERT_TRUE((*session)->Run({}, {}, {"init"}, &out).ok());
+  RunOptions options;
+  options.output_partition_graphs = true;
+  RunMetadata metadata;
+  ASSERT_TRUE((*session)->Run(options, {}, {"after"}, {}, &out, &metadata).ok());
+  EXPECT_EQ(Floats(out[0]), std::vector<float>{1.5f});  // the value before the update
+  bool kept = false;
+  for (const GraphDef& part : metadata.partition_graphs) {
+    for (const NodeDef& n : part.nodes) kept |= n.name == "snapshot";
+  }
+  EXPECT_TRUE(kept);
+}
+
 TEST(GraphRewritesTest, CommonSubexpressionsAreComputedOnce) {
   Scope root = Scope::NewRootScope();
   auto x = ops::Placeholder(root.WithOpName("x"), DataType::kFloat, TensorShape({3}));
