@@ -10,9 +10,9 @@
 #include "graph/builder/gradients.h"
 #include "graph/builder/optimizers.h"
 #include "graph/op_registry.h"
-#include "graph/platform/logging.h"
 #include "kernels/gpu/gpu_device_context.h"
 #include "kernels/kernel_registry.h"
+#include "tests/captured_log.h"
 #include "tests/gpu/gpu_test_util.h"
 #include "tests/test_util.h"
 
@@ -20,24 +20,6 @@ namespace tessera {
 namespace {
 
 using ::testing::HasSubstr;
-
-class CapturedLog : public LogSink {
- public:
-  CapturedLog() { SetLogSink(this); }
-  ~CapturedLog() override { SetLogSink(nullptr); }
-  void Write(LogSeverity, std::string_view message) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    text_ += std::string(message) + "\n";
-  }
-  std::string text() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return text_;
-  }
-
- private:
-  std::mutex mu_;
-  std::string text_;
-};
 
 // A two-layer perceptron on GPU:0 trained with RMSProp on a batch held in a variable: the
 // step a training loop repeats without feeding or fetching.
@@ -113,7 +95,7 @@ bool SameBits(const Tensor& a, const Tensor& b) {
 
 TEST(GpuCaptureTest, ReplayedTrainingStepsGiveTheBitsOfNormalSteps) {
   TESSERA_SKIP_WITHOUT_GPU();
-  CapturedLog log;
+  testing::CapturedLog log;
   Trained normal = Train(false, 20);
   Trained replayed = Train(true, 20);
   ASSERT_EQ(replayed.variables.size(), normal.variables.size());
@@ -125,7 +107,7 @@ TEST(GpuCaptureTest, ReplayedTrainingStepsGiveTheBitsOfNormalSteps) {
 
 TEST(GpuCaptureTest, AVariableGivenANewBufferIsReadFromIt) {
   TESSERA_SKIP_WITHOUT_GPU();
-  CapturedLog log;
+  testing::CapturedLog log;
   Trained normal = Train(false, 12, /*restore_at=*/6);
   Trained replayed = Train(true, 12, /*restore_at=*/6);
   for (size_t i = 0; i < normal.variables.size(); ++i) {
@@ -136,7 +118,7 @@ TEST(GpuCaptureTest, AVariableGivenANewBufferIsReadFromIt) {
 
 TEST(GpuCaptureTest, AStepWithAFeedRunsNormallyAndSaysWhyOnce) {
   TESSERA_SKIP_WITHOUT_GPU();
-  CapturedLog log;
+  testing::CapturedLog log;
   Scope root = Scope::NewRootScope();
   const Scope s = root.WithDevice("/device:GPU:0");
   auto x = ops::Placeholder(s.WithOpName("x"), DataType::kFloat);
@@ -177,7 +159,7 @@ TEST(GpuCaptureTest, AStepThatCannotBeRecordedFailsWithAStatusThenRunsNormally) 
         OpDefBuilder("TestWaitForGpu").Input("x: float").Output("y: float"));
     KernelRegistry::Global()->Register<WaitForGpuOp>(KernelDefBuilder("TestWaitForGpu").Device(kDeviceGpu));
   });
-  CapturedLog log;
+  testing::CapturedLog log;
   Scope root = Scope::NewRootScope();
   const Scope s = root.WithDevice("/device:GPU:0");
   auto v = ops::Variable(s.WithOpName("v"), TensorShape({4}), DataType::kFloat);

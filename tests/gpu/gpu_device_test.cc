@@ -9,10 +9,10 @@
 #include <mutex>
 
 #include "graph/builder/ops.h"
-#include "graph/platform/logging.h"
 #include "kernels/gpu/gpu_device_context.h"
 #include "kernels/kernel_registry.h"
 #include "runtime/gpu/gpu_device.h"
+#include "tests/captured_log.h"
 #include "tests/gpu/gpu_test_util.h"
 #include "tests/test_util.h"
 
@@ -32,16 +32,6 @@ StatusOr<std::unique_ptr<Session>> SessionFor(const Scope& root, const SessionCo
   RETURN_IF_ERROR(root.ToGraphDef(&def));
   return Session::Create(config, def);
 }
-
-class CapturingSink : public LogSink {
- public:
-  void Write(LogSeverity, std::string_view message) override {
-    std::lock_guard<std::mutex> lock(mu);
-    text += std::string(message) + "\n";
-  }
-  std::mutex mu;
-  std::string text;
-};
 
 TEST(GpuDeviceTest, TheGpuFactoryRanksAboveTheCpu) {
   ASSERT_NE(DeviceFactory::Find(kDeviceGpu), nullptr);
@@ -91,19 +81,18 @@ TEST(GpuDeviceTest, WithoutAGpuTheOptionsAreTakenAndAGraphAskingForOneNamesTheNo
 
 TEST(GpuDeviceTest, CreatingADeviceLogsItsMemoryAndHardware) {
   TESSERA_SKIP_WITHOUT_GPU();
-  CapturingSink sink;
-  SetLogSink(&sink);
+  testing::CapturedLog log;
   Scope root = Scope::NewRootScope();
   ops::Add(root, 1.0f, 2.0f);
   SessionConfig config;
   config.log_device_placement = true;
   auto session = SessionFor(root, config);
-  SetLogSink(nullptr);
   ASSERT_TRUE(session.ok()) << session.status();
-  EXPECT_THAT(sink.text, HasSubstr("Created device /job:localhost/replica:0/task:0/device:GPU:0 with "));
-  EXPECT_THAT(sink.text, HasSubstr("MB memory -> physical GPU (device: 0, name: "));
-  EXPECT_THAT(sink.text, HasSubstr("compute capability: "));
-  EXPECT_THAT(sink.text, HasSubstr("/job:localhost/replica:0/task:0/device:GPU:0 -> device: 0, name: "));
+  const std::string text = log.text();
+  EXPECT_THAT(text, HasSubstr("Created device /job:localhost/replica:0/task:0/device:GPU:0 with "));
+  EXPECT_THAT(text, HasSubstr("MB memory -> physical GPU (device: 0, name: "));
+  EXPECT_THAT(text, HasSubstr("compute capability: "));
+  EXPECT_THAT(text, HasSubstr("/job:localhost/replica:0/task:0/device:GPU:0 -> device: 0, name: "));
 }
 
 TEST(GpuDeviceTest, DeviceCountCapsTheGpus) {

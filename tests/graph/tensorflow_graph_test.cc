@@ -4,11 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
-#include <mutex>
 #include <sstream>
 
-#include "graph/platform/logging.h"
 #include "graph/serialize/graph_json.h"
+#include "tests/captured_log.h"
 
 namespace tessera {
 namespace {
@@ -24,24 +23,6 @@ std::string TestData(const std::string& name) {
   s << in.rdbuf();
   return s.str();
 }
-
-class CapturedLog : public LogSink {
- public:
-  CapturedLog() { SetLogSink(this); }
-  ~CapturedLog() override { SetLogSink(nullptr); }
-  void Write(LogSeverity, std::string_view message) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    lines_.emplace_back(message);
-  }
-  std::vector<std::string> lines() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return lines_;
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<std::string> lines_;
-};
 
 TEST(TensorFlowGraphTest, ReadsAGraphTensorFlowWrote) {
   std::string bytes = TestData("tf_matmul_relu.pb");
@@ -63,14 +44,14 @@ TEST(TensorFlowGraphTest, ReadsAGraphTensorFlowWrote) {
 }
 
 TEST(TensorFlowGraphTest, DroppedAttrsAreLoggedOnceEach) {
-  CapturedLog log;
+  testing::CapturedLog log;
   auto def = GraphDefFromTensorFlow(TestData("tf_matmul_relu.pb"), TensorFlowFormat::kBinary);
   ASSERT_TRUE(def.ok()) << def.status();
   int output_shapes = 0;
   for (const std::string& line : log.lines()) output_shapes += line.find("'_output_shapes'") != std::string::npos;
   EXPECT_EQ(output_shapes, 1);
-  EXPECT_THAT(log.lines(), testing::Contains(HasSubstr("ignoring attr '_output_shapes' on 8 nodes")));
-  EXPECT_THAT(log.lines(), testing::Contains(HasSubstr("ignoring attr 'grad_a' on 1 node (MatMul")));
+  EXPECT_THAT(log.lines(), ::testing::Contains(HasSubstr("ignoring attr '_output_shapes' on 8 nodes")));
+  EXPECT_THAT(log.lines(), ::testing::Contains(HasSubstr("ignoring attr 'grad_a' on 1 node (MatMul")));
 }
 
 TEST(TensorFlowGraphTest, BinaryAndTextRoundTrip) {

@@ -6,15 +6,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <mutex>
 #include <shared_mutex>
 
 #include "graph/builder/ops.h"
-#include "graph/platform/logging.h"
 #include "kernels/resource_mgr.h"
 #include "kernels/variable.h"
 #include "runtime/device.h"
 #include "runtime/session.h"
+#include "tests/captured_log.h"
 
 namespace tessera {
 namespace {
@@ -133,24 +132,6 @@ class RecordingDevice final : public Device {
   bool can_record_;
 };
 
-class CapturedLog : public LogSink {
- public:
-  CapturedLog() { SetLogSink(this); }
-  ~CapturedLog() override { SetLogSink(nullptr); }
-  void Write(LogSeverity, std::string_view message) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    text_ += std::string(message) + "\n";
-  }
-  std::string text() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return text_;
-  }
-
- private:
-  std::mutex mu_;
-  std::string text_;
-};
-
 struct Fixture {
   Counts counts;
   ResourceMgr resources;
@@ -181,7 +162,7 @@ struct Fixture {
 };
 
 TEST(StepCaptureTest, WarmUpThenRecordOnceThenReplay) {
-  CapturedLog log;
+  testing::CapturedLog log;
   Fixture f;
   RecordingDevice device(&f.counts, true);
   StepCapture capture("train", &device, &f.resources, *f.graph);
@@ -195,7 +176,7 @@ TEST(StepCaptureTest, WarmUpThenRecordOnceThenReplay) {
 }
 
 TEST(StepCaptureTest, AVariableWithANewBufferRunsNormallyAndIsRecordedAgain) {
-  CapturedLog log;
+  testing::CapturedLog log;
   Fixture f;
   RecordingDevice device(&f.counts, true);
   StepCapture capture("train", &device, &f.resources, *f.graph);
@@ -212,7 +193,7 @@ TEST(StepCaptureTest, AVariableWithANewBufferRunsNormallyAndIsRecordedAgain) {
 }
 
 TEST(StepCaptureTest, ARecordingErrorIsTheStepsStatusAndLaterStepsRunNormally) {
-  CapturedLog log;
+  testing::CapturedLog log;
   Fixture f;
   f.counts.record_error = errors::Internal("operation not permitted when stream is capturing");
   RecordingDevice device(&f.counts, true);
@@ -230,7 +211,7 @@ TEST(StepCaptureTest, ARecordingErrorIsTheStepsStatusAndLaterStepsRunNormally) {
 }
 
 TEST(StepCaptureTest, ADeviceThatCannotRecordRunsEveryStepNormally) {
-  CapturedLog log;
+  testing::CapturedLog log;
   Fixture f;
   RecordingDevice device(&f.counts, false);
   StepCapture capture("train", &device, &f.resources, *f.graph);
@@ -251,7 +232,7 @@ TEST(StepCaptureTest, AnUninitializedVariableIsLeftToTheNormalRunToReport) {
 
 // A session on CPUs takes the option and records nothing: its steps run as before.
 TEST(StepCaptureTest, CpuSessionsIgnoreTheOption) {
-  CapturedLog log;
+  testing::CapturedLog log;
   Output w;
   Scope root = TrainingStep(&w);
   ops::Assign(root.WithOpName("init"), w, ops::Const(root, Tensor::FromVector<float>({1, 0, 0, 1}, TensorShape({2, 2}))));
