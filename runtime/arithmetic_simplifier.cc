@@ -46,7 +46,8 @@ std::optional<std::pair<const Node*, int>> PassedThrough(const Node& n) {
     const auto [src, port] = input(0);
     // An Identity of a variable's reference is a read at the time it runs (TF1's
     // `<variable>/read`): without it, each consumer would read the variable when it runs,
-    // perhaps after an update of the same step, as TF's optimizer also keeps in mind.
+    // perhaps after an update of the same step. TensorFlow's dependency optimizer keeps
+    // these reads too.
     if (here(src) && !IsControlFlow(src->op()) && !src->output_is_ref(port)) return input(0);
   } else if (op == "Neg") {
     const Node* inner = n.input_edge(0)->src;

@@ -10,10 +10,15 @@
 namespace tessera {
 namespace {
 
+// A placed node's device, parsed; the placer wrote it, so it parses.
+DeviceName NameOf(const std::string& device) {
+  StatusOr<DeviceName> parsed = DeviceName::Parse(device);
+  return parsed.ok() ? *parsed : DeviceName();
+}
+
 // Device order: job, replica, task, type, then the index as a number (CPU:2 before CPU:10).
 auto DeviceOrderKey(const std::string& device) {
-  StatusOr<DeviceName> parsed = DeviceName::Parse(device);
-  DeviceName n = parsed.ok() ? *parsed : DeviceName();
+  const DeviceName n = NameOf(device);
   return std::make_tuple(n.job, n.replica, n.task, n.type, n.id, device);
 }
 
@@ -33,13 +38,9 @@ T AttrOr(const NodeDef& n, std::string_view name, T fallback) {
 // CPU members reduce over the rendezvous, GPU members meet in their process and reduce in
 // device memory (kernels/gpu/all_reduce_op.cc): one group cannot mix the two.
 Status CheckOneKindOfDevice(const std::string& what, const std::vector<NodeDef*>& members) {
-  const auto name_of = [](const NodeDef* m) {
-    StatusOr<DeviceName> parsed = DeviceName::Parse(m->device);
-    return parsed.ok() ? *parsed : DeviceName();
-  };
-  const DeviceName first = name_of(members.front());
+  const DeviceName first = NameOf(members.front()->device);
   for (const NodeDef* m : members) {
-    const DeviceName d = name_of(m);
+    const DeviceName d = NameOf(m->device);
     if (d.type != first.type) {
       return errors::InvalidArgument(what, " has members on ", first.type, " and ", d.type, " devices (",
                                      MemberList(members), "); a group's members must all be of one device type");

@@ -194,22 +194,21 @@ StatusOr<std::shared_ptr<const DirectSession::ExecutorAndKeys>> DirectSession::G
   // takes gigabytes in every form.
   sub.graph.reset();
   ek->needs_rendezvous = partitions.size() > 1;
+  Device* device = nullptr;  // the last partition's
   for (auto& [device_name, part] : partitions) {
     for (const NodeDef& n : part.graph.nodes) ek->needs_rendezvous |= IsSendOp(n.op) || IsRecvOp(n.op);
-    ASSIGN_OR_RETURN(Device * device, devices_->Lookup(device_name));
+    ASSIGN_OR_RETURN(device, devices_->Lookup(device_name));
     ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor,
                      CreatePartitionExecutor(std::move(part.graph), device, resource_mgr_.get()));
     ek->executors.push_back(std::move(executor));
   }
-  if (config_.gpu_options.capture_steps && ek->executors.size() == 1) {
-    ASSIGN_OR_RETURN(Device * device, devices_->Lookup(partitions.begin()->first));
-    if (device->device_type() == kDeviceGpu) {
-      const std::string blocker = CaptureBlocker(ek->executors[0]->graph());
-      if (blocker.empty()) {
-        ek->capture = std::make_unique<StepCapture>(key, device, resource_mgr_.get(), ek->executors[0]->graph());
-      } else {
-        Log(LogSeverity::kInfo, StrCat("Step capture on ", device->name(), " (", key, "): not recorded, ", blocker));
-      }
+  if (config_.gpu_options.capture_steps && ek->executors.size() == 1 && device->device_type() == kDeviceGpu) {
+    const Graph& partition = ek->executors[0]->graph();
+    const std::string blocker = CaptureBlocker(partition);
+    if (blocker.empty()) {
+      ek->capture = std::make_unique<StepCapture>(key, device, resource_mgr_.get(), partition);
+    } else {
+      Log(LogSeverity::kInfo, StrCat("Step capture on ", device->name(), " (", key, "): not recorded, ", blocker));
     }
   }
   std::lock_guard<std::mutex> lock(executors_mu_);

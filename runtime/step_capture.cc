@@ -1,5 +1,6 @@
 #include "runtime/step_capture.h"
 
+#include <algorithm>
 #include <set>
 
 #include "graph/platform/logging.h"
