@@ -1,4 +1,5 @@
-// A session on a benchmark's graph with both pools sized to `threads`, or nullptr after
+// A session on a benchmark's graph with both pools sized to `threads` (and the remapper on
+// or off), or nullptr after
 // marking the benchmark skipped with the error. Shared by the benchmarks that time
 // Session::Run.
 #pragma once
@@ -12,10 +13,12 @@
 
 namespace tessera::bench {
 
-inline std::unique_ptr<Session> SessionOrSkip(const Scope& root, int threads, benchmark::State& state) {
+inline std::unique_ptr<Session> SessionOrSkip(const Scope& root, int threads, benchmark::State& state,
+                                              bool remapping = true) {
   GraphDef def;
   Status s = root.ToGraphDef(&def);
   SessionConfig config;
+  config.remapping = remapping;
   config.inter_op_parallelism_threads = threads;
   config.intra_op_parallelism_threads = threads;
   config.constant_folding = false;  // the graphs time ops on constants: folded, they would run once

@@ -86,6 +86,38 @@ void BM_MaxPool(benchmark::State& state) {
 }
 BENCHMARK(BM_MaxPool)->ArgName("grad")->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
 
+// One convolution layer of the CNN as training runs it: Conv2D, BiasAdd, Relu and a 2x2
+// MaxPool forward, then MaxPoolGrad and ReluGrad back to the convolution's output; with the
+// remapper (remap:1) a _FusedConv2DMaxPoolWithArgmax and a _FusedConv2DMaxPoolGrad.
+void BM_ConvLayerForTraining(benchmark::State& state) {
+  const Layer l = kLayers[state.range(0)];
+  const bool remap = state.range(1) == 1;
+  const int threads = static_cast<int>(state.range(2));
+  const int64_t oh = l.h - 2, ph = oh / 2;
+  Scope root = Scope::NewRootScope();
+  const std::vector<int64_t> strides = {1, 1, 1, 1}, window = {1, 2, 2, 1};
+  auto conv = ops::Conv2D(root, ops::Const(root, Random({kBatch, l.h, l.h, l.c})),
+                          ops::Const(root, Random({3, 3, l.c, l.o})), strides, "VALID");
+  auto relu = ops::Relu(root, ops::BiasAdd(root, conv, ops::Const(root, Random({l.o}))));
+  auto pool = ops::MaxPool(root, relu, window, window, "VALID");
+  auto pool_grad = ops::MaxPoolGrad(root, relu, pool, ops::Const(root, Random({kBatch, ph, ph, l.o})), window, window,
+                                    "VALID");
+  auto relu_grad = ops::ReluGrad(root, pool_grad, relu);
+  std::unique_ptr<Session> session = bench::SessionOrSkip(root, threads, state, remap);
+  if (session == nullptr) return;
+  std::vector<Tensor> result;
+  Status s;
+  for (auto _ : state) {
+    s = session->Run({}, {pool.name(), relu_grad.name()}, {}, &result);
+    if (!s.ok()) state.SkipWithError(s.ToString().c_str());
+  }
+}
+BENCHMARK(BM_ConvLayerForTraining)
+    ->ArgNames({"layer", "remap", "threads"})
+    ->ArgsProduct({{0, 1}, {0, 1}, {1, 2}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
 }  // namespace
 }  // namespace tessera
 

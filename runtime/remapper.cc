@@ -49,6 +49,10 @@ struct Chain {
   const Node* bias_add;
   const Node* relu;      // or nullptr
   const Node* max_pool;  // or nullptr
+  // In training, the pool's MaxPoolGrad and (with a Relu) the ReluGrad that reads its
+  // result, or nullptr.
+  const Node* max_pool_grad = nullptr;
+  const Node* relu_grad = nullptr;
 };
 
 // A MaxPool over rows and columns only, as the fused kernel pools.
@@ -57,6 +61,56 @@ bool PoolsRowsAndColumns(const Node& pool) {
   return IsNhwc(pool) && pool.GetAttr("ksize", &ksize).ok() && pool.GetAttr("strides", &strides).ok() &&
          ksize.size() == 4 && strides.size() == 4 && ksize[0] == 1 && ksize[3] == 1 && strides[0] == 1 &&
          strides[3] == 1;
+}
+
+// The same window: ksize, strides, padding and data_format.
+bool SameWindows(const Node& a, const Node& b) {
+  std::vector<int64_t> ka, kb, sa, sb;
+  std::string pa, pb, fa, fb;
+  return a.GetAttr("ksize", &ka).ok() && b.GetAttr("ksize", &kb).ok() && a.GetAttr("strides", &sa).ok() &&
+         b.GetAttr("strides", &sb).ok() && a.GetAttr("padding", &pa).ok() && b.GetAttr("padding", &pb).ok() &&
+         a.GetAttr("data_format", &fa).ok() && b.GetAttr("data_format", &fb).ok() && ka == kb && sa == sb &&
+         pa == pb && fa == fb;
+}
+
+// In a training graph the chain's result `out` is read by its MaxPool, by that pool's
+// MaxPoolGrad and, after a Relu, by the ReluGrad of the MaxPoolGrad's result, and by nothing
+// else. Then the pool keeps its argmax and one node computes the gradient from it
+// (_FusedConv2DMaxPoolGrad): the convolution's full-size output is never stored. Fills in
+// `chain`'s pool and gradients; false if `out` is read otherwise.
+bool FindPoolWithGradient(const Node& out, Chain& chain) {
+  const bool relu = chain.relu != nullptr;
+  if (out.out_edges().size() != (relu ? 3u : 2u)) return false;
+  const Node *pool = nullptr, *pool_grad = nullptr, *relu_grad = nullptr;
+  for (const Edge* e : out.out_edges()) {
+    const Node* next = e->dst;
+    if (e->IsControl() || e->src_output != 0 || next->assigned_device() != out.assigned_device() || !IsFloat(*next)) {
+      return false;
+    }
+    if (next->op() == "MaxPool" && e->dst_input == 0) pool = next;
+    if (next->op() == "MaxPoolGrad" && e->dst_input == 0) pool_grad = next;
+    if (next->op() == "ReluGrad" && e->dst_input == 1) relu_grad = next;
+  }
+  if (pool == nullptr || pool_grad == nullptr || (relu && relu_grad == nullptr) || !PoolsRowsAndColumns(*pool)) {
+    return false;
+  }
+  std::vector<int64_t> ksize;
+  if (!pool->GetAttr("ksize", &ksize).ok() || ksize[1] <= 0 || ksize[2] <= 0 || ksize[1] * ksize[2] > 255) return false;
+  const Edge* orig_output = pool_grad->input_edge(1);
+  if (orig_output == nullptr || orig_output->src != pool || orig_output->src_output != 0 ||
+      !SameWindows(*pool, *pool_grad)) {
+    return false;
+  }
+  if (relu) {
+    const auto& reads = pool_grad->out_edges();
+    if (reads.size() != 1 || reads[0]->dst != relu_grad || reads[0]->dst_input != 0 || reads[0]->src_output != 0) {
+      return false;
+    }
+  }
+  chain.max_pool = pool;
+  chain.max_pool_grad = pool_grad;
+  chain.relu_grad = relu_grad;
+  return true;
 }
 
 std::vector<Chain> FindChains(const Graph& graph) {
@@ -75,12 +129,43 @@ std::vector<Chain> FindChains(const Graph& graph) {
     const Node* relu = SoleConsumer(*bias_add, "Relu");
     const Node* max_pool = OnCpu(*conv) ? SoleConsumer(relu != nullptr ? *relu : *bias_add, "MaxPool") : nullptr;
     if (max_pool != nullptr && !PoolsRowsAndColumns(*max_pool)) max_pool = nullptr;
-    chains.push_back({conv, bias_add, relu, max_pool});
+    Chain chain{conv, bias_add, relu, max_pool};
+    if (max_pool == nullptr && OnCpu(*conv)) FindPoolWithGradient(relu != nullptr ? *relu : *bias_add, chain);
+    chains.push_back(chain);
   }
   return chains;
 }
 
 bool IsControlInput(const std::string& input) { return !input.empty() && input[0] == '^'; }
+
+// Gives `node` the control inputs of the `parts` it replaces, once each, and marks those
+// parts removed (but the one whose name it takes).
+void TakeOver(NodeDef& node, const std::vector<NodeDef>& parts, std::set<std::string, std::less<>>& removed) {
+  for (const NodeDef& part : parts) {
+    for (const std::string& input : part.inputs) {
+      if (IsControlInput(input) && std::find(node.inputs.begin(), node.inputs.end(), input) == node.inputs.end()) {
+        node.inputs.push_back(input);
+      }
+    }
+    if (part.name != node.name) removed.insert(part.name);
+  }
+}
+
+// The _FusedConv2DMaxPoolGrad that replaces chain `c`'s MaxPoolGrad (and ReluGrad), named
+// as the last of them; `pooled` is the chain's fused node, which gives it the argmax.
+NodeDef PoolGradient(const Chain& c, const NodeDef& conv, const NodeDef& pooled) {
+  const NodeDef pool_grad = c.max_pool_grad->ToNodeDef();
+  NodeDef grad;
+  grad.name = (c.relu_grad != nullptr ? c.relu_grad : c.max_pool_grad)->name();
+  grad.op = "_FusedConv2DMaxPoolGrad";
+  grad.device = pool_grad.device;
+  for (const char* name : {"T", "strides", "padding", "data_format", "dilations"}) {
+    if (auto it = conv.attrs.find(name); it != conv.attrs.end()) grad.attrs.emplace(name, it->second);
+  }
+  for (const char* name : {"ksize", "pool_strides", "pool_padding"}) grad.attrs.emplace(name, pooled.attrs.at(name));
+  grad.inputs = {conv.inputs[0], conv.inputs[1], pooled.name + ":1", pool_grad.inputs[2]};
+  return grad;
+}
 
 }  // namespace
 
@@ -114,13 +199,14 @@ StatusOr<std::unique_ptr<Graph>> Remap(std::unique_ptr<Graph> graph) {
       node.attrs["pool_padding"] = pool.attrs.at("padding");
       parts.push_back(std::move(pool));
     }
-    for (const NodeDef& part : parts) {
-      for (const std::string& input : part.inputs) {
-        if (IsControlInput(input) && std::find(node.inputs.begin(), node.inputs.end(), input) == node.inputs.end()) {
-          node.inputs.push_back(input);
-        }
-      }
-      if (part.name != node.name) removed.insert(part.name);
+    TakeOver(node, parts, removed);
+    if (c.max_pool_grad != nullptr) {
+      node.op = "_FusedConv2DMaxPoolWithArgmax";
+      NodeDef grad = PoolGradient(c, conv, node);
+      std::vector<NodeDef> grad_parts = {c.max_pool_grad->ToNodeDef()};
+      if (c.relu_grad != nullptr) grad_parts.push_back(c.relu_grad->ToNodeDef());
+      TakeOver(grad, grad_parts, removed);
+      fused.emplace(grad.name, std::move(grad));
     }
     fused.emplace(node.name, std::move(node));
   }

@@ -6,9 +6,12 @@
 // tensor). A node that anything else
 // reads, a fetch, or a dilated or NCHW convolution stays as it is. Gradients are untouched:
 // they read the Relu's output, which the fused node produces. A MaxPool that alone reads
-// the chain's result on a CPU joins it as _FusedConv2DMaxPool (inference graphs; in training the
-// pool's gradient reads the Relu too): the convolution's output is then made a few images
-// at a time and pooled while still in cache.
+// the chain's result on a CPU joins it as _FusedConv2DMaxPool: the convolution's output is
+// then made a few images at a time and pooled while still in cache. In training, where the
+// chain's result is read by its MaxPool, that pool's MaxPoolGrad and the ReluGrad of the
+// MaxPoolGrad's result alone, the pool keeps each window's argmax
+// (_FusedConv2DMaxPoolWithArgmax) and one _FusedConv2DMaxPoolGrad, named as the ReluGrad,
+// computes the gradient from it: the full-size output is neither stored nor read back.
 //
 //   ASSIGN_OR_RETURN(step_graph, Remap(std::move(step_graph)));
 //

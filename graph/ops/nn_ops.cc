@@ -66,7 +66,7 @@ Status PoolShape(InferenceContext& c) {
   return WindowedShape(c, ksize[1], ksize[2], in.unknown_rank() || in.rank() != 4 ? -1 : in.dim(3));
 }
 
-// _FusedConv2DMaxPool: the convolution's shape, then its pool's.
+// _FusedConv2DMaxPool: the convolution's shape, then its pool's (and its argmax's, the same).
 Status FusedConv2DMaxPoolShape(InferenceContext& c) {
   RETURN_IF_ERROR(Conv2DShape(c));
   const TensorShape conv = c.outputs()[0];
@@ -82,7 +82,7 @@ Status FusedConv2DMaxPoolShape(InferenceContext& c) {
   int64_t ph = -1, pw = -1, pad;
   if (conv.dim(1) >= 0) RETURN_IF_ERROR(WindowedOutputSize(conv.dim(1), ksize[1], strides[1], padding, &ph, &pad));
   if (conv.dim(2) >= 0) RETURN_IF_ERROR(WindowedOutputSize(conv.dim(2), ksize[2], strides[2], padding, &pw, &pad));
-  c.set_output(0, TensorShape({conv.dim(0), ph, pw, conv.dim(3)}));
+  for (int i = 0; i < c.num_outputs(); ++i) c.set_output(i, TensorShape({conv.dim(0), ph, pw, conv.dim(3)}));
   return Status::OK();
 }
 
@@ -155,6 +155,22 @@ void RegisterNnOps(OpRegistry& r) {
                   .Attr("dilations: list(int) = [1, 1, 1, 1]").Attr("fused_ops: string")
                   .Attr("epsilon: float = 0.0001").Attr("ksize: list(int)").Attr("pool_strides: list(int)")
                   .Attr("pool_padding: string").SetShapeFn(FusedConv2DMaxPoolShape));
+  // Runtime-internal, for training: _FusedConv2DMaxPool that also gives each pooled value's
+  // argmax (kernels/cpu/pooling.h), and the gradient of the convolution's (biased) output
+  // from it, which replaces the pool's MaxPoolGrad and the ReluGrad after it
+  // (runtime/remapper.h). The gradient reads `input` and `filter` for their shapes alone;
+  // the argmax says where a ReLU stopped the gradient.
+  RegisterCoreOp(r, OpDefBuilder("_FusedConv2DMaxPoolWithArgmax").Input("input: T").Input("filter: T")
+                  .Input("args: num_args * T").Output("output: T").Output("argmax: uint8").Attr("T: {float32}")
+                  .Attr("num_args: int >= 0").Attr("strides: list(int)").Attr("padding: string")
+                  .Attr("data_format: string = \"NHWC\"").Attr("dilations: list(int) = [1, 1, 1, 1]")
+                  .Attr("fused_ops: string").Attr("epsilon: float = 0.0001").Attr("ksize: list(int)")
+                  .Attr("pool_strides: list(int)").Attr("pool_padding: string").SetShapeFn(FusedConv2DMaxPoolShape));
+  RegisterCoreOp(r, OpDefBuilder("_FusedConv2DMaxPoolGrad").Input("input: T").Input("filter: T")
+                  .Input("argmax: uint8").Input("grad: T").Output("backprops: T").Attr("T: {float32}")
+                  .Attr("strides: list(int)").Attr("padding: string").Attr("data_format: string = \"NHWC\"")
+                  .Attr("dilations: list(int) = [1, 1, 1, 1]").Attr("ksize: list(int)")
+                  .Attr("pool_strides: list(int)").Attr("pool_padding: string").SetShapeFn(Conv2DShape));
   RegisterCoreOp(r, OpDefBuilder("Conv2DBackpropInput").Input("input_sizes: int32").Input("filter: T")
                   .Input("out_backprop: T").Output("output: T").Attr(kFloating).Attr("strides: list(int)")
                   .Attr("padding: string").Attr("data_format: string = \"NHWC\"")

@@ -122,22 +122,40 @@ class Conv2DOp : public ConvBase {
   }
 };
 
+// A fused convolution's pool: its ksize, pool_strides and pool_padding, over rows and
+// columns only.
+Status ReadFusedPoolAttrs(OpKernelConstruction* c, PoolAttrs* pool) {
+  RETURN_IF_ERROR(c->GetAttr("ksize", &pool->ksize));
+  RETURN_IF_ERROR(c->GetAttr("pool_strides", &pool->strides));
+  RETURN_IF_ERROR(c->GetAttr("pool_padding", &pool->padding));
+  if (pool->ksize.size() != 4 || pool->strides.size() != 4 || pool->ksize[0] != 1 || pool->ksize[3] != 1 ||
+      pool->strides[0] != 1 || pool->strides[3] != 1) {
+    return errors::InvalidArgument(c->node().op(), " pools over rows and columns only: ksize and pool_strides are ",
+                                   "[1, h, w, 1]");
+  }
+  return Status::OK();
+}
+
+// An argmax numbers a window's cells in a uint8.
+Status CheckArgmaxWindow(OpKernelConstruction* c, const PoolAttrs& pool) {
+  if (pool.ksize[1] <= 0 || pool.ksize[2] <= 0 || pool.ksize[1] * pool.ksize[2] > kMaxArgmaxCells) {
+    return errors::InvalidArgument(c->node().op(), " keeps argmaxes of windows of 1 to ", kMaxArgmaxCells,
+                                   " cells, not ", pool.ksize[1], "x", pool.ksize[2]);
+  }
+  return Status::OK();
+}
+
 // Conv2D then BiasAdd (then Relu), in one pass of oneDNN over the output; as
-// _FusedConv2DMaxPool, then the MaxPool it fed alone, made and pooled a few images at a time.
+// _FusedConv2DMaxPool, then the MaxPool it fed alone, made and pooled a few images at a
+// time; as _FusedConv2DMaxPoolWithArgmax, the pool's argmax too (output 1).
 class FusedConv2DOp : public ConvBase {
  public:
   explicit FusedConv2DOp(OpKernelConstruction* c) : ConvBase(c) {
     Status s = ReadFusedOps(c, &relu_);
-    pooled_ = type_string() == "_FusedConv2DMaxPool";
-    if (s.ok() && pooled_) s = c->GetAttr("ksize", &pool_.ksize);
-    if (s.ok() && pooled_) s = c->GetAttr("pool_strides", &pool_.strides);
-    if (s.ok() && pooled_) s = c->GetAttr("pool_padding", &pool_.padding);
-    if (s.ok() && pooled_ &&
-        (pool_.ksize.size() != 4 || pool_.strides.size() != 4 || pool_.ksize[0] != 1 || pool_.ksize[3] != 1 ||
-         pool_.strides[0] != 1 || pool_.strides[3] != 1)) {
-      s = errors::InvalidArgument("_FusedConv2DMaxPool pools over rows and columns only: ksize and pool_strides are ",
-                                  "[1, h, w, 1]");
-    }
+    argmax_ = type_string() == "_FusedConv2DMaxPoolWithArgmax";
+    pooled_ = argmax_ || type_string() == "_FusedConv2DMaxPool";
+    if (s.ok() && pooled_) s = ReadFusedPoolAttrs(c, &pool_);
+    if (s.ok() && argmax_) s = CheckArgmaxWindow(c, pool_);
     if (!s.ok()) c->SetStatus(s);
   }
   void Compute(OpKernelContext* ctx) override {
@@ -160,22 +178,75 @@ class FusedConv2DOp : public ConvBase {
     }
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, pool ? pool->output_shape(o) : g->output_shape(o), &out));
+    Tensor* argmax = nullptr;
+    if (argmax_) OP_REQUIRES_OK(ctx, ctx->allocate_output(1, out->shape(), &argmax));
     if (out->NumElements() == 0) return;
     if (g->kh * g->kw * g->c == 0) {  // no window: the bias alone, which pooling keeps
-      float* op = out->data<float>();
-      for (int64_t i = 0; i < out->NumElements(); ++i) {
-        const float v = bias.data<float>()[i % o];
-        op[i] = relu_ && v < 0 ? 0.f : v;
-      }
+      ConvolveNothing(out->NumElements(), o, bias.data<float>(), out->data<float>(),
+                      argmax != nullptr ? argmax->data<uint8_t>() : nullptr);
       return;
     }
     OP_REQUIRES_OK(ctx, DnnlConv2D(ctx, *g, o, in.data<float>(), f.data<float>(), out->data<float>(),
-                                   {bias.data<float>(), relu_, pool ? &*pool : nullptr}));
+                                   {bias.data<float>(), relu_, pool ? &*pool : nullptr,
+                                    argmax != nullptr ? argmax->data<uint8_t>() : nullptr}));
   }
 
  private:
+  // A convolution over no input cells: every output is the bias (after the ReLU); pooled,
+  // the same, its argmax the window's first cell.
+  void ConvolveNothing(int64_t count, int64_t o, const float* bias, float* out, uint8_t* argmax) const {
+    for (int64_t i = 0; i < count; ++i) {
+      const float v = bias[i % o];
+      out[i] = relu_ && v < 0 ? 0.f : v;
+      if (argmax != nullptr) argmax[i] = relu_ && !(v > 0) ? kNoGradient : 0;
+    }
+  }
+
   bool relu_ = false;
   bool pooled_ = false;
+  bool argmax_ = false;
+  PoolAttrs pool_;
+};
+
+// The gradient of a _FusedConv2DMaxPoolWithArgmax's convolution output (after its bias,
+// before its ReLU) from its pooled output's gradient and argmax: what MaxPoolGrad and then
+// ReluGrad compute, in one pass that reads neither the convolution's output nor writes it
+// twice.
+class FusedConv2DMaxPoolGradOp : public ConvBase {
+ public:
+  explicit FusedConv2DMaxPoolGradOp(OpKernelConstruction* c) : ConvBase(c) {
+    Status s = ReadFusedPoolAttrs(c, &pool_);
+    if (s.ok()) s = CheckArgmaxWindow(c, pool_);
+    if (!s.ok()) c->SetStatus(s);
+  }
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& in = ctx->input(0);
+    const Tensor& f = ctx->input(1);
+    const Tensor& argmax = ctx->input(2);
+    const Tensor& grad = ctx->input(3);
+    StatusOr<Geometry> g = ConvGeometry(attrs_, in.shape(), f.shape());
+    OP_REQUIRES_OK(ctx, g.status());
+    const int64_t o = f.dim(3);
+    StatusOr<Geometry> p = PoolGeometry(pool_, g->output_shape(o));
+    OP_REQUIRES_OK(ctx, p.status());
+    const TensorShape pooled = p->output_shape(o);
+    OP_REQUIRES(ctx, grad.shape() == pooled && argmax.shape() == pooled,
+                errors::InvalidArgument("grad and argmax must be the pooled shape ", pooled.DebugString(), ", got ",
+                                        grad.shape().DebugString(), " and ", argmax.shape().DebugString()));
+    Tensor* d_conv;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, g->output_shape(o), &d_conv));
+    const Geometry geo = *p;
+    const bool tiles = WindowsTile(geo);
+    if (!tiles) std::fill(d_conv->data<float>(), d_conv->data<float>() + d_conv->NumElements(), 0.f);
+    const float* gp = grad.data<float>();
+    const uint8_t* ap = argmax.data<uint8_t>();
+    float* dp = d_conv->data<float>();
+    ctx->ParallelFor(geo.n, geo.h * geo.w * geo.c, [&](int64_t begin, int64_t end) {
+      MaxPoolGradFromArgmax(gp, ap, geo, tiles, begin, end, dp);
+    });
+  }
+
+ private:
   PoolAttrs pool_;
 };
 
@@ -290,10 +361,9 @@ class MaxPoolGradOp : public PoolBase {
     Tensor* dx;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, in.shape(), &dx));
     const Geometry geo = *g;
-    // Windows that tile the input exactly (2x2 stride 2 over an even size) write every cell
-    // of the gradient once, so it needs neither zeroing first nor adding into.
-    const bool tiles = geo.sh == geo.kh && geo.sw == geo.kw && geo.oh * geo.sh == geo.h && geo.ow * geo.sw == geo.w &&
-                       geo.pad_top == 0 && geo.pad_left == 0;
+    // Windows that tile the input write every cell of the gradient once, so it needs neither
+    // zeroing first nor adding into.
+    const bool tiles = WindowsTile(geo);
     if (!tiles) std::fill(dx->data<T>(), dx->data<T>() + dx->NumElements(), T(0));
     const T* ip = in.data<T>();
     const T* gp = dy.data<T>();
@@ -375,6 +445,10 @@ class AvgPoolGradOp : public PoolBase {
 void RegisterConvKernels(KernelRegistry& r) {
   r.Register<FusedConv2DOp>(KernelDefBuilder("_FusedConv2D").Device(kDeviceCpu).TypeConstraint<float>("T"));
   r.Register<FusedConv2DOp>(KernelDefBuilder("_FusedConv2DMaxPool").Device(kDeviceCpu).TypeConstraint<float>("T"));
+  r.Register<FusedConv2DOp>(
+      KernelDefBuilder("_FusedConv2DMaxPoolWithArgmax").Device(kDeviceCpu).TypeConstraint<float>("T"));
+  r.Register<FusedConv2DMaxPoolGradOp>(
+      KernelDefBuilder("_FusedConv2DMaxPoolGrad").Device(kDeviceCpu).TypeConstraint<float>("T"));
   ForEachType<float, double>([&](auto zero) {
     using T = decltype(zero);
     r.Register<Conv2DOp<T>>(KernelDefBuilder("Conv2D").Device(kDeviceCpu).TypeConstraint<T>("T"));

@@ -185,7 +185,14 @@ Status ForwardPart(OpKernelContext* ctx, const Geometry& g, int64_t o, const flo
       }
       p->primitive.execute(stream, args);
       stream.wait();
-      if (pool != nullptr) PoolImages<float, true>(dst, *pool, 0, m, out + image * pool->oh * pool->ow * o);
+      if (pool != nullptr) {
+        const int64_t pooled = image * pool->oh * pool->ow * o;
+        if (epilogue.argmax != nullptr) {
+          MaxPoolImagesWithArgmax(dst, *pool, 0, m, epilogue.relu, out + pooled, epilogue.argmax + pooled);
+        } else {
+          PoolImages<float, true>(dst, *pool, 0, m, out + pooled);
+        }
+      }
     }
   } catch (const dnnl::error& e) {
     return errors::Internal("oneDNN convolution failed: ", e.what());

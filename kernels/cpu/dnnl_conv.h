@@ -6,6 +6,8 @@
 // Primitives are built once per shape and cached; every function may run concurrently.
 #pragma once
 
+#include <cstdint>
+
 #include "kernels/conv_geometry.h"
 #include "kernels/op_kernel.h"
 
@@ -20,6 +22,9 @@ struct ConvEpilogue {
   // then made a few images at a time into a buffer that stays in cache, and pooled from
   // there: the full-size result never goes out to memory and back.
   const Geometry* max_pool = nullptr;
+  // With max_pool, where each pooled value's argmax goes ([N, PH, PW, O], pooling.h), for
+  // the gradient; or none.
+  uint8_t* argmax = nullptr;
 };
 
 // out [N, OH, OW, O] = conv(in [N, H, W, C], filter), then the epilogue; with a max_pool,

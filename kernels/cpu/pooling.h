@@ -1,9 +1,11 @@
 // Max and average pooling of whole NHWC images on one thread: what MaxPool and AvgPool run
 // on each part of their batch, and what a convolution fused with its MaxPool runs on each
-// chunk of its output while that chunk is still in cache (dnnl_conv.h).
+// chunk of its output while that chunk is still in cache (dnnl_conv.h); and the max pool's
+// gradient from the argmax such a fused pool keeps.
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 
 #include "kernels/conv_geometry.h"
@@ -46,6 +48,75 @@ void PoolImages(const T* in, const Geometry& g, int64_t first, int64_t last, T* 
       for (int64_t ci = 0; ci < g.c; ++ci) dst[ci] /= count;
     }
   });
+}
+
+// A max pool's argmax, per output value: the window's first cell holding the maximum, cells
+// numbered row-major within the window clipped to the input, or kNoGradient where nothing
+// receives the gradient (an empty window, or with `relu` a maximum that is not above zero,
+// where ReluGrad would zero it). Windows have at most kMaxArgmaxCells cells.
+constexpr uint8_t kNoGradient = 255;
+constexpr int64_t kMaxArgmaxCells = 255;
+
+// PoolImages<float, true> that also writes each output's argmax.
+inline void MaxPoolImagesWithArgmax(const float* in, const Geometry& g, int64_t first, int64_t last, bool relu,
+                                    float* out, uint8_t* argmax) {
+  ForEachWindow(g, first, last, [&](int64_t b, int64_t y, int64_t x, int64_t iy0, int64_t iy1, int64_t ix0, int64_t ix1) {
+    // A local: a store through a uint8_t* may alias anything, g.c included, which would keep
+    // the channel loops from vectorising.
+    const int64_t channels = g.c;
+    const int64_t at = ((b * g.oh + y) * g.ow + x) * channels;
+    float* __restrict dst = out + at;
+    uint8_t* __restrict cell_of = argmax + at;
+    std::fill(dst, dst + channels, std::numeric_limits<float>::lowest());
+    std::fill(cell_of, cell_of + channels, kNoGradient);
+    uint8_t cell = 0;
+    for (int64_t iy = iy0; iy < iy1; ++iy) {
+      for (int64_t ix = ix0; ix < ix1; ++ix, ++cell) {
+        const float* __restrict src = in + ((b * g.h + iy) * g.w + ix) * channels;
+        // Selects, not branches, so that the channels vectorise; a strict > keeps the first.
+        for (int64_t ci = 0; ci < channels; ++ci) {
+          const bool greater = src[ci] > dst[ci];
+          dst[ci] = greater ? src[ci] : dst[ci];
+          cell_of[ci] = greater ? cell : cell_of[ci];
+        }
+      }
+    }
+    if (relu) {
+      for (int64_t ci = 0; ci < channels; ++ci) cell_of[ci] = dst[ci] > 0.f ? cell_of[ci] : kNoGradient;
+    }
+  });
+}
+
+// The gradient of images [first, last) of a max pool's input, `d_in` [N, H, W, C], from the
+// gradient of its output and its argmax. `d_in` must be zero first unless the windows tile
+// the input exactly, when every cell is written once.
+inline void MaxPoolGradFromArgmax(const float* grad, const uint8_t* argmax, const Geometry& g, bool tiles,
+                                  int64_t first, int64_t last, float* d_in) {
+  ForEachWindow(g, first, last, [&](int64_t b, int64_t y, int64_t x, int64_t iy0, int64_t iy1, int64_t ix0, int64_t ix1) {
+    const int64_t at = ((b * g.oh + y) * g.ow + x) * g.c;
+    const float* __restrict from = grad + at;
+    const uint8_t* __restrict cell_of = argmax + at;
+    const int64_t width = ix1 - ix0;
+    auto cell_start = [&](int64_t cell) { return ((b * g.h + iy0 + cell / width) * g.w + ix0 + cell % width) * g.c; };
+    if (tiles) {
+      const int64_t cells = (iy1 - iy0) * width;
+      for (int64_t cell = 0; cell < cells; ++cell) {
+        float* __restrict dst = d_in + cell_start(cell);
+        for (int64_t ci = 0; ci < g.c; ++ci) dst[ci] = cell_of[ci] == cell ? from[ci] : 0.f;
+      }
+      return;
+    }
+    for (int64_t ci = 0; ci < g.c; ++ci) {
+      if (cell_of[ci] != kNoGradient) d_in[cell_start(cell_of[ci]) + ci] += from[ci];
+    }
+  });
+}
+
+// Whether g's windows tile its input exactly (2x2 stride 2 over an even size): each input
+// cell is in one window.
+inline bool WindowsTile(const Geometry& g) {
+  return g.sh == g.kh && g.sw == g.kw && g.oh * g.sh == g.h && g.ow * g.sw == g.w && g.pad_top == 0 &&
+         g.pad_left == 0;
 }
 
 }  // namespace tessera::cpu

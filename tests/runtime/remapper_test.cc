@@ -1,6 +1,7 @@
 // The remapper: Conv2D + BiasAdd (+ Relu) (+ MaxPool) on a CPU become one _FusedConv2D or
 // _FusedConv2DMaxPool in the step's partition graphs, with the values of the unfused graph; a
-// node something else reads stays.
+// node something else reads stays. In training, the pool's gradient and the ReluGrad after it
+// become one _FusedConv2DMaxPoolGrad, with the gradients of the unfused graph.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -46,7 +47,8 @@ Step RunStep(const Scope& root, const std::vector<std::string>& fetches, bool re
   for (const GraphDef& part : metadata.partition_graphs) {
     for (const NodeDef& n : part.nodes) {
       std::string fused;
-      if (n.op == "_FusedConv2D" || n.op == "_FusedConv2DMaxPool" || n.op == "_FusedMatMul") {
+      if (n.op == "_FusedConv2D" || n.op == "_FusedConv2DMaxPool" || n.op == "_FusedConv2DMaxPoolWithArgmax" ||
+          n.op == "_FusedMatMul") {
         EXPECT_TRUE(GetAttr(n.attrs, n.name, "fused_ops", &fused).ok());
       }
       step.ops.push_back(n.name + "=" + n.op + (fused.empty() ? "" : "(" + fused + ")"));
@@ -155,6 +157,99 @@ TEST(RemapperTest, AMaxPoolReadingTheChainAloneJoinsIt) {
   }
 }
 
+int Count(const Step& s, const std::string& op) {
+  return static_cast<int>(std::count_if(s.ops.begin(), s.ops.end(), [&](const std::string& entry) {
+    return entry.size() > op.size() && entry.compare(entry.size() - op.size(), op.size(), op) == 0 &&
+           entry[entry.size() - op.size() - 1] == '=';
+  }));
+}
+
+// A layer as training builds it: x -> conv 3x3 SAME -> bias (-> relu) -> max pool, the loss
+// the pool weighted by random numbers and summed (so that a window whose maximum the ReLU made
+// zero still gets a gradient, which ReluGrad must stop), and the gradients of the filter, the
+// bias and x (in that order after the pool in `fetches`).
+struct TrainingLayer {
+  Scope root = Scope::NewRootScope();
+  std::vector<std::string> fetches;
+  TrainingLayer(const Tensor& x, const Tensor& filter, bool relu, int64_t window, int64_t stride,
+                const std::string& padding) {
+    Output xs = ops::Const(root.WithOpName("x"), x);
+    Output f = ops::Const(root.WithOpName("f"), filter);
+    Output b = ops::Const(root.WithOpName("b"), Random(TensorShape({filter.dim(3)}), 7));
+    Output conv = ops::Conv2D(root.WithOpName("conv"), xs, f, {1, 1, 1, 1}, "SAME");
+    Output out = ops::BiasAdd(root.WithOpName("bias"), conv, b);
+    if (relu) out = ops::Relu(root.WithOpName("relu"), out);
+    Output pool = ops::MaxPool(root.WithOpName("pool"), out, {1, window, window, 1}, {1, stride, stride, 1}, padding);
+    const int64_t size = x.dim(1);
+    const int64_t pooled = padding == "SAME" ? (size + stride - 1) / stride : (size - window) / stride + 1;
+    Output weights = ops::Const(root, Random(TensorShape({x.dim(0), pooled, pooled, filter.dim(3)}), 16));
+    Output loss = ops::Sum(root.WithOpName("loss"), ops::Mul(root, pool, weights),
+                           ops::Const(root, Tensor::FromVector<int32_t>({0, 1, 2, 3})));
+    std::vector<Output> grads;
+    EXPECT_TRUE(AddSymbolicGradients(root, {loss}, {f, b, xs}, &grads).ok());
+    fetches = {"pool"};
+    for (const Output& g : grads) fetches.push_back(g.name());
+  }
+};
+
+// Windows that tile the input, that leave its last row and column out, and that overlap; with
+// and without a ReLU between.
+TEST(RemapperTest, InTrainingThePoolKeepsItsArgmaxAndOneNodeComputesTheGradient) {
+  struct Case {
+    int64_t size, window, stride;
+    const char* padding;
+  };
+  for (const Case& c : {Case{12, 2, 2, "VALID"}, Case{11, 2, 2, "VALID"}, Case{11, 3, 2, "SAME"}})
+  for (bool relu : {true, false}) {
+    SCOPED_TRACE(StrCat(c.size, "x", c.size, " window ", c.window, " stride ", c.stride, " ", c.padding, relu ? " relu" : ""));
+    TrainingLayer layer(Random(TensorShape({3, c.size, c.size, 4}), 8), Random(TensorShape({3, 3, 4, 6}), 9), relu,
+                        c.window, c.stride, c.padding);
+    Step fused = RunStep(layer.root, layer.fetches, true);
+    Step plain = RunStep(layer.root, layer.fetches, false);
+    ASSERT_EQ(fused.values.size(), 4u);
+    ASSERT_EQ(plain.values.size(), 4u);
+    for (int i = 0; i < 4; ++i) {
+      SCOPED_TRACE(layer.fetches[i]);
+      ExpectNear(fused.values[i], plain.values[i]);
+    }
+    EXPECT_TRUE(Has(fused, relu ? "pool=_FusedConv2DMaxPoolWithArgmax(BiasAdd,Relu)"
+                                : "pool=_FusedConv2DMaxPoolWithArgmax(BiasAdd)"));
+    EXPECT_EQ(Count(fused, "_FusedConv2DMaxPoolGrad"), 1);
+    EXPECT_EQ(Count(fused, "MaxPoolGrad"), 0);
+    EXPECT_EQ(Count(fused, "ReluGrad"), 0);
+    EXPECT_EQ(Count(plain, "MaxPoolGrad"), 1);
+  }
+}
+
+// x all ones makes every window of the convolution's output hold equal values: the gradient
+// goes to the first of them, as MaxPoolGrad sends it, which the gradient of x tells apart.
+TEST(RemapperTest, TiesInAWindowSendTheGradientToTheFirstAsMaxPoolGradDoes) {
+  Tensor positive = Random(TensorShape({3, 3, 1, 2}), 10);
+  for (float& v : positive.flat<float>()) v = std::abs(v) + 0.1f;
+  Tensor ones(DataType::kFloat, TensorShape({1, 8, 8, 1}));
+  for (float& v : ones.flat<float>()) v = 1;
+  TrainingLayer layer(ones, positive, true, 2, 2, "VALID");
+  Step fused = RunStep(layer.root, layer.fetches, true);
+  Step plain = RunStep(layer.root, layer.fetches, false);
+  ASSERT_EQ(fused.values.size(), 4u);
+  ASSERT_EQ(plain.values.size(), 4u);
+  ASSERT_EQ(Count(fused, "_FusedConv2DMaxPoolGrad"), 1);
+  ExpectNear(fused.values[3], plain.values[3]);
+}
+
+// Something else reads the Relu (here a fetch): the pool, its gradient and the ReluGrad stay.
+TEST(RemapperTest, InTrainingAReluSomethingElseReadsKeepsThePoolApart) {
+  TrainingLayer layer(Random(TensorShape({2, 8, 8, 4}), 11), Random(TensorShape({3, 3, 4, 6}), 12), true, 2, 2,
+                      "VALID");
+  layer.fetches.push_back("relu");
+  Step fused = RunStep(layer.root, layer.fetches, true);
+  EXPECT_TRUE(Has(fused, "relu=_FusedConv2D(BiasAdd,Relu)"));
+  EXPECT_TRUE(Has(fused, "pool=MaxPool"));
+  EXPECT_EQ(Count(fused, "MaxPoolGrad"), 1);
+  EXPECT_EQ(Count(fused, "ReluGrad"), 1);
+  EXPECT_EQ(Count(fused, "_FusedConv2DMaxPoolGrad"), 0);
+}
+
 // MatMul + BiasAdd (+ Relu): one _FusedMatMul, transposed operands included, and gradients
 // through it unchanged. 37 rows go to oneDNN, 5 to Eigen: both apply the bias and ReLU.
 TEST(RemapperTest, MatMulBiasAddReluBecomeOneNode) {
@@ -220,6 +315,44 @@ TEST(RemapperTest, AFusedOpsListTheKernelsDoNotApplyIsUnimplemented) {
   Status s = (*session)->Run({}, {"fused"}, {}, &out);
   EXPECT_EQ(s.code(), Code::kUnimplemented) << s;
   EXPECT_THAT(std::string(s.message()), HasSubstr("_FusedMatMul of BiasAdd,Tanh: only BiasAdd, and BiasAdd,Relu"));
+}
+
+// The pool gradient written by hand: a grad or argmax that is not the pooled shape, and a
+// window too large for an argmax, are InvalidArgument, naming what was wrong.
+TEST(RemapperTest, AHandWrittenPoolGradientIsChecked) {
+  auto run = [](const TensorShape& grad_shape, int64_t window) {
+    Scope root = Scope::NewRootScope();
+    auto x = ops::Const(root.WithOpName("x"), Random(TensorShape({1, 4, 4, 1}), 13));
+    auto f = ops::Const(root.WithOpName("f"), Random(TensorShape({3, 3, 1, 2}), 14));
+    auto argmax = ops::Const(root.WithOpName("argmax"), Tensor(DataType::kUInt8, TensorShape({1, 2, 2, 2})));
+    auto grad = ops::Const(root.WithOpName("grad"), Random(grad_shape, 15));
+    GraphDef def;
+    EXPECT_TRUE(root.ToGraphDef(&def).ok());
+    NodeDef node;
+    node.name = "pool_grad";
+    node.op = "_FusedConv2DMaxPoolGrad";
+    node.inputs = {x.name(), f.name(), argmax.name(), grad.name()};
+    node.attrs["T"] = DataType::kFloat;
+    node.attrs["strides"] = std::vector<int64_t>{1, 1, 1, 1};
+    node.attrs["padding"] = std::string("SAME");
+    node.attrs["ksize"] = std::vector<int64_t>{1, window, window, 1};
+    node.attrs["pool_strides"] = std::vector<int64_t>{1, 2, 2, 1};
+    node.attrs["pool_padding"] = std::string("SAME");
+    def.nodes.push_back(node);
+    SessionConfig config;
+    config.constant_folding = false;
+    StatusOr<std::unique_ptr<Session>> session = Session::Create(config, def);
+    if (!session.ok()) return session.status();
+    std::vector<Tensor> out;
+    return (*session)->Run({}, {"pool_grad"}, {}, &out);
+  };
+  EXPECT_TRUE(run(TensorShape({1, 2, 2, 2}), 2).ok());
+  Status s = run(TensorShape({1, 1, 1, 2}), 2);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("must be the pooled shape [1,2,2,2], got [1,1,1,2]"));
+  s = run(TensorShape({1, 1, 1, 2}), 16);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("windows of 1 to 255 cells, not 16x16"));
 }
 
 }  // namespace
