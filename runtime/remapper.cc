@@ -53,6 +53,8 @@ struct Chain {
   // result, or nullptr.
   const Node* max_pool_grad = nullptr;
   const Node* relu_grad = nullptr;
+  // The BiasAddGrad of the gradient they make, or nullptr.
+  const Node* bias_add_grad = nullptr;
 };
 
 // A MaxPool over rows and columns only, as the fused kernel pools.
@@ -76,8 +78,9 @@ bool SameWindows(const Node& a, const Node& b) {
 // In a training graph the chain's result `out` is read by its MaxPool, by that pool's
 // MaxPoolGrad and, after a Relu, by the ReluGrad of the MaxPoolGrad's result, and by nothing
 // else. Then the pool keeps its argmax and one node computes the gradient from it
-// (_FusedConv2DMaxPoolGrad): the convolution's full-size output is never stored. Fills in
-// `chain`'s pool and gradients; false if `out` is read otherwise.
+// (_FusedConv2DMaxPoolGrad): the convolution's full-size output is never stored. That node
+// also sums the bias's gradient, for a BiasAddGrad of its result. Fills in `chain`'s pool and
+// gradients; false if `out` is read otherwise.
 bool FindPoolWithGradient(const Node& out, Chain& chain) {
   const bool relu = chain.relu != nullptr;
   if (out.out_edges().size() != (relu ? 3u : 2u)) return false;
@@ -110,6 +113,13 @@ bool FindPoolWithGradient(const Node& out, Chain& chain) {
   chain.max_pool = pool;
   chain.max_pool_grad = pool_grad;
   chain.relu_grad = relu_grad;
+  for (const Edge* e : (relu ? relu_grad : pool_grad)->out_edges()) {
+    const Node* next = e->dst;
+    if (!e->IsControl() && e->src_output == 0 && e->dst_input == 0 && next->op() == "BiasAddGrad" &&
+        next->assigned_device() == out.assigned_device() && IsFloat(*next) && IsNhwc(*next)) {
+      chain.bias_add_grad = next;
+    }
+  }
   return true;
 }
 
@@ -206,6 +216,17 @@ StatusOr<std::unique_ptr<Graph>> Remap(std::unique_ptr<Graph> graph) {
       std::vector<NodeDef> grad_parts = {c.max_pool_grad->ToNodeDef()};
       if (c.relu_grad != nullptr) grad_parts.push_back(c.relu_grad->ToNodeDef());
       TakeOver(grad, grad_parts, removed);
+      if (c.bias_add_grad != nullptr) {
+        // The gradient node sums the bias's gradient too; the BiasAddGrad's name hands it on.
+        NodeDef bias_grad;
+        bias_grad.name = c.bias_add_grad->name();
+        bias_grad.op = "Identity";
+        bias_grad.device = grad.device;
+        bias_grad.attrs["T"] = DataType::kFloat;
+        bias_grad.inputs = {grad.name + ":1"};
+        TakeOver(bias_grad, {c.bias_add_grad->ToNodeDef()}, removed);
+        fused.emplace(bias_grad.name, std::move(bias_grad));
+      }
       fused.emplace(grad.name, std::move(grad));
     }
     fused.emplace(node.name, std::move(node));

@@ -11,7 +11,9 @@
 // chain's result is read by its MaxPool, that pool's MaxPoolGrad and the ReluGrad of the
 // MaxPoolGrad's result alone, the pool keeps each window's argmax
 // (_FusedConv2DMaxPoolWithArgmax) and one _FusedConv2DMaxPoolGrad, named as the ReluGrad,
-// computes the gradient from it: the full-size output is neither stored nor read back.
+// computes the gradient from it: the full-size output is neither stored nor read back. The
+// BiasAddGrad of that gradient becomes an Identity of the bias gradient the node sums from
+// the pooled gradient.
 //
 //   ASSIGN_OR_RETURN(step_graph, Remap(std::move(step_graph)));
 //

@@ -86,6 +86,14 @@ Status FusedConv2DMaxPoolShape(InferenceContext& c) {
   return Status::OK();
 }
 
+// _FusedConv2DMaxPoolGrad: the convolution's output, then its bias [O].
+Status FusedConv2DMaxPoolGradShape(InferenceContext& c) {
+  RETURN_IF_ERROR(Conv2DShape(c));
+  const TensorShape conv = c.outputs()[0];
+  c.set_output(1, TensorShape({conv.unknown_rank() ? -1 : conv.dim(3)}));
+  return Status::OK();
+}
+
 Status SoftmaxShape(InferenceContext& c) {
   if (!c.input(0).unknown_rank() && c.input(0).rank() < 1) {
     return errors::InvalidArgument("Shape must be at least rank 1 but is rank 0");
@@ -158,8 +166,9 @@ void RegisterNnOps(OpRegistry& r) {
   // Runtime-internal, for training: _FusedConv2DMaxPool that also gives each pooled value's
   // argmax (kernels/cpu/pooling.h), and the gradient of the convolution's (biased) output
   // from it, which replaces the pool's MaxPoolGrad and the ReluGrad after it
-  // (runtime/remapper.h). The gradient reads `input` and `filter` for their shapes alone;
-  // the argmax says where a ReLU stopped the gradient.
+  // (runtime/remapper.h), and the bias's gradient, which replaces the BiasAddGrad. The
+  // gradient reads `input` and `filter` for their shapes alone; the argmax says where a ReLU
+  // stopped the gradient.
   RegisterCoreOp(r, OpDefBuilder("_FusedConv2DMaxPoolWithArgmax").Input("input: T").Input("filter: T")
                   .Input("args: num_args * T").Output("output: T").Output("argmax: uint8").Attr("T: {float32}")
                   .Attr("num_args: int >= 0").Attr("strides: list(int)").Attr("padding: string")
@@ -167,10 +176,11 @@ void RegisterNnOps(OpRegistry& r) {
                   .Attr("fused_ops: string").Attr("epsilon: float = 0.0001").Attr("ksize: list(int)")
                   .Attr("pool_strides: list(int)").Attr("pool_padding: string").SetShapeFn(FusedConv2DMaxPoolShape));
   RegisterCoreOp(r, OpDefBuilder("_FusedConv2DMaxPoolGrad").Input("input: T").Input("filter: T")
-                  .Input("argmax: uint8").Input("grad: T").Output("backprops: T").Attr("T: {float32}")
+                  .Input("argmax: uint8").Input("grad: T").Output("backprops: T").Output("bias_backprop: T")
+                  .Attr("T: {float32}")
                   .Attr("strides: list(int)").Attr("padding: string").Attr("data_format: string = \"NHWC\"")
                   .Attr("dilations: list(int) = [1, 1, 1, 1]").Attr("ksize: list(int)")
-                  .Attr("pool_strides: list(int)").Attr("pool_padding: string").SetShapeFn(Conv2DShape));
+                  .Attr("pool_strides: list(int)").Attr("pool_padding: string").SetShapeFn(FusedConv2DMaxPoolGradShape));
   RegisterCoreOp(r, OpDefBuilder("Conv2DBackpropInput").Input("input_sizes: int32").Input("filter: T")
                   .Input("out_backprop: T").Output("output: T").Attr(kFloating).Attr("strides: list(int)")
                   .Attr("padding: string").Attr("data_format: string = \"NHWC\"")

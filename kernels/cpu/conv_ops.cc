@@ -211,7 +211,8 @@ class FusedConv2DOp : public ConvBase {
 // The gradient of a _FusedConv2DMaxPoolWithArgmax's convolution output (after its bias,
 // before its ReLU) from its pooled output's gradient and argmax: what MaxPoolGrad and then
 // ReluGrad compute, in one pass that reads neither the convolution's output nor writes it
-// twice.
+// twice; and its sum over all but the channels, the bias's gradient, from the pooled
+// gradient (a quarter of the reading BiasAddGrad does for a 2x2 pool).
 class FusedConv2DMaxPoolGradOp : public ConvBase {
  public:
   explicit FusedConv2DMaxPoolGradOp(OpKernelConstruction* c) : ConvBase(c) {
@@ -233,17 +234,33 @@ class FusedConv2DMaxPoolGradOp : public ConvBase {
     OP_REQUIRES(ctx, grad.shape() == pooled && argmax.shape() == pooled,
                 errors::InvalidArgument("grad and argmax must be the pooled shape ", pooled.DebugString(), ", got ",
                                         grad.shape().DebugString(), " and ", argmax.shape().DebugString()));
-    Tensor* d_conv;
+    Tensor *d_conv, *d_bias;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, g->output_shape(o), &d_conv));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(1, TensorShape({o}), &d_bias));
     const Geometry geo = *p;
     const bool tiles = WindowsTile(geo);
     if (!tiles) std::fill(d_conv->data<float>(), d_conv->data<float>() + d_conv->NumElements(), 0.f);
+    // The batch in one part per intra-op thread, each summing its channels apart.
+    const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(ctx->intra_op_pool()->NumThreads(), geo.n));
+    const int64_t per_part = (geo.n + parts - 1) / parts;
+    Tensor sums;
+    OP_REQUIRES_OK(ctx, ctx->allocate_temp(DataType::kFloat, TensorShape({parts, o}), &sums));
+    std::fill(sums.data<float>(), sums.data<float>() + sums.NumElements(), 0.f);
     const float* gp = grad.data<float>();
     const uint8_t* ap = argmax.data<uint8_t>();
     float* dp = d_conv->data<float>();
-    ctx->ParallelFor(geo.n, geo.h * geo.w * geo.c, [&](int64_t begin, int64_t end) {
-      MaxPoolGradFromArgmax(gp, ap, geo, tiles, begin, end, dp);
+    float* sp = sums.data<float>();
+    ctx->ParallelFor(parts, int64_t{1} << 30, [&](int64_t begin, int64_t end) {
+      for (int64_t part = begin; part < end; ++part) {
+        const int64_t first = std::min(part * per_part, geo.n);
+        MaxPoolGradFromArgmax(gp, ap, geo, tiles, first, std::min(first + per_part, geo.n), dp, sp + part * o);
+      }
     });
+    float* bp = d_bias->data<float>();
+    std::copy_n(sp, o, bp);
+    for (int64_t part = 1; part < parts; ++part) {
+      for (int64_t ci = 0; ci < o; ++ci) bp[ci] += sp[part * o + ci];
+    }
   }
 
  private:

@@ -88,25 +88,29 @@ inline void MaxPoolImagesWithArgmax(const float* in, const Geometry& g, int64_t 
 }
 
 // The gradient of images [first, last) of a max pool's input, `d_in` [N, H, W, C], from the
-// gradient of its output and its argmax. `d_in` must be zero first unless the windows tile
-// the input exactly, when every cell is written once.
+// gradient of its output and its argmax; and added onto `channel_sums` [C], each channel's
+// sum of that gradient (a BiasAdd's gradient before the pool). `d_in` must be zero first
+// unless the windows tile the input exactly, when every cell is written once.
 inline void MaxPoolGradFromArgmax(const float* grad, const uint8_t* argmax, const Geometry& g, bool tiles,
-                                  int64_t first, int64_t last, float* d_in) {
+                                  int64_t first, int64_t last, float* d_in, float* channel_sums) {
   ForEachWindow(g, first, last, [&](int64_t b, int64_t y, int64_t x, int64_t iy0, int64_t iy1, int64_t ix0, int64_t ix1) {
-    const int64_t at = ((b * g.oh + y) * g.ow + x) * g.c;
+    const int64_t channels = g.c;  // a local, for the reason MaxPoolImagesWithArgmax gives
+    const int64_t at = ((b * g.oh + y) * g.ow + x) * channels;
     const float* __restrict from = grad + at;
     const uint8_t* __restrict cell_of = argmax + at;
+    float* __restrict sums = channel_sums;
+    for (int64_t ci = 0; ci < channels; ++ci) sums[ci] += cell_of[ci] != kNoGradient ? from[ci] : 0.f;
     const int64_t width = ix1 - ix0;
-    auto cell_start = [&](int64_t cell) { return ((b * g.h + iy0 + cell / width) * g.w + ix0 + cell % width) * g.c; };
+    auto cell_start = [&](int64_t cell) { return ((b * g.h + iy0 + cell / width) * g.w + ix0 + cell % width) * channels; };
     if (tiles) {
       const int64_t cells = (iy1 - iy0) * width;
       for (int64_t cell = 0; cell < cells; ++cell) {
         float* __restrict dst = d_in + cell_start(cell);
-        for (int64_t ci = 0; ci < g.c; ++ci) dst[ci] = cell_of[ci] == cell ? from[ci] : 0.f;
+        for (int64_t ci = 0; ci < channels; ++ci) dst[ci] = cell_of[ci] == cell ? from[ci] : 0.f;
       }
       return;
     }
-    for (int64_t ci = 0; ci < g.c; ++ci) {
+    for (int64_t ci = 0; ci < channels; ++ci) {
       if (cell_of[ci] != kNoGradient) d_in[cell_start(cell_of[ci]) + ci] += from[ci];
     }
   });

@@ -1,7 +1,8 @@
 // The remapper: Conv2D + BiasAdd (+ Relu) (+ MaxPool) on a CPU become one _FusedConv2D or
 // _FusedConv2DMaxPool in the step's partition graphs, with the values of the unfused graph; a
 // node something else reads stays. In training, the pool's gradient and the ReluGrad after it
-// become one _FusedConv2DMaxPoolGrad, with the gradients of the unfused graph.
+// become one _FusedConv2DMaxPoolGrad, which also sums the bias's gradient, with the gradients
+// of the unfused graph.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -217,7 +218,9 @@ TEST(RemapperTest, InTrainingThePoolKeepsItsArgmaxAndOneNodeComputesTheGradient)
     EXPECT_EQ(Count(fused, "_FusedConv2DMaxPoolGrad"), 1);
     EXPECT_EQ(Count(fused, "MaxPoolGrad"), 0);
     EXPECT_EQ(Count(fused, "ReluGrad"), 0);
+    EXPECT_EQ(Count(fused, "BiasAddGrad"), 0);
     EXPECT_EQ(Count(plain, "MaxPoolGrad"), 1);
+    EXPECT_EQ(Count(plain, "BiasAddGrad"), 1);
   }
 }
 
