@@ -253,7 +253,7 @@ class FusedConv2DMaxPoolGradOp : public ConvBase {
     ctx->ParallelFor(parts, int64_t{1} << 30, [&](int64_t begin, int64_t end) {
       for (int64_t part = begin; part < end; ++part) {
         const int64_t first = std::min(part * per_part, geo.n);
-        MaxPoolGradFromArgmax(gp, ap, geo, tiles, first, std::min(first + per_part, geo.n), dp, sp + part * o);
+        MaxPoolGradFromArgmax(gp, ap, geo, first, std::min(first + per_part, geo.n), dp, sp + part * o);
       }
     });
     float* bp = d_bias->data<float>();

@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <limits>
+#include <vector>
 
 #include "kernels/conv_geometry.h"
 
@@ -57,54 +59,78 @@ void PoolImages(const T* in, const Geometry& g, int64_t first, int64_t last, T* 
 constexpr uint8_t kNoGradient = 255;
 constexpr int64_t kMaxArgmaxCells = 255;
 
-// PoolImages<float, true> that also writes each output's argmax.
+// The maxima and argmaxes of one window over 16 channels [c0, c0 + 16) of an NHWC image, in
+// vector registers (64 bytes: one AVX-512 register, two AVX2 ones). Written as loops over
+// memory, the compiler stored each choice of a cell to the lanes chosen behind a branch on
+// whether there were any, a coin flip on real activations.
+inline void MaxAndArgmaxOf16(const float* image, int64_t w, int64_t channels, int64_t c0, int64_t iy0, int64_t iy1,
+                             int64_t ix0, int64_t ix1, bool relu, float* out, uint8_t* argmax) {
+  using Floats = float __attribute__((vector_size(64)));
+  using Ints = int32_t __attribute__((vector_size(64)));
+  Floats best = Floats{} + std::numeric_limits<float>::lowest();
+  Ints cell_of = Ints{} + kNoGradient;
+  int32_t cell = 0;
+  for (int64_t iy = iy0; iy < iy1; ++iy) {
+    for (int64_t ix = ix0; ix < ix1; ++ix, ++cell) {
+      Floats v;
+      std::memcpy(&v, image + (iy * w + ix) * channels + c0, sizeof v);
+      const Ints greater = v > best;  // strict: the first maximum stays
+      best = greater ? v : best;
+      cell_of = greater ? Ints{} + cell : cell_of;
+    }
+  }
+  if (relu) cell_of = best > Floats{} ? cell_of : Ints{} + kNoGradient;
+  std::memcpy(out + c0, &best, sizeof best);
+  for (int lane = 0; lane < 16; ++lane) argmax[c0 + lane] = static_cast<uint8_t>(cell_of[lane]);
+}
+
+// PoolImages<float, true> that also writes each output's argmax: 16 channels at a time,
+// then one.
 inline void MaxPoolImagesWithArgmax(const float* in, const Geometry& g, int64_t first, int64_t last, bool relu,
                                     float* out, uint8_t* argmax) {
   ForEachWindow(g, first, last, [&](int64_t b, int64_t y, int64_t x, int64_t iy0, int64_t iy1, int64_t ix0, int64_t ix1) {
-    // A local: a store through a uint8_t* may alias anything, g.c included, which would keep
-    // the channel loops from vectorising.
-    const int64_t channels = g.c;
-    const int64_t at = ((b * g.oh + y) * g.ow + x) * channels;
-    float* __restrict dst = out + at;
-    uint8_t* __restrict cell_of = argmax + at;
-    std::fill(dst, dst + channels, std::numeric_limits<float>::lowest());
-    std::fill(cell_of, cell_of + channels, kNoGradient);
-    uint8_t cell = 0;
-    for (int64_t iy = iy0; iy < iy1; ++iy) {
-      for (int64_t ix = ix0; ix < ix1; ++ix, ++cell) {
-        const float* __restrict src = in + ((b * g.h + iy) * g.w + ix) * channels;
-        // Selects, not branches, so that the channels vectorise; a strict > keeps the first.
-        for (int64_t ci = 0; ci < channels; ++ci) {
-          const bool greater = src[ci] > dst[ci];
-          dst[ci] = greater ? src[ci] : dst[ci];
-          cell_of[ci] = greater ? cell : cell_of[ci];
+    const float* image = in + b * g.h * g.w * g.c;
+    const int64_t at = ((b * g.oh + y) * g.ow + x) * g.c;
+    int64_t c0 = 0;
+    for (; c0 + 16 <= g.c; c0 += 16) MaxAndArgmaxOf16(image, g.w, g.c, c0, iy0, iy1, ix0, ix1, relu, out + at, argmax + at);
+    for (; c0 < g.c; ++c0) {
+      float best = std::numeric_limits<float>::lowest();
+      int32_t cell_of = kNoGradient, cell = 0;
+      for (int64_t iy = iy0; iy < iy1; ++iy) {
+        for (int64_t ix = ix0; ix < ix1; ++ix, ++cell) {
+          const float v = image[(iy * g.w + ix) * g.c + c0];
+          if (v > best) best = v, cell_of = cell;
         }
       }
-    }
-    if (relu) {
-      for (int64_t ci = 0; ci < channels; ++ci) cell_of[ci] = dst[ci] > 0.f ? cell_of[ci] : kNoGradient;
+      out[at + c0] = best;
+      argmax[at + c0] = static_cast<uint8_t>(relu && !(best > 0.f) ? kNoGradient : cell_of);
     }
   });
 }
 
 // The gradient of images [first, last) of a max pool's input, `d_in` [N, H, W, C], from the
 // gradient of its output and its argmax; and added onto `channel_sums` [C], each channel's
-// sum of that gradient (a BiasAdd's gradient before the pool). `d_in` must be zero first
-// unless the windows tile the input exactly, when every cell is written once.
-inline void MaxPoolGradFromArgmax(const float* grad, const uint8_t* argmax, const Geometry& g, bool tiles,
-                                  int64_t first, int64_t last, float* d_in, float* channel_sums) {
+// sum of that gradient (a BiasAdd's gradient before the pool). Windows that do not overlap
+// write each of their cells once; `d_in` must be zero first unless they also tile the input.
+inline void MaxPoolGradFromArgmax(const float* grad, const uint8_t* argmax, const Geometry& g, int64_t first,
+                                  int64_t last, float* d_in, float* channel_sums) {
+  const bool disjoint = g.sh >= g.kh && g.sw >= g.kw;
+  thread_local std::vector<int32_t> cells;  // int32, for the reason MaxPoolImagesWithArgmax gives
+  cells.resize(g.c);
   ForEachWindow(g, first, last, [&](int64_t b, int64_t y, int64_t x, int64_t iy0, int64_t iy1, int64_t ix0, int64_t ix1) {
-    const int64_t channels = g.c;  // a local, for the reason MaxPoolImagesWithArgmax gives
+    const int64_t channels = g.c;  // a local, as in MaxPoolImagesWithArgmax
     const int64_t at = ((b * g.oh + y) * g.ow + x) * channels;
     const float* __restrict from = grad + at;
-    const uint8_t* __restrict cell_of = argmax + at;
+    const uint8_t* __restrict narrow = argmax + at;
+    int32_t* __restrict cell_of = cells.data();
+    for (int64_t ci = 0; ci < channels; ++ci) cell_of[ci] = narrow[ci];
     float* __restrict sums = channel_sums;
     for (int64_t ci = 0; ci < channels; ++ci) sums[ci] += cell_of[ci] != kNoGradient ? from[ci] : 0.f;
     const int64_t width = ix1 - ix0;
     auto cell_start = [&](int64_t cell) { return ((b * g.h + iy0 + cell / width) * g.w + ix0 + cell % width) * channels; };
-    if (tiles) {
-      const int64_t cells = (iy1 - iy0) * width;
-      for (int64_t cell = 0; cell < cells; ++cell) {
+    if (disjoint) {
+      const int32_t count = static_cast<int32_t>((iy1 - iy0) * width);
+      for (int32_t cell = 0; cell < count; ++cell) {
         float* __restrict dst = d_in + cell_start(cell);
         for (int64_t ci = 0; ci < channels; ++ci) dst[ci] = cell_of[ci] == cell ? from[ci] : 0.f;
       }

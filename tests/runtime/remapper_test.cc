@@ -203,7 +203,8 @@ TEST(RemapperTest, InTrainingThePoolKeepsItsArgmaxAndOneNodeComputesTheGradient)
   for (const Case& c : {Case{12, 2, 2, "VALID"}, Case{11, 2, 2, "VALID"}, Case{11, 3, 2, "SAME"}})
   for (bool relu : {true, false}) {
     SCOPED_TRACE(StrCat(c.size, "x", c.size, " window ", c.window, " stride ", c.stride, " ", c.padding, relu ? " relu" : ""));
-    TrainingLayer layer(Random(TensorShape({3, c.size, c.size, 4}), 8), Random(TensorShape({3, 3, 4, 6}), 9), relu,
+    // 20 channels: a block of 16 pooled together, then 4 one at a time.
+    TrainingLayer layer(Random(TensorShape({3, c.size, c.size, 4}), 8), Random(TensorShape({3, 3, 4, 20}), 9), relu,
                         c.window, c.stride, c.padding);
     Step fused = RunStep(layer.root, layer.fetches, true);
     Step plain = RunStep(layer.root, layer.fetches, false);
