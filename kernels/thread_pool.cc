@@ -4,6 +4,7 @@
 #include <unsupported/Eigen/CXX11/Tensor>
 #include <unsupported/Eigen/CXX11/ThreadPool>
 
+#include <algorithm>
 #include <atomic>
 #include <system_error>
 #include <thread>
@@ -73,19 +74,66 @@ void ThreadPool::Schedule(std::function<void()> fn) { impl_->pool.Schedule(std::
 int ThreadPool::NumThreads() const { return impl_->pool.NumThreads(); }
 int ThreadPool::CurrentThreadId() const { return impl_->pool.CurrentThreadId(); }
 
+namespace {
+
+// A ParallelFor's blocks, taken one at a time by its caller and the helpers it schedules.
+// Helpers hold it by shared_ptr, so one that starts after the caller has returned (every
+// block already done) finds no block left and touches nothing of the caller's.
+struct SharedLoop {
+  SharedLoop(const std::function<void(int64_t, int64_t)>& fn, int64_t total, int64_t blocks)
+      : fn(fn), total(total), block_size((total + blocks - 1) / blocks), blocks((total + block_size - 1) / block_size) {}
+
+  // Runs blocks until none is left.
+  void Work() {
+    for (int64_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < blocks;) {
+      fn(i * block_size, std::min(total, (i + 1) * block_size));
+      if (done.fetch_add(1, std::memory_order_acq_rel) + 1 == blocks) done.notify_all();
+    }
+  }
+
+  // Until every block is done: a short spin first, since the last block, on another thread,
+  // is usually moments from its end and a sleep costs a wake-up of tens of microseconds.
+  void Wait() {
+    for (int spin = 0; spin < 2000 && done.load(std::memory_order_acquire) < blocks; ++spin) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#else
+      std::this_thread::yield();
+#endif
+    }
+    for (int64_t d; (d = done.load(std::memory_order_acquire)) < blocks;) done.wait(d, std::memory_order_acquire);
+  }
+
+  const std::function<void(int64_t, int64_t)>& fn;
+  const int64_t total, block_size, blocks;
+  std::atomic<int64_t> next{0};
+  std::atomic<int64_t> done{0};
+};
+
+}  // namespace
+
 void ThreadPool::ParallelFor(int64_t total, int64_t cost_per_unit,
                              const std::function<void(int64_t, int64_t)>& fn) {
   if (total <= 0) return;
   // Below ~10k cycles of work a hop to another thread costs more than it saves. On one of
   // this pool's own threads (a kernel continued inline by an async op's completion there)
   // waiting on the pool could deadlock it, so the loop runs right here.
-  if (total * cost_per_unit < 10000 || NumThreads() == 1 || CurrentThreadId() >= 0) {
+  constexpr double kMinBlockCost = 10000;
+  const double cost = static_cast<double>(total) * static_cast<double>(std::max<int64_t>(cost_per_unit, 1));
+  if (cost < kMinBlockCost || NumThreads() == 1 || CurrentThreadId() >= 0) {
     fn(0, total);
     return;
   }
-  impl_->device.parallelFor(static_cast<Eigen::Index>(total),
-                            Eigen::TensorOpCost(0, 0, static_cast<double>(cost_per_unit)),
-                            [&fn](Eigen::Index b, Eigen::Index e) { fn(b, e); });
+  // Up to four blocks a thread, so that a thread slowed by another process hands its share
+  // on, none under kMinBlockCost. The caller works too, beside NumThreads() - 1 helpers:
+  // NumThreads() threads in all, as many as the pool was sized for.
+  const int64_t blocks = std::clamp<int64_t>(static_cast<int64_t>(cost / kMinBlockCost), 1,
+                                             std::min<int64_t>(total, 4 * int64_t{NumThreads()}));
+  auto loop = std::make_shared<SharedLoop>(fn, total, blocks);
+  const int64_t helpers = std::min<int64_t>(loop->blocks - 1, NumThreads() - 1);
+  for (int64_t h = 0; h < helpers; ++h) Schedule([loop] { loop->Work(); });
+  loop->Work();
+  loop->Wait();
 }
 
 const Eigen::ThreadPoolDevice& ThreadPool::eigen_device() const { return impl_->device; }

@@ -39,7 +39,9 @@ class ThreadPool {
   const std::string& name() const { return name_; }
 
   // Splits [0, total) into blocks sized by `cost_per_unit` (estimated cycles per element)
-  // and runs fn on them, on this pool and the calling thread; returns when all are done.
+  // and runs fn on them, on the calling thread and up to NumThreads() - 1 of this pool's
+  // (NumThreads() threads in all); returns when all are done. The caller takes blocks as
+  // long as any are left, so it never waits for a pool thread to wake or to free up.
   void ParallelFor(int64_t total, int64_t cost_per_unit,
                    const std::function<void(int64_t, int64_t)>& fn);
 

@@ -239,8 +239,8 @@ class FusedConv2DMaxPoolGradOp : public ConvBase {
     OP_REQUIRES_OK(ctx, ctx->allocate_output(1, TensorShape({o}), &d_bias));
     const Geometry geo = *p;
     const bool tiles = WindowsTile(geo);
-    if (!tiles) std::fill(d_conv->data<float>(), d_conv->data<float>() + d_conv->NumElements(), 0.f);
-    // The batch in one part per intra-op thread, each summing its channels apart.
+    // The batch in one part per intra-op thread, each zeroing its images first (unless the
+    // windows tile them) and summing its channels apart.
     const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(ctx->intra_op_pool()->NumThreads(), geo.n));
     const int64_t per_part = (geo.n + parts - 1) / parts;
     Tensor sums;
@@ -252,8 +252,10 @@ class FusedConv2DMaxPoolGradOp : public ConvBase {
     float* sp = sums.data<float>();
     ctx->ParallelFor(parts, int64_t{1} << 30, [&](int64_t begin, int64_t end) {
       for (int64_t part = begin; part < end; ++part) {
-        const int64_t first = std::min(part * per_part, geo.n);
-        MaxPoolGradFromArgmax(gp, ap, geo, first, std::min(first + per_part, geo.n), dp, sp + part * o);
+        const int64_t first = std::min(part * per_part, geo.n), last = std::min(first + per_part, geo.n);
+        const int64_t image = geo.h * geo.w * geo.c;
+        if (!tiles) std::fill(dp + first * image, dp + last * image, 0.f);
+        MaxPoolGradFromArgmax(gp, ap, geo, first, last, dp, sp + part * o);
       }
     });
     float* bp = d_bias->data<float>();

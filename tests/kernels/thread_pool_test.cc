@@ -1,5 +1,5 @@
 // ThreadPool: parallel loops cover their range once, from outside the pool and from its
-// own threads, including when every pool thread is inside a loop at once.
+// own threads, including when every pool thread is inside a loop at once or busy elsewhere.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -52,6 +52,42 @@ TEST(ThreadPoolTest, EveryPoolThreadInAParallelForAtOnceFinishes) {
   std::unique_lock<std::mutex> lock(mu);
   ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(30), [&] { return finished == kThreads; }));
   EXPECT_EQ(total.load(), int64_t{kThreads} << 20);
+}
+
+// A loop called from outside while every pool thread is busy elsewhere: the caller runs
+// every block itself rather than wait for a thread, and the helpers it scheduled, starting
+// once the threads are free and the loop is long over, find nothing left to run.
+TEST(ThreadPoolTest, ALoopWhoseHelpersCannotStartFinishesOnTheCaller) {
+  constexpr int kThreads = 2;
+  auto owned = ThreadPool::Create("test", kThreads);
+  ASSERT_TRUE(owned.ok());
+  ThreadPool& pool = **owned;
+  std::mutex mu;
+  std::condition_variable cv;
+  int busy = 0;
+  bool release = false;
+  for (int t = 0; t < kThreads; ++t) {
+    pool.Schedule([&] {
+      std::unique_lock<std::mutex> lock(mu);
+      ++busy;
+      cv.notify_all();
+      cv.wait(lock, [&] { return release; });
+    });
+  }
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return busy == kThreads; });
+  }
+  std::vector<int> hits(1 << 16);
+  pool.ParallelFor(static_cast<int64_t>(hits.size()), 1000, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) ++hits[i];  // not atomic: only the caller may run
+  });
+  for (int h : hits) ASSERT_EQ(h, 1);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+  }
+  cv.notify_all();
 }
 
 }  // namespace
