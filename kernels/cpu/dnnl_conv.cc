@@ -32,6 +32,9 @@ struct Primitive {
   memory::desc filter;   // as the primitive wants it
   memory::desc user_filter;  // [KH, KW, C, O]
   memory::desc scratch;
+  // The input and output as a forward primitive wants them: NHWC, or oneDNN's blocked
+  // layouts for a Winograd convolution, which the part then reorders into and out of.
+  memory::desc src, dst;
 };
 
 // Everything a primitive depends on; the output size fixes the bottom and right padding.
@@ -78,9 +81,38 @@ StatusOr<std::shared_ptr<const Primitive>> Build(Kind kind, const Geometry& g, i
       forward_attr, Engine());
 #endif
   if (kind == Kind::kForward) {
+    // A 3x3 stride-1 convolution of whole 16-channel blocks runs as Winograd's F(4x4, 3x3)
+    // where oneDNN has it: about 1.5x the direct convolution's speed forward here (not
+    // backward, which stays direct), for two reorders and rounding errors a few times
+    // larger (~1e-6 relative, not 1e-7).
+    if (g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.c % 16 == 0 && o % 16 == 0) {
+      try {
+        const memory::desc any_src({n, g.c, g.h, g.w}, kF32, Tag::any), any_dst({n, o, g.oh, g.ow}, kF32, Tag::any);
+#if DNNL_VERSION_MAJOR >= 3
+        const dnnl::convolution_forward::primitive_desc wino(Engine(), dnnl::prop_kind::forward_training,
+                                                             dnnl::algorithm::convolution_winograd, any_src, any_filter,
+                                                             bias, any_dst, strides, pad_l, pad_r, forward_attr);
+#else
+        const dnnl::convolution_forward::primitive_desc wino(
+            dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_winograd,
+                                            any_src, any_filter, bias, any_dst, strides, pad_l, pad_r),
+            forward_attr, Engine());
+#endif
+        p->primitive = dnnl::convolution_forward(wino);
+        p->filter = wino.weights_desc();
+        p->scratch = wino.scratchpad_desc();
+        p->src = wino.src_desc();
+        p->dst = wino.dst_desc();
+        return std::shared_ptr<const Primitive>(std::move(p));
+      } catch (const dnnl::error&) {
+        // Not for this machine or shape: the direct convolution below.
+      }
+    }
     p->primitive = dnnl::convolution_forward(forward);
     p->filter = forward.weights_desc();
     p->scratch = forward.scratchpad_desc();
+    p->src = src;
+    p->dst = dst;
   } else if (kind == Kind::kBackwardInput) {
 #if DNNL_VERSION_MAJOR >= 3
     const dnnl::convolution_backward_data::primitive_desc pd(Engine(), direct, src, any_filter, dst, strides, pad_l,
@@ -133,6 +165,12 @@ StatusOr<std::shared_ptr<const Primitive>> Get(Kind kind, const Geometry& g, int
   return cache->emplace(key, *p).first->second;
 }
 
+// Makes `buffer` at least `bytes` long, keeping it if it already is.
+Status Reserve(OpKernelContext* ctx, size_t bytes, Tensor* buffer) {
+  if (buffer->TotalBytes() >= bytes) return Status::OK();
+  return ctx->allocate_temp(DataType::kUInt8, TensorShape({static_cast<int64_t>(bytes)}), buffer);
+}
+
 // How much of a convolution's output ForwardPart makes at once when it pools: well inside
 // the L2 of the core making it, with room for the input and the filter beside it.
 constexpr int64_t kPoolChunkBytes = 384 << 10;
@@ -148,7 +186,7 @@ Status ForwardPart(OpKernelContext* ctx, const Geometry& g, int64_t o, const flo
   const int64_t chunk =
       pool == nullptr ? n : std::clamp<int64_t>(kPoolChunkBytes / std::max<int64_t>(image_bytes, 1), 1, n);
   const Fusion fusion{epilogue.bias != nullptr, epilogue.relu};
-  Tensor buffer, filter_buffer, scratch;
+  Tensor buffer, filter_buffer, scratch, src_buffer, dst_buffer;
   if (pool != nullptr) RETURN_IF_ERROR(ctx->allocate_temp(DataType::kFloat, TensorShape({chunk, g.oh, g.ow, o}), &buffer));
   try {
     dnnl::stream stream(Engine());
@@ -168,22 +206,32 @@ Status ForwardPart(OpKernelContext* ctx, const Geometry& g, int64_t o, const flo
           dnnl::reorder(user_filter, prim_filter).execute(stream, user_filter, prim_filter);
         }
       }
-      if (scratch.TotalBytes() < p->scratch.get_size()) {
-        RETURN_IF_ERROR(ctx->allocate_temp(DataType::kUInt8,
-                                           TensorShape({static_cast<int64_t>(p->scratch.get_size())}), &scratch));
-      }
+      RETURN_IF_ERROR(Reserve(ctx, p->scratch.get_size(), &scratch));
       const int64_t image = first + done;
       float* dst = pool == nullptr ? out + image * g.oh * g.ow * o : buffer.data<float>();
-      std::unordered_map<int, memory> args{
-          {DNNL_ARG_SRC, memory(memory::desc({m, g.c, g.h, g.w}, kF32, Tag::nhwc), Engine(),
-                                const_cast<float*>(src) + image * g.h * g.w * g.c)},
-          {DNNL_ARG_WEIGHTS, prim_filter},
-          {DNNL_ARG_DST, memory(memory::desc({m, o, g.oh, g.ow}, kF32, Tag::nhwc), Engine(), dst)},
-          {DNNL_ARG_SCRATCHPAD, memory(p->scratch, Engine(), scratch.raw_data())}};
+      memory user_src(memory::desc({m, g.c, g.h, g.w}, kF32, Tag::nhwc), Engine(),
+                      const_cast<float*>(src) + image * g.h * g.w * g.c);
+      memory user_dst(memory::desc({m, o, g.oh, g.ow}, kF32, Tag::nhwc), Engine(), dst);
+      memory prim_src = user_src, prim_dst = user_dst;
+      const bool reorder_dst = p->dst != user_dst.get_desc();
+      if (p->src != user_src.get_desc()) {
+        RETURN_IF_ERROR(Reserve(ctx, p->src.get_size(), &src_buffer));
+        prim_src = memory(p->src, Engine(), src_buffer.raw_data());
+        dnnl::reorder(user_src, prim_src).execute(stream, user_src, prim_src);
+      }
+      if (reorder_dst) {
+        RETURN_IF_ERROR(Reserve(ctx, p->dst.get_size(), &dst_buffer));
+        prim_dst = memory(p->dst, Engine(), dst_buffer.raw_data());
+      }
+      std::unordered_map<int, memory> args{{DNNL_ARG_SRC, prim_src},
+                                           {DNNL_ARG_WEIGHTS, prim_filter},
+                                           {DNNL_ARG_DST, prim_dst},
+                                           {DNNL_ARG_SCRATCHPAD, memory(p->scratch, Engine(), scratch.raw_data())}};
       if (fusion.bias) {
         args.emplace(DNNL_ARG_BIAS, memory(memory::desc({o}, kF32, Tag::x), Engine(), const_cast<float*>(epilogue.bias)));
       }
       p->primitive.execute(stream, args);
+      if (reorder_dst) dnnl::reorder(prim_dst, user_dst).execute(stream, prim_dst, user_dst);
       stream.wait();
       if (pool != nullptr) {
         const int64_t pooled = image * pool->oh * pool->ow * o;

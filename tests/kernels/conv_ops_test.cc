@@ -169,6 +169,42 @@ INSTANTIATE_TEST_SUITE_P(Windows, ConvTest,
                                            Window{3, 2, 2, 2, true}, Window{2, 2, 2, 2, false},
                                            Window{1, 1, 1, 1, true}, Window{4, 3, 3, 2, true}));
 
+// 3x3, stride 1, whole 16-channel blocks: float32 runs these as Winograd convolutions where
+// oneDNN has them (with blocked layouts reordered in and out), alone and fused with a bias,
+// ReLU and max pool made a few images at a time. Both must still agree with float64.
+TEST(ConvOpsTest, AWinogradShapedConvolutionAgreesWithFloat64) {
+  Tensor in = RandomTensor({5, 13, 13, 16}, 4), f = RandomTensor({3, 3, 16, 32}, 5), bias = RandomTensor({32}, 6);
+  for (const char* padding : {"SAME", "VALID"})
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(StrCat(padding, ", ", threads, " threads"));
+    std::vector<std::vector<double>> results[2];
+    for (DataType dtype : {DataType::kDouble, DataType::kFloat}) {
+      Scope root = Scope::NewRootScope();
+      auto c = [&](const Tensor& t) { return ops::Cast(root, ops::Const(root, t), dtype); };
+      auto y = ops::Conv2D(root, c(in), c(f), {1, 1, 1, 1}, padding);
+      auto conv = ops::Conv2D(root, c(in), c(f), {1, 1, 1, 1}, padding);
+      auto pooled = ops::MaxPool(root, ops::Relu(root, ops::BiasAdd(root, conv, c(bias))), {1, 2, 2, 1},
+                                 {1, 2, 2, 1}, "VALID");
+      std::vector<Output> outs = {ops::Cast(root, y, DataType::kDouble), ops::Cast(root, pooled, DataType::kDouble)};
+      SessionConfig config;
+      config.intra_op_parallelism_threads = threads;
+      config.constant_folding = false;
+      config.common_subexpression_elimination = false;  // two convolutions, one of them fused
+      auto s = testing::MakeSession(root, config);
+      std::vector<Tensor> got;
+      ASSERT_TRUE(s->Run({}, {outs[0].name(), outs[1].name()}, {}, &got).ok());
+      for (const Tensor& t : got) results[dtype == DataType::kFloat].push_back(Values<double>(t));
+    }
+    for (int k = 0; k < 2; ++k) {
+      ASSERT_EQ(results[0][k].size(), results[1][k].size());
+      for (size_t i = 0; i < results[0][k].size(); ++i) {
+        EXPECT_NEAR(results[1][k][i], results[0][k][i], 1e-4 * std::max(1.0, std::abs(results[0][k][i])))
+            << (k == 0 ? "Conv2D" : "pooled") << " element " << i;
+      }
+    }
+  }
+}
+
 TEST(ConvOpsTest, StaticShapesFollowSameAndValid) {
   Scope root = Scope::NewRootScope();
   auto x = ops::Placeholder(root, DataType::kFloat, TensorShape({-1, 28, 28, 1}));
