@@ -115,10 +115,12 @@ inline void MaxPoolImagesWithArgmax(const float* in, const Geometry& g, int64_t 
 inline void MaxPoolGradFromArgmax(const float* grad, const uint8_t* argmax, const Geometry& g, int64_t first,
                                   int64_t last, float* d_in, float* channel_sums) {
   const bool disjoint = g.sh >= g.kh && g.sw >= g.kw;
-  thread_local std::vector<int32_t> cells;  // int32, for the reason MaxPoolImagesWithArgmax gives
+  // The argmax widened to int32 first: a loop mixing floats and bytes vectorises by the
+  // bytes' width, 64 lanes, which a layer of 32 channels never fills.
+  thread_local std::vector<int32_t> cells;
   cells.resize(g.c);
   ForEachWindow(g, first, last, [&](int64_t b, int64_t y, int64_t x, int64_t iy0, int64_t iy1, int64_t ix0, int64_t ix1) {
-    const int64_t channels = g.c;  // a local, as in MaxPoolImagesWithArgmax
+    const int64_t channels = g.c;  // a local, which no store below can be taken to change
     const int64_t at = ((b * g.oh + y) * g.ow + x) * channels;
     const float* __restrict from = grad + at;
     const uint8_t* __restrict narrow = argmax + at;

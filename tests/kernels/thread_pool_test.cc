@@ -88,6 +88,7 @@ TEST(ThreadPoolTest, ALoopWhoseHelpersCannotStartFinishesOnTheCaller) {
     release = true;
   }
   cv.notify_all();
+  owned->reset();  // waits for the held threads and the late helpers, before what they read goes
 }
 
 }  // namespace
