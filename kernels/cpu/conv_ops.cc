@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "kernels/conv_geometry.h"
+#include "kernels/cpu/batch_parts.h"
 #include "kernels/cpu/dnnl_conv.h"
 #include "kernels/cpu/pooling.h"
 #include "kernels/fused_ops.h"
@@ -241,26 +242,22 @@ class FusedConv2DMaxPoolGradOp : public ConvBase {
     const bool tiles = WindowsTile(geo);
     // The batch in one part per intra-op thread, each zeroing its images first (unless the
     // windows tile them) and summing its channels apart.
-    const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(ctx->intra_op_pool()->NumThreads(), geo.n));
-    const int64_t per_part = (geo.n + parts - 1) / parts;
+    const BatchParts parts(ctx, geo.n);
     Tensor sums;
-    OP_REQUIRES_OK(ctx, ctx->allocate_temp(DataType::kFloat, TensorShape({parts, o}), &sums));
+    OP_REQUIRES_OK(ctx, ctx->allocate_temp(DataType::kFloat, TensorShape({parts.count(), o}), &sums));
     std::fill(sums.data<float>(), sums.data<float>() + sums.NumElements(), 0.f);
     const float* gp = grad.data<float>();
     const uint8_t* ap = argmax.data<uint8_t>();
     float* dp = d_conv->data<float>();
     float* sp = sums.data<float>();
-    ctx->ParallelFor(parts, int64_t{1} << 30, [&](int64_t begin, int64_t end) {
-      for (int64_t part = begin; part < end; ++part) {
-        const int64_t first = std::min(part * per_part, geo.n), last = std::min(first + per_part, geo.n);
-        const int64_t image = geo.h * geo.w * geo.c;
-        if (!tiles) std::fill(dp + first * image, dp + last * image, 0.f);
-        MaxPoolGradFromArgmax(gp, ap, geo, first, last, dp, sp + part * o);
-      }
+    const int64_t image = geo.h * geo.w * geo.c;
+    parts.ForEach([&](int64_t part, int64_t first, int64_t count) {
+      if (!tiles) std::fill(dp + first * image, dp + (first + count) * image, 0.f);
+      MaxPoolGradFromArgmax(gp, ap, geo, first, first + count, dp, sp + part * o);
     });
     float* bp = d_bias->data<float>();
     std::copy_n(sp, o, bp);
-    for (int64_t part = 1; part < parts; ++part) {
+    for (int64_t part = 1; part < parts.count(); ++part) {
       for (int64_t ci = 0; ci < o; ++ci) bp[ci] += sp[part * o + ci];
     }
   }

@@ -1,5 +1,6 @@
 #include "kernels/cpu/dnnl_conv.h"
 
+#include "kernels/cpu/batch_parts.h"
 #include "kernels/cpu/onednn_threads.h"
 #include "kernels/cpu/pooling.h"
 
@@ -253,15 +254,11 @@ Status ForwardPart(OpKernelContext* ctx, const Geometry& g, int64_t o, const flo
 // between threads than it saved, 330 against 125 us for the CNN here.)
 Status Forward(OpKernelContext* ctx, const Geometry& g, int64_t o, const float* src, const float* filter, float* out,
                const ConvEpilogue& epilogue) {
-  const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(ctx->intra_op_pool()->NumThreads(), g.n));
-  const int64_t per_part = (g.n + parts - 1) / parts;
-  std::vector<Status> status(parts);
-  ctx->ParallelFor(parts, int64_t{1} << 30, [&](int64_t begin, int64_t end) {
+  const BatchParts parts(ctx, g.n);
+  std::vector<Status> status(parts.count());
+  parts.ForEach([&](int64_t part, int64_t first, int64_t n) {
     OneDnnOnThisThreadOnly();
-    for (int64_t part = begin; part < end; ++part) {
-      const int64_t first = part * per_part, n = std::min(per_part, g.n - first);
-      if (n > 0) status[part] = ForwardPart(ctx, g, o, src, filter, epilogue, first, n, out);
-    }
+    status[part] = ForwardPart(ctx, g, o, src, filter, epilogue, first, n, out);
   });
   for (const Status& s : status) RETURN_IF_ERROR(s);
   return Status::OK();
@@ -271,65 +268,60 @@ Status Forward(OpKernelContext* ctx, const Geometry& g, int64_t o, const float* 
 // user's [KH, KW, C, O] filter (read) or filter gradient (written; parts' gradients are summed).
 Status RunBackward(OpKernelContext* ctx, Kind kind, const Geometry& g, int64_t o, float* d_src, const float* filter,
                    float* d_filter, const float* src, const float* d_dst) {
-  const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(ctx->intra_op_pool()->NumThreads(), g.n));
-  const int64_t per_part = (g.n + parts - 1) / parts;
+  const BatchParts parts(ctx, g.n);
   const int64_t filter_size = g.kh * g.kw * g.c * o;
   // Each part after the first writes its filter gradient here, summed afterwards.
   Tensor partial_filters;
-  if (kind == Kind::kBackwardFilter && parts > 1) {
-    RETURN_IF_ERROR(ctx->allocate_temp(DataType::kFloat, TensorShape({parts - 1, filter_size}), &partial_filters));
+  if (kind == Kind::kBackwardFilter && parts.count() > 1) {
+    RETURN_IF_ERROR(
+        ctx->allocate_temp(DataType::kFloat, TensorShape({parts.count() - 1, filter_size}), &partial_filters));
   }
-  std::vector<Status> status(parts);
-  ctx->ParallelFor(parts, int64_t{1} << 30, [&](int64_t begin, int64_t end) {
+  std::vector<Status> status(parts.count());
+  parts.ForEach([&](int64_t part, int64_t first, int64_t n) {
     OneDnnOnThisThreadOnly();
-    for (int64_t part = begin; part < end; ++part) {
-      const int64_t first = part * per_part, n = std::min(per_part, g.n - first);
-      if (n <= 0) continue;
-      status[part] = [&]() -> Status {
-        ASSIGN_OR_RETURN(std::shared_ptr<const Primitive> p, Get(kind, g, n, o, Fusion{}));
-        try {
-          dnnl::stream stream(Engine());
-          Tensor scratch, filter_buffer;
+    status[part] = [&]() -> Status {
+      ASSIGN_OR_RETURN(std::shared_ptr<const Primitive> p, Get(kind, g, n, o, Fusion{}));
+      try {
+        dnnl::stream stream(Engine());
+        Tensor scratch, filter_buffer;
+        RETURN_IF_ERROR(ctx->allocate_temp(
+            DataType::kUInt8, TensorShape({static_cast<int64_t>(p->scratch.get_size())}), &scratch));
+        const bool reorder = p->filter != p->user_filter;
+        if (reorder) {
           RETURN_IF_ERROR(ctx->allocate_temp(
-              DataType::kUInt8, TensorShape({static_cast<int64_t>(p->scratch.get_size())}), &scratch));
-          const bool reorder = p->filter != p->user_filter;
-          if (reorder) {
-            RETURN_IF_ERROR(ctx->allocate_temp(
-                DataType::kUInt8, TensorShape({static_cast<int64_t>(p->filter.get_size())}), &filter_buffer));
-          }
-          float* part_filter = kind == Kind::kBackwardInput ? const_cast<float*>(filter)
-                               : part == 0                   ? d_filter
-                                             : partial_filters.data<float>() + (part - 1) * filter_size;
-          memory user_filter(p->user_filter, Engine(), part_filter);
-          memory prim_filter = reorder ? memory(p->filter, Engine(), filter_buffer.raw_data()) : user_filter;
-          if (reorder && kind == Kind::kBackwardInput) dnnl::reorder(user_filter, prim_filter).execute(stream, user_filter, prim_filter);
-          const int64_t src_offset = first * g.h * g.w * g.c, dst_offset = first * g.oh * g.ow * o;
-          const memory::desc src_md({n, g.c, g.h, g.w}, kF32, Tag::nhwc);
-          const memory::desc dst_md({n, o, g.oh, g.ow}, kF32, Tag::nhwc);
-          memory scratch_mem(p->scratch, Engine(), scratch.raw_data());
-          if (kind == Kind::kBackwardInput) {
-            memory s(src_md, Engine(), d_src + src_offset), d(dst_md, Engine(), const_cast<float*>(d_dst) + dst_offset);
-            p->primitive.execute(stream, {{DNNL_ARG_DIFF_SRC, s}, {DNNL_ARG_WEIGHTS, prim_filter},
-                                          {DNNL_ARG_DIFF_DST, d}, {DNNL_ARG_SCRATCHPAD, scratch_mem}});
-          } else {
-            memory s(src_md, Engine(), const_cast<float*>(src) + src_offset);
-            memory d(dst_md, Engine(), const_cast<float*>(d_dst) + dst_offset);
-            p->primitive.execute(stream, {{DNNL_ARG_SRC, s}, {DNNL_ARG_DIFF_WEIGHTS, prim_filter},
-                                          {DNNL_ARG_DIFF_DST, d}, {DNNL_ARG_SCRATCHPAD, scratch_mem}});
-            if (reorder) dnnl::reorder(prim_filter, user_filter).execute(stream, prim_filter, user_filter);
-          }
-          stream.wait();
-        } catch (const dnnl::error& e) {
-          return errors::Internal("oneDNN convolution failed: ", e.what());
+              DataType::kUInt8, TensorShape({static_cast<int64_t>(p->filter.get_size())}), &filter_buffer));
         }
-        return Status::OK();
-      }();
-    }
+        float* part_filter = kind == Kind::kBackwardInput ? const_cast<float*>(filter)
+                             : part == 0                   ? d_filter
+                                           : partial_filters.data<float>() + (part - 1) * filter_size;
+        memory user_filter(p->user_filter, Engine(), part_filter);
+        memory prim_filter = reorder ? memory(p->filter, Engine(), filter_buffer.raw_data()) : user_filter;
+        if (reorder && kind == Kind::kBackwardInput) dnnl::reorder(user_filter, prim_filter).execute(stream, user_filter, prim_filter);
+        const int64_t src_offset = first * g.h * g.w * g.c, dst_offset = first * g.oh * g.ow * o;
+        const memory::desc src_md({n, g.c, g.h, g.w}, kF32, Tag::nhwc);
+        const memory::desc dst_md({n, o, g.oh, g.ow}, kF32, Tag::nhwc);
+        memory scratch_mem(p->scratch, Engine(), scratch.raw_data());
+        if (kind == Kind::kBackwardInput) {
+          memory s(src_md, Engine(), d_src + src_offset), d(dst_md, Engine(), const_cast<float*>(d_dst) + dst_offset);
+          p->primitive.execute(stream, {{DNNL_ARG_DIFF_SRC, s}, {DNNL_ARG_WEIGHTS, prim_filter},
+                                        {DNNL_ARG_DIFF_DST, d}, {DNNL_ARG_SCRATCHPAD, scratch_mem}});
+        } else {
+          memory s(src_md, Engine(), const_cast<float*>(src) + src_offset);
+          memory d(dst_md, Engine(), const_cast<float*>(d_dst) + dst_offset);
+          p->primitive.execute(stream, {{DNNL_ARG_SRC, s}, {DNNL_ARG_DIFF_WEIGHTS, prim_filter},
+                                        {DNNL_ARG_DIFF_DST, d}, {DNNL_ARG_SCRATCHPAD, scratch_mem}});
+          if (reorder) dnnl::reorder(prim_filter, user_filter).execute(stream, prim_filter, user_filter);
+        }
+        stream.wait();
+      } catch (const dnnl::error& e) {
+        return errors::Internal("oneDNN convolution failed: ", e.what());
+      }
+      return Status::OK();
+    }();
   });
   for (const Status& s : status) RETURN_IF_ERROR(s);
-  for (int64_t part = 1; part < parts && kind == Kind::kBackwardFilter; ++part) {
+  for (int64_t part = 1; part < parts.count() && kind == Kind::kBackwardFilter && parts.size(part) > 0; ++part) {
     const float* partial = partial_filters.data<float>() + (part - 1) * filter_size;
-    if (part * per_part >= g.n) break;
     for (int64_t i = 0; i < filter_size; ++i) d_filter[i] += partial[i];
   }
   return Status::OK();
