@@ -205,8 +205,18 @@ class ExecutorState : public StepBase {
       const NodeItem& item = impl_.item(id);
       TensorValue* inputs = slots_.get() + item.input_start;
       if (item.is_async && !aborted()) {
-        if (StartAsync(id, item, inputs, &stack)) ++completed;
-        continue;  // otherwise its done callback completes it
+        // A worker whose last node is an async one that does not finish at once has nothing
+        // of its own holding the step open: the node's completion, on another thread, may
+        // finish and free it while this call returns. So it leaves the workers first.
+        const bool last = stack.empty() && completed == 0;
+        if (last) active_workers_.fetch_sub(1, std::memory_order_relaxed);
+        if (!StartAsync(id, item, inputs, &stack)) {
+          if (last) return;  // the step may be gone
+          continue;          // its done callback completes it
+        }
+        ++completed;
+        if (last) active_workers_.fetch_add(1, std::memory_order_relaxed);
+        continue;
       }
       if (item.is_noop) {
         if (args_.stats != nullptr) RecordStats(args_, item, NowMicros());
