@@ -1,5 +1,7 @@
 // The kernels every device type runs for the runtime: NoOp, Identity, and _Arg and _Retval,
-// which hand a step's feeds in and its fetches out. On a device with memory of its own,
+// which hand a step's feeds in and its fetches out. Placeholder is on every device, as in
+// TensorFlow, so a graph may place what it feeds anywhere: a fed Placeholder becomes an _Arg
+// and never runs; one run unfed fails its step. On a device with memory of its own,
 // _Arg copies a feed from the host and _Retval a fetch to it, asynchronously; otherwise
 // they pass the buffer.
 #include <algorithm>
@@ -22,6 +24,24 @@ class NoOp : public OpKernel {
   using OpKernel::OpKernel;
   void Compute(OpKernelContext*) override {}
   bool IsExpensive() const override { return false; }
+};
+
+class PlaceholderOp : public OpKernel {
+ public:
+  explicit PlaceholderOp(OpKernelConstruction* c) : OpKernel(c) {
+    Status s = c->GetAttr("shape", &shape_);
+    if (!s.ok()) c->SetStatus(s);
+  }
+  void Compute(OpKernelContext* ctx) override {
+    ctx->SetStatus(errors::InvalidArgument(
+        "You must feed a value for placeholder tensor '", name(), "' with dtype ",
+        DataTypeName(output_type(0)),
+        shape_.unknown_rank() ? std::string() : " and shape " + shape_.DebugString()));
+  }
+  bool IsExpensive() const override { return false; }
+
+ private:
+  TensorShape shape_;
 };
 
 int IndexAttr(OpKernelConstruction* c) {
@@ -142,6 +162,7 @@ void RegisterRuntimeKernels(KernelRegistry& r, const std::string& device_type) {
   r.Register<IdentityOp>(KernelDefBuilder("Identity").Device(device_type));
   r.Register<IdentityOp>(KernelDefBuilder("StopGradient").Device(device_type));
   r.Register<IdentityOp>(KernelDefBuilder("PlaceholderWithDefault").Device(device_type));
+  r.Register<PlaceholderOp>(KernelDefBuilder("Placeholder").Device(device_type));
   r.Register<ArgOp>(KernelDefBuilder("_Arg").Device(device_type));
   r.Register<RetvalOp>(KernelDefBuilder("_Retval").Device(device_type));
   RegisterSendRecvKernels(r, device_type, false);
@@ -160,6 +181,10 @@ void RegisterRuntimeKernelsWithOwnMemory(KernelRegistry& r, const std::string& d
                           return std::make_unique<IdentityOp>(c);
                         });
   }
+  RegisterSplitByType(r, "Placeholder", device_type, "dtype", host, {"output"},
+                      [](OpKernelConstruction* c) -> std::unique_ptr<OpKernel> {
+                        return std::make_unique<PlaceholderOp>(c);
+                      });
   RegisterSplitByType(r, "_Arg", device_type, "T", host, {"output"}, ByMemory<ArgOp, ArgToDeviceOp>(true));
   RegisterSplitByType(r, "_Retval", device_type, "T", host, {"input"}, ByMemory<RetvalOp, RetvalFromDeviceOp>(false));
   RegisterSendRecvKernels(r, device_type, true);

@@ -28,24 +28,6 @@ class ConstOp : public OpKernel {
   Tensor value_;
 };
 
-class PlaceholderOp : public OpKernel {
- public:
-  explicit PlaceholderOp(OpKernelConstruction* c) : OpKernel(c) {
-    Status s = c->GetAttr("shape", &shape_);
-    if (!s.ok()) c->SetStatus(s);
-  }
-  void Compute(OpKernelContext* ctx) override {
-    ctx->SetStatus(errors::InvalidArgument(
-        "You must feed a value for placeholder tensor '", name(), "' with dtype ",
-        DataTypeName(output_type(0)),
-        shape_.unknown_rank() ? std::string() : " and shape " + shape_.DebugString()));
-  }
-  bool IsExpensive() const override { return false; }
-
- private:
-  TensorShape shape_;
-};
-
 template <typename T>
 void FillWith(OpKernelContext* ctx, Tensor* t, const T& v) {
   T* p = t->data<T>();
@@ -101,7 +83,6 @@ class ConstantLikeOp : public OpKernel {
 
 void RegisterArrayKernels(KernelRegistry& r) {
   r.Register<ConstOp>(KernelDefBuilder("Const").Device(kDeviceCpu));
-  r.Register<PlaceholderOp>(KernelDefBuilder("Placeholder").Device(kDeviceCpu));
   r.Register<FillOp>(KernelDefBuilder("Fill").Device(kDeviceCpu));
   r.Register<ConstantLikeOp<0>>(KernelDefBuilder("ZerosLike").Device(kDeviceCpu));
   r.Register<ConstantLikeOp<1>>(KernelDefBuilder("OnesLike").Device(kDeviceCpu));

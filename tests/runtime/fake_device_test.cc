@@ -197,12 +197,6 @@ class FakeShapeOp : public OpKernel {
   }
 };
 
-class FakePlaceholderOp : public OpKernel {
- public:
-  using OpKernel::OpKernel;
-  void Compute(OpKernelContext* ctx) override { ctx->SetStatus(errors::InvalidArgument("feed ", name())); }
-};
-
 void RegisterFakeDevice() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -212,7 +206,6 @@ void RegisterFakeDevice() {
     r.Register<FakeAddOp>(KernelDefBuilder("Add").Device(kFake).TypeConstraint<float>("T"));
     r.Register<FakeReshapeOp>(KernelDefBuilder("Reshape").Device(kFake).TypeConstraint<float>("T").HostMemory("shape"));
     r.Register<FakeShapeOp>(KernelDefBuilder("Shape").Device(kFake).TypeConstraint<float>("T"));
-    r.Register<FakePlaceholderOp>(KernelDefBuilder("Placeholder").Device(kFake));
   });
 }
 
