@@ -1,7 +1,9 @@
 // GpuOpKernel: the base of the GPU kernels. It makes the kernel's GPU current on the calling
 // thread (inter-op threads serve every device) and hands ComputeOnGpu the device's context,
 // whose compute stream the kernel enqueues its work on before returning. The executor
-// counts the kernel done when ComputeOnGpu returns: the stream orders what follows.
+// counts the kernel done when ComputeOnGpu returns: the stream orders what follows. Such a
+// kernel is cheap for the executor, as in TensorFlow: a partition's launches run in order on
+// one thread, where handing them to others only made threads contend for the stream.
 // Internal to kernels/gpu/.
 #pragma once
 
@@ -19,6 +21,7 @@ class GpuOpKernel : public OpKernel {
     OP_REQUIRES_OK(ctx, gpu->Activate());
     ComputeOnGpu(ctx, *gpu);
   }
+  bool IsExpensive() const override { return false; }
 
  protected:
   virtual void ComputeOnGpu(OpKernelContext* ctx, const GpuDeviceContext& gpu) = 0;
