@@ -319,7 +319,11 @@ TEST_F(GpuKernelsTest, PoolingAndItsGradientsLikeTheCpu) {
   };
   const std::vector<Case> cases = {{TensorShape({2, 8, 8, 3}), {1, 2, 2, 1}, {1, 2, 2, 1}, "VALID"},
                                    {TensorShape({2, 9, 7, 5}), {1, 3, 3, 1}, {1, 2, 2, 1}, "SAME"},
-                                   {TensorShape({1, 5, 6, 2}), {1, 2, 3, 1}, {1, 1, 1, 1}, "VALID"}};
+                                   {TensorShape({1, 5, 6, 2}), {1, 2, 3, 1}, {1, 1, 1, 1}, "VALID"},
+                                   // Disjoint windows leaving a row and a column out, padded, or apart.
+                                   {TensorShape({2, 9, 7, 4}), {1, 2, 2, 1}, {1, 2, 2, 1}, "VALID"},
+                                   {TensorShape({2, 7, 9, 3}), {1, 2, 2, 1}, {1, 2, 2, 1}, "SAME"},
+                                   {TensorShape({1, 8, 8, 2}), {1, 2, 2, 1}, {1, 3, 3, 1}, "VALID"}};
   for (const Case& c : cases) {
     // Rounded inputs, so that windows hold ties and the first maximum must be the one chosen.
     Tensor in = Random(c.input, 22);
