@@ -260,10 +260,12 @@ Status DirectSession::Run(const RunOptions& options, const std::vector<std::pair
   run_options.stats = trace ? &stats : nullptr;
   Status status;
   if (ek->capture != nullptr && !trace) {
-    status = ek->capture->Run(recording_mu_, [&] { return RunPartitions(executors, args, run_options); },
-                              [&] {
+    status = ek->capture->Run(recording_mu_, &frame, static_cast<int>(feeds.size()), static_cast<int>(fetches.size()),
+                              [&] { return RunPartitions(executors, args, run_options); },
+                              [&](CallFrame* fixed) {
                                 Executor::Args here = args;
                                 here.runner = nullptr;
+                                here.call_frame = fixed;
                                 return executors[0]->Run(here);
                               });
   } else if (config_.gpu_options.capture_steps) {

@@ -1,9 +1,11 @@
 #include "runtime/step_capture.h"
 
 #include <algorithm>
+#include <cstring>
 #include <set>
 
 #include "graph/platform/logging.h"
+#include "kernels/op_kernel.h"
 #include "kernels/resource_mgr.h"
 #include "kernels/variable.h"
 #include "runtime/device.h"
@@ -34,14 +36,38 @@ bool WithinOneDevice(const Node& n) {
   return n.GetAttr("send_device", &from).ok() && n.GetAttr("recv_device", &to).ok() && from == to;
 }
 
+// The dtypes a GPU keeps in host memory (kernels/gpu/register.cc): a feed of one is read by
+// the host side of the kernels, once, when the step is recorded.
+bool StaysInHostMemory(DataType dtype) {
+  return dtype == DataType::kInt32 || DataTypeSize(dtype) == 0;
+}
+
+// A step's feeds and fetches as the recording sees them: the fixed buffers.
+class FixedFrame final : public CallFrame {
+ public:
+  FixedFrame(std::vector<Tensor> feeds, int num_fetches) : feeds_(std::move(feeds)), fetches_(num_fetches) {}
+  StatusOr<Tensor> GetArg(int index) const override { return feeds_[index]; }
+  Status SetRetval(int index, const Tensor& value) override {
+    fetches_[index] = value;
+    return Status::OK();
+  }
+  std::vector<Tensor>& feeds() { return feeds_; }
+  std::vector<Tensor>& fetches() { return fetches_; }
+
+ private:
+  std::vector<Tensor> feeds_;
+  std::vector<Tensor> fetches_;
+};
+
 }  // namespace
 
 std::string CaptureBlocker(const Graph& partition) {
   for (const Node* n : partition.nodes()) {
     const std::string& op = n->op();
     std::string why;
-    if (op == "_Arg" || op == "_Retval") {
-      why = "the step has feeds or fetches";
+    DataType dtype = DataType::kInvalid;
+    if (op == "_Arg" && n->GetAttr("T", &dtype).ok() && StaysInHostMemory(dtype)) {
+      why = StrCat("a ", DataTypeName(dtype), " feed stays in host memory, where the kernels' host side reads it once");
     } else if (IsSendOp(op) || IsRecvOp(op)) {
       if (!WithinOneDevice(*n)) why = "it exchanges a tensor with another device";
     } else if (op == "Assign") {
@@ -85,30 +111,73 @@ void StepCapture::LogOnce(const std::string& what) {
   Log(LogSeverity::kInfo, StrCat("Step capture on ", device_->name(), " (", signature_, "): ", what));
 }
 
-Status StepCapture::Run(std::shared_mutex& session_steps, const std::function<Status()>& run_normally,
-                        const std::function<Status()>& run_on_this_thread) {
+Status StepCapture::Run(std::shared_mutex& session_steps, CallFrame* frame, int num_feeds, int num_fetches,
+                        const std::function<Status()>& run_normally,
+                        const std::function<Status(CallFrame*)>& run_on_this_thread) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!given_up_ && recording_ == nullptr && normal_runs_ >= kWarmupSteps) {
     std::unique_lock<std::shared_mutex> alone(session_steps);
-    return Record(run_normally, run_on_this_thread);
+    return Record(frame, num_feeds, num_fetches, run_normally, run_on_this_thread);
   }
   std::shared_lock<std::shared_mutex> steps(session_steps);
   if (given_up_) return run_normally();
   if (recording_ != nullptr) {
     StatusOr<std::vector<const void*>> now = VariableBuffers();
-    if (now.ok() && *now == recorded_buffers_) return recording_->Replay();
-    recording_.reset();
-    normal_runs_ = 0;
-    LogOnce("a variable it reads has another buffer than when the step was recorded; the step runs normally and "
-            "is recorded again");
+    if (!now.ok() || *now != recorded_buffers_) {
+      recording_.reset();
+      normal_runs_ = 0;
+      LogOnce("a variable it reads has another buffer than when the step was recorded; the step runs normally and "
+              "is recorded again");
+    } else if (!FeedsFit(*frame)) {
+      LogOnce("a feed has another dtype or shape than when the step was recorded; such steps run normally");
+      return run_normally();
+    } else {
+      RETURN_IF_ERROR(WriteFeeds(*frame));
+      RETURN_IF_ERROR(recording_->Replay());
+      return ReadFetches(frame);
+    }
   }
   Status s = run_normally();
   if (s.ok()) ++normal_runs_;
   return s;
 }
 
-Status StepCapture::Record(const std::function<Status()>& run_normally,
-                           const std::function<Status()>& run_on_this_thread) {
+bool StepCapture::FeedsFit(const CallFrame& frame) const {
+  for (size_t i = 0; i < fixed_feeds_.size(); ++i) {
+    StatusOr<Tensor> feed = frame.GetArg(static_cast<int>(i));
+    if (!feed.ok() || feed->dtype() != fixed_feeds_[i].dtype() || feed->shape() != fixed_feeds_[i].shape()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+Status StepCapture::WriteFeeds(const CallFrame& frame) {
+  if (fixed_feeds_.empty()) return Status::OK();
+  RETURN_IF_ERROR(recording_->Wait());
+  for (size_t i = 0; i < fixed_feeds_.size(); ++i) {
+    ASSIGN_OR_RETURN(Tensor feed, frame.GetArg(static_cast<int>(i)));
+    std::memcpy(fixed_feeds_[i].raw_data(), feed.raw_data(), feed.TotalBytes());
+  }
+  return Status::OK();
+}
+
+Status StepCapture::ReadFetches(CallFrame* frame) {
+  if (fixed_fetches_.empty()) return Status::OK();
+  RETURN_IF_ERROR(recording_->Wait());
+  for (size_t i = 0; i < fixed_fetches_.size(); ++i) {
+    const Tensor& fixed = fixed_fetches_[i];
+    // The next replay rewrites the buffer; a fetch is the caller's to keep.
+    ASSIGN_OR_RETURN(Tensor copy, Tensor::Allocate(CpuAllocator(), fixed.dtype(), fixed.shape()));
+    std::memcpy(copy.raw_data(), fixed.raw_data(), fixed.TotalBytes());
+    RETURN_IF_ERROR(frame->SetRetval(static_cast<int>(i), copy));
+  }
+  return Status::OK();
+}
+
+Status StepCapture::Record(CallFrame* frame, int num_feeds, int num_fetches,
+                           const std::function<Status()>& run_normally,
+                           const std::function<Status(CallFrame*)>& run_on_this_thread) {
   StatusOr<std::vector<const void*>> before = VariableBuffers();
   if (!before.ok()) return run_normally();  // an uninitialized variable: the normal run says which
   StatusOr<std::unique_ptr<StepRecording>> recording = device_->NewStepRecording();
@@ -117,21 +186,36 @@ Status StepCapture::Record(const std::function<Status()>& run_normally,
     LogOnce(StrCat("the device cannot record steps (", recording.status().message(), "); they run normally"));
     return run_normally();
   }
-  Status recorded = (*recording)->Record(run_on_this_thread);
+  // Pinned, as the device's own host memory is: a recorded copy reads or writes it in place.
+  std::vector<Tensor> feeds;
+  for (int i = 0; i < num_feeds; ++i) {
+    ASSIGN_OR_RETURN(Tensor feed, frame->GetArg(i));
+    ASSIGN_OR_RETURN(Tensor fixed, Tensor::Allocate(device_->host_allocator(), feed.dtype(), feed.shape()));
+    std::memcpy(fixed.raw_data(), feed.raw_data(), feed.TotalBytes());
+    feeds.push_back(std::move(fixed));
+  }
+  FixedFrame fixed(std::move(feeds), num_fetches);
+  Status recorded = (*recording)->Record([&] { return run_on_this_thread(&fixed); }, fixed.feeds());
   if (!recorded.ok()) {
     given_up_ = true;
     LogOnce(StrCat("the step could not be recorded (", recorded.ToString(), "); it runs normally from now on"));
     return recorded;
   }
-  RETURN_IF_ERROR((*recording)->Replay());  // the recorded step's own run
-  StatusOr<std::vector<const void*>> after = VariableBuffers();
-  if (!after.ok() || *after != *before) {
-    normal_runs_ = 0;
-    LogOnce("a variable's update moved its buffer while the step was recorded (a reader shared it); the step "
-            "runs normally and is recorded again");
-    return Status::OK();
-  }
   recording_ = std::move(*recording);
+  fixed_feeds_ = std::move(fixed.feeds());
+  fixed_fetches_ = std::move(fixed.fetches());
+  Status ran = recording_->Replay();  // the recorded step's own run
+  if (ran.ok()) ran = ReadFetches(frame);
+  StatusOr<std::vector<const void*>> after = VariableBuffers();
+  if (!ran.ok() || !after.ok() || *after != *before) {
+    recording_.reset();
+    normal_runs_ = 0;
+    if (ran.ok()) {
+      LogOnce("a variable's update moved its buffer while the step was recorded (a reader shared it); the step "
+              "runs normally and is recorded again");
+    }
+    return ran;
+  }
   recorded_buffers_ = std::move(*after);
   LogOnce("recorded; later steps replay it");
   return Status::OK();

@@ -3,24 +3,28 @@
 // steps, so a step costs the host one launch instead of one per kernel. PyTorch does this by
 // hand with torch.cuda.graphs; TensorFlow 1.x has no such thing.
 //
-// A step qualifies when it runs on one GPU alone (one partition), has no feeds or fetches
-// (those would need fixed buffers; such steps are the ones a training loop repeats, with
-// every tenth or hundredth fetching a loss), and each of its nodes does the same work every
-// step given the same shapes (CaptureBlocker). Values the GPU's host side computes for its
-// kernels (shapes, counts) are copied in as they were when the step was recorded: in a step
-// of fixed shapes on one device they come from constants and shapes alone. Its first kWarmupSteps run normally, so that
-// convolutions are autotuned and memory has grown; the next is recorded on the calling
-// thread, the device handing out memory that the recording keeps for its replays, and run
-// once by launching it. Before each replay the variables the step reads must still have the
-// buffers they had when it was recorded; if one moved (an Assign in another step, a restore),
-// the step runs normally, says so in the log, and is recorded again after the warm-up. A
-// step that cannot be recorded (a kernel that waits for the GPU, an unsupported call) fails
-// with that error and runs normally from then on; either way the log says so once.
+// A step qualifies when it runs on one GPU alone (one partition) and each of its nodes does
+// the same work every step given the same shapes (CaptureBlocker). Values the GPU's host side
+// computes for its kernels (shapes, counts) are copied in as they were when the step was
+// recorded: in a step of fixed shapes on one device they come from constants and shapes
+// alone. Feeds and fetches go through fixed buffers in pinned host memory: the recording
+// copies each feed from its buffer and each fetch into its buffer, so a replay takes new
+// feeds written into the buffers first (once the last replay has read them) and hands back
+// copies of the fetches once it has run. A feed of another dtype or shape than recorded
+// makes the step run normally, and the log says so once. Its first kWarmupSteps run
+// normally, so that convolutions are autotuned and memory has grown; the next is recorded on
+// the calling thread, the device handing out memory that the recording keeps for its
+// replays, and run once by launching it. Before each replay the variables the step reads
+// must still have the buffers they had when it was recorded; if one moved (an Assign in
+// another step, a restore), the step runs normally, says so in the log, and is recorded again
+// after the warm-up. A step that cannot be recorded (a kernel that waits for the GPU, an
+// unsupported call) fails with that error and runs normally from then on; either way the log
+// says so once.
 //
 //   auto capture = std::make_unique<StepCapture>(signature, device, resource_mgr, partition_graph);
-//   Status s = capture->Run(session_steps,
-//                           [&] { return RunPartitions(...); },        // the step as usual
-//                           [&] { return executor->Run(args_without_runner); });  // all on this thread
+//   Status s = capture->Run(session_steps, &call_frame, num_feeds, num_fetches,
+//                           [&] { return RunPartitions(...); },    // the step as usual, with call_frame
+//                           [&](CallFrame* frame) { return executor->Run(args_on_this_thread(frame)); });
 //
 // A recording takes the GPU's compute stream for itself: whatever else is queued there
 // meanwhile would be recorded instead of run. The session's other steps wait for it
@@ -40,6 +44,7 @@
 
 namespace tessera {
 
+class CallFrame;
 class Device;
 class ResourceMgr;
 
@@ -51,10 +56,15 @@ class StepRecording {
  public:
   virtual ~StepRecording() = default;
   // Calls `step`, which enqueues the step's work on the calling thread, with the device
-  // recording that work instead of running it. An error leaves nothing recorded.
-  virtual Status Record(const std::function<Status()>& step) = 0;
+  // recording that work instead of running it. `fixed_inputs` are host buffers the step
+  // copies to the device (its feeds): each replay reads them afresh, where other host
+  // values are recorded as they were. An error leaves nothing recorded.
+  virtual Status Record(const std::function<Status()>& step, const std::vector<Tensor>& fixed_inputs) = 0;
   // Runs the recorded work once more, after whatever the device has queued.
   virtual Status Replay() = 0;
+  // Returns once the replays launched so far have run: the host buffers they write are
+  // then filled, and those they read may be rewritten.
+  virtual Status Wait() = 0;
 };
 
 class StepCapture {
@@ -65,17 +75,27 @@ class StepCapture {
   StepCapture(std::string signature, Device* device, ResourceMgr* resources, const Graph& partition);
   ~StepCapture();
 
-  // Runs one step: by `run_normally`, by recording `run_on_this_thread` (every kernel run on
-  // the calling thread), or by replaying the recording.
+  // Runs one step of `frame`'s feeds and fetches (the first `num_feeds` args and
+  // `num_fetches` retvals): by `run_normally`, which uses `frame`; by recording
+  // `run_on_this_thread` (every kernel run on the calling thread) over the fixed buffers'
+  // frame it is given; or by replaying the recording, the fetches then set in `frame`.
   // `session_steps` is held shared by every other step of the session, and here exclusively
   // while recording.
-  Status Run(std::shared_mutex& session_steps, const std::function<Status()>& run_normally,
-             const std::function<Status()>& run_on_this_thread);
+  Status Run(std::shared_mutex& session_steps, CallFrame* frame, int num_feeds, int num_fetches,
+             const std::function<Status()>& run_normally,
+             const std::function<Status(CallFrame*)>& run_on_this_thread);
 
  private:
   // The buffers of the step's variables now; an error when one is missing or uninitialized.
   StatusOr<std::vector<const void*>> VariableBuffers() const;
-  Status Record(const std::function<Status()>& run_normally, const std::function<Status()>& run_on_this_thread);
+  Status Record(CallFrame* frame, int num_feeds, int num_fetches, const std::function<Status()>& run_normally,
+                const std::function<Status(CallFrame*)>& run_on_this_thread);
+  // Whether `frame`'s feeds have the recorded buffers' dtypes and shapes.
+  bool FeedsFit(const CallFrame& frame) const;
+  // Writes `frame`'s feeds into the fixed buffers, once the last replay has read them.
+  Status WriteFeeds(const CallFrame& frame);
+  // Sets `frame`'s fetches to copies of the fixed buffers, once the replay has written them.
+  Status ReadFetches(CallFrame* frame);
   void LogOnce(const std::string& what);
 
   const std::string signature_;
@@ -87,6 +107,8 @@ class StepCapture {
   bool given_up_ = false;                        // guarded by mu_
   std::unique_ptr<StepRecording> recording_;     // guarded by mu_
   std::vector<const void*> recorded_buffers_;    // guarded by mu_: of variables_, when recorded
+  std::vector<Tensor> fixed_feeds_;              // guarded by mu_: the recording's feed buffers
+  std::vector<Tensor> fixed_fetches_;            // guarded by mu_: what the recording fetches into
   std::vector<std::string> logged_;              // guarded by mu_
 };
 

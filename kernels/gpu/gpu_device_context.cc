@@ -164,7 +164,7 @@ void GpuDeviceContext::Copy(void* dst, const void* src, size_t bytes, cudaMemcpy
     return;
   }
   if (Recording() || (other != nullptr && other->Recording())) {
-    done(errors::FailedPrecondition("A step that copies a tensor out of a GPU, or between GPUs, cannot be recorded"));
+    done(errors::FailedPrecondition("A step that copies a tensor between GPUs cannot be recorded"));
     return;
   }
   Status s = [&]() -> Status {
@@ -198,8 +198,13 @@ bool GpuDeviceContext::Recording() const {
 
 Status GpuDeviceContext::RecordCopyToDevice(const Tensor& host, DeviceBase* device, Tensor* device_tensor,
                                             GpuRecording* r) const {
-  ASSIGN_OR_RETURN(Tensor kept, Tensor::Allocate(device->host_allocator(), host.dtype(), host.shape()));
-  std::memcpy(kept.raw_data(), host.raw_data(), host.TotalBytes());
+  Tensor kept = host;
+  if (std::find(r->fixed_inputs.begin(), r->fixed_inputs.end(), host.raw_data()) == r->fixed_inputs.end()) {
+    ASSIGN_OR_RETURN(kept, Tensor::Allocate(device->host_allocator(), host.dtype(), host.shape()));
+    std::memcpy(kept.raw_data(), host.raw_data(), host.TotalBytes());
+  } else if (!IsPinnedOrDevice(host.raw_data())) {
+    return errors::FailedPrecondition("A recorded step's feed must be in pinned host memory");
+  }
   r->kept.push_back(kept);
   RETURN_IF_ERROR(Activate());
   return CudaStatus(
@@ -262,9 +267,23 @@ void GpuDeviceContext::CopyHostToDevice(const Tensor& host, DeviceBase* device, 
   done(s);
 }
 
+Status GpuDeviceContext::RecordCopyToHost(const Tensor& device_tensor, Tensor* host) const {
+  if (!IsPinnedOrDevice(host->raw_data())) {
+    return errors::FailedPrecondition("A recorded step copies out of a GPU only into pinned host memory");
+  }
+  RETURN_IF_ERROR(Activate());
+  return CudaStatus(cudaMemcpyAsync(host->raw_data(), device_tensor.raw_data(), device_tensor.TotalBytes(),
+                                    cudaMemcpyDeviceToHost, compute_),
+                    "cudaMemcpyAsync");
+}
+
 void GpuDeviceContext::CopyDeviceToHost(const Tensor& device_tensor, DeviceBase* device, Tensor* host,
                                         StatusCallback done) const {
   const size_t bytes = device_tensor.TotalBytes();
+  if (bytes > 0 && Recording()) {
+    done(RecordCopyToHost(device_tensor, host));
+    return;
+  }
   if (bytes == 0 || IsPinnedOrDevice(host->raw_data())) {
     Copy(host->raw_data(), device_tensor.raw_data(), bytes, cudaMemcpyDeviceToHost, device_to_host_, nullptr,
          std::move(done));

@@ -35,11 +35,14 @@ Status CudnnStatus(cudnnStatus_t status, std::string_view what);
 class GpuDeviceContext;
 
 // A step the calling thread is recording on one GPU (runtime/step_capture.h). Meanwhile,
-// copies to that GPU go on its compute stream from host copies the recording keeps, so that
-// each replay copies the same bytes; copies from it fail, since their host side would not
-// run again.
+// copies to that GPU go on its compute stream: from the step's fixed feed buffers in place,
+// and from anything else through host copies the recording keeps, so that each replay
+// copies the same bytes. Copies from it go on its compute stream into the pinned host
+// tensor given (a fetch's fixed buffer), which each replay rewrites; copies between GPUs
+// fail, since the other GPU's stream is not recorded.
 struct GpuRecording {
   const GpuDeviceContext* gpu = nullptr;
+  std::vector<const void*> fixed_inputs;  // read in place by each replay
   std::vector<Tensor> kept;
 };
 // The calling thread's recording, or nullptr; the recorder sets and clears it.
@@ -87,8 +90,9 @@ class GpuDeviceContext final : public DeviceContext {
   // (and on `other`'s, the peer's, when given) is done, then calls done.
   void Copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t copy_stream,
             const GpuDeviceContext* other, StatusCallback done) const;
-  // The recorded form of CopyHostToDevice (GpuRecording).
+  // The recorded forms of CopyHostToDevice and CopyDeviceToHost (GpuRecording).
   Status RecordCopyToDevice(const Tensor& host, DeviceBase* device, Tensor* device_tensor, GpuRecording* r) const;
+  Status RecordCopyToHost(const Tensor& device_tensor, Tensor* host) const;
   bool Recording() const;
   static void RunOnCallbackThread(void* callback);
   void CallbackLoop();

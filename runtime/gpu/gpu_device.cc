@@ -175,8 +175,10 @@ class GpuStepRecording final : public StepRecording {
     memory_->Release();
   }
 
-  Status Record(const std::function<Status()>& step) override {
+  Status Record(const std::function<Status()>& step, const std::vector<Tensor>& fixed_inputs) override {
     RETURN_IF_ERROR(gpu_->Activate());
+    copies_.fixed_inputs.clear();
+    for (const Tensor& t : fixed_inputs) copies_.fixed_inputs.push_back(t.raw_data());
     cudaStream_t stream = gpu_->compute_stream();
     // Relaxed: other threads may go on allocating device memory while this one records.
     RETURN_IF_ERROR(CudaStatus(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed), "cudaStreamBeginCapture"));
@@ -200,6 +202,8 @@ class GpuStepRecording final : public StepRecording {
     RETURN_IF_ERROR(gpu_->Activate());
     return CudaStatus(cudaGraphLaunch(exec_, gpu_->compute_stream()), "cudaGraphLaunch");
   }
+
+  Status Wait() override { return gpu_->Synchronize(); }
 
  private:
   const GpuDevice* const device_;

@@ -1,6 +1,7 @@
 // Whole-step capture on a GPU (gpu_options.capture_steps): replayed training steps give the
-// bits normal steps give, a variable given a new buffer is read from it, a step with a feed
-// runs normally and says why, and a step that cannot be recorded fails with a Status.
+// bits normal steps give, with or without feeds and fetches; a variable given a new buffer
+// is read from it; a feed of another shape runs normally and says why; and a step that
+// cannot be recorded fails with a Status.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -21,15 +22,15 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// A two-layer perceptron on GPU:0 trained with RMSProp on a batch held in a variable: the
-// step a training loop repeats without feeding or fetching.
+// A two-layer perceptron on GPU:0 trained with RMSProp on a batch held in a variable (the
+// step a training loop repeats without feeding or fetching), or fed each step.
 struct Model {
   Scope root = Scope::NewRootScope();
-  std::string init, train, restore;
+  std::string init, train, restore, loss;
   std::vector<std::string> variables;
 };
 
-Model MakeModel() {
+Model MakeModel(bool fed) {
   Model m;
   const Scope s = m.root.WithDevice("/device:GPU:0");
   std::vector<Operation> inits;
@@ -46,7 +47,8 @@ Model MakeModel() {
   for (size_t i = 0; i < t.size(); ++i) t[i] = static_cast<float>(i % 3);
   Output a = variable("w1", Tensor::FromVector<float>(w1, TensorShape({16, 32})));
   Output b = variable("w2", Tensor::FromVector<float>(w2, TensorShape({32, 1})));
-  Output images = variable("x", Tensor::FromVector<float>(x, TensorShape({64, 16})));
+  Output images = fed ? ops::Placeholder(s.WithOpName("x"), DataType::kFloat, TensorShape({64, 16}))
+                      : variable("x", Tensor::FromVector<float>(x, TensorShape({64, 16})));
   Output targets = variable("t", Tensor::FromVector<float>(t, TensorShape({64, 1})));
   Output y = ops::MatMul(s, ops::Relu(s, ops::MatMul(s, images, a)), b);
   Output loss = ops::Mean(s.WithOpName("loss"), ops::Square(s, ops::Sub(s, y, targets)), {0, 1});
@@ -57,18 +59,27 @@ Model MakeModel() {
   inits.push_back(training->init);
   m.init = ops::NoOp(m.root.WithOpName("init").WithControlDependencies(inits)).name();
   m.train = training->train.name();
+  m.loss = loss.name();
   m.restore = ops::Assign(s.WithOpName("restore"), a, ops::Const(s, Tensor::FromVector<float>(w1, TensorShape({16, 32})))).name();
   return m;
 }
 
 struct Trained {
   std::vector<Tensor> variables;
+  std::vector<Tensor> losses;  // fed: each step's
 };
 
+// A batch of its own for each step.
+Tensor Batch(int step) {
+  std::vector<float> x(64 * 16);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 0.1f * static_cast<float>(static_cast<int>((i + step * 5) * 13 % 17) - 8);
+  return Tensor::FromVector<float>(x, TensorShape({64, 16}));
+}
+
 // Runs the init, then `steps` training steps (with a restore of w1 before step `restore_at`,
-// when given), then fetches the variables.
-Trained Train(bool capture, int steps, int restore_at = -1) {
-  Model m = MakeModel();
+// when given), then fetches the variables. Fed: each step feeds its batch and fetches the loss.
+Trained Train(bool capture, int steps, int restore_at = -1, bool fed = false) {
+  Model m = MakeModel(fed);
   SessionConfig config;
   config.gpu_options.capture_steps = capture;
   // One thread: the nodes run in one order in normal and recorded steps alike (an update may
@@ -77,14 +88,15 @@ Trained Train(bool capture, int steps, int restore_at = -1) {
   auto session = testing::MakeSession(m.root, config);
   std::vector<Tensor> out;
   EXPECT_TRUE(session->Run({}, {}, {m.init}, &out).ok());
+  Trained result;
   for (int i = 0; i < steps; ++i) {
     if (i == restore_at) {
       EXPECT_TRUE(session->Run({}, {}, {m.restore}, &out).ok());
     }
-    Status s = session->Run({}, {}, {m.train}, &out);
+    Status s = fed ? session->Run({{"x", Batch(i)}}, {m.loss}, {m.train}, &out) : session->Run({}, {}, {m.train}, &out);
     EXPECT_TRUE(s.ok()) << "step " << i << ": " << s;
+    if (fed && s.ok()) result.losses.push_back(out[0]);
   }
-  Trained result;
   for (const std::string& v : m.variables) result.variables.push_back(testing::Fetch(*session, v));
   return result;
 }
@@ -116,7 +128,24 @@ TEST(GpuCaptureTest, AVariableGivenANewBufferIsReadFromIt) {
   EXPECT_THAT(log.text(), HasSubstr("has another buffer than when the step was recorded"));
 }
 
-TEST(GpuCaptureTest, AStepWithAFeedRunsNormallyAndSaysWhyOnce) {
+TEST(GpuCaptureTest, FedAndFetchedStepsReplayWithEachStepsOwnValues) {
+  TESSERA_SKIP_WITHOUT_GPU();
+  testing::CapturedLog log;
+  Trained normal = Train(false, 12, -1, /*fed=*/true);
+  Trained replayed = Train(true, 12, -1, /*fed=*/true);
+  ASSERT_EQ(replayed.losses.size(), normal.losses.size());
+  for (size_t i = 0; i < normal.losses.size(); ++i) {
+    EXPECT_TRUE(SameBits(replayed.losses[i], normal.losses[i])) << "step " << i;
+  }
+  for (size_t i = 0; i < normal.variables.size(); ++i) {
+    EXPECT_TRUE(SameBits(replayed.variables[i], normal.variables[i])) << "variable " << i;
+  }
+  // The losses differ from step to step: a replay that kept the recorded feed or fetch would repeat one.
+  EXPECT_FALSE(SameBits(normal.losses[8], normal.losses[9]));
+  EXPECT_THAT(log.text(), HasSubstr("recorded; later steps replay it"));
+}
+
+TEST(GpuCaptureTest, AFeedOfAnotherShapeRunsNormallyAndSaysWhyOnce) {
   TESSERA_SKIP_WITHOUT_GPU();
   testing::CapturedLog log;
   Scope root = Scope::NewRootScope();
@@ -126,17 +155,18 @@ TEST(GpuCaptureTest, AStepWithAFeedRunsNormallyAndSaysWhyOnce) {
   SessionConfig config;
   config.gpu_options.capture_steps = true;
   auto session = testing::MakeSession(root, config);
-  for (int i = 0; i < 5; ++i) {
-    // A shape that changes from step to step as well.
-    Tensor t = Tensor::FromVector<float>(std::vector<float>(i + 1, static_cast<float>(i)));
-    Tensor r = testing::Fetch(*session, y.name(), {{"x", t}});
-    ASSERT_EQ(r.NumElements(), i + 1);
-    EXPECT_EQ(r.data<float>()[i], static_cast<float>(i * i));
+  // Four elements, recorded at the third step; then five, twice; then four again.
+  for (int n : {4, 4, 4, 4, 5, 5, 4, 4}) {
+    std::vector<float> values(n);
+    for (int i = 0; i < n; ++i) values[i] = static_cast<float>(n * 10 + i);
+    Tensor r = testing::Fetch(*session, y.name(), {{"x", Tensor::FromVector<float>(values)}});
+    ASSERT_EQ(r.NumElements(), n);
+    for (int i = 0; i < n; ++i) EXPECT_EQ(r.data<float>()[i], values[i] * values[i]) << n << " elements, " << i;
   }
   const std::string text = log.text();
-  EXPECT_THAT(text, HasSubstr("not recorded, node"));
-  EXPECT_THAT(text, HasSubstr("the step has feeds or fetches"));
-  EXPECT_EQ(text.find("not recorded"), text.rfind("not recorded"));
+  EXPECT_THAT(text, HasSubstr("recorded; later steps replay it"));
+  EXPECT_THAT(text, HasSubstr("a feed has another dtype or shape than when the step was recorded"));
+  EXPECT_EQ(text.find("another dtype or shape"), text.rfind("another dtype or shape"));
 }
 
 // A kernel that waits for its GPU: allowed in a normal step, not while the step is recorded.

@@ -9,6 +9,7 @@
 #include <shared_mutex>
 
 #include "graph/builder/ops.h"
+#include "kernels/op_kernel.h"
 #include "kernels/resource_mgr.h"
 #include "kernels/variable.h"
 #include "runtime/device.h"
@@ -52,16 +53,21 @@ TEST(StepCaptureTest, ATrainingStepQualifiesAndWhatChangesOnTheHostDoesNot) {
     ops::Assign(root.WithOpName("reset"), v, ops::Const(root, Tensor::Scalar(0.0f)));
     EXPECT_THAT(CaptureBlocker(*GraphOf(root)), HasSubstr("node 'reset' (Assign): it gives a variable a new buffer"));
   }
-  {
+  // A feed goes through a fixed buffer, except where the GPU's host side reads it.
+  for (DataType dtype : {DataType::kFloat, DataType::kInt32}) {
     GraphDef def;
     NodeDef arg;
     arg.name = "feed";
     arg.op = "_Arg";
-    arg.attrs = {{"T", DataType::kFloat}, {"index", int64_t{0}}};
+    arg.attrs = {{"T", dtype}, {"index", int64_t{0}}};
     def.nodes.push_back(arg);
     StatusOr<std::unique_ptr<Graph>> g = Graph::FromGraphDef(def);
     ASSERT_TRUE(g.ok()) << g.status();
-    EXPECT_THAT(CaptureBlocker(**g), HasSubstr("node 'feed' (_Arg): the step has feeds or fetches"));
+    if (dtype == DataType::kFloat) {
+      EXPECT_EQ(CaptureBlocker(**g), "");
+    } else {
+      EXPECT_THAT(CaptureBlocker(**g), HasSubstr("node 'feed' (_Arg): a int32 feed stays in host memory"));
+    }
   }
   // A shape the GPU's host side computed, handed to its device memory, is recorded; a tensor
   // for another device is not.
@@ -92,34 +98,45 @@ TEST(StepCaptureTest, ATrainingStepQualifiesAndWhatChangesOnTheHostDoesNot) {
   }
 }
 
-// A CPU device whose recordings count what they are asked to do.
+// A CPU device whose recordings count what they are asked to do. A replay does what a GPU's
+// does to the step's host buffers: `replay_effect` reads the fixed inputs in place and
+// rewrites what the recorded step fetched into.
 struct Counts {
   int recorded = 0;
   int replayed = 0;
+  int waits = 0;
   Status record_error;
+  std::function<void(const std::vector<Tensor>& fixed_inputs)> replay_effect;
 };
 
 class CountingRecording final : public StepRecording {
  public:
   explicit CountingRecording(Counts* counts) : counts_(counts) {}
-  Status Record(const std::function<Status()>& step) override {
+  Status Record(const std::function<Status()>& step, const std::vector<Tensor>& fixed_inputs) override {
     RETURN_IF_ERROR(step());
+    fixed_inputs_ = fixed_inputs;
     ++counts_->recorded;
     return counts_->record_error;
   }
   Status Replay() override {
     ++counts_->replayed;
+    if (counts_->replay_effect) counts_->replay_effect(fixed_inputs_);
+    return Status::OK();
+  }
+  Status Wait() override {
+    ++counts_->waits;
     return Status::OK();
   }
 
  private:
   Counts* counts_;
+  std::vector<Tensor> fixed_inputs_;
 };
 
 class RecordingDevice final : public Device {
  public:
   RecordingDevice(Counts* counts, bool can_record)
-      : Device(*DeviceName::Parse("/job:localhost/replica:0/task:0/device:CPU:0"), nullptr, nullptr, nullptr),
+      : Device(*DeviceName::Parse("/job:localhost/replica:0/task:0/device:CPU:0"), CpuAllocator(), CpuAllocator(), nullptr),
         counts_(counts),
         can_record_(can_record) {}
   StatusOr<std::unique_ptr<StepRecording>> NewStepRecording() override {
@@ -148,17 +165,61 @@ struct Fixture {
     w->Write(Tensor::FromVector<float>({1, 0, 0, 1}, TensorShape({2, 2})));
   }
   Status Step(StepCapture& capture) {
+    Frame none({});
     return capture.Run(
-        session_steps,
+        session_steps, &none, 0, 0,
         [this] {
           ++normal_runs;
           return Status::OK();
         },
-        [this] {
+        [this](CallFrame*) {
           ++runs_on_this_thread;
           return Status::OK();
         });
   }
+
+  // A call frame as a session's: the feeds given, the fetches set by the step.
+  class Frame final : public CallFrame {
+   public:
+    explicit Frame(std::vector<Tensor> feeds) : feeds_(std::move(feeds)), fetches_(feeds_.size()) {}
+    StatusOr<Tensor> GetArg(int index) const override { return feeds_[index]; }
+    Status SetRetval(int index, const Tensor& value) override {
+      fetches_[index] = value;
+      return Status::OK();
+    }
+    const std::vector<Tensor>& fetches() const { return fetches_; }
+
+   private:
+    std::vector<Tensor> feeds_;
+    std::vector<Tensor> fetches_;
+  };
+
+  // One step fetching y = 2 x for the feed x: run normally, or recorded, the buffer the
+  // recording fetched into remembered for the replays to rewrite.
+  StatusOr<Tensor> Doubled(StepCapture& capture, const Tensor& x) {
+    Frame frame({x});
+    auto doubled_into = [](const Tensor& in, CallFrame* out_frame) -> Tensor {
+      Tensor out(in.dtype(), in.shape());
+      for (int64_t i = 0; i < in.NumElements(); ++i) out.data<float>()[i] = 2 * in.data<float>()[i];
+      (void)out_frame->SetRetval(0, out);
+      return out;
+    };
+    RETURN_IF_ERROR(capture.Run(
+        session_steps, &frame, 1, 1,
+        [&] {
+          ++normal_runs;
+          doubled_into(x, &frame);
+          return Status::OK();
+        },
+        [&](CallFrame* fixed) -> Status {
+          ++runs_on_this_thread;
+          ASSIGN_OR_RETURN(Tensor in, fixed->GetArg(0));
+          recorded_fetch = doubled_into(in, fixed);
+          return Status::OK();
+        }));
+    return frame.fetches()[0];
+  }
+  Tensor recorded_fetch;
 };
 
 TEST(StepCaptureTest, WarmUpThenRecordOnceThenReplay) {
@@ -190,6 +251,62 @@ TEST(StepCaptureTest, AVariableWithANewBufferRunsNormallyAndIsRecordedAgain) {
   EXPECT_THAT(log.text(), HasSubstr("a variable it reads has another buffer"));
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(f.Step(capture).ok());
   EXPECT_EQ(f.counts.recorded, 2);
+}
+
+TEST(StepCaptureTest, FeedsAndFetchesGoThroughFixedBuffers) {
+  testing::CapturedLog log;
+  Fixture f;
+  f.counts.replay_effect = [&f](const std::vector<Tensor>& fixed_inputs) {
+    ASSERT_EQ(fixed_inputs.size(), 1u);
+    for (int64_t i = 0; i < 3; ++i) f.recorded_fetch.data<float>()[i] = 2 * fixed_inputs[0].data<float>()[i];
+  };
+  RecordingDevice device(&f.counts, true);
+  StepCapture capture("double", &device, &f.resources, *f.graph);
+  std::vector<Tensor> results;
+  for (int step = 0; step < 6; ++step) {
+    const float v = static_cast<float>(step);
+    StatusOr<Tensor> y = f.Doubled(capture, Tensor::FromVector<float>({v, v + 1, -v}, TensorShape({3})));
+    ASSERT_TRUE(y.ok()) << y.status();
+    results.push_back(*y);
+  }
+  EXPECT_EQ(f.counts.recorded, 1);
+  EXPECT_EQ(f.counts.replayed, 6 - StepCapture::kWarmupSteps);
+  // Every step's own values, though replays rewrote one buffer (fails if the fetch is the
+  // buffer itself, or the feed is not written before the replay).
+  for (int step = 0; step < 6; ++step) {
+    const float v = static_cast<float>(step);
+    EXPECT_THAT(std::vector<float>(results[step].data<float>(), results[step].data<float>() + 3),
+                ::testing::ElementsAre(2 * v, 2 * v + 2, -2 * v))
+        << "step " << step;
+  }
+  // Each replay after the recorded one waits before writing its feed and before reading its fetch.
+  EXPECT_EQ(f.counts.waits, 1 + 2 * (6 - StepCapture::kWarmupSteps - 1));
+  EXPECT_THAT(log.text(), HasSubstr("(double): recorded; later steps replay it"));
+}
+
+TEST(StepCaptureTest, AFeedOfAnotherShapeRunsNormallyAndSaysSoOnce) {
+  testing::CapturedLog log;
+  Fixture f;
+  RecordingDevice device(&f.counts, true);
+  StepCapture capture("double", &device, &f.resources, *f.graph);
+  for (int step = 0; step < 3; ++step) {
+    ASSERT_TRUE(f.Doubled(capture, Tensor::FromVector<float>({1, 2, 3}, TensorShape({3}))).ok());
+  }
+  ASSERT_EQ(f.counts.recorded, 1);
+  const int replays = f.counts.replayed;
+  for (int step = 0; step < 2; ++step) {
+    StatusOr<Tensor> y = f.Doubled(capture, Tensor::FromVector<float>({1, 2, 3, 4}, TensorShape({4})));
+    ASSERT_TRUE(y.ok()) << y.status();
+    EXPECT_EQ(y->NumElements(), 4);
+    EXPECT_EQ(y->data<float>()[3], 8);
+  }
+  EXPECT_EQ(f.counts.replayed, replays);
+  const std::string text = log.text();
+  EXPECT_THAT(text, HasSubstr("a feed has another dtype or shape than when the step was recorded"));
+  EXPECT_EQ(text.find("another dtype or shape"), text.rfind("another dtype or shape"));  // once
+  // The recorded shape replays again.
+  ASSERT_TRUE(f.Doubled(capture, Tensor::FromVector<float>({1, 2, 3}, TensorShape({3}))).ok());
+  EXPECT_EQ(f.counts.replayed, replays + 1);
 }
 
 TEST(StepCaptureTest, ARecordingErrorIsTheStepsStatusAndLaterStepsRunNormally) {
