@@ -40,8 +40,9 @@ struct GpuOptions {
   int virtual_devices_per_gpu = 0;
   // MatMul and convolutions may use TF32 tensor cores (off: full float32, as TensorFlow 1.x).
   bool allow_tf32 = false;
-  // Whole-step capture (runtime/step_capture.h): a step that runs on one GPU alone, with no
-  // feeds or fetches, is recorded once as a CUDA graph and replayed after. Not in TF.
+  // Whole-step capture (runtime/step_capture.h): a step that runs on one GPU alone is
+  // recorded once as a CUDA graph and replayed after, its feeds and fetches through fixed
+  // buffers. Not in TF.
   bool capture_steps = false;
 };
 
