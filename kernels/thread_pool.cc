@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <mutex>
 #include <system_error>
 #include <thread>
 
@@ -43,11 +45,83 @@ struct CheckedThreadEnvironment {
   void ExecuteTask(const Task& t) { t.f(); }
 };
 
+// A ParallelFor's blocks, taken one at a time by its caller and the helpers it schedules.
+// Helpers hold it by shared_ptr, so one that starts after the caller has returned (every
+// block already done) finds no block left and touches nothing of the caller's.
+struct SharedLoop {
+  SharedLoop(const std::function<void(int64_t, int64_t)>& fn, int64_t total, int64_t blocks, uint64_t generation)
+      : fn(fn),
+        total(total),
+        block_size((total + blocks - 1) / blocks),
+        blocks((total + block_size - 1) / block_size),
+        generation(generation) {}
+
+  // Runs blocks until none is left.
+  void Work() {
+    for (int64_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < blocks;) {
+      fn(i * block_size, std::min(total, (i + 1) * block_size));
+      if (done.fetch_add(1, std::memory_order_acq_rel) + 1 == blocks) done.notify_all();
+    }
+  }
+
+  // Until every block is done: a short spin first, since the last block, on another thread,
+  // is usually moments from its end and a sleep costs a wake-up of tens of microseconds.
+  void Wait() {
+    for (int spin = 0; spin < 2000 && done.load(std::memory_order_acquire) < blocks; ++spin) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#else
+      std::this_thread::yield();
+#endif
+    }
+    for (int64_t d; (d = done.load(std::memory_order_acquire)) < blocks;) done.wait(d, std::memory_order_acquire);
+  }
+
+  const std::function<void(int64_t, int64_t)>& fn;
+  const int64_t total, block_size, blocks;
+  const uint64_t generation;  // the pool's count of loops when this one began
+  std::atomic<int64_t> next{0};
+  std::atomic<int64_t> done{0};
+};
+
 }  // namespace
 
 struct ThreadPool::Impl {
   explicit Impl(int n) : pool(n, true, CheckedThreadEnvironment{&refused}), device(&pool, n) {}
+
+  // A helper's share of `loop`, then of the loops begun while it lingers (Linger).
+  void Help(std::shared_ptr<SharedLoop> loop) {
+    while (loop != nullptr) {
+      loop->Work();
+      loop = Linger(loop->generation);
+    }
+  }
+
+  // Waits up to kLinger for a loop newer than `seen`: an idle Eigen worker sleeps after a few
+  // tens of microseconds and then takes 25-45 us to wake (measured on a 2-vCPU VM), longer
+  // than many of a step's loops take. Yielding, so that a busier thread on the core runs.
+  std::shared_ptr<SharedLoop> Linger(uint64_t seen) {
+    constexpr auto kLinger = std::chrono::microseconds(100);
+    lingering.fetch_add(1, std::memory_order_acq_rel);
+    const auto start = std::chrono::steady_clock::now();
+    while (generation.load(std::memory_order_acquire) == seen) {
+      if (std::chrono::steady_clock::now() - start > kLinger) {
+        lingering.fetch_sub(1, std::memory_order_acq_rel);
+        return nullptr;
+      }
+      std::this_thread::yield();
+    }
+    lingering.fetch_sub(1, std::memory_order_acq_rel);
+    std::lock_guard<std::mutex> lock(latest_mu);
+    return latest;
+  }
+
   std::atomic<bool> refused{false};  // before the pool, which writes it while it is built
+  // Before the pool, whose destructor waits for the helpers that read them.
+  std::mutex latest_mu;
+  std::shared_ptr<SharedLoop> latest;   // guarded by latest_mu: the newest loop
+  std::atomic<uint64_t> generation{0};  // loops begun
+  std::atomic<int> lingering{0};        // helpers waiting for the next loop
   Eigen::ThreadPoolTempl<CheckedThreadEnvironment> pool;
   Eigen::ThreadPoolDevice device;
 };
@@ -74,44 +148,6 @@ void ThreadPool::Schedule(std::function<void()> fn) { impl_->pool.Schedule(std::
 int ThreadPool::NumThreads() const { return impl_->pool.NumThreads(); }
 int ThreadPool::CurrentThreadId() const { return impl_->pool.CurrentThreadId(); }
 
-namespace {
-
-// A ParallelFor's blocks, taken one at a time by its caller and the helpers it schedules.
-// Helpers hold it by shared_ptr, so one that starts after the caller has returned (every
-// block already done) finds no block left and touches nothing of the caller's.
-struct SharedLoop {
-  SharedLoop(const std::function<void(int64_t, int64_t)>& fn, int64_t total, int64_t blocks)
-      : fn(fn), total(total), block_size((total + blocks - 1) / blocks), blocks((total + block_size - 1) / block_size) {}
-
-  // Runs blocks until none is left.
-  void Work() {
-    for (int64_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < blocks;) {
-      fn(i * block_size, std::min(total, (i + 1) * block_size));
-      if (done.fetch_add(1, std::memory_order_acq_rel) + 1 == blocks) done.notify_all();
-    }
-  }
-
-  // Until every block is done: a short spin first, since the last block, on another thread,
-  // is usually moments from its end and a sleep costs a wake-up of tens of microseconds.
-  void Wait() {
-    for (int spin = 0; spin < 2000 && done.load(std::memory_order_acquire) < blocks; ++spin) {
-#if defined(__x86_64__) || defined(__i386__)
-      __builtin_ia32_pause();
-#else
-      std::this_thread::yield();
-#endif
-    }
-    for (int64_t d; (d = done.load(std::memory_order_acquire)) < blocks;) done.wait(d, std::memory_order_acquire);
-  }
-
-  const std::function<void(int64_t, int64_t)>& fn;
-  const int64_t total, block_size, blocks;
-  std::atomic<int64_t> next{0};
-  std::atomic<int64_t> done{0};
-};
-
-}  // namespace
-
 void ThreadPool::ParallelFor(int64_t total, int64_t cost_per_unit,
                              const std::function<void(int64_t, int64_t)>& fn) {
   if (total <= 0) return;
@@ -129,9 +165,18 @@ void ThreadPool::ParallelFor(int64_t total, int64_t cost_per_unit,
   // NumThreads() threads in all, as many as the pool was sized for.
   const int64_t blocks = std::clamp<int64_t>(static_cast<int64_t>(cost / kMinBlockCost), 1,
                                              std::min<int64_t>(total, 4 * int64_t{NumThreads()}));
-  auto loop = std::make_shared<SharedLoop>(fn, total, blocks);
-  const int64_t helpers = std::min<int64_t>(loop->blocks - 1, NumThreads() - 1);
-  for (int64_t h = 0; h < helpers; ++h) Schedule([loop] { loop->Work(); });
+  Impl& impl = *impl_;
+  std::shared_ptr<SharedLoop> loop;
+  {
+    std::lock_guard<std::mutex> lock(impl.latest_mu);
+    loop = std::make_shared<SharedLoop>(fn, total, blocks, impl.generation.load(std::memory_order_relaxed) + 1);
+    impl.latest = loop;
+    impl.generation.store(loop->generation, std::memory_order_release);
+  }
+  // Lingering helpers join by themselves; the rest are woken.
+  const int64_t helpers = std::min<int64_t>(loop->blocks - 1, NumThreads() - 1) -
+                          impl.lingering.load(std::memory_order_acquire);
+  for (int64_t h = 0; h < helpers; ++h) Schedule([&impl, loop] { impl.Help(loop); });
   loop->Work();
   loop->Wait();
 }

@@ -1,10 +1,12 @@
 // ThreadPool: parallel loops cover their range once, from outside the pool and from its
-// own threads, including when every pool thread is inside a loop at once or busy elsewhere.
+// own threads, including when every pool thread is inside a loop at once or busy elsewhere,
+// and back to back from several callers, where helpers linger and join the next loop.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "kernels/thread_pool.h"
@@ -21,6 +23,26 @@ TEST(ThreadPoolTest, ParallelForCoversTheRangeOnce) {
     for (int64_t i = b; i < e; ++i) hits[i].fetch_add(1);
   });
   for (const auto& h : hits) ASSERT_EQ(h.load(), 1);
+}
+
+// Loops back to back, from two callers at once, of sizes from one block to many: a helper
+// lingering after one loop joins whichever loop is newest and must run only its blocks.
+TEST(ThreadPoolTest, LoopsBackToBackFromTwoCallersEachCoverTheirRangeOnce) {
+  auto owned = ThreadPool::Create("test", 2);
+  ASSERT_TRUE(owned.ok());
+  ThreadPool& pool = **owned;
+  auto caller = [&pool](int seed) {
+    for (int round = 0; round < 300; ++round) {
+      std::vector<std::atomic<int>> hits(1 + (round * 7919 + seed * 104729) % 5000);
+      pool.ParallelFor(static_cast<int64_t>(hits.size()), 20, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) hits[i].fetch_add(1);
+      });
+      for (size_t i = 0; i < hits.size(); ++i) ASSERT_EQ(hits[i].load(), 1) << "round " << round << ", " << i;
+    }
+  };
+  std::thread other(caller, 2);
+  caller(1);
+  other.join();
 }
 
 // An async op's completion can continue a kernel on a pool thread; that kernel's own
