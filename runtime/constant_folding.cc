@@ -7,6 +7,7 @@
 
 #include "graph/device_name.h"
 #include "kernels/thread_pool.h"
+#include "kernels/vector_call_frame.h"
 #include "runtime/device.h"
 #include "runtime/executor.h"
 #include "runtime/graph_rewrites.h"
@@ -61,22 +62,6 @@ bool Foldable(const Node& n, const std::vector<char>& folded, int64_t max_bytes)
   return true;
 }
 
-class ValuesFrame : public CallFrame {
- public:
-  explicit ValuesFrame(size_t n) : values_(n) {}
-  StatusOr<Tensor> GetArg(int index) const override {
-    return errors::Internal("Constant folding has no argument ", index);
-  }
-  Status SetRetval(int index, const Tensor& value) override {
-    values_[index] = value;
-    return Status::OK();
-  }
-  std::vector<Tensor>& values() { return values_; }
-
- private:
-  std::vector<Tensor> values_;
-};
-
 // Runs `def` (the nodes to fold and the Consts they read, with a _Retval per output wanted)
 // on a CPU device of its own, and returns the _Retvals' values.
 StatusOr<std::vector<Tensor>> Evaluate(const GraphDef& def, size_t num_values, const OpRegistry* registry) {
@@ -89,11 +74,11 @@ StatusOr<std::vector<Tensor>> Evaluate(const GraphDef& def, size_t num_values, c
   Executor::Params params;
   params.lookup_device = [cpu](const Node&) -> StatusOr<DeviceBase*> { return cpu; };
   ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, Executor::Create(std::move(graph), params));
-  ValuesFrame frame(num_values);
+  VectorCallFrame frame({}, num_values);
   Executor::Args args;
   args.call_frame = &frame;
   RETURN_IF_ERROR(executor->Run(args));
-  return std::move(frame.values());
+  return std::move(frame.retvals());
 }
 
 }  // namespace

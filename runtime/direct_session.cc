@@ -5,6 +5,7 @@
 
 #include "graph/platform/logging.h"
 #include "kernels/kernel_registry.h"
+#include "kernels/vector_call_frame.h"
 #include "placement/placer.h"
 #include "runtime/executor.h"
 #include "runtime/graph_rewrites.h"
@@ -53,22 +54,6 @@ StatusOr<ThreadPool*> SharedPool(const char* name, int threads) {
   }
   return slot.get();
 }
-
-class VectorCallFrame : public CallFrame {
- public:
-  VectorCallFrame(const std::vector<std::pair<std::string, Tensor>>& feeds, size_t num_fetches)
-      : feeds_(feeds), retvals_(num_fetches) {}
-  StatusOr<Tensor> GetArg(int index) const override { return feeds_[index].second; }
-  Status SetRetval(int index, const Tensor& value) override {
-    retvals_[index] = value;
-    return Status::OK();
-  }
-  std::vector<Tensor>& retvals() { return retvals_; }
-
- private:
-  const std::vector<std::pair<std::string, Tensor>>& feeds_;
-  std::vector<Tensor> retvals_;
-};
 
 }  // namespace
 
@@ -223,7 +208,9 @@ Status DirectSession::Run(const RunOptions& options, const std::vector<std::pair
                    GetOrCreateExecutor(feeds, fetches, targets));
   for (size_t i = 0; i < feeds.size(); ++i) RETURN_IF_ERROR(CheckFeed(feeds[i].first, feeds[i].second, ek->feeds[i]));
 
-  VectorCallFrame frame(feeds, fetches.size());
+  std::vector<Tensor> feed_values;
+  for (const auto& feed : feeds) feed_values.push_back(feed.second);
+  VectorCallFrame frame(std::move(feed_values), fetches.size());
   CancellationManager cancellation;
   {
     std::lock_guard<std::mutex> lock(steps_mu_);

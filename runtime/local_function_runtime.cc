@@ -1,25 +1,11 @@
 #include "runtime/local_function_runtime.h"
 
+#include "kernels/vector_call_frame.h"
 #include "runtime/executor.h"
 #include "runtime/subgraph.h"
 
 namespace tessera {
 namespace {
-
-class ArgsFrame : public CallFrame {
- public:
-  ArgsFrame(std::vector<Tensor> args, size_t num_rets) : args_(std::move(args)), rets_(num_rets) {}
-  StatusOr<Tensor> GetArg(int index) const override { return args_[index]; }
-  Status SetRetval(int index, const Tensor& value) override {
-    rets_[index] = value;
-    return Status::OK();
-  }
-  std::vector<Tensor>& rets() { return rets_; }
-
- private:
-  std::vector<Tensor> args_;
-  std::vector<Tensor> rets_;
-};
 
 class LocalFunction : public InstantiatedFunction {
  public:
@@ -37,13 +23,13 @@ class LocalFunction : public InstantiatedFunction {
                                        ", got ", DataTypeName(args[i].dtype()));
       }
     }
-    ArgsFrame frame(std::move(args), signature_.ret_types.size());
+    VectorCallFrame frame(std::move(args), signature_.ret_types.size());
     ResourceMgr call_resources;  // a call is a step of the function's own graph
     Executor::Args exec_args;
     exec_args.call_frame = &frame;
     exec_args.step_resources = &call_resources;
     RETURN_IF_ERROR(executor_->Run(exec_args));
-    *rets = std::move(frame.rets());
+    *rets = std::move(frame.retvals());
     return Status::OK();
   }
   const std::vector<DataType>& arg_types() const override { return arg_types_; }

@@ -5,9 +5,9 @@
 #include <set>
 
 #include "graph/platform/logging.h"
-#include "kernels/op_kernel.h"
 #include "kernels/resource_mgr.h"
 #include "kernels/variable.h"
+#include "kernels/vector_call_frame.h"
 #include "runtime/device.h"
 
 namespace tessera {
@@ -41,23 +41,6 @@ bool WithinOneDevice(const Node& n) {
 bool StaysInHostMemory(DataType dtype) {
   return dtype == DataType::kInt32 || DataTypeSize(dtype) == 0;
 }
-
-// A step's feeds and fetches as the recording sees them: the fixed buffers.
-class FixedFrame final : public CallFrame {
- public:
-  FixedFrame(std::vector<Tensor> feeds, int num_fetches) : feeds_(std::move(feeds)), fetches_(num_fetches) {}
-  StatusOr<Tensor> GetArg(int index) const override { return feeds_[index]; }
-  Status SetRetval(int index, const Tensor& value) override {
-    fetches_[index] = value;
-    return Status::OK();
-  }
-  std::vector<Tensor>& feeds() { return feeds_; }
-  std::vector<Tensor>& fetches() { return fetches_; }
-
- private:
-  std::vector<Tensor> feeds_;
-  std::vector<Tensor> fetches_;
-};
 
 }  // namespace
 
@@ -194,16 +177,16 @@ Status StepCapture::Record(CallFrame* frame, int num_feeds, int num_fetches,
     std::memcpy(fixed.raw_data(), feed.raw_data(), feed.TotalBytes());
     feeds.push_back(std::move(fixed));
   }
-  FixedFrame fixed(std::move(feeds), num_fetches);
-  Status recorded = (*recording)->Record([&] { return run_on_this_thread(&fixed); }, fixed.feeds());
+  VectorCallFrame fixed(std::move(feeds), num_fetches);  // as the recording sees them
+  Status recorded = (*recording)->Record([&] { return run_on_this_thread(&fixed); }, fixed.args());
   if (!recorded.ok()) {
     given_up_ = true;
     LogOnce(StrCat("the step could not be recorded (", recorded.ToString(), "); it runs normally from now on"));
     return recorded;
   }
   recording_ = std::move(*recording);
-  fixed_feeds_ = std::move(fixed.feeds());
-  fixed_fetches_ = std::move(fixed.fetches());
+  fixed_feeds_ = std::move(fixed.args());
+  fixed_fetches_ = std::move(fixed.retvals());
   Status ran = recording_->Replay();  // the recorded step's own run
   if (ran.ok()) ran = ReadFetches(frame);
   StatusOr<std::vector<const void*>> after = VariableBuffers();

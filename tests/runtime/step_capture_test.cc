@@ -9,7 +9,7 @@
 #include <shared_mutex>
 
 #include "graph/builder/ops.h"
-#include "kernels/op_kernel.h"
+#include "kernels/vector_call_frame.h"
 #include "kernels/resource_mgr.h"
 #include "kernels/variable.h"
 #include "runtime/device.h"
@@ -165,7 +165,7 @@ struct Fixture {
     w->Write(Tensor::FromVector<float>({1, 0, 0, 1}, TensorShape({2, 2})));
   }
   Status Step(StepCapture& capture) {
-    Frame none({});
+    VectorCallFrame none({}, 0);
     return capture.Run(
         session_steps, &none, 0, 0,
         [this] {
@@ -178,26 +178,10 @@ struct Fixture {
         });
   }
 
-  // A call frame as a session's: the feeds given, the fetches set by the step.
-  class Frame final : public CallFrame {
-   public:
-    explicit Frame(std::vector<Tensor> feeds) : feeds_(std::move(feeds)), fetches_(feeds_.size()) {}
-    StatusOr<Tensor> GetArg(int index) const override { return feeds_[index]; }
-    Status SetRetval(int index, const Tensor& value) override {
-      fetches_[index] = value;
-      return Status::OK();
-    }
-    const std::vector<Tensor>& fetches() const { return fetches_; }
-
-   private:
-    std::vector<Tensor> feeds_;
-    std::vector<Tensor> fetches_;
-  };
-
   // One step fetching y = 2 x for the feed x: run normally, or recorded, the buffer the
   // recording fetched into remembered for the replays to rewrite.
   StatusOr<Tensor> Doubled(StepCapture& capture, const Tensor& x) {
-    Frame frame({x});
+    VectorCallFrame frame({x}, 1);
     auto doubled_into = [](const Tensor& in, CallFrame* out_frame) -> Tensor {
       Tensor out(in.dtype(), in.shape());
       for (int64_t i = 0; i < in.NumElements(); ++i) out.data<float>()[i] = 2 * in.data<float>()[i];
@@ -217,7 +201,7 @@ struct Fixture {
           recorded_fetch = doubled_into(in, fixed);
           return Status::OK();
         }));
-    return frame.fetches()[0];
+    return frame.retvals()[0];
   }
   Tensor recorded_fetch;
 };

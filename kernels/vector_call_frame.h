@@ -1,0 +1,44 @@
+// VectorCallFrame: the CallFrame of a step or a function call whose feeds and fetches are
+// numbered from 0: the args given, and one slot per retval for the _Retval kernels to fill.
+//
+//   VectorCallFrame frame({x}, /*num_retvals=*/1);
+//   ... run the executor with args.call_frame = &frame ...
+//   Tensor y = frame.retvals()[0];
+//
+// GetArg and SetRetval may be called concurrently (one _Retval per index); retvals() is
+// read once the run is over.
+#pragma once
+
+#include <utility>
+#include <vector>
+
+#include "kernels/op_kernel.h"
+
+namespace tessera {
+
+class VectorCallFrame final : public CallFrame {
+ public:
+  VectorCallFrame(std::vector<Tensor> args, size_t num_retvals)
+      : args_(std::move(args)), retvals_(num_retvals) {}
+  StatusOr<Tensor> GetArg(int index) const override {
+    if (index < 0 || static_cast<size_t>(index) >= args_.size()) {
+      return errors::Internal("The call has no argument ", index, "; it has ", args_.size());
+    }
+    return args_[index];
+  }
+  Status SetRetval(int index, const Tensor& value) override {
+    if (index < 0 || static_cast<size_t>(index) >= retvals_.size()) {
+      return errors::Internal("The call has no return value ", index, "; it has ", retvals_.size());
+    }
+    retvals_[index] = value;
+    return Status::OK();
+  }
+  std::vector<Tensor>& args() { return args_; }
+  std::vector<Tensor>& retvals() { return retvals_; }
+
+ private:
+  std::vector<Tensor> args_;
+  std::vector<Tensor> retvals_;
+};
+
+}  // namespace tessera
