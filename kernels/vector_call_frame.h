@@ -34,6 +34,7 @@ class VectorCallFrame final : public CallFrame {
     return Status::OK();
   }
   std::vector<Tensor>& args() { return args_; }
+  const std::vector<Tensor>& args() const { return args_; }
   std::vector<Tensor>& retvals() { return retvals_; }
 
  private:

@@ -247,8 +247,7 @@ Status DirectSession::Run(const RunOptions& options, const std::vector<std::pair
   run_options.stats = trace ? &stats : nullptr;
   Status status;
   if (ek->capture != nullptr && !trace) {
-    status = ek->capture->Run(recording_mu_, &frame, static_cast<int>(feeds.size()), static_cast<int>(fetches.size()),
-                              [&] { return RunPartitions(executors, args, run_options); },
+    status = ek->capture->Run(recording_mu_, &frame, [&] { return RunPartitions(executors, args, run_options); },
                               [&](CallFrame* fixed) {
                                 Executor::Args here = args;
                                 here.runner = nullptr;

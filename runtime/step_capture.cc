@@ -94,13 +94,13 @@ void StepCapture::LogOnce(const std::string& what) {
   Log(LogSeverity::kInfo, StrCat("Step capture on ", device_->name(), " (", signature_, "): ", what));
 }
 
-Status StepCapture::Run(std::shared_mutex& session_steps, CallFrame* frame, int num_feeds, int num_fetches,
+Status StepCapture::Run(std::shared_mutex& session_steps, VectorCallFrame* frame,
                         const std::function<Status()>& run_normally,
                         const std::function<Status(CallFrame*)>& run_on_this_thread) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!given_up_ && recording_ == nullptr && normal_runs_ >= kWarmupSteps) {
     std::unique_lock<std::shared_mutex> alone(session_steps);
-    return Record(frame, num_feeds, num_fetches, run_normally, run_on_this_thread);
+    return Record(frame, run_normally, run_on_this_thread);
   }
   std::shared_lock<std::shared_mutex> steps(session_steps);
   if (given_up_) return run_normally();
@@ -125,41 +125,36 @@ Status StepCapture::Run(std::shared_mutex& session_steps, CallFrame* frame, int 
   return s;
 }
 
-bool StepCapture::FeedsFit(const CallFrame& frame) const {
-  for (size_t i = 0; i < fixed_feeds_.size(); ++i) {
-    StatusOr<Tensor> feed = frame.GetArg(static_cast<int>(i));
-    if (!feed.ok() || feed->dtype() != fixed_feeds_[i].dtype() || feed->shape() != fixed_feeds_[i].shape()) {
-      return false;
-    }
+bool StepCapture::FeedsFit(const VectorCallFrame& frame) const {
+  const std::vector<Tensor>& feeds = frame.args();
+  if (feeds.size() != fixed_feeds_.size()) return false;
+  for (size_t i = 0; i < feeds.size(); ++i) {
+    if (feeds[i].dtype() != fixed_feeds_[i].dtype() || feeds[i].shape() != fixed_feeds_[i].shape()) return false;
   }
   return true;
 }
 
-Status StepCapture::WriteFeeds(const CallFrame& frame) {
+Status StepCapture::WriteFeeds(const VectorCallFrame& frame) {
   if (fixed_feeds_.empty()) return Status::OK();
   RETURN_IF_ERROR(recording_->Wait());
   for (size_t i = 0; i < fixed_feeds_.size(); ++i) {
-    ASSIGN_OR_RETURN(Tensor feed, frame.GetArg(static_cast<int>(i)));
-    std::memcpy(fixed_feeds_[i].raw_data(), feed.raw_data(), feed.TotalBytes());
+    std::memcpy(fixed_feeds_[i].raw_data(), frame.args()[i].raw_data(), fixed_feeds_[i].TotalBytes());
   }
   return Status::OK();
 }
 
-Status StepCapture::ReadFetches(CallFrame* frame) {
+Status StepCapture::ReadFetches(VectorCallFrame* frame) {
   if (fixed_fetches_.empty()) return Status::OK();
   RETURN_IF_ERROR(recording_->Wait());
   for (size_t i = 0; i < fixed_fetches_.size(); ++i) {
-    const Tensor& fixed = fixed_fetches_[i];
     // The next replay rewrites the buffer; a fetch is the caller's to keep.
-    ASSIGN_OR_RETURN(Tensor copy, Tensor::Allocate(CpuAllocator(), fixed.dtype(), fixed.shape()));
-    std::memcpy(copy.raw_data(), fixed.raw_data(), fixed.TotalBytes());
+    ASSIGN_OR_RETURN(Tensor copy, fixed_fetches_[i].DeepCopy(CpuAllocator()));
     RETURN_IF_ERROR(frame->SetRetval(static_cast<int>(i), copy));
   }
   return Status::OK();
 }
 
-Status StepCapture::Record(CallFrame* frame, int num_feeds, int num_fetches,
-                           const std::function<Status()>& run_normally,
+Status StepCapture::Record(VectorCallFrame* frame, const std::function<Status()>& run_normally,
                            const std::function<Status(CallFrame*)>& run_on_this_thread) {
   StatusOr<std::vector<const void*>> before = VariableBuffers();
   if (!before.ok()) return run_normally();  // an uninitialized variable: the normal run says which
@@ -171,13 +166,11 @@ Status StepCapture::Record(CallFrame* frame, int num_feeds, int num_fetches,
   }
   // Pinned, as the device's own host memory is: a recorded copy reads or writes it in place.
   std::vector<Tensor> feeds;
-  for (int i = 0; i < num_feeds; ++i) {
-    ASSIGN_OR_RETURN(Tensor feed, frame->GetArg(i));
-    ASSIGN_OR_RETURN(Tensor fixed, Tensor::Allocate(device_->host_allocator(), feed.dtype(), feed.shape()));
-    std::memcpy(fixed.raw_data(), feed.raw_data(), feed.TotalBytes());
+  for (const Tensor& feed : frame->args()) {
+    ASSIGN_OR_RETURN(Tensor fixed, feed.DeepCopy(device_->host_allocator()));
     feeds.push_back(std::move(fixed));
   }
-  VectorCallFrame fixed(std::move(feeds), num_fetches);  // as the recording sees them
+  VectorCallFrame fixed(std::move(feeds), frame->retvals().size());  // as the recording sees them
   Status recorded = (*recording)->Record([&] { return run_on_this_thread(&fixed); }, fixed.args());
   if (!recorded.ok()) {
     given_up_ = true;

@@ -22,7 +22,7 @@
 // says so once.
 //
 //   auto capture = std::make_unique<StepCapture>(signature, device, resource_mgr, partition_graph);
-//   Status s = capture->Run(session_steps, &call_frame, num_feeds, num_fetches,
+//   Status s = capture->Run(session_steps, &call_frame,
 //                           [&] { return RunPartitions(...); },    // the step as usual, with call_frame
 //                           [&](CallFrame* frame) { return executor->Run(args_on_this_thread(frame)); });
 //
@@ -47,6 +47,7 @@ namespace tessera {
 class CallFrame;
 class Device;
 class ResourceMgr;
+class VectorCallFrame;
 
 // Why a partition's step cannot be recorded, naming a node and its op; "" when it can.
 std::string CaptureBlocker(const Graph& partition);
@@ -75,27 +76,25 @@ class StepCapture {
   StepCapture(std::string signature, Device* device, ResourceMgr* resources, const Graph& partition);
   ~StepCapture();
 
-  // Runs one step of `frame`'s feeds and fetches (the first `num_feeds` args and
-  // `num_fetches` retvals): by `run_normally`, which uses `frame`; by recording
-  // `run_on_this_thread` (every kernel run on the calling thread) over the fixed buffers'
-  // frame it is given; or by replaying the recording, the fetches then set in `frame`.
-  // `session_steps` is held shared by every other step of the session, and here exclusively
-  // while recording.
-  Status Run(std::shared_mutex& session_steps, CallFrame* frame, int num_feeds, int num_fetches,
-             const std::function<Status()>& run_normally,
+  // Runs one step of `frame`'s feeds and fetches: by `run_normally`, which uses `frame`; by
+  // recording `run_on_this_thread` (every kernel run on the calling thread) over the fixed
+  // buffers' frame it is given; or by replaying the recording, the fetches then set in
+  // `frame`. `session_steps` is held shared by every other step of the session, and here
+  // exclusively while recording.
+  Status Run(std::shared_mutex& session_steps, VectorCallFrame* frame, const std::function<Status()>& run_normally,
              const std::function<Status(CallFrame*)>& run_on_this_thread);
 
  private:
   // The buffers of the step's variables now; an error when one is missing or uninitialized.
   StatusOr<std::vector<const void*>> VariableBuffers() const;
-  Status Record(CallFrame* frame, int num_feeds, int num_fetches, const std::function<Status()>& run_normally,
+  Status Record(VectorCallFrame* frame, const std::function<Status()>& run_normally,
                 const std::function<Status(CallFrame*)>& run_on_this_thread);
   // Whether `frame`'s feeds have the recorded buffers' dtypes and shapes.
-  bool FeedsFit(const CallFrame& frame) const;
+  bool FeedsFit(const VectorCallFrame& frame) const;
   // Writes `frame`'s feeds into the fixed buffers, once the last replay has read them.
-  Status WriteFeeds(const CallFrame& frame);
+  Status WriteFeeds(const VectorCallFrame& frame);
   // Sets `frame`'s fetches to copies of the fixed buffers, once the replay has written them.
-  Status ReadFetches(CallFrame* frame);
+  Status ReadFetches(VectorCallFrame* frame);
   void LogOnce(const std::string& what);
 
   const std::string signature_;

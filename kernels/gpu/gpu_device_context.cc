@@ -200,8 +200,7 @@ Status GpuDeviceContext::RecordCopyToDevice(const Tensor& host, DeviceBase* devi
                                             GpuRecording* r) const {
   Tensor kept = host;
   if (std::find(r->fixed_inputs.begin(), r->fixed_inputs.end(), host.raw_data()) == r->fixed_inputs.end()) {
-    ASSIGN_OR_RETURN(kept, Tensor::Allocate(device->host_allocator(), host.dtype(), host.shape()));
-    std::memcpy(kept.raw_data(), host.raw_data(), host.TotalBytes());
+    ASSIGN_OR_RETURN(kept, host.DeepCopy(device->host_allocator()));
   } else if (!IsPinnedOrDevice(host.raw_data())) {
     return errors::FailedPrecondition("A recorded step's feed must be in pinned host memory");
   }

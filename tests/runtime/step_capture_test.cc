@@ -167,7 +167,7 @@ struct Fixture {
   Status Step(StepCapture& capture) {
     VectorCallFrame none({}, 0);
     return capture.Run(
-        session_steps, &none, 0, 0,
+        session_steps, &none,
         [this] {
           ++normal_runs;
           return Status::OK();
@@ -189,7 +189,7 @@ struct Fixture {
       return out;
     };
     RETURN_IF_ERROR(capture.Run(
-        session_steps, &frame, 1, 1,
+        session_steps, &frame,
         [&] {
           ++normal_runs;
           doubled_into(x, &frame);
