@@ -55,6 +55,9 @@ struct Chain {
   const Node* relu_grad = nullptr;
   // The BiasAddGrad of the gradient they make, or nullptr.
   const Node* bias_add_grad = nullptr;
+  // The Conv2DBackpropFilter of that gradient where nothing else (but the BiasAddGrad)
+  // reads it, or nullptr.
+  const Node* backprop_filter = nullptr;
 };
 
 // A MaxPool over rows and columns only, as the fused kernel pools.
@@ -73,6 +76,38 @@ bool SameWindows(const Node& a, const Node& b) {
          b.GetAttr("strides", &sb).ok() && a.GetAttr("padding", &pa).ok() && b.GetAttr("padding", &pb).ok() &&
          a.GetAttr("data_format", &fa).ok() && b.GetAttr("data_format", &fb).ok() && ka == kb && sa == sb &&
          pa == pb && fa == fb;
+}
+
+// The same convolution: strides, padding, dilations and data_format, over the same input.
+bool SameConvolution(const Node& a, const Node& b) {
+  std::vector<int64_t> sa, sb, da, db;
+  std::string pa, pb, fa, fb;
+  const Edge* ia = a.input_edge(0);
+  const Edge* ib = b.input_edge(0);
+  return a.GetAttr("strides", &sa).ok() && b.GetAttr("strides", &sb).ok() && a.GetAttr("padding", &pa).ok() &&
+         b.GetAttr("padding", &pb).ok() && a.GetAttr("dilations", &da).ok() && b.GetAttr("dilations", &db).ok() &&
+         a.GetAttr("data_format", &fa).ok() && b.GetAttr("data_format", &fb).ok() && sa == sb && pa == pb &&
+         da == db && fa == fb && ia != nullptr && ib != nullptr && ia->src == ib->src &&
+         ia->src_output == ib->src_output;
+}
+
+// The Conv2DBackpropFilter of the chain's convolution that reads `grad`, the gradient of its
+// output, where nothing else but the chain's BiasAddGrad does (no Conv2DBackpropInput: a
+// first layer); else nullptr. The filter's gradient is then summed from the pooled gradient
+// (_FusedConv2DMaxPoolBackpropFilter) and the convolution's output gradient never made.
+const Node* SoleFilterGradient(const Node& grad, const Chain& chain) {
+  const Node* filter_grad = nullptr;
+  for (const Edge* e : grad.out_edges()) {
+    if (e->dst == chain.bias_add_grad && !e->IsControl()) continue;
+    if (filter_grad != nullptr || e->IsControl() || e->src_output != 0 || e->dst_input != 2) return nullptr;
+    filter_grad = e->dst;
+  }
+  if (filter_grad == nullptr || filter_grad->op() != "Conv2DBackpropFilter" ||
+      filter_grad->assigned_device() != grad.assigned_device() || !IsFloat(*filter_grad) ||
+      !SameConvolution(*chain.conv, *filter_grad)) {
+    return nullptr;
+  }
+  return filter_grad;
 }
 
 // In a training graph the chain's result `out` is read by its MaxPool, by that pool's
@@ -114,13 +149,15 @@ bool FindPoolWithGradient(const Node& out, Chain& chain) {
   chain.max_pool = pool;
   chain.max_pool_grad = pool_grad;
   chain.relu_grad = relu_grad;
-  for (const Edge* e : (relu ? relu_grad : pool_grad)->out_edges()) {
+  const Node* grad = relu ? relu_grad : pool_grad;
+  for (const Edge* e : grad->out_edges()) {
     const Node* next = e->dst;
     if (!e->IsControl() && e->src_output == 0 && e->dst_input == 0 && next->op() == "BiasAddGrad" &&
         next->assigned_device() == out.assigned_device() && IsFloat(*next) && IsNhwc(*next)) {
       chain.bias_add_grad = next;
     }
   }
+  chain.backprop_filter = SoleFilterGradient(*grad, chain);
   return true;
 }
 
@@ -216,6 +253,11 @@ StatusOr<std::unique_ptr<Graph>> Remap(std::unique_ptr<Graph> graph) {
       NodeDef grad = PoolGradient(c, conv, node);
       std::vector<NodeDef> grad_parts = {c.max_pool_grad->ToNodeDef()};
       if (c.relu_grad != nullptr) grad_parts.push_back(c.relu_grad->ToNodeDef());
+      if (c.backprop_filter != nullptr) {
+        grad.op = "_FusedConv2DMaxPoolBackpropFilter";
+        grad.name = c.backprop_filter->name();
+        grad_parts.push_back(c.backprop_filter->ToNodeDef());
+      }
       TakeOver(grad, grad_parts, removed);
       if (c.bias_add_grad != nullptr) {
         // The gradient node sums the bias's gradient too; the BiasAddGrad's name hands it on.

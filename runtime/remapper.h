@@ -13,7 +13,9 @@
 // (_FusedConv2DMaxPoolWithArgmax) and one _FusedConv2DMaxPoolGrad, named as the ReluGrad,
 // computes the gradient from it: the full-size output is neither stored nor read back. The
 // BiasAddGrad of that gradient becomes an Identity of the bias gradient the node sums from
-// the pooled gradient.
+// the pooled gradient. Where only a Conv2DBackpropFilter (and that BiasAddGrad) reads the
+// gradient, as in a first layer, one _FusedConv2DMaxPoolBackpropFilter named as the
+// Conv2DBackpropFilter makes both parameters' gradients from the pooled one.
 //
 //   ASSIGN_OR_RETURN(step_graph, Remap(std::move(step_graph)));
 //

@@ -94,6 +94,17 @@ Status FusedConv2DMaxPoolGradShape(InferenceContext& c) {
   return Status::OK();
 }
 
+// _FusedConv2DMaxPoolBackpropFilter: the filter's shape, then its bias [O].
+Status FusedConv2DMaxPoolBackpropFilterShape(InferenceContext& c) {
+  const TensorShape& filter = c.input(1);
+  if (!filter.unknown_rank() && filter.rank() != 4) {
+    return errors::InvalidArgument("filter must be 4-dimensional: ", filter.DebugString());
+  }
+  c.set_output(0, filter);
+  c.set_output(1, TensorShape({filter.unknown_rank() ? -1 : filter.dim(3)}));
+  return Status::OK();
+}
+
 Status SoftmaxShape(InferenceContext& c) {
   if (!c.input(0).unknown_rank() && c.input(0).rank() < 1) {
     return errors::InvalidArgument("Shape must be at least rank 1 but is rank 0");
@@ -181,6 +192,13 @@ void RegisterNnOps(OpRegistry& r) {
                   .Attr("strides: list(int)").Attr("padding: string").Attr("data_format: string = \"NHWC\"")
                   .Attr("dilations: list(int) = [1, 1, 1, 1]").Attr("ksize: list(int)")
                   .Attr("pool_strides: list(int)").Attr("pool_padding: string").SetShapeFn(FusedConv2DMaxPoolGradShape));
+  RegisterCoreOp(r, OpDefBuilder("_FusedConv2DMaxPoolBackpropFilter").Input("input: T").Input("filter: T")
+                  .Input("argmax: uint8").Input("grad: T").Output("filter_backprop: T").Output("bias_backprop: T")
+                  .Attr("T: {float32}")
+                  .Attr("strides: list(int)").Attr("padding: string").Attr("data_format: string = \"NHWC\"")
+                  .Attr("dilations: list(int) = [1, 1, 1, 1]").Attr("ksize: list(int)")
+                  .Attr("pool_strides: list(int)").Attr("pool_padding: string")
+                  .SetShapeFn(FusedConv2DMaxPoolBackpropFilterShape));
   RegisterCoreOp(r, OpDefBuilder("Conv2DBackpropInput").Input("input_sizes: int32").Input("filter: T")
                   .Input("out_backprop: T").Output("output: T").Attr(kFloating).Attr("strides: list(int)")
                   .Attr("padding: string").Attr("data_format: string = \"NHWC\"")

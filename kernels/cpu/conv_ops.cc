@@ -1,6 +1,6 @@
 // Conv2D and its two backprops, MaxPool, AvgPool and their gradients, NHWC. float32
 // convolutions run on oneDNN (dnnl_conv.h), which is several times faster than any GEMM
-// formulation here; float64 ones (gradient checks, oneDNN has no f64) run as im2col (each
+// formulation here, but for those of few taps fused with a max pool (small_conv.h); float64 ones (gradient checks, oneDNN has no f64) run as im2col (each
 // output position's receptive field as one row of a patch matrix) times the filter as a
 // [KH*KW*C, O] matrix, through Eigen's contraction on the intra-op pool. Its own
 // translation unit: the contraction is slow to compile.
@@ -13,8 +13,9 @@
 #include "kernels/cpu/batch_parts.h"
 #include "kernels/cpu/dnnl_conv.h"
 #include "kernels/cpu/pooling.h"
-#include "kernels/fused_ops.h"
 #include "kernels/cpu/register.h"
+#include "kernels/cpu/small_conv.h"
+#include "kernels/fused_ops.h"
 #include "kernels/eigen_tensor.h"
 
 namespace tessera::cpu {
@@ -187,9 +188,17 @@ class FusedConv2DOp : public ConvBase {
                       argmax != nullptr ? argmax->data<uint8_t>() : nullptr);
       return;
     }
+    uint8_t* argmax_data = argmax != nullptr ? argmax->data<uint8_t>() : nullptr;
+    if (pool && SmallConvApplies(*g, o)) {
+      const BatchParts parts(ctx, g->n);
+      parts.ForEach([&](int64_t, int64_t first, int64_t count) {
+        SmallConvMaxPool(*g, *pool, o, in.data<float>(), f.data<float>(), bias.data<float>(), relu_, first,
+                         first + count, out->data<float>(), argmax_data);
+      });
+      return;
+    }
     OP_REQUIRES_OK(ctx, DnnlConv2D(ctx, *g, o, in.data<float>(), f.data<float>(), out->data<float>(),
-                                   {bias.data<float>(), relu_, pool ? &*pool : nullptr,
-                                    argmax != nullptr ? argmax->data<uint8_t>() : nullptr}));
+                                   {bias.data<float>(), relu_, pool ? &*pool : nullptr, argmax_data}));
   }
 
  private:
@@ -209,61 +218,125 @@ class FusedConv2DOp : public ConvBase {
   PoolAttrs pool_;
 };
 
-// The gradient of a _FusedConv2DMaxPoolWithArgmax's convolution output (after its bias,
-// before its ReLU) from its pooled output's gradient and argmax: what MaxPoolGrad and then
-// ReluGrad compute, in one pass that reads neither the convolution's output nor writes it
-// twice; and its sum over all but the channels, the bias's gradient, from the pooled
-// gradient (a quarter of the reading BiasAddGrad does for a 2x2 pool).
-class FusedConv2DMaxPoolGradOp : public ConvBase {
+// The gradient of a max pool's input from its pooled gradient and argmax, the batch in one
+// part per intra-op thread, each zeroing its images first (unless the windows tile them)
+// and summing its channels apart; and that sum, into `d_bias` [C].
+Status PoolGradient(OpKernelContext* ctx, const Geometry& pool, const float* grad, const uint8_t* argmax, float* d_in,
+                    float* d_bias) {
+  const bool tiles = WindowsTile(pool);
+  const BatchParts parts(ctx, pool.n);
+  Tensor sums;
+  RETURN_IF_ERROR(ctx->allocate_temp(DataType::kFloat, TensorShape({parts.count(), pool.c}), &sums));
+  float* sp = sums.data<float>();
+  std::fill(sp, sp + sums.NumElements(), 0.f);
+  const int64_t image = pool.h * pool.w * pool.c;
+  parts.ForEach([&](int64_t part, int64_t first, int64_t count) {
+    if (!tiles) std::fill(d_in + first * image, d_in + (first + count) * image, 0.f);
+    MaxPoolGradFromArgmax(grad, argmax, pool, first, first + count, d_in, sp + part * pool.c);
+  });
+  std::copy_n(sp, pool.c, d_bias);
+  for (int64_t part = 1; part < parts.count(); ++part) {
+    for (int64_t ci = 0; ci < pool.c; ++ci) d_bias[ci] += sp[part * pool.c + ci];
+  }
+  return Status::OK();
+}
+
+// The gradients of a _FusedConv2DMaxPoolWithArgmax from its pooled output's gradient and
+// argmax. Inputs: the convolution's input and filter, which give the geometry, the argmax
+// and the pooled gradient.
+class PooledGradientOp : public ConvBase {
  public:
-  explicit FusedConv2DMaxPoolGradOp(OpKernelConstruction* c) : ConvBase(c) {
+  explicit PooledGradientOp(OpKernelConstruction* c) : ConvBase(c) {
     Status s = ReadFusedPoolAttrs(c, &pool_);
     if (s.ok()) s = CheckArgmaxWindow(c, pool_);
     if (!s.ok()) c->SetStatus(s);
   }
-  void Compute(OpKernelContext* ctx) override {
-    const Tensor& in = ctx->input(0);
+
+ protected:
+  // The convolution's and the pool's geometry, the argmax and gradient checked against them.
+  Status Geometries(OpKernelContext* ctx, Geometry* conv, Geometry* pool) const {
     const Tensor& f = ctx->input(1);
+    ASSIGN_OR_RETURN(*conv, ConvGeometry(attrs_, ctx->input(0).shape(), f.shape()));
+    ASSIGN_OR_RETURN(*pool, PoolGeometry(pool_, conv->output_shape(f.dim(3))));
+    const TensorShape pooled = pool->output_shape(pool->c);
     const Tensor& argmax = ctx->input(2);
     const Tensor& grad = ctx->input(3);
-    StatusOr<Geometry> g = ConvGeometry(attrs_, in.shape(), f.shape());
-    OP_REQUIRES_OK(ctx, g.status());
-    const int64_t o = f.dim(3);
-    StatusOr<Geometry> p = PoolGeometry(pool_, g->output_shape(o));
-    OP_REQUIRES_OK(ctx, p.status());
-    const TensorShape pooled = p->output_shape(o);
-    OP_REQUIRES(ctx, grad.shape() == pooled && argmax.shape() == pooled,
-                errors::InvalidArgument("grad and argmax must be the pooled shape ", pooled.DebugString(), ", got ",
-                                        grad.shape().DebugString(), " and ", argmax.shape().DebugString()));
-    Tensor *d_conv, *d_bias;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, g->output_shape(o), &d_conv));
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(1, TensorShape({o}), &d_bias));
-    const Geometry geo = *p;
-    const bool tiles = WindowsTile(geo);
-    // The batch in one part per intra-op thread, each zeroing its images first (unless the
-    // windows tile them) and summing its channels apart.
-    const BatchParts parts(ctx, geo.n);
-    Tensor sums;
-    OP_REQUIRES_OK(ctx, ctx->allocate_temp(DataType::kFloat, TensorShape({parts.count(), o}), &sums));
-    std::fill(sums.data<float>(), sums.data<float>() + sums.NumElements(), 0.f);
-    const float* gp = grad.data<float>();
-    const uint8_t* ap = argmax.data<uint8_t>();
-    float* dp = d_conv->data<float>();
-    float* sp = sums.data<float>();
-    const int64_t image = geo.h * geo.w * geo.c;
-    parts.ForEach([&](int64_t part, int64_t first, int64_t count) {
-      if (!tiles) std::fill(dp + first * image, dp + (first + count) * image, 0.f);
-      MaxPoolGradFromArgmax(gp, ap, geo, first, first + count, dp, sp + part * o);
-    });
-    float* bp = d_bias->data<float>();
-    std::copy_n(sp, o, bp);
-    for (int64_t part = 1; part < parts.count(); ++part) {
-      for (int64_t ci = 0; ci < o; ++ci) bp[ci] += sp[part * o + ci];
+    if (grad.shape() != pooled || argmax.shape() != pooled) {
+      return errors::InvalidArgument("grad and argmax must be the pooled shape ", pooled.DebugString(), ", got ",
+                                     grad.shape().DebugString(), " and ", argmax.shape().DebugString());
     }
+    return Status::OK();
   }
 
  private:
   PoolAttrs pool_;
+};
+
+// The gradient of the convolution's output (after its bias, before its ReLU): what
+// MaxPoolGrad and then ReluGrad compute, in one pass that reads neither the convolution's
+// output nor writes it twice; and its sum over all but the channels, the bias's gradient,
+// from the pooled gradient (a quarter of the reading BiasAddGrad does for a 2x2 pool).
+class FusedConv2DMaxPoolGradOp : public PooledGradientOp {
+ public:
+  using PooledGradientOp::PooledGradientOp;
+  void Compute(OpKernelContext* ctx) override {
+    Geometry conv, pool;
+    OP_REQUIRES_OK(ctx, Geometries(ctx, &conv, &pool));
+    Tensor *d_conv, *d_bias;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, conv.output_shape(pool.c), &d_conv));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(1, TensorShape({pool.c}), &d_bias));
+    OP_REQUIRES_OK(ctx, PoolGradient(ctx, pool, ctx->input(3).data<float>(), ctx->input(2).data<uint8_t>(),
+                                     d_conv->data<float>(), d_bias->data<float>()));
+  }
+};
+
+// The filter's and the bias's gradients, where the convolution's output gradient is read
+// by nothing else (a first layer, whose input needs none). A small convolution
+// (small_conv.h) sums them without making that gradient; others make it and run
+// Conv2DBackpropFilter's kernel on it.
+class FusedConv2DMaxPoolBackpropFilterOp : public PooledGradientOp {
+ public:
+  using PooledGradientOp::PooledGradientOp;
+  void Compute(OpKernelContext* ctx) override {
+    Geometry conv, pool;
+    OP_REQUIRES_OK(ctx, Geometries(ctx, &conv, &pool));
+    const int64_t o = pool.c;
+    const Tensor& in = ctx->input(0);
+    const float* grad = ctx->input(3).data<float>();
+    const uint8_t* argmax = ctx->input(2).data<uint8_t>();
+    Tensor *d_filter, *d_bias;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, ctx->input(1).shape(), &d_filter));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(1, TensorShape({o}), &d_bias));
+    float* df = d_filter->data<float>();
+    float* db = d_bias->data<float>();
+    std::fill(df, df + d_filter->NumElements(), 0.f);
+    std::fill(db, db + o, 0.f);
+    if (conv.n == 0 || d_filter->NumElements() == 0) return;
+    if (!SmallConvApplies(conv, o)) {
+      Tensor d_conv;
+      OP_REQUIRES_OK(ctx, ctx->allocate_temp(DataType::kFloat, conv.output_shape(o), &d_conv));
+      OP_REQUIRES_OK(ctx, PoolGradient(ctx, pool, grad, argmax, d_conv.data<float>(), db));
+      OP_REQUIRES_OK(ctx, DnnlConv2DBackpropFilter(ctx, conv, o, in.data<float>(), d_conv.data<float>(), df));
+      return;
+    }
+    // Each part after the first sums into its own row of `partial`, added in afterwards.
+    const BatchParts parts(ctx, conv.n);
+    const int64_t filter_size = d_filter->NumElements();
+    Tensor partial;
+    OP_REQUIRES_OK(ctx, ctx->allocate_temp(DataType::kFloat, TensorShape({parts.count(), filter_size + o}), &partial));
+    float* pp = partial.data<float>();
+    std::fill(pp, pp + partial.NumElements(), 0.f);
+    parts.ForEach([&](int64_t part, int64_t first, int64_t count) {
+      float* sums = pp + part * (filter_size + o);
+      SmallConvMaxPoolBackpropFilter(conv, pool, o, in.data<float>(), grad, argmax, first, first + count, sums,
+                                     sums + filter_size);
+    });
+    for (int64_t part = 0; part < parts.count(); ++part) {
+      const float* sums = pp + part * (filter_size + o);
+      for (int64_t i = 0; i < filter_size; ++i) df[i] += sums[i];
+      for (int64_t ci = 0; ci < o; ++ci) db[ci] += sums[filter_size + ci];
+    }
+  }
 };
 
 template <typename T>
@@ -465,6 +538,8 @@ void RegisterConvKernels(KernelRegistry& r) {
       KernelDefBuilder("_FusedConv2DMaxPoolWithArgmax").Device(kDeviceCpu).TypeConstraint<float>("T"));
   r.Register<FusedConv2DMaxPoolGradOp>(
       KernelDefBuilder("_FusedConv2DMaxPoolGrad").Device(kDeviceCpu).TypeConstraint<float>("T"));
+  r.Register<FusedConv2DMaxPoolBackpropFilterOp>(
+      KernelDefBuilder("_FusedConv2DMaxPoolBackpropFilter").Device(kDeviceCpu).TypeConstraint<float>("T"));
   ForEachType<float, double>([&](auto zero) {
     using T = decltype(zero);
     r.Register<Conv2DOp<T>>(KernelDefBuilder("Conv2D").Device(kDeviceCpu).TypeConstraint<T>("T"));

@@ -2,7 +2,8 @@
 // _FusedConv2DMaxPool in the step's partition graphs, with the values of the unfused graph; a
 // node something else reads stays. In training, the pool's gradient and the ReluGrad after it
 // become one _FusedConv2DMaxPoolGrad, which also sums the bias's gradient, with the gradients
-// of the unfused graph.
+// of the unfused graph; in a first layer, one _FusedConv2DMaxPoolBackpropFilter with the
+// filter's gradient too.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -168,26 +169,28 @@ int Count(const Step& s, const std::string& op) {
 // A layer as training builds it: x -> conv 3x3 SAME -> bias (-> relu) -> max pool, the loss
 // the pool weighted by random numbers and summed (so that a window whose maximum the ReLU made
 // zero still gets a gradient, which ReluGrad must stop), and the gradients of the filter, the
-// bias and x (in that order after the pool in `fetches`).
+// bias and (unless it is a first layer) x, in that order after the pool in `fetches`.
 struct TrainingLayer {
   Scope root = Scope::NewRootScope();
   std::vector<std::string> fetches;
   TrainingLayer(const Tensor& x, const Tensor& filter, bool relu, int64_t window, int64_t stride,
-                const std::string& padding) {
+                const std::string& padding, bool first_layer = false, int64_t conv_stride = 1) {
     Output xs = ops::Const(root.WithOpName("x"), x);
     Output f = ops::Const(root.WithOpName("f"), filter);
     Output b = ops::Const(root.WithOpName("b"), Random(TensorShape({filter.dim(3)}), 7));
-    Output conv = ops::Conv2D(root.WithOpName("conv"), xs, f, {1, 1, 1, 1}, "SAME");
+    Output conv = ops::Conv2D(root.WithOpName("conv"), xs, f, {1, conv_stride, conv_stride, 1}, "SAME");
     Output out = ops::BiasAdd(root.WithOpName("bias"), conv, b);
     if (relu) out = ops::Relu(root.WithOpName("relu"), out);
     Output pool = ops::MaxPool(root.WithOpName("pool"), out, {1, window, window, 1}, {1, stride, stride, 1}, padding);
-    const int64_t size = x.dim(1);
+    const int64_t size = (x.dim(1) + conv_stride - 1) / conv_stride;
     const int64_t pooled = padding == "SAME" ? (size + stride - 1) / stride : (size - window) / stride + 1;
     Output weights = ops::Const(root, Random(TensorShape({x.dim(0), pooled, pooled, filter.dim(3)}), 16));
     Output loss = ops::Sum(root.WithOpName("loss"), ops::Mul(root, pool, weights),
                            ops::Const(root, Tensor::FromVector<int32_t>({0, 1, 2, 3})));
     std::vector<Output> grads;
-    EXPECT_TRUE(AddSymbolicGradients(root, {loss}, {f, b, xs}, &grads).ok());
+    std::vector<Output> of = {f, b};
+    if (!first_layer) of.push_back(xs);
+    EXPECT_TRUE(AddSymbolicGradients(root, {loss}, of, &grads).ok());
     fetches = {"pool"};
     for (const Output& g : grads) fetches.push_back(g.name());
   }
@@ -222,6 +225,45 @@ TEST(RemapperTest, InTrainingThePoolKeepsItsArgmaxAndOneNodeComputesTheGradient)
     EXPECT_EQ(Count(fused, "BiasAddGrad"), 0);
     EXPECT_EQ(Count(plain, "MaxPoolGrad"), 1);
     EXPECT_EQ(Count(plain, "BiasAddGrad"), 1);
+  }
+}
+
+// A first layer (no gradient of x): one _FusedConv2DMaxPoolBackpropFilter makes the filter's
+// and the bias's gradients from the pooled gradient, with the values of the unfused graph.
+// Filters of few taps (1 or 3 channels) in whole blocks of 16 run the small convolution
+// (kernels/cpu/small_conv.h) forward and back, one or two blocks at a time, over the padding
+// of SAME and with a strided convolution; 4 channels into 20 filters run oneDNN's.
+TEST(RemapperTest, AFirstLayerSumsItsFilterGradientFromThePooledGradient) {
+  struct Case {
+    int64_t size, window, stride;
+    const char* padding;
+  };
+  struct Layer {
+    int64_t channels, filters, conv_stride;
+  };
+  for (const Layer& l : {Layer{1, 32, 1}, Layer{1, 48, 2}, Layer{3, 16, 1}, Layer{4, 20, 1}})
+  for (const Case& c : {Case{12, 2, 2, "VALID"}, Case{11, 2, 2, "VALID"}, Case{11, 3, 2, "SAME"}})
+  for (bool relu : {true, false}) {
+    SCOPED_TRACE(StrCat(l.channels, " channels, ", l.filters, " filters, stride ", l.conv_stride, "; pool ", c.size,
+                        "x", c.size, " window ", c.window, " stride ", c.stride, " ", c.padding, relu ? " relu" : ""));
+    TrainingLayer layer(Random(TensorShape({3, c.size * l.conv_stride, c.size * l.conv_stride, l.channels}), 17),
+                        Random(TensorShape({3, 3, l.channels, l.filters}), 18), relu, c.window, c.stride, c.padding,
+                        /*first_layer=*/true, l.conv_stride);
+    Step fused = RunStep(layer.root, layer.fetches, true);
+    Step plain = RunStep(layer.root, layer.fetches, false);
+    ASSERT_EQ(fused.values.size(), 3u);
+    ASSERT_EQ(plain.values.size(), 3u);
+    for (int i = 0; i < 3; ++i) {
+      SCOPED_TRACE(layer.fetches[i]);
+      ExpectNear(fused.values[i], plain.values[i]);
+    }
+    EXPECT_TRUE(Has(fused, relu ? "pool=_FusedConv2DMaxPoolWithArgmax(BiasAdd,Relu)"
+                                : "pool=_FusedConv2DMaxPoolWithArgmax(BiasAdd)"));
+    EXPECT_EQ(Count(fused, "_FusedConv2DMaxPoolBackpropFilter"), 1);
+    EXPECT_EQ(Count(fused, "_FusedConv2DMaxPoolGrad"), 0);
+    EXPECT_EQ(Count(fused, "Conv2DBackpropFilter"), 0);
+    EXPECT_EQ(Count(plain, "Conv2DBackpropFilter"), 1);
+    EXPECT_EQ(Count(plain, "Conv2DBackpropInput"), 0);
   }
 }
 
@@ -324,7 +366,9 @@ TEST(RemapperTest, AFusedOpsListTheKernelsDoNotApplyIsUnimplemented) {
 // The pool gradient written by hand: a grad or argmax that is not the pooled shape, and a
 // window too large for an argmax, are InvalidArgument, naming what was wrong.
 TEST(RemapperTest, AHandWrittenPoolGradientIsChecked) {
-  auto run = [](const TensorShape& grad_shape, int64_t window) {
+  for (const char* op : {"_FusedConv2DMaxPoolGrad", "_FusedConv2DMaxPoolBackpropFilter"}) {
+  SCOPED_TRACE(op);
+  auto run = [op](const TensorShape& grad_shape, int64_t window) {
     Scope root = Scope::NewRootScope();
     auto x = ops::Const(root.WithOpName("x"), Random(TensorShape({1, 4, 4, 1}), 13));
     auto f = ops::Const(root.WithOpName("f"), Random(TensorShape({3, 3, 1, 2}), 14));
@@ -334,7 +378,7 @@ TEST(RemapperTest, AHandWrittenPoolGradientIsChecked) {
     EXPECT_TRUE(root.ToGraphDef(&def).ok());
     NodeDef node;
     node.name = "pool_grad";
-    node.op = "_FusedConv2DMaxPoolGrad";
+    node.op = op;
     node.inputs = {x.name(), f.name(), argmax.name(), grad.name()};
     node.attrs["T"] = DataType::kFloat;
     node.attrs["strides"] = std::vector<int64_t>{1, 1, 1, 1};
@@ -357,6 +401,7 @@ TEST(RemapperTest, AHandWrittenPoolGradientIsChecked) {
   s = run(TensorShape({1, 1, 1, 2}), 16);
   EXPECT_EQ(s.code(), Code::kInvalidArgument) << s;
   EXPECT_THAT(std::string(s.message()), HasSubstr("windows of 1 to 255 cells, not 16x16"));
+  }
 }
 
 }  // namespace
