@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -26,7 +27,7 @@ TEST(ThreadPoolTest, ParallelForCoversTheRangeOnce) {
 }
 
 // Loops back to back, from two callers at once, of sizes from one block to many: a helper
-// lingering after one loop joins whichever loop is newest and must run only its blocks.
+// lingering after one loop joins another and must run only that loop's blocks.
 TEST(ThreadPoolTest, LoopsBackToBackFromTwoCallersEachCoverTheirRangeOnce) {
   auto owned = ThreadPool::Create("test", 2);
   ASSERT_TRUE(owned.ok());
@@ -43,6 +44,36 @@ TEST(ThreadPoolTest, LoopsBackToBackFromTwoCallersEachCoverTheirRangeOnce) {
   std::thread other(caller, 2);
   caller(1);
   other.join();
+}
+
+// Two callers begin two-block loops at the same moment, again and again, on a pool of two:
+// each loop must get a thread of the pool beside its caller (a lingering helper it claimed,
+// or a woken one), never leave its second block to its caller while the helper joins the
+// other loop. Each block waits for its loop's other block to start, so a loop whose blocks
+// ran one after the other shows as a block that waited in vain.
+TEST(ThreadPoolTest, LoopsBegunAtOnceEachGetAHelper) {
+  auto owned = ThreadPool::Create("test", 2);
+  ASSERT_TRUE(owned.ok());
+  ThreadPool& pool = **owned;
+  std::atomic<int> ready{0}, lonely_blocks{0};
+  auto caller = [&](int rounds) {
+    // Both callers start each round's loop together, and stop at the first lonely block.
+    for (int round = 0; round < rounds && lonely_blocks.load() == 0; ++round) {
+      ready.fetch_add(1);
+      while (ready.load() < 2 * (round + 1) && lonely_blocks.load() == 0) std::this_thread::yield();
+      std::atomic<int> started{0};
+      pool.ParallelFor(2, int64_t{1} << 30, [&](int64_t, int64_t) {
+        started.fetch_add(1);
+        const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+        while (started.load() < 2 && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+        if (started.load() < 2) lonely_blocks.fetch_add(1);
+      });
+    }
+  };
+  std::thread other(caller, 200);
+  caller(200);
+  other.join();
+  EXPECT_EQ(lonely_blocks.load(), 0);
 }
 
 // An async op's completion can continue a kernel on a pool thread; that kernel's own
