@@ -90,19 +90,22 @@ std::string FashionMnistDir() {
   return dir != nullptr && *dir != '\0' ? std::string(dir) : std::string("/usr/share/datasets/fashion-mnist");
 }
 
-ops::Dataset FashionMnist(const Scope& scope, const std::string& dir, const std::string& split,
-                          int64_t parallel_calls) {
+ops::Dataset FashionMnist(const Scope& scope, const std::string& dir, const std::string& split) {
   const Scope s = scope.NewSubScope(split);
   auto images = ops::IdxDataset(s, StrCat(dir, "/", split, "-images-idx3-ubyte.gz"), TensorShape({28, 28}));
   auto labels = ops::IdxDataset(s, StrCat(dir, "/", split, "-labels-idx1-ubyte.gz"), TensorShape({}));
-  return ops::Map(
-      s, ops::Zip(s, {images, labels}),
-      [](const Scope& f, const std::vector<Output>& x) {
-        Output pixels = ops::Mul(f, ops::Cast(f, x[0], DataType::kFloat), 1.0f / 255);
-        return std::vector<Output>{ops::Reshape(f, pixels, Tensor::FromVector<int32_t>({28, 28, 1})),
-                                   ops::Cast(f, x[1], DataType::kInt32)};
-      },
-      parallel_calls);
+  return ops::Cache(s, ops::Zip(s, {images, labels}));
+}
+
+ops::Dataset FashionMnistBatches(const Scope& scope, const ops::Dataset& elements, int64_t batch,
+                                 bool drop_remainder) {
+  return ops::Map(scope, ops::Batch(scope, elements, batch, {.drop_remainder = drop_remainder}),
+                  [](const Scope& f, const std::vector<Output>& x) {
+                    Output pixels = ops::Mul(f, ops::Cast(f, x[0], DataType::kFloat), 1.0f / 255);
+                    return std::vector<Output>{
+                        ops::Reshape(f, pixels, Tensor::FromVector<int32_t>({-1, 28, 28, 1})),
+                        ops::Cast(f, x[1], DataType::kInt32)};
+                  });
 }
 
 }  // namespace tessera

@@ -50,9 +50,16 @@ StatusOr<FashionCnnInference> BuildFashionCnnInference();
 // Where Debian's dataset-fashion-mnist puts the IDX files, or $FASHION_MNIST_DIR.
 std::string FashionMnistDir();
 
-// The training ("train") or test ("t10k") split from `dir`: images [28, 28, 1] float in
-// [0, 1] and int32 labels, decoded by `parallel_calls` map calls.
-ops::Dataset FashionMnist(const Scope& scope, const std::string& dir, const std::string& split,
-                          int64_t parallel_calls);
+// The training ("train") or test ("t10k") split from `dir` as stored: uint8 images
+// [28, 28] and uint8 labels, for shuffling and batching before FashionMnistBatches. Kept in
+// memory after the first pass (47 MB for "train"), so later epochs do not inflate the files
+// again on the pipeline's thread.
+ops::Dataset FashionMnist(const Scope& scope, const std::string& dir, const std::string& split);
+
+// Batches of `batch` of FashionMnist's elements (a shorter last one unless
+// `drop_remainder`) as the model reads them: images [n, 28, 28, 1] float in [0, 1] and int32
+// labels. Converted a batch at a time: one function call per batch instead of one per
+// image, on the pipeline's thread, which at two threads shares the cores with the step.
+ops::Dataset FashionMnistBatches(const Scope& scope, const ops::Dataset& elements, int64_t batch, bool drop_remainder);
 
 }  // namespace tessera

@@ -173,12 +173,12 @@ struct Pipelines {
 StatusOr<Pipelines> MakePipelines(const Scope& data, const TrainOptions& o, const std::string& dir, ops::Dataset train,
                                   bool drop_remainder) {
   Pipelines p;
-  train = ops::Prefetch(data, ops::Batch(data, train, o.batch, {.drop_remainder = drop_remainder}), 2);
+  train = ops::Prefetch(data, FashionMnistBatches(data, train, o.batch, drop_remainder), 2);
   p.train_it = ops::InitializableIterator(data.WithOpName("train_iterator"), train);
   p.batch = ops::GetNext(data.WithOpName("train_batch"), p.train_it);
-  ops::Dataset test = FashionMnist(data, dir, "t10k", o.threads == 1 ? 1 : -1);
+  ops::Dataset test = FashionMnist(data, dir, "t10k");
   if (o.test_limit > 0) test = ops::Take(data, test, o.test_limit);
-  test = ops::Prefetch(data, ops::Batch(data, test, kTestBatch), 2);
+  test = ops::Prefetch(data, FashionMnistBatches(data, test, kTestBatch, /*drop_remainder=*/false), 2);
   p.test_it = ops::InitializableIterator(data.WithOpName("test_iterator"), test);
   p.test_batch = ops::GetNext(data.WithOpName("test_batch"), p.test_it);
   if (p.batch.size() != 2 || p.test_batch.size() != 2) return data.status();
@@ -191,8 +191,7 @@ StatusOr<TrainGraph> BuildGraph(const TrainOptions& o, const std::string& dir, i
                                 const std::vector<std::string>& towers, const std::string& host) {
   Scope root = Scope::NewRootScope();
   const Scope data = root.NewSubScope("data").WithDevice(host);
-  const int64_t parallel_calls = o.threads == 1 ? 1 : -1;
-  ops::Dataset train = FashionMnist(data, dir, "train", parallel_calls);
+  ops::Dataset train = FashionMnist(data, dir, "train");
   if (o.train_limit > 0) train = ops::Take(data, train, o.train_limit);
   train = ops::Shuffle(data, train, 10000, {.seed = o.seed, .seed2 = 0, .reshuffle_each_iteration = true});
   // A last partial batch is kept (as Keras does) when it splits evenly between the towers.
@@ -269,8 +268,7 @@ StatusOr<TrainGraph> BuildClusterGraph(const TrainOptions& o, const std::string&
   Scope root = Scope::NewRootScope();
   const std::string worker = StrCat("/job:worker/task:", o.task);
   const Scope data = root.NewSubScope("data").WithDevice(worker + "/device:CPU:0");
-  const int64_t parallel_calls = o.threads == 1 ? 1 : -1;
-  ops::Dataset train = ops::Take(data, ops::Skip(data, FashionMnist(data, dir, "train", parallel_calls), shard_begin),
+  ops::Dataset train = ops::Take(data, ops::Skip(data, FashionMnist(data, dir, "train"), shard_begin),
                                  shard_size);
   train = ops::Shuffle(data, train, 10000, {.seed = o.seed + o.task, .seed2 = 0, .reshuffle_each_iteration = true});
   // In sync training a worker whose shard ran out would hold the others back: the shards
