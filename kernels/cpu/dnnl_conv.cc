@@ -215,6 +215,9 @@ Status ForwardPart(OpKernelContext* ctx, const Geometry& g, int64_t o, const flo
       memory user_dst(memory::desc({m, o, g.oh, g.ow}, kF32, Tag::nhwc), Engine(), dst);
       memory prim_src = user_src, prim_dst = user_dst;
       const bool reorder_dst = p->dst != user_dst.get_desc();
+      // A pool reads a Winograd convolution's blocked output where it lies (pooling.h).
+      const bool pool_blocked =
+          pool != nullptr && p->dst == memory::desc({m, o, g.oh, g.ow}, kF32, Tag::nChw16c);
       if (p->src != user_src.get_desc()) {
         RETURN_IF_ERROR(Reserve(ctx, p->src.get_size(), &src_buffer));
         prim_src = memory(p->src, Engine(), src_buffer.raw_data());
@@ -232,11 +235,14 @@ Status ForwardPart(OpKernelContext* ctx, const Geometry& g, int64_t o, const flo
         args.emplace(DNNL_ARG_BIAS, memory(memory::desc({o}, kF32, Tag::x), Engine(), const_cast<float*>(epilogue.bias)));
       }
       p->primitive.execute(stream, args);
-      if (reorder_dst) dnnl::reorder(prim_dst, user_dst).execute(stream, prim_dst, user_dst);
+      if (reorder_dst && !pool_blocked) dnnl::reorder(prim_dst, user_dst).execute(stream, prim_dst, user_dst);
       stream.wait();
       if (pool != nullptr) {
         const int64_t pooled = image * pool->oh * pool->ow * o;
-        if (epilogue.argmax != nullptr) {
+        if (pool_blocked) {
+          MaxPoolBlockedImages(static_cast<const float*>(dst_buffer.raw_data()), *pool, 0, m, epilogue.relu,
+                               out + pooled, epilogue.argmax != nullptr ? epilogue.argmax + pooled : nullptr);
+        } else if (epilogue.argmax != nullptr) {
           MaxPoolImagesWithArgmax(dst, *pool, 0, m, epilogue.relu, out + pooled, epilogue.argmax + pooled);
         } else {
           PoolImages<float, true>(dst, *pool, 0, m, out + pooled);

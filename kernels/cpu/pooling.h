@@ -108,6 +108,24 @@ inline void MaxPoolImagesWithArgmax(const float* in, const Geometry& g, int64_t 
   });
 }
 
+// MaxPoolImagesWithArgmax (with `argmax`) or PoolImages<float, true> (without) over an input
+// in oneDNN's nChw16c layout, [N, C / 16, H, W, 16], which its Winograd convolution writes:
+// the pool reads that output as it is, without a reorder to NHWC first. C is a multiple of
+// 16; `out` and `argmax` are NHWC.
+inline void MaxPoolBlockedImages(const float* in, const Geometry& g, int64_t first, int64_t last, bool relu, float* out,
+                                 uint8_t* argmax) {
+  const int64_t blocks = g.c / 16;
+  uint8_t unused[16];
+  ForEachWindow(g, first, last, [&](int64_t b, int64_t y, int64_t x, int64_t iy0, int64_t iy1, int64_t ix0, int64_t ix1) {
+    const int64_t at = ((b * g.oh + y) * g.ow + x) * g.c;
+    for (int64_t cb = 0; cb < blocks; ++cb) {
+      const float* block = in + (b * blocks + cb) * g.h * g.w * 16;
+      MaxAndArgmaxOf16(block, g.w, 16, 0, iy0, iy1, ix0, ix1, relu, out + at + cb * 16,
+                       argmax != nullptr ? argmax + at + cb * 16 : unused);
+    }
+  });
+}
+
 // The gradient of images [first, last) of a max pool's input, `d_in` [N, H, W, C], from the
 // gradient of its output and its argmax; and added onto `channel_sums` [C], each channel's
 // sum of that gradient (a BiasAdd's gradient before the pool). Windows that do not overlap

@@ -133,13 +133,16 @@ TEST(RemapperTest, GradientsThroughTheFusedNodeAreUnchanged) {
 
 // 7 images of 28x28x3 -> conv to 48 channels (150 KB an image: made two at a time, so the
 // parts of 4 and 3 images end in a full and a partial chunk) -> bias -> relu -> max pool.
+// 3 channels into 48 filters run the small convolution (kernels/cpu/small_conv.h); 16 into
+// 32, oneDNN's (Winograd's where the machine has AVX-512, pooled from its blocked output).
 TEST(RemapperTest, AMaxPoolReadingTheChainAloneJoinsIt) {
+  for (const auto& [channels, filters] : {std::pair<int64_t, int64_t>{3, 48}, {16, 32}})
   for (const char* padding : {"VALID", "SAME"}) {
-    SCOPED_TRACE(padding);
+    SCOPED_TRACE(StrCat(channels, " channels, ", filters, " filters, ", padding));
     Scope root = Scope::NewRootScope();
-    Output x = ops::Const(root.WithOpName("x"), Random(TensorShape({7, 28, 28, 3}), 4));
-    Output f = ops::Const(root.WithOpName("f"), Random(TensorShape({3, 3, 3, 48}), 5));
-    Output b = ops::Const(root.WithOpName("b"), Random(TensorShape({48}), 6));
+    Output x = ops::Const(root.WithOpName("x"), Random(TensorShape({7, 28, 28, channels}), 4));
+    Output f = ops::Const(root.WithOpName("f"), Random(TensorShape({3, 3, channels, filters}), 5));
+    Output b = ops::Const(root.WithOpName("b"), Random(TensorShape({filters}), 6));
     Output conv = ops::Conv2D(root.WithOpName("conv"), x, f, {1, 1, 1, 1}, "SAME");
     Output relu = ops::Relu(root.WithOpName("relu"), ops::BiasAdd(root.WithOpName("bias"), conv, b));
     ops::MaxPool(root.WithOpName("pool"), relu, {1, 3, 3, 1}, {1, 2, 2, 1}, padding);
@@ -203,12 +206,16 @@ TEST(RemapperTest, InTrainingThePoolKeepsItsArgmaxAndOneNodeComputesTheGradient)
     int64_t size, window, stride;
     const char* padding;
   };
+  // 20 filters: a block of 16 pooled together, then 4 one at a time; 16 channels into 32
+  // filters: Winograd's convolution where the machine has AVX-512, pooled from its blocked
+  // output.
+  for (const auto& [channels, filters] : {std::pair<int64_t, int64_t>{4, 20}, {16, 32}})
   for (const Case& c : {Case{12, 2, 2, "VALID"}, Case{11, 2, 2, "VALID"}, Case{11, 3, 2, "SAME"}})
   for (bool relu : {true, false}) {
-    SCOPED_TRACE(StrCat(c.size, "x", c.size, " window ", c.window, " stride ", c.stride, " ", c.padding, relu ? " relu" : ""));
-    // 20 channels: a block of 16 pooled together, then 4 one at a time.
-    TrainingLayer layer(Random(TensorShape({3, c.size, c.size, 4}), 8), Random(TensorShape({3, 3, 4, 20}), 9), relu,
-                        c.window, c.stride, c.padding);
+    SCOPED_TRACE(StrCat(channels, " channels, ", filters, " filters; ", c.size, "x", c.size, " window ", c.window,
+                        " stride ", c.stride, " ", c.padding, relu ? " relu" : ""));
+    TrainingLayer layer(Random(TensorShape({3, c.size, c.size, channels}), 8),
+                        Random(TensorShape({3, 3, channels, filters}), 9), relu, c.window, c.stride, c.padding);
     Step fused = RunStep(layer.root, layer.fetches, true);
     Step plain = RunStep(layer.root, layer.fetches, false);
     ASSERT_EQ(fused.values.size(), 4u);
