@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <mutex>
 #include <random>
+#include <set>
 #include <string>
 
 namespace tessera::testing {
@@ -33,6 +35,15 @@ inline int BindLoopback(int port) {
 
 inline int FreePort() {
   constexpr int kLowest = 10000;
+  // Ports this process already handed out, which their servers may not have bound yet: two
+  // picks of one cluster spec once fell on the same port.
+  static std::mutex mu;
+  static std::set<int> given;
+  std::lock_guard<std::mutex> lock(mu);
+  auto take = [&](int port) {
+    if (port == 0 || !given.insert(port).second) return 0;
+    return port;
+  };
   int ephemeral_start = 32768;  // Linux's default, unless the kernel says otherwise
   std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> ephemeral_start;
   if (ephemeral_start > kLowest + 1000) {
@@ -40,10 +51,13 @@ inline int FreePort() {
     thread_local std::mt19937 rng(std::random_device{}() ^ static_cast<unsigned>(getpid()));
     std::uniform_int_distribution<int> pick(kLowest, ephemeral_start - 1);
     for (int attempt = 0; attempt < 100; ++attempt) {
-      if (int port = BindLoopback(pick(rng)); port != 0) return port;
+      if (int port = take(BindLoopback(pick(rng))); port != 0) return port;
     }
   }
-  return BindLoopback(0);
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    if (int port = take(BindLoopback(0)); port != 0) return port;
+  }
+  return 0;
 }
 
 inline std::string LoopbackAddress(int port) { return "127.0.0.1:" + std::to_string(port); }
