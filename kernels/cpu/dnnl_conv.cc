@@ -180,8 +180,8 @@ constexpr int64_t kPoolChunkBytes = 1536 << 10;
 
 // One thread's share of a forward convolution: images [first, first + n) of `out` (pooled,
 // with a max_pool). `filter` is the user's [KH, KW, C, O]. Without a pool the primitive
-// writes `out` directly; with one it writes a buffer a few images at a time, which the pool
-// then reads from cache.
+// writes `out` directly; with one it makes a few images at a time, which the pool then
+// reads from cache.
 Status ForwardPart(OpKernelContext* ctx, const Geometry& g, int64_t o, const float* src, const float* filter,
                    const ConvEpilogue& epilogue, int64_t first, int64_t n, float* out) {
   const Geometry* pool = epilogue.max_pool;
@@ -190,7 +190,6 @@ Status ForwardPart(OpKernelContext* ctx, const Geometry& g, int64_t o, const flo
       pool == nullptr ? n : std::clamp<int64_t>(kPoolChunkBytes / std::max<int64_t>(image_bytes, 1), 1, n);
   const Fusion fusion{epilogue.bias != nullptr, epilogue.relu};
   Tensor buffer, filter_buffer, scratch, src_buffer, dst_buffer;
-  if (pool != nullptr) RETURN_IF_ERROR(ctx->allocate_temp(DataType::kFloat, TensorShape({chunk, g.oh, g.ow, o}), &buffer));
   try {
     dnnl::stream stream(Engine());
     memory user_filter(memory::desc({o, g.c, g.kh, g.kw}, kF32, Tag::hwio), Engine(), const_cast<float*>(filter));
@@ -211,15 +210,20 @@ Status ForwardPart(OpKernelContext* ctx, const Geometry& g, int64_t o, const flo
       }
       RETURN_IF_ERROR(Reserve(ctx, p->scratch.get_size(), &scratch));
       const int64_t image = first + done;
-      float* dst = pool == nullptr ? out + image * g.oh * g.ow * o : buffer.data<float>();
+      // A pool reads a Winograd convolution's blocked output where it lies (pooling.h), and
+      // any other from an NHWC buffer.
+      const bool pool_blocked =
+          pool != nullptr && p->dst == memory::desc({m, o, g.oh, g.ow}, kF32, Tag::nChw16c);
+      float* dst = pool_blocked ? nullptr : out + image * g.oh * g.ow * o;
+      if (pool != nullptr && !pool_blocked) {
+        RETURN_IF_ERROR(Reserve(ctx, m * g.oh * g.ow * o * sizeof(float), &buffer));
+        dst = static_cast<float*>(buffer.raw_data());
+      }
       memory user_src(memory::desc({m, g.c, g.h, g.w}, kF32, Tag::nhwc), Engine(),
                       const_cast<float*>(src) + image * g.h * g.w * g.c);
       memory user_dst(memory::desc({m, o, g.oh, g.ow}, kF32, Tag::nhwc), Engine(), dst);
       memory prim_src = user_src, prim_dst = user_dst;
       const bool reorder_dst = p->dst != user_dst.get_desc();
-      // A pool reads a Winograd convolution's blocked output where it lies (pooling.h).
-      const bool pool_blocked =
-          pool != nullptr && p->dst == memory::desc({m, o, g.oh, g.ow}, kF32, Tag::nChw16c);
       if (p->src != user_src.get_desc()) {
         RETURN_IF_ERROR(Reserve(ctx, p->src.get_size(), &src_buffer));
         prim_src = memory(p->src, Engine(), src_buffer.raw_data());

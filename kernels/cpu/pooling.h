@@ -14,18 +14,25 @@
 
 namespace tessera::cpu {
 
+// The rows [y0, y1) and columns [x0, x1) of g's input under output position (y, x)'s
+// window, clipped to the input.
+struct Window {
+  int64_t y0, y1, x0, x1;
+};
+inline Window WindowAt(const Geometry& g, int64_t y, int64_t x) {
+  return {std::max<int64_t>(y * g.sh - g.pad_top, 0), std::min<int64_t>(y * g.sh - g.pad_top + g.kh, g.h),
+          std::max<int64_t>(x * g.sw - g.pad_left, 0), std::min<int64_t>(x * g.sw - g.pad_left + g.kw, g.w)};
+}
+
 // Calls fn(b, y, x, iy0, iy1, ix0, ix1) for every output position of images [first, last),
-// with the window's rows [iy0, iy1) and columns [ix0, ix1) clipped to the input.
+// with the window's rows [iy0, iy1) and columns [ix0, ix1) clipped to the input (WindowAt).
 template <typename F>
 void ForEachWindow(const Geometry& g, int64_t first, int64_t last, F&& fn) {
   for (int64_t b = first; b < last; ++b) {
     for (int64_t y = 0; y < g.oh; ++y) {
-      const int64_t iy0 = std::max<int64_t>(y * g.sh - g.pad_top, 0);
-      const int64_t iy1 = std::min<int64_t>(y * g.sh - g.pad_top + g.kh, g.h);
       for (int64_t x = 0; x < g.ow; ++x) {
-        const int64_t ix0 = std::max<int64_t>(x * g.sw - g.pad_left, 0);
-        const int64_t ix1 = std::min<int64_t>(x * g.sw - g.pad_left + g.kw, g.w);
-        fn(b, y, x, iy0, iy1, ix0, ix1);
+        const Window win = WindowAt(g, y, x);
+        fn(b, y, x, win.y0, win.y1, win.x0, win.x1);
       }
     }
   }

@@ -1,10 +1,9 @@
 #include "kernels/cpu/small_conv.h"
 
-#include <algorithm>
 #include <cstring>
 #include <limits>
 
-#include "kernels/cpu/pooling.h"  // kNoGradient
+#include "kernels/cpu/pooling.h"  // kNoGradient, WindowAt
 
 namespace tessera::cpu {
 namespace {
@@ -52,16 +51,6 @@ Floats Load(const float* p) {
   Floats v;
   std::memcpy(&v, p, sizeof v);
   return v;
-}
-
-// The rows [y0, y1) and columns [x0, x1) of the convolution's output in pooled position
-// (y, x)'s window.
-struct Window {
-  int64_t y0, y1, x0, x1;
-};
-Window WindowAt(const Geometry& pool, int64_t y, int64_t x) {
-  return {std::max<int64_t>(y * pool.sh - pool.pad_top, 0), std::min<int64_t>(y * pool.sh - pool.pad_top + pool.kh, pool.h),
-          std::max<int64_t>(x * pool.sw - pool.pad_left, 0), std::min<int64_t>(x * pool.sw - pool.pad_left + pool.kw, pool.w)};
 }
 
 // kTaps and kBlocks as template parameters keep kBlocks blocks of 16 filters (or their

@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <string>
+#include <utility>
 
 #include "graph/builder/gradients.h"
 #include "graph/builder/ops.h"
@@ -199,33 +201,47 @@ struct TrainingLayer {
   }
 };
 
-// Windows that tile the input, that leave its last row and column out, and that overlap; with
-// and without a ReLU between.
+// Pools whose windows tile the input, leave its last row and column out, and overlap.
+struct PoolCase {
+  int64_t size, window, stride;
+  const char* padding;
+};
+constexpr PoolCase kPoolCases[] = {{12, 2, 2, "VALID"}, {11, 2, 2, "VALID"}, {11, 3, 2, "SAME"}};
+
+// Runs `layer` with the remapper and without, expecting every fetch's values alike; returns
+// both steps, {fused, plain}, for the callers to check which nodes ran.
+std::pair<Step, Step> RunFusedAndPlain(const TrainingLayer& layer) {
+  std::pair<Step, Step> steps = {RunStep(layer.root, layer.fetches, true), RunStep(layer.root, layer.fetches, false)};
+  const auto& [fused, plain] = steps;
+  EXPECT_EQ(fused.values.size(), layer.fetches.size());
+  EXPECT_EQ(plain.values.size(), layer.fetches.size());
+  for (size_t i = 0; i < layer.fetches.size() && i < fused.values.size() && i < plain.values.size(); ++i) {
+    SCOPED_TRACE(layer.fetches[i]);
+    ExpectNear(fused.values[i], plain.values[i]);
+  }
+  return steps;
+}
+
+// The fused pool's entry in a step's ops.
+std::string FusedPool(bool relu) {
+  return relu ? "pool=_FusedConv2DMaxPoolWithArgmax(BiasAdd,Relu)" : "pool=_FusedConv2DMaxPoolWithArgmax(BiasAdd)";
+}
+
+// With and without a ReLU between.
 TEST(RemapperTest, InTrainingThePoolKeepsItsArgmaxAndOneNodeComputesTheGradient) {
-  struct Case {
-    int64_t size, window, stride;
-    const char* padding;
-  };
   // 20 filters: a block of 16 pooled together, then 4 one at a time; 16 channels into 32
   // filters: Winograd's convolution where the machine has AVX-512, pooled from its blocked
   // output.
   for (const auto& [channels, filters] : {std::pair<int64_t, int64_t>{4, 20}, {16, 32}})
-  for (const Case& c : {Case{12, 2, 2, "VALID"}, Case{11, 2, 2, "VALID"}, Case{11, 3, 2, "SAME"}})
+  for (const PoolCase& c : kPoolCases)
   for (bool relu : {true, false}) {
     SCOPED_TRACE(StrCat(channels, " channels, ", filters, " filters; ", c.size, "x", c.size, " window ", c.window,
                         " stride ", c.stride, " ", c.padding, relu ? " relu" : ""));
     TrainingLayer layer(Random(TensorShape({3, c.size, c.size, channels}), 8),
                         Random(TensorShape({3, 3, channels, filters}), 9), relu, c.window, c.stride, c.padding);
-    Step fused = RunStep(layer.root, layer.fetches, true);
-    Step plain = RunStep(layer.root, layer.fetches, false);
-    ASSERT_EQ(fused.values.size(), 4u);
-    ASSERT_EQ(plain.values.size(), 4u);
-    for (int i = 0; i < 4; ++i) {
-      SCOPED_TRACE(layer.fetches[i]);
-      ExpectNear(fused.values[i], plain.values[i]);
-    }
-    EXPECT_TRUE(Has(fused, relu ? "pool=_FusedConv2DMaxPoolWithArgmax(BiasAdd,Relu)"
-                                : "pool=_FusedConv2DMaxPoolWithArgmax(BiasAdd)"));
+    ASSERT_EQ(layer.fetches.size(), 4u);
+    const auto [fused, plain] = RunFusedAndPlain(layer);
+    EXPECT_TRUE(Has(fused, FusedPool(relu)));
     EXPECT_EQ(Count(fused, "_FusedConv2DMaxPoolGrad"), 1);
     EXPECT_EQ(Count(fused, "MaxPoolGrad"), 0);
     EXPECT_EQ(Count(fused, "ReluGrad"), 0);
@@ -241,31 +257,20 @@ TEST(RemapperTest, InTrainingThePoolKeepsItsArgmaxAndOneNodeComputesTheGradient)
 // (kernels/cpu/small_conv.h) forward and back, one or two blocks at a time, over the padding
 // of SAME and with a strided convolution; 4 channels into 20 filters run oneDNN's.
 TEST(RemapperTest, AFirstLayerSumsItsFilterGradientFromThePooledGradient) {
-  struct Case {
-    int64_t size, window, stride;
-    const char* padding;
-  };
   struct Layer {
     int64_t channels, filters, conv_stride;
   };
   for (const Layer& l : {Layer{1, 32, 1}, Layer{1, 48, 2}, Layer{3, 16, 1}, Layer{4, 20, 1}})
-  for (const Case& c : {Case{12, 2, 2, "VALID"}, Case{11, 2, 2, "VALID"}, Case{11, 3, 2, "SAME"}})
+  for (const PoolCase& c : kPoolCases)
   for (bool relu : {true, false}) {
     SCOPED_TRACE(StrCat(l.channels, " channels, ", l.filters, " filters, stride ", l.conv_stride, "; pool ", c.size,
                         "x", c.size, " window ", c.window, " stride ", c.stride, " ", c.padding, relu ? " relu" : ""));
     TrainingLayer layer(Random(TensorShape({3, c.size * l.conv_stride, c.size * l.conv_stride, l.channels}), 17),
                         Random(TensorShape({3, 3, l.channels, l.filters}), 18), relu, c.window, c.stride, c.padding,
                         /*first_layer=*/true, l.conv_stride);
-    Step fused = RunStep(layer.root, layer.fetches, true);
-    Step plain = RunStep(layer.root, layer.fetches, false);
-    ASSERT_EQ(fused.values.size(), 3u);
-    ASSERT_EQ(plain.values.size(), 3u);
-    for (int i = 0; i < 3; ++i) {
-      SCOPED_TRACE(layer.fetches[i]);
-      ExpectNear(fused.values[i], plain.values[i]);
-    }
-    EXPECT_TRUE(Has(fused, relu ? "pool=_FusedConv2DMaxPoolWithArgmax(BiasAdd,Relu)"
-                                : "pool=_FusedConv2DMaxPoolWithArgmax(BiasAdd)"));
+    ASSERT_EQ(layer.fetches.size(), 3u);
+    const auto [fused, plain] = RunFusedAndPlain(layer);
+    EXPECT_TRUE(Has(fused, FusedPool(relu)));
     EXPECT_EQ(Count(fused, "_FusedConv2DMaxPoolBackpropFilter"), 1);
     EXPECT_EQ(Count(fused, "_FusedConv2DMaxPoolGrad"), 0);
     EXPECT_EQ(Count(fused, "Conv2DBackpropFilter"), 0);
