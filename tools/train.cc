@@ -40,6 +40,8 @@ struct TrainGraph {
   std::string init, train;
   std::vector<std::pair<std::string, std::string>> variables;  // name, tower 0's copy
   std::string train_init, test_init;  // the iterators' initializers
+  // Training batches a pass over the data gives; 0 where the pass never ends (sync training).
+  int64_t batches_per_epoch = 0;
   std::string loss;                   // the global batch's loss
   std::string correct, tested;        // correct predictions in a test batch, and its size
   Saver saver;                        // every variable, saved under its model name
@@ -165,15 +167,19 @@ Status CheckOutputPaths(const TrainOptions& o, const std::string& dir) {
 }
 
 // The two iterators a training graph reads: `train` in batches of --batch, prefetched, and
-// the test split in batches of kTestBatch.
+// the test split in batches of kTestBatch. The training iterator is initialized once and
+// repeats its batches for each of `epochs` (0 where `train` cycles already): re-initialized, it would make
+// a new CacheDataset, as TensorFlow 1.x does, and decode the stored split again.
 struct Pipelines {
   ops::Iterator train_it, test_it;
   std::vector<Output> batch, test_batch;  // images and labels each
 };
 StatusOr<Pipelines> MakePipelines(const Scope& data, const TrainOptions& o, const std::string& dir, ops::Dataset train,
-                                  bool drop_remainder) {
+                                  bool drop_remainder, int64_t epochs) {
   Pipelines p;
-  train = ops::Prefetch(data, FashionMnistBatches(data, train, o.batch, drop_remainder), 2);
+  train = FashionMnistBatches(data, train, o.batch, drop_remainder);
+  if (epochs > 0) train = ops::Repeat(data, train, epochs);
+  train = ops::Prefetch(data, train, 2);
   p.train_it = ops::InitializableIterator(data.WithOpName("train_iterator"), train);
   p.batch = ops::GetNext(data.WithOpName("train_batch"), p.train_it);
   ops::Dataset test = FashionMnist(data, dir, "t10k");
@@ -196,7 +202,7 @@ StatusOr<TrainGraph> BuildGraph(const TrainOptions& o, const std::string& dir, i
   train = ops::Shuffle(data, train, 10000, {.seed = o.seed, .seed2 = 0, .reshuffle_each_iteration = true});
   // A last partial batch is kept (as Keras does) when it splits evenly between the towers.
   const bool drop = (train_images % o.batch) % o.devices != 0;
-  ASSIGN_OR_RETURN(Pipelines in, MakePipelines(data, o, dir, train, drop));
+  ASSIGN_OR_RETURN(Pipelines in, MakePipelines(data, o, dir, train, drop, o.epochs));
   const std::vector<Output>& batch = in.batch;
   const std::vector<Output>& test_batch = in.test_batch;
 
@@ -243,6 +249,7 @@ StatusOr<TrainGraph> BuildGraph(const TrainOptions& o, const std::string& dir, i
   TrainGraph g;
   g.train_init = in.train_it.initializer.name();
   g.test_init = in.test_it.initializer.name();
+  g.batches_per_epoch = drop ? train_images / o.batch : (train_images + o.batch - 1) / o.batch;
   // The global batch's loss: the mean of the towers' (equal parts).
   std::vector<Input> losses;
   for (const TowerOutputs& t : replicated.towers) losses.push_back(t.outputs[0]);
@@ -275,7 +282,7 @@ StatusOr<TrainGraph> BuildClusterGraph(const TrainOptions& o, const std::string&
   // cycle, and the global step says when an epoch is over.
   const bool sync = o.mode == "sync";
   if (sync) train = ops::Repeat(data, train);
-  ASSIGN_OR_RETURN(Pipelines in, MakePipelines(data, o, dir, train, /*drop_remainder=*/false));
+  ASSIGN_OR_RETURN(Pipelines in, MakePipelines(data, o, dir, train, /*drop_remainder=*/false, sync ? 0 : o.epochs));
   const std::vector<Output>& batch = in.batch;
   const std::vector<Output>& test_batch = in.test_batch;
 
@@ -342,6 +349,7 @@ StatusOr<TrainGraph> BuildClusterGraph(const TrainOptions& o, const std::string&
   RETURN_IF_ERROR(root.status());
   g.train_init = in.train_it.initializer.name();
   g.test_init = in.test_it.initializer.name();
+  if (!sync) g.batches_per_epoch = (shard_size + o.batch - 1) / o.batch;
   g.loss = loss.name();
   g.correct = correct.name();
   g.tested = tested.name();
@@ -524,8 +532,8 @@ StatusOr<TrainResult> Train(const TrainOptions& o, std::ostream& log) {
 
 namespace {
 
-// The epochs: training steps until the data runs out (in sync training: until the global
-// step reaches the epoch's end, counted from `start_step`'s epoch on), then the test set; the
+// The epochs: a pass's training batches (in sync training: steps until the global step
+// reaches the epoch's end, counted from `start_step`'s epoch on), then the test set; the
 // chief saves the checkpoint after each epoch and exports the inference graphs at the end.
 StatusOr<TrainResult> RunTraining(Session& session, const TrainGraph& g, const TrainOptions& o,
                                   int64_t train_images, bool chief, int64_t start_step, std::ostream& log) {
@@ -543,8 +551,8 @@ StatusOr<TrainResult> RunTraining(Session& session, const TrainGraph& g, const T
     step_fetches.push_back(g.train);
     step_targets.clear();
   }
+  RETURN_IF_ERROR(session.Run({}, {}, {g.train_init}, &out));
   for (int epoch = first_epoch; epoch <= o.epochs; ++epoch) {
-    RETURN_IF_ERROR(session.Run({}, {}, {g.train_init}, &out));
     const auto start = Clock::now();
     auto last_draw = start;
     int64_t images = 0, steps = 0;
@@ -562,7 +570,8 @@ StatusOr<TrainResult> RunTraining(Session& session, const TrainGraph& g, const T
       ++steps;
       images = std::min(images + o.batch, train_images);
       loss_sum += out[0].data<float>()[0];
-      const bool epoch_over = g.sync && out[1].data<int64_t>()[0] >= epoch * steps_per_epoch;
+      const bool epoch_over = g.sync ? out[1].data<int64_t>()[0] >= epoch * steps_per_epoch
+                                     : steps == g.batches_per_epoch;
       const auto now = Clock::now();
       if (o.progress && now - last_draw > std::chrono::milliseconds(250)) {
         const double secs = std::chrono::duration<double>(now - start).count();
