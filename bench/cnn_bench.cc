@@ -1,6 +1,6 @@
 // The training demo's CNN at batch 128: one training step (forward, gradients, RMSProp)
 // and one inference pass, each on batches already in memory, at 1 and 2 threads. The
-// side-by-side script (bench/cnn_side_by_side.sh) sets these beside PyTorch and Keras.
+// side-by-side script (bench/cnn_side_by_side.py) sets these beside PyTorch and Keras.
 #include <benchmark/benchmark.h>
 
 #include <random>
@@ -59,7 +59,8 @@ void Run(benchmark::State& state, bool training) {
   const int threads = static_cast<int>(state.range(0));
   Model m = Build(training);
   SessionConfig config;
-  config.inter_op_parallelism_threads = threads;
+  // As `tessera train` runs a CPU device: one inter-op thread, `threads` intra-op.
+  config.inter_op_parallelism_threads = 1;
   config.intra_op_parallelism_threads = threads;
   auto session = Session::Create(config, m.def);
   if (!session.ok()) {

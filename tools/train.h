@@ -59,7 +59,7 @@ struct TrainOptions {
   // tasks and the other workers must use it too.
   std::optional<TlsFiles> tls;
   int64_t batch = 128;            // global
-  int threads = 0;                // inter- and intra-op pool sizes; 0: the number of cores
+  int threads = 0;                // intra-op pool size (and inter-op on GPUs); 0: the number of cores
   double learning_rate = 1e-3;
   int64_t seed = 1;         // initial weights and the shuffle order
   int64_t train_limit = 0;  // train on the first N images only; 0: all 60,000
