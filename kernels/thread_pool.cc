@@ -96,19 +96,14 @@ struct ThreadPool::Impl {
     }
   }
 
-  // Waits up to kLinger for a loop to be handed over, yielding, so that a busier thread on
-  // the core runs. An idle Eigen worker sleeps and takes 25-45 us to wake (measured on a
-  // 2-vCPU VM), longer than many of a step's loops take, and where the cores are busy the
-  // system may queue it behind the loop's own caller, which then runs every block alone.
-  // 2 ms spans the gap between a training loop's steps: the demo CNN at two threads averaged
-  // 7.65 ms a step against 7.84 with 100 us, its slowest tenth of steps 7.8-8.0 ms against
-  // 7.8-9.4. (Intel's OpenMP keeps its workers spinning 200 ms by default.)
+  // Waits up to kLinger for a loop to be handed over: an idle Eigen worker sleeps and takes
+  // 25-45 us to wake (measured on a 2-vCPU VM), longer than many of a step's loops take. Yielding, so that a busier thread on the core runs.
   // A loop claims lingering helpers one by one (Claim) and queues itself once for each, so
   // loops begun at once from several threads (concurrent kernels, an input pipeline beside
   // the step) each get the helpers they counted on. A helper whose time is up leaves only
   // if it can take itself off the count; if a loop claimed it meanwhile, it waits for it.
   std::shared_ptr<SharedLoop> Linger() {
-    constexpr auto kLinger = std::chrono::milliseconds(2);
+    constexpr auto kLinger = std::chrono::microseconds(100);
     lingering.fetch_add(1, std::memory_order_acq_rel);
     const auto start = std::chrono::steady_clock::now();
     for (;;) {
@@ -121,8 +116,7 @@ struct ThreadPool::Impl {
           return loop;
         }
       }
-      const bool done = closing.load(std::memory_order_relaxed) || std::chrono::steady_clock::now() - start > kLinger;
-      if (done && Claim(1) == 1) return nullptr;
+      if (std::chrono::steady_clock::now() - start > kLinger && Claim(1) == 1) return nullptr;
       std::this_thread::yield();
     }
   }
@@ -141,7 +135,6 @@ struct ThreadPool::Impl {
   std::deque<std::shared_ptr<SharedLoop>> handed;  // guarded by handed_mu: loops for claimed helpers
   std::atomic<int64_t> queued{0};                  // handed.size(), read without the lock
   std::atomic<int64_t> lingering{0};               // lingering helpers no loop has claimed
-  std::atomic<bool> closing{false};                // the pool is going: helpers stop lingering
   Eigen::ThreadPoolTempl<CheckedThreadEnvironment> pool;
   Eigen::ThreadPoolDevice device;
 };
@@ -162,8 +155,7 @@ StatusOr<std::unique_ptr<ThreadPool>> ThreadPool::Create(std::string name, int n
   return pool;
 }
 
-// Lingering helpers leave at once rather than hold the pool's destructor for their time.
-ThreadPool::~ThreadPool() { impl_->closing.store(true, std::memory_order_relaxed); }
+ThreadPool::~ThreadPool() = default;
 
 void ThreadPool::Schedule(std::function<void()> fn) { impl_->pool.Schedule(std::move(fn)); }
 int ThreadPool::NumThreads() const { return impl_->pool.NumThreads(); }

@@ -42,9 +42,8 @@ class ThreadPool {
   // and runs fn on them, on the calling thread and up to NumThreads() - 1 of this pool's
   // (NumThreads() threads in all); returns when all are done. The caller takes blocks as
   // long as any are left, so it never waits for a pool thread to wake or to free up. A
-  // helper lingers up to 2 ms after its loop, and a loop begun meanwhile claims it, so a
-  // step's loops in quick succession (and a training loop's steps) do not each wait for a
-  // thread to wake.
+  // helper lingers briefly after its loop, and a loop begun meanwhile claims it, so a step's
+  // loops in quick succession do not each wait for a thread to wake.
   void ParallelFor(int64_t total, int64_t cost_per_unit,
                    const std::function<void(int64_t, int64_t)>& fn);
 
