@@ -168,8 +168,8 @@ Status CheckOutputPaths(const TrainOptions& o, const std::string& dir) {
 
 // The two iterators a training graph reads: `train` in batches of --batch, prefetched, and
 // the test split in batches of kTestBatch. The training iterator is initialized once and
-// repeats its batches for each of `epochs` (0 where `train` cycles already): re-initialized, it would make
-// a new CacheDataset, as TensorFlow 1.x does, and decode the stored split again.
+// repeats its batches for each of `epochs` (0 where `train` cycles already): re-initialized,
+// it would make a new CacheDataset, as TensorFlow 1.x does, and decode the split again.
 struct Pipelines {
   ops::Iterator train_it, test_it;
   std::vector<Output> batch, test_batch;  // images and labels each
