@@ -33,11 +33,17 @@ struct CheckedThreadEnvironment {
   };
 
   std::atomic<bool>* refused = nullptr;
+  std::atomic<int>* running = nullptr;  // workers started and not yet returned
 
   EnvThread* CreateThread(std::function<void()> f) {
     try {
-      return new EnvThread(std::thread(std::move(f)));
+      running->fetch_add(1);
+      return new EnvThread(std::thread([f = std::move(f), running = running] {
+        f();
+        running->fetch_sub(1);
+      }));
     } catch (const std::system_error&) {
+      running->fetch_sub(1);
       refused->store(true);
       return new EnvThread(std::thread());
     }
@@ -86,7 +92,8 @@ struct ThreadPool::Impl {
   // Idle workers sleep at once rather than spin: where a step's threads fill the cores, a
   // spinning worker takes one from a thread with work (the demo CNN's training step at two
   // threads on two cores: 8.4 ms against 8.8 with spinning).
-  explicit Impl(int n) : pool(n, /*allow_spinning=*/false, CheckedThreadEnvironment{&refused}), device(&pool, n) {}
+  explicit Impl(int n)
+      : pool(n, /*allow_spinning=*/false, CheckedThreadEnvironment{&refused, &running}), device(&pool, n) {}
 
   // A helper's share of `loop`, then of the loops handed to it while it lingers (Linger).
   void Help(std::shared_ptr<SharedLoop> loop) {
@@ -129,7 +136,9 @@ struct ThreadPool::Impl {
     return std::min(n, want);
   }
 
-  std::atomic<bool> refused{false};  // before the pool, which writes it while it is built
+  // Before the pool, which writes them while it is built.
+  std::atomic<bool> refused{false};
+  std::atomic<int> running{0};
   // Before the pool, whose destructor waits for the helpers that read them.
   std::mutex handed_mu;
   std::deque<std::shared_ptr<SharedLoop>> handed;  // guarded by handed_mu: loops for claimed helpers
@@ -146,9 +155,14 @@ StatusOr<std::unique_ptr<ThreadPool>> ThreadPool::Create(std::string name, int n
   if (num_threads < 1) return errors::InvalidArgument("The ", name, " pool needs at least one thread, got ", num_threads);
   std::unique_ptr<ThreadPool> pool(new ThreadPool(std::move(name), num_threads));
   if (pool->impl_->refused.load()) {
-    // Workers leave an Eigen pool once all are idle, which the missing ones never are;
-    // cancelled, they leave at once.
-    pool->impl_->pool.Cancel();
+    // Workers leave an Eigen pool once all are idle, which the missing ones never are, so
+    // the pool is cancelled. Cancel wakes only the workers already asleep: one between its
+    // last look at the flag and its sleep would sleep for ever (a hang seen in CI under
+    // load), so the wake is repeated until every worker has returned.
+    while (pool->impl_->running.load() > 0) {
+      pool->impl_->pool.Cancel();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     return errors::ResourceExhausted("Cannot start the ", num_threads, " threads of the ", pool->name_,
                                      " pool: the system refused to create more threads");
   }
