@@ -131,6 +131,14 @@ Tensor Tensor::Slice(int64_t start, int64_t limit) const {
   return t;
 }
 
+Tensor Tensor::SubSlice(int64_t index) const {
+  Tensor t = *this;
+  t.shape_ = TensorShape(shape_.dims().subspan(1));
+  t.num_elements_ = num_elements_ / shape_.dim(0);
+  t.data_ = static_cast<char*>(data_) + index * t.num_elements_ * static_cast<int64_t>(DataTypeStorageSize(dtype_));
+  return t;
+}
+
 StatusOr<Tensor> Tensor::Reshaped(const TensorShape& shape) const {
   if (!shape.IsFullyDefined() || shape.num_elements() != num_elements_) {
     return errors::InvalidArgument("Cannot reshape a tensor with ", num_elements_,

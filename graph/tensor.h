@@ -115,6 +115,9 @@ class Tensor {
   // Rows [start, limit) of dimension 0, sharing this tensor's buffer.
   // Precondition: rank() >= 1 and 0 <= start <= limit <= dim(0).
   Tensor Slice(int64_t start, int64_t limit) const;
+  // Row `index` of dimension 0 as a tensor of the remaining dimensions, sharing this
+  // tensor's buffer. Precondition: rank() >= 1 and 0 <= index < dim(0).
+  Tensor SubSlice(int64_t index) const;
   // The same buffer seen with another shape of the same number of elements.
   StatusOr<Tensor> Reshaped(const TensorShape& shape) const;
   // A copy with its own buffer.

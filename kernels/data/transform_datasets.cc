@@ -113,6 +113,13 @@ class SkipTakeDataset : public UnaryDataset {
   int64_t count_;
 };
 
+// Asks for the first few KiB of `t`'s bytes to be brought into the cache.
+void PrefetchBytes(const Tensor& t) {
+  const char* p = static_cast<const char*>(t.raw_data());
+  const size_t bytes = std::min<size_t>(t.TotalBytes(), 4096);
+  for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(p + b);
+}
+
 // Stacks `elements` component by component. With `padded_shapes`, each component is padded
 // with its `padding_values` scalar to the padded shape, a -1 dimension to the batch's
 // largest; without, elements must agree in shape.
@@ -151,7 +158,14 @@ StatusOr<Element> StackBatch(const std::vector<Element>& elements, const std::ve
     for (int d = 0; d < row.rank(); ++d) shape.AddDim(row.dim(d));
     ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(allocator, elements[0][c].dtype(), shape));
     if (padding_values != nullptr) FillWithScalar((*padding_values)[c], &t);
-    for (int64_t i = 0; i < k; ++i) CopyElementIntoBatch(elements[i][c], i, &t);
+    // The elements' bytes usually lie far apart (a shuffled cache): fetching some elements
+    // ahead overlaps their cache misses with the copying.
+    constexpr int64_t kAhead = 8;
+    for (int64_t i = 0; i < std::min(k, kAhead); ++i) PrefetchBytes(elements[i][c]);
+    for (int64_t i = 0; i < k; ++i) {
+      if (i + kAhead < k) PrefetchBytes(elements[i + kAhead][c]);
+      CopyElementIntoBatch(elements[i][c], i, &t);
+    }
     batch.push_back(std::move(t));
   }
   return batch;
@@ -288,38 +302,69 @@ class CacheDataset : public UnaryDataset {
       if (cache_ != nullptr) return std::unique_ptr<DatasetIterator>(std::make_unique<ReplayIterator>(cache_));
     }
     ASSIGN_OR_RETURN(auto in, input().MakeIterator(env));
-    return std::unique_ptr<DatasetIterator>(std::make_unique<FillIterator>(*this, std::move(in)));
+    return std::unique_ptr<DatasetIterator>(
+        std::make_unique<FillIterator>(*this, std::move(in), ElementAllocator(env)));
   }
 
  private:
-  using Elements = std::vector<Element>;
+  // A complete pass. Where every element's components agree in shape, each component is
+  // packed into one tensor whose rows are replayed as views: a pass of small elements
+  // (images) then costs no reference count on a buffer of its own per element, whose
+  // cache misses were most of a shuffled pipeline's time.
+  struct Pass {
+    size_t size = 0;
+    std::vector<Element> elements;  // when not packed
+    Element packed;                 // one [size, ...] tensor per component
+  };
+  static std::shared_ptr<const Pass> Complete(std::vector<Element> elements,
+                                              const std::shared_ptr<Allocator>& allocator) {
+    auto pass = std::make_shared<Pass>();
+    pass->size = elements.size();
+    // Unpacked where the shapes differ, or where the memory limit leaves no room for both.
+    if (!elements.empty()) {
+      StatusOr<Element> packed = StackBatch(elements, nullptr, nullptr, allocator);
+      if (packed.ok()) {
+        pass->packed = std::move(*packed);
+        return pass;
+      }
+    }
+    pass->elements = std::move(elements);
+    return pass;
+  }
+
   class ReplayIterator : public DatasetIterator {
    public:
-    explicit ReplayIterator(std::shared_ptr<const Elements> cache) : cache_(std::move(cache)) {}
+    explicit ReplayIterator(std::shared_ptr<const Pass> pass) : pass_(std::move(pass)) {}
     Status GetNext(const IteratorContext&, Element* out, bool* end) override {
-      if (next_ >= cache_->size()) {
+      if (next_ >= pass_->size) {
         *end = true;
+      } else if (pass_->elements.empty()) {
+        out->clear();
+        for (const Tensor& column : pass_->packed) out->push_back(column.SubSlice(static_cast<int64_t>(next_)));
+        ++next_;
       } else {
-        *out = (*cache_)[next_++];
+        *out = pass_->elements[next_++];
       }
       return Status::OK();
     }
 
    private:
-    std::shared_ptr<const Elements> cache_;
+    std::shared_ptr<const Pass> pass_;
     size_t next_ = 0;
   };
   class FillIterator : public DatasetIterator {
    public:
-    FillIterator(const CacheDataset& ds, std::unique_ptr<DatasetIterator> in) : ds_(ds), in_(std::move(in)) {}
+    FillIterator(const CacheDataset& ds, std::unique_ptr<DatasetIterator> in, std::shared_ptr<Allocator> allocator)
+        : ds_(ds), in_(std::move(in)), allocator_(std::move(allocator)) {}
     Status GetNext(const IteratorContext& ctx, Element* out, bool* end) override {
       RETURN_IF_ERROR(in_->GetNext(ctx, out, end));
       if (!*end) {
-        seen_->push_back(*out);
-      } else if (seen_ != nullptr) {
+        seen_.push_back(*out);
+      } else if (!complete_) {
+        complete_ = true;
+        std::shared_ptr<const Pass> pass = Complete(std::move(seen_), allocator_);
         std::lock_guard<std::mutex> lock(ds_.mu_);
-        if (ds_.cache_ == nullptr) ds_.cache_ = std::move(seen_);
-        seen_.reset();
+        if (ds_.cache_ == nullptr) ds_.cache_ = std::move(pass);
       }
       return Status::OK();
     }
@@ -327,10 +372,12 @@ class CacheDataset : public UnaryDataset {
    private:
     const CacheDataset& ds_;
     std::unique_ptr<DatasetIterator> in_;
-    std::shared_ptr<Elements> seen_ = std::make_shared<Elements>();
+    std::shared_ptr<Allocator> allocator_;
+    std::vector<Element> seen_;
+    bool complete_ = false;
   };
   mutable std::mutex mu_;
-  mutable std::shared_ptr<const Elements> cache_;  // guarded by mu_; set once complete
+  mutable std::shared_ptr<const Pass> cache_;  // guarded by mu_; set once complete
 };
 
 class ZipDataset : public Dataset {

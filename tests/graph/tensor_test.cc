@@ -37,6 +37,19 @@ TEST(TensorTest, SliceSharesBufferWithoutCopy) {
   EXPECT_FALSE(t.BufferIsUnshared());
 }
 
+TEST(TensorTest, SubSliceIsOneRowWithoutItsDimension) {
+  Tensor t = Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, TensorShape({3, 2}));
+  Tensor row = t.SubSlice(2);
+  EXPECT_EQ(row.shape(), TensorShape({2}));
+  EXPECT_TRUE(row.SharesBufferWith(t));
+  EXPECT_EQ(row.data<float>()[0], 5);
+  EXPECT_EQ(row.data<float>()[1], 6);
+  Tensor scalar = Tensor::FromVector<int32_t>({7, 8}).SubSlice(1);
+  EXPECT_EQ(scalar.shape(), TensorShape());
+  EXPECT_EQ(scalar.data<int32_t>()[0], 8);
+  EXPECT_EQ(Tensor(DataType::kFloat, TensorShape({2, 0})).SubSlice(1).NumElements(), 0);
+}
+
 TEST(TensorTest, DeepCopyIsIndependent) {
   Tensor t = Tensor::FromVector<int32_t>({1, 2, 3});
   Tensor c = t.DeepCopy();

@@ -390,6 +390,38 @@ TEST_F(DatasetTest, CacheRunsTheUpstreamOncePerCompletePass) {
   EXPECT_EQ(testing::RecordedTags().size(), 5u);
 }
 
+// Replayed passes equal the first, whether the elements agree in shape (a pass packed into
+// one tensor per component) or not (a pass kept element by element).
+TEST_F(DatasetTest, CacheReplaysElementsOfOneShapeAndOfManyShapes) {
+  for (bool one_shape : {true, false}) {
+    Pipeline p;
+    auto ds = ops::Map(p.root, ops::RangeDataset(p.root, 0, 4), [&](const Scope& s, const std::vector<Output>& x) {
+      Output length = one_shape ? ops::Const(s, Tensor::FromVector<int64_t>({3})) : ops::Reshape(s, x[0], {1});
+      return std::vector<Output>{ops::Fill(s, length, x[0]), ops::Mul(s, x[0], Tensor::Scalar<int64_t>(10))};
+    });
+    p.Finish(ops::Repeat(p.root, ops::Cache(p.root, ds), 3));
+    auto s = p.Open();
+    std::vector<Tensor> rows, scalars;
+    for (;;) {
+      std::vector<Tensor> got;
+      Status st = s->Run({}, {p.next[0].name(), p.next[1].name()}, {}, &got);
+      if (st.code() == Code::kOutOfRange) break;
+      ASSERT_TRUE(st.ok()) << st;
+      rows.push_back(got[0]);
+      scalars.push_back(got[1]);
+    }
+    ASSERT_EQ(rows.size(), 12u);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const int64_t x = static_cast<int64_t>(i % 4);
+      SCOPED_TRACE(StrCat("one shape ", one_shape, ", element ", i));
+      EXPECT_EQ(rows[i].shape(), TensorShape({one_shape ? 3 : x}));
+      for (int64_t v : rows[i].flat<int64_t>()) EXPECT_EQ(v, x);
+      EXPECT_EQ(scalars[i].shape(), TensorShape());
+      EXPECT_EQ(scalars[i].data<int64_t>()[0], 10 * x);
+    }
+  }
+}
+
 TEST_F(DatasetTest, PrefetchProducesWhileTheConsumerWorks) {
   testing::ClearRecordedTags();
   Pipeline p;
