@@ -132,10 +132,8 @@ Tensor Tensor::Slice(int64_t start, int64_t limit) const {
 }
 
 Tensor Tensor::SubSlice(int64_t index) const {
-  Tensor t = *this;
+  Tensor t = Slice(index, index + 1);
   t.shape_ = TensorShape(shape_.dims().subspan(1));
-  t.num_elements_ = num_elements_ / shape_.dim(0);
-  t.data_ = static_cast<char*>(data_) + index * t.num_elements_ * static_cast<int64_t>(DataTypeStorageSize(dtype_));
   return t;
 }
 
