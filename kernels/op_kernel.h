@@ -186,6 +186,7 @@ class OpKernelContext {
     CancellationManager* cancellation = nullptr;
     Rendezvous* rendezvous = nullptr;  // where this step's tensors cross devices
     const FunctionRuntime* function_runtime = nullptr;
+    ThreadPool* intra_op_pool = nullptr;  // nullptr: the device's
     int64_t step_id = 0;
     FrameAndIter frame_iter;
     TensorValue* inputs = nullptr;   // num_inputs entries, values already dereferenced
@@ -227,7 +228,10 @@ class OpKernelContext {
   DeviceBase* device() const { return p_.device; }
   // nullptr on a device whose memory is the host's (device_context.h).
   DeviceContext* device_context() const { return p_.device->device_context(); }
-  ThreadPool* intra_op_pool() const { return p_.device->intra_op_pool(); }
+  // The device's pool, or the one the executor was given for all its kernels.
+  ThreadPool* intra_op_pool() const {
+    return p_.intra_op_pool != nullptr ? p_.intra_op_pool : p_.device->intra_op_pool();
+  }
   ResourceMgr* resource_manager() const { return p_.resource_mgr; }
   // Resources dropped when the step ends (TensorFlow's step container: the stacks of a while
   // loop's gradient); nullptr where the caller gave none.

@@ -47,6 +47,7 @@ OpKernelContext::Params MakeParams(const Executor::Impl& impl, const Executor::A
   p.cancellation = args.cancellation;
   p.rendezvous = args.rendezvous;
   p.function_runtime = impl.function_runtime;
+  p.intra_op_pool = impl.intra_op_pool;
   p.step_id = args.step_id;
   p.frame_iter = frame_iter;
   p.inputs = inputs;
@@ -360,6 +361,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(std::unique_ptr<Graph> grap
   auto impl = std::make_unique<Impl>();
   impl->resource_mgr = params.resource_mgr;
   impl->function_runtime = params.function_runtime;
+  impl->intra_op_pool = params.intra_op_pool;
   // Lay out the arena: item, then its edges, each item aligned for NodeItem.
   size_t bytes = 0;
   for (const Node* node : graph->nodes()) {

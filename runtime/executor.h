@@ -48,6 +48,9 @@ class Executor {
     // What kernels run function attrs with (OpKernelContext::function_runtime); may be
     // nullptr for a graph without them.
     const FunctionRuntime* function_runtime = nullptr;
+    // Where set, the pool every kernel splits its work on (OpKernelContext::intra_op_pool)
+    // in place of its device's own.
+    ThreadPool* intra_op_pool = nullptr;
   };
 
   struct Args {

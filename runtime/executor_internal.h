@@ -88,6 +88,7 @@ struct Executor::Impl {
   std::vector<char> deref_slot;
   ResourceMgr* resource_mgr = nullptr;
   const FunctionRuntime* function_runtime = nullptr;
+  ThreadPool* intra_op_pool = nullptr;
   int total_slots = 0;
   int max_outputs = 0;
   // By node id, for a graph with control flow; empty for one without.

@@ -1,5 +1,7 @@
 #include "runtime/local_function_runtime.h"
 
+#include <mutex>
+
 #include "kernels/vector_call_frame.h"
 #include "runtime/executor.h"
 #include "runtime/subgraph.h"
@@ -41,6 +43,22 @@ class LocalFunction : public InstantiatedFunction {
   FunctionSignature signature_;
 };
 
+// One thread for every body's kernels: as tf.data's default max_intra_op_parallelism of 1,
+// an input pipeline's map function does not split its kernels across the intra-op pool,
+// where they would take the step's threads from under its kernels (a Cast in the training
+// demo's map claimed the helper of the step's convolution). Created on first use, so that a
+// process without functions starts no thread for it.
+StatusOr<ThreadPool*> BodyPool() {
+  static std::mutex mu;
+  static ThreadPool* pool = nullptr;  // guarded by mu; never destroyed: a producer thread may run a body at exit
+  std::lock_guard<std::mutex> lock(mu);
+  if (pool == nullptr) {
+    ASSIGN_OR_RETURN(std::unique_ptr<ThreadPool> created, ThreadPool::Create("function_body", 1));
+    pool = created.release();
+  }
+  return pool;
+}
+
 class LocalRuntime : public FunctionRuntime {
  public:
   StatusOr<std::unique_ptr<const InstantiatedFunction>> Instantiate(const FunctionDef& fn, DeviceBase* device,
@@ -58,6 +76,7 @@ class LocalRuntime : public FunctionRuntime {
     Executor::Params params;
     params.resource_mgr = resources;
     params.function_runtime = this;
+    ASSIGN_OR_RETURN(params.intra_op_pool, BodyPool());
     params.lookup_device = [device](const Node&) -> StatusOr<DeviceBase*> { return device; };
     ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, Executor::Create(std::move(sub.graph), std::move(params)));
     return std::unique_ptr<const InstantiatedFunction>(

@@ -278,6 +278,26 @@ TEST_F(DatasetTest, ParallelMapRunsCallsAtOnceAndKeepsOrder) {
   EXPECT_GE(testing::MaxMeetConcurrency(), 2) << "calls of the map function ran one at a time";
 }
 
+// As tf.data's default max_intra_op_parallelism of 1: a map function's kernels keep their
+// work on the calling thread rather than take the intra-op pool's threads from the step.
+TEST_F(DatasetTest, MapFunctionKernelsDoNotSplitAcrossTheIntraOpPool) {
+  testing::ClearIntraThreadsSeen();
+  Pipeline p;
+  auto ds = ops::Map(p.root, ops::RangeDataset(p.root, 0, 2), [](const Scope& s, const std::vector<Output>& x) {
+    NodeDef intra;
+    intra.op = "TestIntraThreads";
+    intra.attrs = {{"n", int64_t{8}}};
+    Node* n = s.WithOpName("intra").AddNode(std::move(intra));
+    return std::vector<Output>{ops::Identity(s.WithControlDependencies({Operation(n)}), x[0])};
+  });
+  p.Finish(ds);
+  SessionConfig config;
+  config.intra_op_parallelism_threads = 4;
+  auto s = p.Open(config);
+  EXPECT_EQ(Scalars(Drain(*s, p)), Iota(2));
+  EXPECT_EQ(testing::IntraThreadsSeen().size(), 1u);
+}
+
 TEST_F(DatasetTest, MapErrorIsReportedAndTheIteratorGoesOn) {
   Pipeline p;
   auto ds = ops::Map(p.root, ops::RangeDataset(p.root, 0, 4), [](const Scope& s, const std::vector<Output>& x) {
