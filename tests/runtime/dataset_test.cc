@@ -237,6 +237,25 @@ TEST_F(DatasetTest, SeededShuffleIsADeterministicPermutation) {
   EXPECT_EQ(std::vector<int64_t>(same.begin(), same.begin() + 50), std::vector<int64_t>(same.begin() + 50, same.end()));
 }
 
+// Shuffle hands each batch's spent element storage back for refills: every element still
+// comes once, in the order of the same shuffle unbatched, and a short last batch holds only
+// its own elements.
+TEST_F(DatasetTest, ShuffledBatchesHoldEachElementOnceInTheShuffledOrder) {
+  Pipeline p;
+  p.Finish(ops::Batch(p.root, ops::Shuffle(p.root, ops::RangeDataset(p.root, 0, 50), 20, {.seed = 7}), 8));
+  auto s = p.Open();
+  std::vector<int64_t> sizes, all;
+  for (const Tensor& b : Drain(*s, p)) {
+    sizes.push_back(b.dim(0));
+    for (int64_t v : Values<int64_t>(b)) all.push_back(v);
+  }
+  EXPECT_THAT(sizes, ElementsAre(8, 8, 8, 8, 8, 8, 2));
+  Pipeline unbatched;
+  unbatched.Finish(ops::Shuffle(unbatched.root, ops::RangeDataset(unbatched.root, 0, 50), 20, {.seed = 7}));
+  auto u = unbatched.Open();
+  EXPECT_EQ(all, Scalars(Drain(*u, unbatched)));
+}
+
 TEST_F(DatasetTest, ShuffleBufferOfOneKeepsOrder) {
   Pipeline p;
   p.Finish(ops::Shuffle(p.root, ops::RangeDataset(p.root, 0, 10), 1, {.seed = 3}));
