@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "graph/serialize/json_util.h"
+#include "graph/platform/json_util.h"
 
 namespace tessera {
 namespace {

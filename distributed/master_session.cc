@@ -9,6 +9,7 @@
 #include "distributed/protos/worker_service.grpc.pb.h"
 #include "distributed/rpc_decode.h"
 #include "distributed/rpc_util.h"
+#include "graph/op_kinds.h"
 #include "graph/platform/logging.h"
 #include "graph/serialize/graph_json.h"
 #include "graph/serialize/tensor_codec.h"
@@ -95,7 +96,7 @@ StatusOr<std::vector<int>> ArgIndices(const std::vector<std::pair<std::string, G
   std::vector<int> out;
   for (const auto& [device, def] : parts) {
     for (const NodeDef& n : def.nodes) {
-      if (n.op != "_Arg") continue;
+      if (!IsArg(n.op)) continue;
       int64_t index = 0;
       RETURN_IF_ERROR(GetAttr(n.attrs, n.name, "index", &index));
       out.push_back(static_cast<int>(index));

@@ -1,5 +1,7 @@
 #include "graph/control_flow_frames.h"
 
+#include "graph/op_kinds.h"
+
 namespace tessera {
 
 StatusOr<ControlFlowFrames> FindControlFlowFrames(const Graph& graph) {
@@ -20,14 +22,14 @@ StatusOr<ControlFlowFrames> FindControlFlowFrames(const Graph& graph) {
     std::string& out = f.output_frame[n->id()];
     out = in;
     const std::string& op = n->op();
-    if (op == "Enter" || op == "RefEnter") {
+    if (IsEnter(op)) {
       RETURN_IF_ERROR(n->GetAttr("frame_name", &out));
       auto [it, inserted] = f.parent.emplace(out, in);
       if (!inserted && it->second != in) {
         return errors::InvalidArgument("Node ", n->DebugName(), " enters frame '", out, "' from frame '", in,
                                        "', which other Enters enter from '", it->second, "'");
       }
-    } else if (op == "Exit" || op == "RefExit") {
+    } else if (IsExit(op)) {
       if (in.empty()) return errors::InvalidArgument("Node ", n->DebugName(), " is an Exit outside every loop");
       out = f.parent.at(in);
     }

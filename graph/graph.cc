@@ -4,6 +4,8 @@
 #include <cctype>
 #include <queue>
 
+#include "graph/op_kinds.h"
+
 namespace tessera {
 namespace {
 
@@ -339,7 +341,7 @@ StatusOr<std::vector<TensorShape>> InferShapes(const NodeDef& def, const OpDef& 
   for (const InputSource& s : data) {
     in_shapes.push_back(s.node->output_shape(s.port));
     const Tensor* value = nullptr;
-    if (s.node->op() == "Const") {
+    if (IsConstant(s.node->op())) {
       auto it = s.node->attrs().find("value");
       if (it != s.node->attrs().end()) value = it->second.get_if<Tensor>();
     }
@@ -403,9 +405,6 @@ StatusOr<Node*> Graph::AddNode(const NodeDef& def) {
 
 namespace {
 
-bool IsMergeOp(std::string_view op) { return op == "Merge" || op == "RefMerge"; }
-bool IsNextIterationOp(std::string_view op) { return op == "NextIteration" || op == "RefNextIteration"; }
-
 // A loop's back edge: data input `input` of Merge `merge` comes from NextIteration `source`.
 struct BackEdge {
   size_t merge;
@@ -459,7 +458,7 @@ StatusOr<std::unique_ptr<Graph>> Graph::FromGraphDef(const GraphDef& def, const 
                                        ") has input '", input, "' which names an unknown node '",
                                        id->node, "'");
       }
-      if (!id->is_control() && IsMergeOp(def.nodes[i].op) && IsNextIterationOp(def.nodes[it->second].op)) {
+      if (!id->is_control() && IsMerge(def.nodes[i].op) && IsNextIteration(def.nodes[it->second].op)) {
         back_edges.push_back({i, data_input++, it->second, id->index});
         continue;
       }

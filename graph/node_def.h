@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "graph/attr_value.h"
+#include "graph/op_kinds.h"
 
 namespace tessera {
 
@@ -38,9 +39,6 @@ struct TensorId {
 // Parses "x", "x:3" and "^x". InvalidArgument for "", "x:", "x:-1", "x:abc".
 StatusOr<TensorId> ParseTensorName(std::string_view name);
 
-// The ends of a cross-device edge that partitioning adds (runtime/partition.h).
-inline bool IsSendOp(std::string_view op) { return op == "_Send" || op == "_HostSend"; }
-inline bool IsRecvOp(std::string_view op) { return op == "_Recv" || op == "_HostRecv"; }
 // A bool attr on a _Recv whose value may be dead (its graph has control flow): the
 // executor then runs its partition with deadness even if it has no Switch of its own.
 inline constexpr char kMaybeDeadAttr[] = "_maybe_dead";

@@ -4,15 +4,6 @@
 
 namespace tessera {
 
-OpRegistry* OpRegistry::Global() {
-  static OpRegistry* registry = [] {
-    auto* r = new OpRegistry;
-    RegisterCoreOps(*r);
-    return r;
-  }();
-  return registry;
-}
-
 Status OpRegistry::Register(const OpDefBuilder& builder) {
   ASSIGN_OR_RETURN(OpDef def, builder.Finalize());
   std::unique_lock lock(mu_);

@@ -1,8 +1,8 @@
 // OpRegistry: the op schemas a graph may use, by op name.
 //
-// OpRegistry::Global() holds the core ops (registered on first use by RegisterCoreOps, an
-// explicit call, so static linking cannot lose them). Find and Register may be called
-// concurrently from any thread.
+// OpRegistry::Global() holds the core op library (graph/ops/core_ops.h), registered on first
+// use by an explicit call, so static linking cannot lose it; it is defined with that library,
+// a floor above this one. Find and Register may be called concurrently from any thread.
 #pragma once
 
 #include <map>
@@ -18,6 +18,8 @@ namespace tessera {
 class OpRegistry {
  public:
   OpRegistry() = default;
+  // The process's registry. Defined in graph/ops/core_ops.cc: a program that calls it links
+  // the core op library.
   static OpRegistry* Global();
 
   // AlreadyExists if an op of that name is registered; InvalidArgument for a bad spec.
@@ -30,8 +32,5 @@ class OpRegistry {
   mutable std::shared_mutex mu_;
   std::map<std::string, std::unique_ptr<const OpDef>, std::less<>> ops_;  // guarded by mu_
 };
-
-// Registers every op of the core library (graph/ops/) into `registry`.
-void RegisterCoreOps(OpRegistry& registry);
 
 }  // namespace tessera

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "graph/platform/file_io.h"
-#include "graph/serialize/json_util.h"
+#include "graph/platform/json_util.h"
 
 namespace tessera {
 namespace {

@@ -5,6 +5,7 @@
 
 #include "graph/device_name.h"
 #include "graph/node_def.h"
+#include "graph/op_kinds.h"
 
 namespace tessera {
 
@@ -37,7 +38,7 @@ OpKernel::OpKernel(OpKernelConstruction* c)
       output_gpu_compatible_([&] {
         std::vector<bool> r(c->node().num_outputs(), false);
         for (const Edge* e : c->node().out_edges()) {
-          if (e->IsControl() || !IsSendOp(e->dst->op())) continue;
+          if (e->IsControl() || !IsSend(e->dst->op())) continue;
           std::string recv_device;
           if (!e->dst->GetAttr("recv_device", &recv_device).ok()) continue;
           StatusOr<DeviceName> to = DeviceName::Parse(recv_device);

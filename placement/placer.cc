@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "graph/op_kinds.h"
 #include "graph/platform/logging.h"
 #include "placement/colocation.h"
 
@@ -20,7 +21,7 @@ bool IsMetadata(const Node& n) { return n.op() == "Shape"; }
 // once for the whole graph, before fetches exist as edges, so an Identity with no consumer
 // (only ever fetched) counts as having one consumer with no request, as TF's _Retval.
 bool IsPassThroughIdentity(const Node& n) {
-  if (n.op() != "Identity" || !n.requested_device().empty()) return false;
+  if (!IsIdentity(n.op()) || !n.requested_device().empty()) return false;
   if (n.num_inputs() != 1 || !n.control_inputs().empty() || n.out_edges().size() > 1) return false;
   const std::string& input_request = n.input_edge(0)->src->requested_device();
   const std::string consumer_request =

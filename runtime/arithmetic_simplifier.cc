@@ -4,21 +4,16 @@
 #include <optional>
 #include <string>
 
+#include "graph/op_kinds.h"
 #include "runtime/graph_rewrites.h"
 
 namespace tessera {
 namespace {
 
-bool IsControlFlow(std::string_view op) {
-  return op == "Switch" || op == "RefSwitch" || op == "Merge" || op == "RefMerge" || op == "Enter" ||
-         op == "RefEnter" || op == "Exit" || op == "RefExit" || op == "NextIteration" || op == "RefNextIteration" ||
-         op == "LoopCond";
-}
-
 // Whether n is a Const every element of which is `value`.
 bool IsConstantOf(const Node& n, double value) {
   const Tensor* t = nullptr;
-  if (n.op() != "Const" || !n.control_inputs().empty()) return false;
+  if (!IsConstant(n.op()) || !n.control_inputs().empty()) return false;
   auto it = n.attrs().find("value");
   if (it == n.attrs().end() || (t = it->second.get_if<Tensor>()) == nullptr) return false;
   const auto all = [&](const auto* data) {
@@ -42,7 +37,7 @@ std::optional<std::pair<const Node*, int>> PassedThrough(const Node& n) {
   const auto input = [&n](int i) { return std::make_pair(n.input_edge(i)->src, n.input_edge(i)->src_output); };
   const auto here = [&n](const Node* src) { return src->assigned_device() == n.assigned_device(); };
   const std::string& op = n.op();
-  if (op == "Identity" && !n.input_is_ref(0)) {
+  if (IsIdentity(op) && !n.input_is_ref(0)) {
     const auto [src, port] = input(0);
     // An Identity of a variable's reference is a read at the time it runs (TF1's
     // `<variable>/read`): without it, each consumer would read the variable when it runs,

@@ -3,23 +3,21 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
-#include <set>
 #include <string>
 #include <tuple>
 #include <type_traits>
 #include <variant>
 #include <vector>
 
+#include "graph/op_kinds.h"
 #include "runtime/graph_rewrites.h"
 
 namespace tessera {
 namespace {
 
 bool Mergeable(const Node& n) {
-  static const std::set<std::string, std::less<>> kNever = {
-      "_Arg", "_Retval", "Switch", "RefSwitch", "Merge", "RefMerge", "Enter", "RefEnter", "Exit", "RefExit",
-      "NextIteration", "RefNextIteration", "LoopCond", "ControlTrigger", "Placeholder", "PlaceholderWithDefault"};
-  if (n.is_stateful() || kNever.count(n.op()) != 0) return false;
+  const std::string& op = n.op();
+  if (n.is_stateful() || IsArg(op) || IsRetval(op) || IsControlFlow(op) || IsPlaceholder(op)) return false;
   for (int i = 0; i < n.num_inputs(); ++i) {
     if (n.input_is_ref(i)) return false;
   }

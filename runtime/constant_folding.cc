@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "graph/device_name.h"
+#include "graph/op_kinds.h"
 #include "kernels/thread_pool.h"
 #include "kernels/vector_call_frame.h"
 #include "runtime/device.h"
@@ -22,14 +23,11 @@ bool OnCpu(const Node& n) {
 
 // A Const that always holds its value: one with a control input runs only where that
 // input does (in a branch or a loop).
-bool IsPlainConst(const Node& n) { return n.op() == "Const" && n.control_inputs().empty(); }
+bool IsPlainConst(const Node& n) { return IsConstant(n.op()) && n.control_inputs().empty(); }
 
 bool IsNeverFolded(std::string_view op) {
-  static const std::set<std::string, std::less<>> kNever = {
-      "Const", "_Arg", "_Retval", "Placeholder", "PlaceholderWithDefault", "NoOp", "Switch", "RefSwitch", "Merge",
-      "RefMerge", "Enter", "RefEnter", "Exit", "RefExit", "NextIteration", "RefNextIteration", "LoopCond",
-      "ControlTrigger"};
-  return kNever.count(op) != 0 || IsSendOp(op) || IsRecvOp(op);
+  return IsConstant(op) || IsArg(op) || IsRetval(op) || IsPlaceholder(op) || IsNoOp(op) || IsControlFlow(op) ||
+         IsSend(op) || IsRecv(op);
 }
 
 // Every output a plain tensor of a fully known shape within the bound.

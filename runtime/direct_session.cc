@@ -3,6 +3,7 @@
 #include <chrono>
 #include <thread>
 
+#include "graph/op_kinds.h"
 #include "graph/platform/logging.h"
 #include "kernels/kernel_registry.h"
 #include "kernels/vector_call_frame.h"
@@ -181,7 +182,7 @@ StatusOr<std::shared_ptr<const DirectSession::ExecutorAndKeys>> DirectSession::G
   ek->needs_rendezvous = partitions.size() > 1;
   Device* device = nullptr;  // the last partition's
   for (auto& [device_name, part] : partitions) {
-    for (const NodeDef& n : part.graph.nodes) ek->needs_rendezvous |= IsSendOp(n.op) || IsRecvOp(n.op);
+    for (const NodeDef& n : part.graph.nodes) ek->needs_rendezvous |= IsSend(n.op) || IsRecv(n.op);
     ASSIGN_OR_RETURN(device, devices_->Lookup(device_name));
     ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor,
                      CreatePartitionExecutor(std::move(part.graph), device, resource_mgr_.get()));

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <new>
 
+#include "graph/op_kinds.h"
 #include "kernels/variable.h"
 #include "runtime/executor_internal.h"
 
@@ -390,7 +391,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(std::unique_ptr<Graph> grap
     item.kernel = kernel.get();
     item.is_async = kernel->AsAsync() != nullptr;
     item.is_expensive = kernel->IsExpensive();
-    item.is_noop = node->op() == "NoOp";
+    item.is_noop = IsNoOp(node->op());
     impl->kernels.push_back(std::move(kernel));
   }
   impl->total_slots = slot;

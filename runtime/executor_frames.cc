@@ -20,6 +20,7 @@
 #include <tuple>
 
 #include "graph/control_flow_frames.h"
+#include "graph/op_kinds.h"
 #include "runtime/executor_internal.h"
 
 namespace tessera::executor_internal {
@@ -387,18 +388,17 @@ Status ClassifyNodes(const Graph& graph, Executor::Impl* impl, bool* any) {
   for (const Node* n : graph.nodes()) {
     FlowItem& f = impl->flow[n->id()];
     const std::string& op = n->op();
-    f.is_send = IsSendOp(op);
-    f.is_recv = IsRecvOp(op);
-    f.is_merge = op == "Merge" || op == "RefMerge";
-    f.is_switch = op == "Switch" || op == "RefSwitch";
-    f.is_enter = op == "Enter" || op == "RefEnter";
-    f.is_exit = op == "Exit" || op == "RefExit";
-    f.is_next_iteration = op == "NextIteration" || op == "RefNextIteration";
-    f.is_control_trigger = op == "ControlTrigger";
-    f.is_retval = op == "_Retval";
+    f.is_send = IsSend(op);
+    f.is_recv = IsRecv(op);
+    f.is_merge = IsMerge(op);
+    f.is_switch = IsSwitch(op);
+    f.is_enter = IsEnter(op);
+    f.is_exit = IsExit(op);
+    f.is_next_iteration = IsNextIteration(op);
+    f.is_control_trigger = IsControlTrigger(op);
+    f.is_retval = IsRetval(op);
     bool maybe_dead = false;
-    *any = *any || f.is_merge || f.is_switch || f.is_enter || f.is_exit || f.is_next_iteration ||
-           f.is_control_trigger || op == "LoopCond" ||
+    *any = *any || IsControlFlow(op) ||
            (f.is_recv && n->GetAttr(kMaybeDeadAttr, &maybe_dead).ok() && maybe_dead);
     if (!f.is_enter) continue;
     std::string name;

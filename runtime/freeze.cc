@@ -3,6 +3,7 @@
 #include <map>
 #include <set>
 
+#include "graph/op_kinds.h"
 #include "graph/op_registry.h"
 
 namespace tessera {
@@ -31,7 +32,7 @@ StatusOr<GraphDef> FreezeGraph(Session& session, const std::vector<std::string>&
   std::vector<std::string> variables;
   for (std::string_view name : kept) {
     const NodeDef& n = *by_name.at(name);
-    if (n.op == "VariableV2") {
+    if (IsVariable(n.op)) {
       variables.emplace_back(name);
       continue;
     }

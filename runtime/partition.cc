@@ -6,6 +6,7 @@
 
 #include "graph/control_flow_frames.h"
 #include "graph/device_name.h"
+#include "graph/op_kinds.h"
 #include "runtime/collective_rings.h"
 
 namespace tessera {
@@ -119,7 +120,7 @@ class Partitioner {
   // Finds the frame each node's inputs arrive in (an Enter's: its parent's; an Exit's: the
   // loop's), walking from the roots as TensorFlow's BuildControlFlowInfo does.
   Status FindFrames() {
-    for (const Node* n : g_.nodes()) has_control_flow_ = has_control_flow_ || IsControlFlowOp(n->op());
+    for (const Node* n : g_.nodes()) has_control_flow_ = has_control_flow_ || IsControlFlow(n->op());
     if (!has_control_flow_) return Status::OK();
     ASSIGN_OR_RETURN(ControlFlowFrames found, FindControlFlowFrames(g_));
     input_frame_ = std::move(found.input_frame);
@@ -129,7 +130,7 @@ class Partitioner {
       const std::string& in = input_frame_[n->id()];
       if (IsEnter(n->op())) {
         RETURN_IF_ERROR(n->GetAttr("parallel_iterations", &frames_.at(output_frame_[n->id()]).parallel_iterations));
-      } else if (n->op() == "LoopCond" && !in.empty()) {
+      } else if (IsLoopCond(n->op()) && !in.empty()) {
         frames_.at(in).loop_cond = n;
       }
     }
@@ -145,13 +146,13 @@ class Partitioner {
   void ColocateControlFlow(const std::vector<const Node*>& order) {
     for (const Node* n : order) {
       const std::string& op = n->op();
-      if ((op == "Switch" || op == "RefSwitch" || IsExit(op)) && n->num_inputs() > 0) {
+      if ((IsSwitch(op) || IsExit(op)) && n->num_inputs() > 0) {
         device_[n->id()] = Device(*n->input_edge(0)->src);
       }
     }
     for (const Node* n : order) {
       const std::string& op = n->op();
-      const bool moves = op == "Enter" || op == "NextIteration" || op == "RefNextIteration";
+      const bool moves = op == "Enter" || IsNextIteration(op);
       if (!moves) continue;
       for (const Edge* e : n->out_edges()) {
         if (e->IsControl()) continue;
@@ -162,13 +163,6 @@ class Partitioner {
   }
 
   const std::string& Device(const Node& n) const { return device_[n.id()]; }
-
-  static bool IsControlFlowOp(std::string_view op) {
-    return op == "Switch" || op == "RefSwitch" || op == "Merge" || op == "RefMerge" || IsEnter(op) || IsExit(op) ||
-           op == "NextIteration" || op == "RefNextIteration" || op == "LoopCond";
-  }
-  static bool IsEnter(std::string_view op) { return op == "Enter" || op == "RefEnter"; }
-  static bool IsExit(std::string_view op) { return op == "Exit" || op == "RefExit"; }
 
   // The Merge of `frame`'s control loop on `device`, made with the loops of its outer
   // frames on first use.

@@ -8,7 +8,7 @@
 
 #include "graph/allocator.h"
 #include "graph/device_name.h"
-#include "graph/serialize/json_util.h"
+#include "graph/platform/json_util.h"
 
 namespace tessera {
 namespace {

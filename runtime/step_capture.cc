@@ -4,6 +4,7 @@
 #include <cstring>
 #include <set>
 
+#include "graph/op_kinds.h"
 #include "graph/platform/logging.h"
 #include "kernels/resource_mgr.h"
 #include "kernels/variable.h"
@@ -19,13 +20,6 @@ bool KeepsItsStateInPlace(std::string_view op) {
   static const std::set<std::string_view> ops = {"VariableV2",   "ApplyGradientDescent", "ApplyMomentum",
                                                  "ApplyRMSProp", "ApplyAdam",            "AssignAdd",
                                                  "AssignSub"};
-  return ops.contains(op);
-}
-
-bool IsControlFlow(std::string_view op) {
-  static const std::set<std::string_view> ops = {"Switch", "RefSwitch", "Merge",         "RefMerge",        "Enter",
-                                                 "RefEnter", "Exit",    "RefExit",       "NextIteration",   "RefNextIteration",
-                                                 "LoopCond", "ControlTrigger"};
   return ops.contains(op);
 }
 
@@ -49,9 +43,9 @@ std::string CaptureBlocker(const Graph& partition) {
     const std::string& op = n->op();
     std::string why;
     DataType dtype = DataType::kInvalid;
-    if (op == "_Arg" && n->GetAttr("T", &dtype).ok() && StaysInHostMemory(dtype)) {
+    if (IsArg(op) && n->GetAttr("T", &dtype).ok() && StaysInHostMemory(dtype)) {
       why = StrCat("a ", DataTypeName(dtype), " feed stays in host memory, where the kernels' host side reads it once");
-    } else if (IsSendOp(op) || IsRecvOp(op)) {
+    } else if (IsSend(op) || IsRecv(op)) {
       if (!WithinOneDevice(*n)) why = "it exchanges a tensor with another device";
     } else if (op == "Assign") {
       why = "it gives a variable a new buffer";
@@ -68,7 +62,7 @@ std::string CaptureBlocker(const Graph& partition) {
 StepCapture::StepCapture(std::string signature, Device* device, ResourceMgr* resources, const Graph& partition)
     : signature_(std::move(signature)), device_(device), resources_(resources) {
   for (const Node* n : partition.nodes()) {
-    if (n->op() != "VariableV2") continue;
+    if (!IsVariable(n->op())) continue;
     std::string container, shared_name;
     (void)n->GetAttr("container", &container);
     (void)n->GetAttr("shared_name", &shared_name);

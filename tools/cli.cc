@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "graph/op_kinds.h"
 #include "graph/serialize/dot.h"
 #include "graph/platform/file_io.h"
 #include "graph/serialize/graph_file.h"
@@ -191,10 +192,10 @@ std::string PartitionSummary(const std::vector<GraphDef>& partitions) {
     std::string nodes, transfers;
     for (const NodeDef& n : def.nodes) {
       std::string tensor, peer;
-      if (IsSendOp(n.op) || IsRecvOp(n.op)) {
+      if (IsSend(n.op) || IsRecv(n.op)) {
         (void)GetAttr(n.attrs, n.name, "tensor_name", &tensor);
-        (void)GetAttr(n.attrs, n.name, IsSendOp(n.op) ? "recv_device" : "send_device", &peer);
-        transfers += StrCat("    ", IsSendOp(n.op) ? "send " : "recv ", tensor, IsSendOp(n.op) ? " -> " : " <- ",
+        (void)GetAttr(n.attrs, n.name, IsSend(n.op) ? "recv_device" : "send_device", &peer);
+        transfers += StrCat("    ", IsSend(n.op) ? "send " : "recv ", tensor, IsSend(n.op) ? " -> " : " <- ",
                             peer, " (", n.name, ")\n");
       } else {
         nodes += StrCat(nodes.empty() ? "" : ", ", n.name);

@@ -19,7 +19,7 @@
 
 #include <functional>
 
-#include "graph/function.h"
+#include "graph/builder/function_builder.h"
 #include "graph/builder/scope.h"
 
 namespace tessera::ops {

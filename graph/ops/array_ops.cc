@@ -3,7 +3,7 @@
 // StridedSlice, Squeeze, ExpandDims, Transpose, Tile, Pad, Gather).
 #include <algorithm>
 
-#include "graph/ops/register.h"
+#include "graph/ops/core_ops.h"
 #include "graph/shape_inference.h"
 #include "graph/strided_slice.h"
 

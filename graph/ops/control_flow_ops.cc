@@ -3,7 +3,7 @@
 // forwards whichever input is alive; Enter, Exit and NextIteration move values into, out of
 // and around a loop's frame; LoopCond marks a loop's predicate. The executor gives them
 // their meaning (runtime/executor.h); the Ref variants carry references.
-#include "graph/ops/register.h"
+#include "graph/ops/core_ops.h"
 #include "graph/shape_inference.h"
 
 namespace tessera {

@@ -4,7 +4,7 @@
 // against them.
 #include <vector>
 
-#include "graph/ops/register.h"
+#include "graph/ops/core_ops.h"
 #include "graph/shape_inference.h"
 
 namespace tessera {

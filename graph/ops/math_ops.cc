@@ -1,6 +1,6 @@
 // Schemas of elementwise arithmetic, comparison and logic, Select, AddN, MatMul, Cast, reductions,
 // ArgMax and UnsortedSegmentSum.
-#include "graph/ops/register.h"
+#include "graph/ops/core_ops.h"
 #include "graph/shape_inference.h"
 
 namespace tessera {

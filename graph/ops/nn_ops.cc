@@ -1,5 +1,5 @@
 // Schemas of activations, softmax and cross-entropy, BiasAdd, convolution and pooling, and their gradients.
-#include "graph/ops/register.h"
+#include "graph/ops/core_ops.h"
 #include "graph/shape_inference.h"
 
 namespace tessera {

@@ -1,5 +1,5 @@
 // Schemas of random tensors.
-#include "graph/ops/register.h"
+#include "graph/ops/core_ops.h"
 #include "graph/shape_inference.h"
 
 namespace tessera {

@@ -1,5 +1,5 @@
 // Schemas of runtime-internal ops: feeds and fetches, and the two ends of a cross-device edge.
-#include "graph/ops/register.h"
+#include "graph/ops/core_ops.h"
 #include "graph/shape_inference.h"
 
 namespace tessera {

@@ -3,6 +3,8 @@
 #include <map>
 #include <sstream>
 
+#include "graph/op_kinds.h"
+
 namespace tessera {
 namespace {
 
@@ -61,10 +63,10 @@ std::string GraphToDot(const Graph& graph) {
   };
   std::map<std::string, const Node*> recvs;
   for (const Node* n : graph.nodes()) {
-    if (IsRecvOp(n->op())) recvs[rendezvous_of(*n)] = n;
+    if (IsRecv(n->op())) recvs[rendezvous_of(*n)] = n;
   }
   for (const Node* n : graph.nodes()) {
-    if (!IsSendOp(n->op())) continue;
+    if (!IsSend(n->op())) continue;
     auto it = recvs.find(rendezvous_of(*n));
     if (it == recvs.end()) continue;
     std::string tensor;

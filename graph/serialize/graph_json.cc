@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "graph/function.h"
-#include "graph/serialize/json_util.h"
+#include "graph/platform/json_util.h"
 #include "graph/variant.h"
 
 namespace tessera {

@@ -2,7 +2,7 @@
 // goes, and values too long to quote.
 #include <gmock/gmock.h>
 
-#include "graph/serialize/json_util.h"
+#include "graph/platform/json_util.h"
 #include "runtime/session_options.h"
 #include "tests/hardening/hardening_util.h"
 

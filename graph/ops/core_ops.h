@@ -1,5 +1,7 @@
-// The core op library's schemas, one file per family (mirroring the kernel files), each
-// with its own Register call; RegisterCoreOps (OpRegistry::Global() runs it) calls them all.
+// The core op library: the schemas of every op Tessera runs, one file per family (mirroring
+// the kernel files), each with its own Register call, and RegisterCoreOps calling them all.
+// OpRegistry::Global() (graph/op_registry.h) is defined here: the process's registry holds
+// this library from its first use, and the core below needs no op.
 //
 // Registration is single-threaded per registry, like OpRegistry::Register's callers.
 #pragma once
@@ -11,6 +13,9 @@ namespace tessera {
 // Registers a schema of the core library, aborting when it is malformed: that is a bug in
 // Tessera, not a user error.
 void RegisterCoreOp(OpRegistry& registry, const OpDefBuilder& builder);
+
+// Registers every op of the core library into `registry`.
+void RegisterCoreOps(OpRegistry& registry);
 
 // Type attrs the families share.
 inline constexpr const char* kNumeric = "T: {float32, float64, int32, int64}";

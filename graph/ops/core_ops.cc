@@ -1,4 +1,4 @@
-#include "graph/ops/register.h"
+#include "graph/ops/core_ops.h"
 
 #include <cstdlib>
 #include <iostream>
@@ -11,6 +11,15 @@ void RegisterCoreOp(OpRegistry& r, const OpDefBuilder& b) {
     std::cerr << "tessera: bad core op schema: " << s << "\n";
     std::abort();
   }
+}
+
+OpRegistry* OpRegistry::Global() {
+  static OpRegistry* registry = [] {
+    auto* r = new OpRegistry;
+    RegisterCoreOps(*r);
+    return r;
+  }();
+  return registry;
 }
 
 void RegisterCoreOps(OpRegistry& r) {

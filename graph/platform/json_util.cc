@@ -1,4 +1,4 @@
-#include "graph/serialize/json_util.h"
+#include "graph/platform/json_util.h"
 
 namespace tessera {
 
