@@ -181,9 +181,9 @@ class WorkerService final : public rpc::WorkerService::WithRawCallbackMethod_Rec
   grpc::Status RegisterGraph(grpc::ServerContext* context, const rpc::RegisterGraphRequest* request,
                              rpc::RegisterGraphResponse* response) override {
     if (Status s = auth_.Check(*context, "RegisterGraph"); !s.ok()) return ToGrpc(s);
-    StatusOr<std::vector<std::pair<std::string, GraphDef>>> partitions = DecodePartitions(*request);
+    auto partitions = DecodePartitions(*request);
     if (!partitions.ok()) return ToGrpc(partitions.status());
-    StatusOr<std::string> handle = graphs_->Register(*std::move(partitions));
+    StatusOr<std::string> handle = graphs_->Register(std::move(*partitions));
     if (!handle.ok()) return ToGrpc(handle.status());
     response->set_graph_handle(*handle);
     return grpc::Status::OK;

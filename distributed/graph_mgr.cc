@@ -2,7 +2,7 @@
 
 #include "distributed/cluster_spec.h"
 #include "distributed/remote_rendezvous.h"
-#include "runtime/run_partitions.h"
+#include "runtime/run_step.h"
 
 namespace tessera {
 namespace {
@@ -47,15 +47,15 @@ GraphMgr::GraphMgr(std::shared_ptr<Server> local, std::string job, int task, std
 
 GraphMgr::~GraphMgr() = default;
 
-StatusOr<std::string> GraphMgr::Register(std::vector<std::pair<std::string, GraphDef>> partitions) {
+StatusOr<std::string> GraphMgr::Register(std::vector<std::pair<std::string, std::unique_ptr<Graph>>> partitions) {
   auto item = std::make_shared<Item>();
-  for (auto& [device_name, def] : partitions) {
+  for (auto& [device_name, graph] : partitions) {
     StatusOr<Device*> device = local_->devices()->Lookup(device_name);
     if (!device.ok() || (*device)->name() != device_name) {
       return errors::InvalidArgument(task_name_, " has no device '", device_name, "' to run a partition on");
     }
     ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor,
-                     CreatePartitionExecutor(std::move(def), *device, local_->resources().get()));
+                     CreatePartitionExecutor(std::move(graph), *device, local_->resources().get()));
     item->executors.push_back(std::move(executor));
   }
   std::lock_guard<std::mutex> lock(mu_);
@@ -88,24 +88,17 @@ Status GraphMgr::Run(const std::string& handle, int64_t step_id, std::map<int, T
   MapCallFrame frame(std::move(args));
   RemoteRendezvous rendezvous(local_->rendezvous()->Find(step_id), job_, task_, channels_, step_id, options.timeout);
   CancellationManager cancellation;
-  // An error or deadline anywhere in the step wakes every receive still waiting on this task.
-  cancellation.RegisterCallback(cancellation.NewToken(),
-                                [&rendezvous] { rendezvous.StartAbort(errors::Cancelled("Step was cancelled")); });
-  ResourceMgr step_resources;  // this task's part of the step
-  Executor::Args exec_args;
-  exec_args.step_id = step_id;
-  exec_args.step_resources = &step_resources;
-  exec_args.call_frame = &frame;
-  exec_args.runner = pool_;
-  exec_args.cancellation = &cancellation;
-  exec_args.rendezvous = &rendezvous;
   std::vector<const Executor*> executors;
   for (const auto& e : item->executors) executors.push_back(e.get());
-  PartitionRunOptions run_options;
-  run_options.pool = pool_;
-  run_options.timeout = options.timeout;
-  run_options.abandoned = options.abandoned;
-  RETURN_IF_ERROR(RunPartitions(executors, exec_args, run_options));
+  StepRun run;
+  run.step_id = step_id;
+  run.call_frame = &frame;
+  run.rendezvous = &rendezvous;
+  run.cancellation = &cancellation;
+  run.pool = pool_;
+  run.timeout = options.timeout;
+  run.abandoned = options.abandoned;
+  RETURN_IF_ERROR(RunStep(executors, run));
   *retvals = frame.TakeRetvals();
   return Status::OK();
 }

@@ -5,7 +5,7 @@
 // every session that names them.
 //
 //   GraphMgr graphs(server, "worker", 1, channels, pool);
-//   auto handle = graphs.Register({{"/job:worker/replica:0/task:1/device:CPU:0", part}});
+//   auto handle = graphs.Register(partitions);   // (device, Graph) pairs of a StepPlan
 //   std::map<int, Tensor> retvals;
 //   Status s = graphs.Run(*handle, step_id, {{0, x}}, {}, &retvals);
 //   graphs.CleanupStep(step_id);   // once every task of the step is done
@@ -37,7 +37,7 @@ class GraphMgr {
 
   // Makes the executors of `partitions` (device full name, graph). InvalidArgument for a
   // device this task does not have, or the executor's error naming the node.
-  StatusOr<std::string> Register(std::vector<std::pair<std::string, GraphDef>> partitions);
+  StatusOr<std::string> Register(std::vector<std::pair<std::string, std::unique_ptr<Graph>>> partitions);
   // NotFound for a handle not registered (or already deregistered). Steps in flight finish.
   Status Deregister(const std::string& handle);
 

@@ -14,10 +14,8 @@
 #include "graph/serialize/graph_json.h"
 #include "graph/serialize/tensor_codec.h"
 #include "placement/placer.h"
-#include "runtime/graph_rewrites.h"
 #include "runtime/device_factory.h"
-#include "runtime/partition.h"
-#include "runtime/subgraph.h"
+#include "runtime/step_plan.h"
 
 namespace tessera {
 namespace {
@@ -92,13 +90,13 @@ StatusOr<std::vector<RemoteDevice>> AskForDevices(rpc::WorkerService::Stub& stub
 }
 
 // The _Arg indices of a task's partitions: the feeds it takes.
-StatusOr<std::vector<int>> ArgIndices(const std::vector<std::pair<std::string, GraphDef>>& parts) {
+StatusOr<std::vector<int>> ArgIndices(const std::vector<std::pair<std::string, std::unique_ptr<Graph>>>& parts) {
   std::vector<int> out;
-  for (const auto& [device, def] : parts) {
-    for (const NodeDef& n : def.nodes) {
-      if (!IsArg(n.op)) continue;
+  for (const auto& [device, graph] : parts) {
+    for (const Node* n : graph->nodes()) {
+      if (!IsArg(n->op())) continue;
       int64_t index = 0;
-      RETURN_IF_ERROR(GetAttr(n.attrs, n.name, "index", &index));
+      RETURN_IF_ERROR(n->GetAttr("index", &index));
       out.push_back(static_cast<int>(index));
     }
   }
@@ -114,13 +112,14 @@ struct MasterSession::TaskClient {
   std::shared_ptr<rpc::WorkerService::Stub> stub;
   std::shared_ptr<WorkerChannels> channels;
 
-  StatusOr<std::string> Register(std::vector<std::pair<std::string, GraphDef>> parts) {
+  StatusOr<std::string> Register(std::vector<std::pair<std::string, std::unique_ptr<Graph>>> parts) {
     if (local != nullptr) return local->Register(std::move(parts));
     rpc::RegisterGraphRequest request;
-    for (const auto& [device, def] : parts) {
+    for (auto& [device, graph] : parts) {
       rpc::PartitionGraph* p = request.add_partitions();
       p->set_device(device);
-      p->set_graph_json(GraphDefToJson(def));
+      p->set_graph_json(GraphDefToJson(graph->ToGraphDef()));
+      graph.reset();
     }
     rpc::RegisterGraphResponse response;
     auto context = channels->NewContext(kControlTimeout);
@@ -275,24 +274,22 @@ StatusOr<std::shared_ptr<const MasterSession::Plan>> MasterSession::GetOrCreateP
 
   std::vector<std::string> feed_names;
   for (const auto& f : feeds) feed_names.push_back(f.first);
-  ASSIGN_OR_RETURN(Subgraph sub, BuildSubgraph(*graph_, feed_names, fetches, targets));
-  // The same rewrites as a local session's, so a cluster computes what one process does.
-  ASSIGN_OR_RETURN(sub.graph, RewriteStepGraph(std::move(sub.graph), RewriteOptionsOf(config_)));
   std::map<std::string, uint64_t> incarnations;
   for (const RemoteDevice& d : devices_) incarnations[d.name] = d.incarnation;
-  PartitionOptions popts;
-  popts.incarnation = [&incarnations](const std::string& device) {
+  StepPlanOptions options;
+  // The same rewrites as a local session's, so a cluster computes what one process does.
+  options.rewrites = RewriteOptionsOf(config_);
+  options.incarnation = [&incarnations](const std::string& device) {
     auto it = incarnations.find(device);
     return it == incarnations.end() ? uint64_t{0} : it->second;
   };
-  ASSIGN_OR_RETURN(auto partitions, Partition(*sub.graph, popts));
-  sub.graph.reset();
-  std::map<std::string, std::vector<std::pair<std::string, GraphDef>>> by_task;
-  for (auto& [device, part] : partitions) by_task[part.task].emplace_back(device, std::move(part.graph));
+  ASSIGN_OR_RETURN(StepPlan step, BuildStepPlan(*graph_, placement_, feed_names, fetches, targets, options));
+  std::map<std::string, std::vector<std::pair<std::string, std::unique_ptr<Graph>>>> by_task;
+  for (auto& [device, part] : step.partitions) by_task[part.task].emplace_back(device, std::move(part.graph));
 
   auto plan = std::make_shared<Plan>();
-  plan->feeds = std::move(sub.feeds);
-  plan->fetches = std::move(sub.fetches);
+  plan->feeds = std::move(step.feeds);
+  plan->fetches = std::move(step.fetches);
   Status status;
   for (auto& [task, parts] : by_task) {
     Plan::Part part;

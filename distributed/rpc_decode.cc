@@ -7,18 +7,20 @@
 
 namespace tessera {
 
-StatusOr<std::vector<std::pair<std::string, GraphDef>>> DecodePartitions(const rpc::RegisterGraphRequest& request) {
-  std::vector<std::pair<std::string, GraphDef>> partitions;
+StatusOr<std::vector<std::pair<std::string, std::unique_ptr<Graph>>>> DecodePartitions(
+    const rpc::RegisterGraphRequest& request) {
+  std::vector<std::pair<std::string, std::unique_ptr<Graph>>> partitions;
   std::set<std::string> devices;
   for (const rpc::PartitionGraph& p : request.partitions()) {
     if (!devices.insert(p.device()).second) {
       return errors::InvalidArgument("two partitions for device '", p.device(), "'");
     }
     StatusOr<GraphDef> def = GraphDefFromJson(p.graph_json());
-    if (!def.ok()) {
-      return Status(def.status().code(), StrCat("the partition for ", p.device(), ": ", def.status().message()));
+    StatusOr<std::unique_ptr<Graph>> graph = def.ok() ? Graph::FromGraphDef(*def) : def.status();
+    if (!graph.ok()) {
+      return Status(graph.status().code(), StrCat("the partition for ", p.device(), ": ", graph.status().message()));
     }
-    partitions.emplace_back(p.device(), *std::move(def));
+    partitions.emplace_back(p.device(), std::move(*graph));
   }
   return partitions;
 }

@@ -110,7 +110,7 @@ Node* Graph::FindNode(std::string_view name) const {
   return it == by_name_.end() ? nullptr : it->second;
 }
 
-namespace {
+namespace graph_internal {
 
 // One data or control input of the node being added.
 struct InputSource {
@@ -122,6 +122,13 @@ struct ResolvedInputs {
   std::vector<InputSource> data;
   std::vector<InputSource> control;
 };
+
+}  // namespace graph_internal
+
+namespace {
+
+using graph_internal::InputSource;
+using graph_internal::ResolvedInputs;
 
 // The node's name is valid and unused, its op is registered and declares every attr given.
 StatusOr<const OpDef*> ValidateNodeDef(const NodeDef& def, const Graph& graph, const OpRegistry& ops,
@@ -334,7 +341,7 @@ Status AddDefaultsAndCheckAttrs(const OpDef& op, const std::string& where, AttrM
 }
 
 // The outputs' shapes from the op's shape function, which sees the values of Const inputs.
-StatusOr<std::vector<TensorShape>> InferShapes(const NodeDef& def, const OpDef& op, const AttrMap& attrs,
+StatusOr<std::vector<TensorShape>> InferShapes(const std::string& name, const OpDef& op, const AttrMap& attrs,
                                                const std::vector<InputSource>& data, int num_outputs) {
   std::vector<TensorShape> in_shapes;
   std::vector<const Tensor*> in_values;
@@ -347,11 +354,11 @@ StatusOr<std::vector<TensorShape>> InferShapes(const NodeDef& def, const OpDef& 
     }
     in_values.push_back(value);
   }
-  InferenceContext ctx(def.name, attrs, in_shapes, in_values, num_outputs);
+  InferenceContext ctx(name, attrs, in_shapes, in_values, num_outputs);
   Status shape_status = op.shape_fn(ctx);
   if (!shape_status.ok()) {
     return Status(shape_status.code(),
-                  StrCat(shape_status.message(), " for '", def.name, "' (op: '", def.op,
+                  StrCat(shape_status.message(), " for '", name, "' (op: '", op.name,
                          "') with input shapes: ", ShapesString(in_shapes), "."));
   }
   return ctx.outputs();
@@ -373,11 +380,9 @@ StatusOr<Node*> Graph::AddNode(const NodeDef& def) {
   ASSIGN_OR_RETURN(ArgTypes in_types, ExpandArgs(*op, op->inputs, attrs, def.name));
   ASSIGN_OR_RETURN(ArgTypes out_types, ExpandArgs(*op, op->outputs, attrs, def.name));
   ASSIGN_OR_RETURN(std::vector<TensorShape> output_shapes,
-                   InferShapes(def, *op, attrs, in.data, static_cast<int>(out_types.types.size())));
+                   InferShapes(def.name, *op, attrs, in.data, static_cast<int>(out_types.types.size())));
 
   Node& n = nodes_.emplace_back();
-  n.id_ = static_cast<int>(node_ptrs_.size());
-  n.name_ = def.name;
   n.op_def_ = op;
   n.attrs_ = std::move(attrs);
   n.input_types_ = std::move(in_types.types);
@@ -385,6 +390,47 @@ StatusOr<Node*> Graph::AddNode(const NodeDef& def) {
   n.output_types_ = std::move(out_types.types);
   n.output_is_ref_ = std::move(out_types.is_ref);
   n.output_shapes_ = std::move(output_shapes);
+  return Wire(n, def, in);
+}
+
+// A copy keeps what its source resolved; only its inputs are new, so only their types are
+// checked, and its shapes follow from them.
+StatusOr<Node*> Graph::AddCopy(const NodeDef& def, const Node& source) {
+  const std::string where = StrCat("'", def.name, "' (", source.op(), ")");
+  if (FindNode(def.name) != nullptr) return errors::InvalidArgument("Duplicate node name '", def.name, "'");
+  ASSIGN_OR_RETURN(ResolvedInputs in, ResolveInputs(def, *this, where));
+  if (static_cast<int>(in.data.size()) != source.num_inputs()) {
+    return errors::InvalidArgument("Node ", where, " copies ", source.DebugName(), ", which has ", source.num_inputs(),
+                                   " data inputs, with ", in.data.size());
+  }
+  for (size_t i = 0; i < in.data.size(); ++i) {
+    const InputSource& s = in.data[i];
+    // A reference output may feed a value input, as in AddNode; not the other way round.
+    if (s.node->output_type(s.port) != source.input_type(static_cast<int>(i)) ||
+        (source.input_is_ref(static_cast<int>(i)) && !s.node->output_is_ref(s.port))) {
+      return errors::InvalidArgument("Input ", i, " of node ", where, " expects ",
+                                     DataTypeName(source.input_type(static_cast<int>(i))), " but '", def.inputs[i],
+                                     "' is ", DataTypeName(s.node->output_type(s.port)));
+    }
+  }
+  AttrMap attrs = source.attrs_;
+  for (const auto& [name, value] : def.attrs) attrs[name] = value;
+  ASSIGN_OR_RETURN(std::vector<TensorShape> output_shapes,
+                   InferShapes(def.name, *source.op_def_, attrs, in.data, source.num_outputs()));
+  Node& n = nodes_.emplace_back();
+  n.op_def_ = source.op_def_;
+  n.attrs_ = std::move(attrs);
+  n.input_types_ = source.input_types_;
+  n.input_is_ref_ = source.input_is_ref_;
+  n.output_types_ = source.output_types_;
+  n.output_is_ref_ = source.output_is_ref_;
+  n.output_shapes_ = std::move(output_shapes);
+  return Wire(n, def, in);
+}
+
+Node* Graph::Wire(Node& n, const NodeDef& def, const ResolvedInputs& in) {
+  n.id_ = static_cast<int>(node_ptrs_.size());
+  n.name_ = def.name;
   n.requested_device_ = def.device;
   n.colocate_with_ = def.colocate_with;
   n.requested_by_function_ = def.device_from_function;
@@ -434,31 +480,73 @@ Status Graph::ConnectBackEdge(Node* merge, int input, Node* source, int port) {
 }
 
 StatusOr<std::unique_ptr<Graph>> Graph::FromGraphDef(const GraphDef& def, const OpRegistry* ops) {
-  // Kahn's algorithm over names, keeping the file's order among ready nodes. A while loop's
+  std::vector<const NodeDef*> defs;
+  defs.reserve(def.nodes.size());
+  for (const NodeDef& n : def.nodes) defs.push_back(&n);
+  return Build(defs, std::vector<const Node*>(defs.size()), std::vector<const std::string*>(defs.size()), ops);
+}
+
+StatusOr<std::unique_ptr<Graph>> Graph::Assemble(const std::vector<NodePart>& parts, const OpRegistry* ops) {
+  std::vector<const NodeDef*> defs;
+  std::vector<const Node*> sources;
+  std::vector<const std::string*> assigned;
+  for (const NodePart& p : parts) {
+    defs.push_back(&p.def);
+    sources.push_back(p.copy_of);
+    assigned.push_back(&p.assigned_device);
+  }
+  return Build(defs, sources, assigned, ops);
+}
+
+NodePart NodePart::Copy(const Node& n) {
+  NodePart part;
+  part.copy_of = &n;
+  part.def.name = n.name();
+  part.def.op = n.op();
+  for (int i = 0; i < n.num_inputs(); ++i) {
+    const Edge* e = n.input_edge(i);
+    part.def.inputs.push_back(e->src_output == 0 ? e->src->name() : StrCat(e->src->name(), ":", e->src_output));
+  }
+  for (const Edge* e : n.control_inputs()) part.def.inputs.push_back("^" + e->src->name());
+  part.def.device = n.requested_device();
+  part.def.colocate_with = n.colocate_with();
+  part.def.device_from_function = n.requested_by_function();
+  part.assigned_device = n.assigned_device();
+  return part;
+}
+
+StatusOr<std::unique_ptr<Graph>> Graph::Build(const std::vector<const NodeDef*>& defs,
+                                              const std::vector<const Node*>& sources,
+                                              const std::vector<const std::string*>& assigned,
+                                              const OpRegistry* ops) {
+  const size_t num = defs.size();
+  const auto op_of = [&](size_t i) -> const std::string& {
+    return sources[i] != nullptr ? sources[i]->op() : defs[i]->op;
+  };
+  // Kahn's algorithm over names, keeping the given order among ready nodes. A while loop's
   // back edges (NextIteration into Merge) are left out of the order and connected last.
   std::map<std::string_view, size_t, std::less<>> index;
-  for (size_t i = 0; i < def.nodes.size(); ++i) {
-    if (!index.emplace(def.nodes[i].name, i).second) {
-      return errors::InvalidArgument("Duplicate node name '", def.nodes[i].name, "'");
+  for (size_t i = 0; i < num; ++i) {
+    if (!index.emplace(defs[i]->name, i).second) {
+      return errors::InvalidArgument("Duplicate node name '", defs[i]->name, "'");
     }
   }
-  std::vector<int> pending(def.nodes.size(), 0);
-  std::vector<std::vector<size_t>> consumers(def.nodes.size());
+  std::vector<int> pending(num, 0);
+  std::vector<std::vector<size_t>> consumers(num);
   std::vector<BackEdge> back_edges;
-  for (size_t i = 0; i < def.nodes.size(); ++i) {
+  for (size_t i = 0; i < num; ++i) {
     size_t data_input = 0;
-    for (const std::string& input : def.nodes[i].inputs) {
+    for (const std::string& input : defs[i]->inputs) {
       StatusOr<TensorId> id = ParseTensorName(input);
       if (!id.ok()) {
-        return id.status().WithSuffix(StrCat(" in the inputs of node '", def.nodes[i].name, "'"));
+        return id.status().WithSuffix(StrCat(" in the inputs of node '", defs[i]->name, "'"));
       }
       auto it = index.find(id->node);
       if (it == index.end()) {
-        return errors::InvalidArgument("Node '", def.nodes[i].name, "' (", def.nodes[i].op,
-                                       ") has input '", input, "' which names an unknown node '",
-                                       id->node, "'");
+        return errors::InvalidArgument("Node '", defs[i]->name, "' (", op_of(i), ") has input '", input,
+                                       "' which names an unknown node '", id->node, "'");
       }
-      if (!id->is_control() && IsMerge(def.nodes[i].op) && IsNextIteration(def.nodes[it->second].op)) {
+      if (!id->is_control() && IsMerge(op_of(i)) && IsNextIteration(op_of(it->second))) {
         back_edges.push_back({i, data_input++, it->second, id->index});
         continue;
       }
@@ -469,7 +557,7 @@ StatusOr<std::unique_ptr<Graph>> Graph::FromGraphDef(const GraphDef& def, const 
   }
   std::vector<size_t> order;
   std::priority_queue<size_t, std::vector<size_t>, std::greater<>> ready;
-  for (size_t i = 0; i < def.nodes.size(); ++i) {
+  for (size_t i = 0; i < num; ++i) {
     if (pending[i] == 0) ready.push(i);
   }
   while (!ready.empty()) {
@@ -480,12 +568,12 @@ StatusOr<std::unique_ptr<Graph>> Graph::FromGraphDef(const GraphDef& def, const 
       if (--pending[c] == 0) ready.push(c);
     }
   }
-  if (order.size() != def.nodes.size()) {
+  if (order.size() != num) {
     std::string cyclic;
     int listed = 0;
-    for (size_t i = 0; i < def.nodes.size() && listed < 5; ++i) {
+    for (size_t i = 0; i < num && listed < 5; ++i) {
       if (pending[i] > 0) {
-        cyclic += StrCat(listed++ ? ", '" : "'", def.nodes[i].name, "'");
+        cyclic += StrCat(listed++ ? ", '" : "'", defs[i]->name, "'");
       }
     }
     return errors::InvalidArgument("Graph has a cycle: these nodes can never run: ", cyclic);
@@ -494,7 +582,7 @@ StatusOr<std::unique_ptr<Graph>> Graph::FromGraphDef(const GraphDef& def, const 
   // which has the same type, then rewired once their sources exist.
   std::map<size_t, NodeDef> with_stand_ins;
   for (const BackEdge& b : back_edges) {
-    auto [it, inserted] = with_stand_ins.try_emplace(b.merge, def.nodes[b.merge]);
+    auto [it, inserted] = with_stand_ins.try_emplace(b.merge, *defs[b.merge]);
     NodeDef& merge = it->second;
     std::string stand_in;
     for (size_t k = 0, data = 0; k < merge.inputs.size() && stand_in.empty(); ++k) {
@@ -505,7 +593,7 @@ StatusOr<std::unique_ptr<Graph>> Graph::FromGraphDef(const GraphDef& def, const 
       ++data;
     }
     if (stand_in.empty()) {
-      return errors::InvalidArgument("Node '", merge.name, "' (", merge.op,
+      return errors::InvalidArgument("Node '", merge.name, "' (", op_of(b.merge),
                                      ") has only NextIteration inputs: a loop needs a way in");
     }
     for (size_t k = 0, data = 0; k < merge.inputs.size(); ++k) {
@@ -516,11 +604,13 @@ StatusOr<std::unique_ptr<Graph>> Graph::FromGraphDef(const GraphDef& def, const 
   auto g = std::make_unique<Graph>(ops);
   for (size_t i : order) {
     auto stand_in = with_stand_ins.find(i);
-    RETURN_IF_ERROR(g->AddNode(stand_in == with_stand_ins.end() ? def.nodes[i] : stand_in->second).status());
+    const NodeDef& def = stand_in == with_stand_ins.end() ? *defs[i] : stand_in->second;
+    ASSIGN_OR_RETURN(Node* n, sources[i] != nullptr ? g->AddCopy(def, *sources[i]) : g->AddNode(def));
+    if (assigned[i] != nullptr && !assigned[i]->empty()) n->set_assigned_device(*assigned[i]);
   }
   for (const BackEdge& b : back_edges) {
-    RETURN_IF_ERROR(g->ConnectBackEdge(g->FindNode(def.nodes[b.merge].name), static_cast<int>(b.input),
-                                       g->FindNode(def.nodes[b.source].name), b.port));
+    RETURN_IF_ERROR(g->ConnectBackEdge(g->FindNode(defs[b.merge]->name), static_cast<int>(b.input),
+                                       g->FindNode(defs[b.source]->name), b.port));
   }
   return g;
 }

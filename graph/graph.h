@@ -24,6 +24,9 @@
 namespace tessera {
 
 class Node;
+namespace graph_internal {
+struct ResolvedInputs;
+}  // namespace graph_internal
 
 inline constexpr int kControlSlot = -1;
 
@@ -99,6 +102,23 @@ class Node {
   std::vector<std::string> colocate_with_;
 };
 
+// One node of a graph assembled from parts of others (Graph::Assemble): a new node, or a copy
+// of a node of another graph under a name and inputs of its own.
+struct NodePart {
+  // A new node; for a copy, its name, inputs, requested device and colocation, and attrs to
+  // set over its source's (ones that change no type, such as the runtime's own "_..." attrs).
+  NodeDef def;
+  // The node a copy copies, of a graph with the same op registry; null for a new node. A copy
+  // keeps its source's op and resolved types without checking them again, but for its inputs'
+  // types; its shapes are inferred again from its new inputs, as a new node's are.
+  const Node* copy_of = nullptr;
+  std::string assigned_device;
+
+  // A copy of `n` as it is: its name, op, inputs ("x:1", "^y"), requested and assigned device
+  // and colocation.
+  static NodePart Copy(const Node& n);
+};
+
 class Graph {
  public:
   // `ops` is borrowed and must outlive the graph.
@@ -112,6 +132,10 @@ class Graph {
   // Orders `def` topologically, then adds every node.
   static StatusOr<std::unique_ptr<Graph>> FromGraphDef(const GraphDef& def,
                                                        const OpRegistry* ops = OpRegistry::Global());
+  // The same for parts that copy nodes of other graphs, without making a GraphDef of them:
+  // how the runtime's passes (pruning, rewrites, partitioning) make one graph from another.
+  static StatusOr<std::unique_ptr<Graph>> Assemble(const std::vector<NodePart>& parts,
+                                                   const OpRegistry* ops = OpRegistry::Global());
   GraphDef ToGraphDef() const;
 
   Node* FindNode(std::string_view name) const;
@@ -122,6 +146,15 @@ class Graph {
   const OpRegistry* op_registry() const { return ops_; }
 
  private:
+  // Node i is defs[i], or a copy of sources[i] where that is set; assigned[i], where set, is
+  // its assigned device. What FromGraphDef and Assemble share.
+  static StatusOr<std::unique_ptr<Graph>> Build(const std::vector<const NodeDef*>& defs,
+                                                const std::vector<const Node*>& sources,
+                                                const std::vector<const std::string*>& assigned,
+                                                const OpRegistry* ops);
+  StatusOr<Node*> AddCopy(const NodeDef& def, const Node& source);
+  // Names `n` after `def` and connects its inputs: the last step of adding a node.
+  Node* Wire(Node& n, const NodeDef& def, const graph_internal::ResolvedInputs& inputs);
   // Makes data input `input` of `merge` come from output `port` of `source` instead.
   Status ConnectBackEdge(Node* merge, int input, Node* source, int port);
 

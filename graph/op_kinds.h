@@ -38,6 +38,8 @@ inline bool IsConstant(std::string_view op) { return op == "Const"; }
 inline bool IsPlaceholder(std::string_view op) { return op == "Placeholder" || op == "PlaceholderWithDefault"; }
 inline bool IsNoOp(std::string_view op) { return op == "NoOp"; }
 inline bool IsIdentity(std::string_view op) { return op == "Identity"; }
+// A member of an all-reduce group (runtime/collective_rings.h).
+inline bool IsAllReduce(std::string_view op) { return op == "AllReduce"; }
 // A TF1 variable (its buffer is its output reference).
 inline bool IsVariable(std::string_view op) { return op == "VariableV2"; }
 

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "graph/device_name.h"
+#include "graph/op_kinds.h"
 #include "kernels/kernel_registry.h"
 
 namespace tessera {
@@ -60,7 +61,7 @@ Status AssignRingPlaces(const std::vector<NodeDef*>& nodes,
                         const std::function<uint64_t(const std::string& device)>& incarnation) {
   std::map<std::pair<int64_t, int64_t>, std::vector<NodeDef*>> groups;
   for (NodeDef* n : nodes) {
-    if (n->op != "AllReduce") continue;
+    if (!IsAllReduce(n->op)) continue;
     groups[{AttrOr<int64_t>(*n, "group_key", 0), AttrOr<int64_t>(*n, "instance_key", 0)}].push_back(n);
   }
   for (auto& [key, members] : groups) {

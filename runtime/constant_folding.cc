@@ -133,44 +133,43 @@ StatusOr<std::unique_ptr<Graph>> FoldConstants(std::unique_ptr<Graph> graph, int
   StatusOr<std::vector<Tensor>> values = Evaluate(eval, value_index.size(), graph->op_registry());
   if (!values.ok()) return graph;  // the step meets the same error, where it names the node as run
 
-  const auto constant = [](std::string name, const std::string& device, const Tensor& value) {
-    NodeDef def;
-    def.name = std::move(name);
-    def.op = "Const";
-    def.device = device;
-    def.attrs = {{"dtype", value.dtype()}, {"value", value}};
-    return def;
+  const auto constant = [](std::string name, const Node& folded, const Tensor& value) {
+    NodePart part;
+    part.def.name = std::move(name);
+    part.def.op = "Const";
+    part.def.device = folded.requested_device();
+    part.def.attrs = {{"dtype", value.dtype()}, {"value", value}};
+    part.assigned_device = folded.assigned_device();
+    return part;
   };
   std::map<std::pair<std::string, int>, std::string> renamed;  // (node, output) of a multi-output node -> its Const
-  std::map<std::string, std::string> devices;                  // every node's assigned device, by name
-  GraphDef out;
+  std::set<std::string> taken;                                 // the names of those Consts
+  std::vector<NodePart> parts;
   for (const Node* n : graph->nodes()) {
-    devices[n->name()] = n->assigned_device();
     if (dropped[n->id()]) continue;
     if (!folded[n->id()]) {
-      out.nodes.push_back(n->ToNodeDef());
+      parts.push_back(NodePart::Copy(*n));
     } else if (n->num_outputs() == 1) {
-      out.nodes.push_back(constant(n->name(), n->requested_device(), (*values)[value_index.at({n->id(), 0})]));
+      parts.push_back(constant(n->name(), *n, (*values)[value_index.at({n->id(), 0})]));
     } else {
       for (const auto& [key, index] : value_index) {
         if (key.first != n->id()) continue;
         std::string name = StrCat(n->name(), "/folded_output_", key.second);
-        while (graph->FindNode(name) != nullptr || devices.count(name) != 0) name += "_";
-        devices[name] = n->assigned_device();
+        while (graph->FindNode(name) != nullptr || taken.count(name) != 0) name += "_";
+        taken.insert(name);
         renamed[{n->name(), key.second}] = name;
-        out.nodes.push_back(constant(name, n->requested_device(), (*values)[index]));
+        parts.push_back(constant(name, *n, (*values)[index]));
       }
     }
   }
-  for (NodeDef& def : out.nodes) {
-    for (std::string& input : def.inputs) {
+  for (NodePart& part : parts) {
+    for (std::string& input : part.def.inputs) {
       ASSIGN_OR_RETURN(TensorId id, ParseTensorName(input));
       auto it = id.is_control() ? renamed.end() : renamed.find({std::string(id.node), id.index});
       if (it != renamed.end()) input = StrCat(it->second, ":0");
     }
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<Graph> rewritten, Graph::FromGraphDef(out, graph->op_registry()));
-  for (Node* n : rewritten->nodes()) n->set_assigned_device(devices.at(n->name()));
+  ASSIGN_OR_RETURN(std::unique_ptr<Graph> rewritten, Graph::Assemble(parts, graph->op_registry()));
   return rewritten;
 }
 

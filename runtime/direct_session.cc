@@ -9,12 +9,10 @@
 #include "kernels/vector_call_frame.h"
 #include "placement/placer.h"
 #include "runtime/executor.h"
-#include "runtime/graph_rewrites.h"
-#include "runtime/partition.h"
-#include "runtime/run_partitions.h"
+#include "runtime/run_step.h"
 #include "runtime/server.h"
 #include "runtime/step_capture.h"
-#include "runtime/subgraph.h"
+#include "runtime/step_plan.h"
 
 namespace tessera {
 namespace {
@@ -161,28 +159,18 @@ StatusOr<std::shared_ptr<const DirectSession::ExecutorAndKeys>> DirectSession::G
   }
   std::vector<std::string> feed_names;
   for (const auto& f : feeds) feed_names.push_back(f.first);
-  ASSIGN_OR_RETURN(Subgraph sub, BuildSubgraph(*graph_, feed_names, fetches, targets));
+  StepPlanOptions options;
+  options.rewrites = RewriteOptionsOf(config_);
+  options.incarnation = [this](const std::string& device) { return devices_->IncarnationOf(device); };
+  ASSIGN_OR_RETURN(StepPlan plan, BuildStepPlan(*graph_, placement_, feed_names, fetches, targets, options));
   auto ek = std::make_shared<ExecutorAndKeys>();
-  ek->feeds = std::move(sub.feeds);
-  ek->fetches = std::move(sub.fetches);
-  for (const Node* n : sub.graph->nodes()) {
-    const Node* orig = graph_->FindNode(n->name());
-    ek->placement.push_back(orig != nullptr ? placement_[orig->id()]
-                                            : PlacementRecord{n->name(), n->op(), n->assigned_device(),
-                                                              PlacementReason::kColocated,
-                                                              "feed or fetch of the step"});
-  }
-  ASSIGN_OR_RETURN(sub.graph, RewriteStepGraph(std::move(sub.graph), RewriteOptionsOf(config_)));
-  PartitionOptions popts;
-  popts.incarnation = [this](const std::string& device) { return devices_->IncarnationOf(device); };
-  ASSIGN_OR_RETURN(auto partitions, Partition(*sub.graph, popts));
-  // Each copy of the graph goes as soon as the next is made: a graph of a million nodes
-  // takes gigabytes in every form.
-  sub.graph.reset();
-  ek->needs_rendezvous = partitions.size() > 1;
+  ek->feeds = std::move(plan.feeds);
+  ek->fetches = std::move(plan.fetches);
+  ek->placement = std::move(plan.placement);
+  ek->needs_rendezvous = plan.partitions.size() > 1;
   Device* device = nullptr;  // the last partition's
-  for (auto& [device_name, part] : partitions) {
-    for (const NodeDef& n : part.graph.nodes) ek->needs_rendezvous |= IsSend(n.op) || IsRecv(n.op);
+  for (auto& [device_name, part] : plan.partitions) {
+    for (const Node* n : part.graph->nodes()) ek->needs_rendezvous |= IsSend(n->op()) || IsRecv(n->op());
     ASSIGN_OR_RETURN(device, devices_->Lookup(device_name));
     ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor,
                      CreatePartitionExecutor(std::move(part.graph), device, resource_mgr_.get()));
@@ -219,70 +207,56 @@ Status DirectSession::Run(const RunOptions& options, const std::vector<std::pair
     steps_.insert(&cancellation);
   }
   const int64_t step_id = NewStepId();
-  std::shared_ptr<Rendezvous> rendezvous;
-  const size_t num_parts = ek->executors.size();
-  if (ek->needs_rendezvous) {
-    rendezvous = rendezvous_mgr_->Find(step_id);
-    // An error or deadline anywhere wakes every Recv still waiting, on every device.
-    cancellation.RegisterCallback(cancellation.NewToken(), [r = rendezvous.get()] {
-      r->StartAbort(errors::Cancelled("Step was cancelled"));
-    });
-  }
+  std::shared_ptr<Rendezvous> rendezvous = ek->needs_rendezvous ? rendezvous_mgr_->Find(step_id) : nullptr;
   const bool trace = metadata != nullptr && options.trace_level == RunOptions::TraceLevel::kFullTrace;
-  std::vector<std::vector<NodeExecStats>> stats(trace ? num_parts : 0);
-  ResourceMgr step_resources;
-  Executor::Args args;
-  args.step_id = step_id;
-  args.step_resources = &step_resources;
-  args.call_frame = &frame;
-  args.runner = inter_op_pool_;
-  args.cancellation = &cancellation;
-  args.rendezvous = rendezvous.get();
-
-  const int64_t timeout_ms = options.timeout_in_ms > 0 ? options.timeout_in_ms : config_.operation_timeout_in_ms;
+  std::vector<NodeExecStats> stats;
+  StepRun run;
+  run.step_id = step_id;
+  run.call_frame = &frame;
+  run.rendezvous = rendezvous.get();
+  run.cancellation = &cancellation;
+  run.pool = inter_op_pool_;
+  run.timeout = std::chrono::milliseconds(options.timeout_in_ms > 0 ? options.timeout_in_ms
+                                                                    : config_.operation_timeout_in_ms);
+  run.stats = trace ? &stats : nullptr;
   std::vector<const Executor*> executors;
   for (const auto& e : ek->executors) executors.push_back(e.get());
-  PartitionRunOptions run_options;
-  run_options.pool = inter_op_pool_;
-  run_options.timeout = std::chrono::milliseconds(timeout_ms);
-  run_options.stats = trace ? &stats : nullptr;
   Status status;
   if (ek->capture != nullptr && !trace) {
-    status = ek->capture->Run(recording_mu_, &frame, [&] { return RunPartitions(executors, args, run_options); },
+    status = ek->capture->Run(recording_mu_, &frame, [&] { return RunStep(executors, run); },
                               [&](CallFrame* fixed) {
-                                Executor::Args here = args;
-                                here.runner = nullptr;
-                                here.call_frame = fixed;
-                                return executors[0]->Run(here);
+                                StepRun replay = run;
+                                replay.call_frame = fixed;
+                                replay.pool = nullptr;
+                                replay.timeout = std::chrono::milliseconds(0);
+                                return RunStep(executors, replay);
                               });
   } else if (config_.gpu_options.capture_steps) {
     std::shared_lock<std::shared_mutex> not_while_recording(recording_mu_);
-    status = RunPartitions(executors, args, run_options);
+    status = RunStep(executors, run);
   } else {
-    status = RunPartitions(executors, args, run_options);
+    status = RunStep(executors, run);
   }
   {
     std::lock_guard<std::mutex> lock(steps_mu_);
     steps_.erase(&cancellation);
   }
   if (rendezvous != nullptr) rendezvous_mgr_->Cleanup(step_id);
-  if (metadata != nullptr) {
-    metadata->placement = ek->placement;
-    metadata->step_stats.clear();
-    for (auto& part : stats) {
-      for (NodeExecStats& s : part) {
-        if (!s.node.empty()) metadata->step_stats.push_back(std::move(s));
-      }
-    }
-    metadata->allocation_stats = AllocationStats(*devices_);
-    metadata->partition_graphs.clear();
-    if (options.output_partition_graphs) {
-      for (const auto& executor : ek->executors) metadata->partition_graphs.push_back(executor->graph().ToGraphDef());
-    }
-  }
+  if (metadata != nullptr) FillMetadata(*ek, options, std::move(stats), metadata);
   RETURN_IF_ERROR(status);
   if (outputs != nullptr) *outputs = std::move(frame.retvals());
   return Status::OK();
+}
+
+void DirectSession::FillMetadata(const ExecutorAndKeys& ek, const RunOptions& options,
+                                 std::vector<NodeExecStats> stats, RunMetadata* metadata) const {
+  metadata->placement = ek.placement;
+  metadata->step_stats = std::move(stats);
+  metadata->allocation_stats = AllocationStats(*devices_);
+  metadata->partition_graphs.clear();
+  if (options.output_partition_graphs) {
+    for (const auto& executor : ek.executors) metadata->partition_graphs.push_back(executor->graph().ToGraphDef());
+  }
 }
 
 void DirectSession::Close() {

@@ -1,8 +1,8 @@
 // DirectSession: the Session of targets "" and "local://<n>", running a graph in this
-// process. It places the graph once, then for each distinct (feeds, fetches, targets) takes
-// the part of the graph needed, splits it into one graph per device joined by _Send/_Recv
-// pairs (partition.h), caches an executor per device, and runs them together; each step
-// gets its rendezvous from the RendezvousMgr by step id.
+// process. It places the graph once, then for each distinct (feeds, fetches, targets) makes
+// its step plan (step_plan.h: the part of the graph needed, rewritten, one graph per device
+// joined by _Send/_Recv pairs), caches an executor per device, and runs them together
+// (run_step.h); each step gets its rendezvous from the RendezvousMgr by step id.
 //
 // What a session may share with others comes in an Environment: a Server's devices,
 // resource containers and rendezvous manager for "local://" targets; fresh ones otherwise.
@@ -59,6 +59,8 @@ class DirectSession final : public Session {
   StatusOr<std::shared_ptr<const ExecutorAndKeys>> GetOrCreateExecutor(
       const std::vector<std::pair<std::string, Tensor>>& feeds, const std::vector<std::string>& fetches,
       const std::vector<std::string>& targets);
+  void FillMetadata(const ExecutorAndKeys& ek, const RunOptions& options, std::vector<NodeExecStats> stats,
+                    RunMetadata* metadata) const;
 
   SessionConfig config_;
   std::unique_ptr<ThreadPool> own_inter_op_pool_;

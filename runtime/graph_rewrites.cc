@@ -58,23 +58,21 @@ StatusOr<std::unique_ptr<Graph>> DropNodes(const Graph& placed, const std::map<s
     }
     return std::make_pair(node, output);
   };
-  GraphDef def = placed.ToGraphDef();
-  GraphDef out;
-  out.nodes.reserve(def.nodes.size());
-  for (NodeDef& n : def.nodes) {
-    if (dropped.count(n.name) != 0) continue;
+  std::vector<NodePart> parts;
+  parts.reserve(placed.nodes().size());
+  for (const Node* n : placed.nodes()) {
+    if (dropped.count(n->name()) != 0) continue;
+    NodePart& part = parts.emplace_back(NodePart::Copy(*n));
     std::vector<std::string> inputs;
-    for (const std::string& input : n.inputs) {
+    for (const std::string& input : part.def.inputs) {
       ASSIGN_OR_RETURN(TensorId id, ParseTensorName(input));
       const auto [node, output] = resolve(std::string(id.node), id.is_control() ? -1 : id.index);
       std::string name = output < 0 ? StrCat("^", node) : StrCat(node, ":", output);
       if (output >= 0 || std::find(inputs.begin(), inputs.end(), name) == inputs.end()) inputs.push_back(std::move(name));
     }
-    n.inputs = std::move(inputs);
-    out.nodes.push_back(std::move(n));
+    part.def.inputs = std::move(inputs);
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<Graph> rewritten, Graph::FromGraphDef(out, placed.op_registry()));
-  for (Node* n : rewritten->nodes()) n->set_assigned_device(placed.FindNode(n->name())->assigned_device());
+  ASSIGN_OR_RETURN(std::unique_ptr<Graph> rewritten, Graph::Assemble(parts, placed.op_registry()));
   return rewritten;
 }
 

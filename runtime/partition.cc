@@ -31,10 +31,14 @@ class Partitioner {
     RETURN_IF_ERROR(FindMemoryTypes());
     for (const Node* n : g_.nodes()) {
       const std::string& dst = Device(*n);
-      NodeDef def = n->ToNodeDef();
+      NodePart part = NodePart::Copy(*n);
+      part.assigned_device = dst;
+      NodeDef& def = part.def;
       def.device = dst;
       def.colocate_with.clear();
       def.inputs.clear();
+      // The ring places of an AllReduce's group are its own attrs (AssignRingPlaces).
+      if (IsAllReduce(n->op())) def.attrs = n->attrs();
       for (int i = 0; i < n->num_inputs(); ++i) {
         const Edge* e = n->input_edge(i);
         const MemoryType from = OutputMemory(*e->src, e->src_output);
@@ -60,17 +64,19 @@ class Partitioner {
           def.inputs.push_back(StrCat("^", recv));
         }
       }
-      parts_[dst].nodes.push_back(std::move(def));
+      parts_[dst].push_back(std::move(part));
     }
     std::vector<NodeDef*> all;
-    for (auto& [device, def] : parts_) {
-      for (NodeDef& n : def.nodes) all.push_back(&n);
+    for (auto& [device, parts] : parts_) {
+      for (NodePart& n : parts) all.push_back(&n.def);
     }
     RETURN_IF_ERROR(AssignRingPlaces(all, options_.incarnation));
     std::map<std::string, DevicePartition> result;
-    for (auto& [device, def] : parts_) {
+    for (auto& [device, parts] : parts_) {
       ASSIGN_OR_RETURN(DeviceName name, DeviceName::Parse(device));
-      result.emplace(device, DevicePartition{TaskOf(name), std::move(def)});
+      ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::Assemble(parts, g_.op_registry()));
+      parts.clear();
+      result.emplace(device, DevicePartition{TaskOf(name), std::move(graph)});
     }
     return result;
   }
@@ -193,7 +199,7 @@ class Partitioner {
       constant.device = device;
       constant.attrs = {{"dtype", DataType::kFloat}, {"value", Tensor(DataType::kFloat, TensorShape({0}))}};
       start = constant.name;
-      parts_[device].nodes.push_back(std::move(constant));
+      parts_[device].push_back(NewNode(std::move(constant)));
     } else {
       ASSIGN_OR_RETURN(start, ControlLoopMerge(info.parent, device));
     }
@@ -220,8 +226,16 @@ class Partitioner {
     next.op = "NextIteration";
     next.inputs = {StrCat(sw.name, ":1")};
     std::string merge_name = merge.name;
-    for (NodeDef* def : {&enter, &merge, &sw, &next}) parts_[device].nodes.push_back(std::move(*def));
+    for (NodeDef* def : {&enter, &merge, &sw, &next}) parts_[device].push_back(NewNode(std::move(*def)));
     return merge_name;
+  }
+
+  // A node partitioning adds, on the device `def` names.
+  static NodePart NewNode(NodeDef def) {
+    NodePart part;
+    part.assigned_device = def.device;
+    part.def = std::move(def);
+    return part;
   }
 
   // A name no node of the graph or of this partitioning has taken yet.
@@ -266,7 +280,7 @@ class Partitioner {
       trigger.inputs = {StrCat("^", src.name())};
       trigger.attrs = {{"dtype", DataType::kFloat}, {"value", Tensor(DataType::kFloat, TensorShape({0}))}};
       sent = trigger.name + ":0";
-      parts_[src_device].nodes.push_back(std::move(trigger));
+      parts_[src_device].push_back(NewNode(std::move(trigger)));
     }
     const int64_t incarnation = static_cast<int64_t>(options_.incarnation(src_device));
     AttrMap common = {{"tensor_name", tensor_name},
@@ -282,7 +296,7 @@ class Partitioner {
     send.inputs = {sent};
     send.attrs = common;
     send.attrs["T"] = dtype;
-    parts_[src_device].nodes.push_back(std::move(send));
+    parts_[src_device].push_back(NewNode(std::move(send)));
 
     NodeDef recv;
     recv.name = Unique(StrCat("_recv_", src.name(), "_", suffix));
@@ -294,14 +308,14 @@ class Partitioner {
     if (has_control_flow_) recv.attrs[kMaybeDeadAttr] = true;
     if (!trigger.empty()) recv.inputs = {StrCat("^", trigger)};
     std::string name = recv.name;
-    parts_[dst].nodes.push_back(std::move(recv));
+    parts_[dst].push_back(NewNode(std::move(recv)));
     recv_names_.emplace(key, name);
     return name;
   }
 
   const Graph& g_;
   const PartitionOptions& options_;
-  std::map<std::string, GraphDef> parts_;
+  std::map<std::string, std::vector<NodePart>> parts_;  // by device
   std::set<std::string> used_names_;
   std::map<std::tuple<int, int, std::string, MemoryType>, std::string> recv_names_;
   struct MemoryTypes {

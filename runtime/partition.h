@@ -12,7 +12,7 @@
 // the rendezvous copies the tensor where the consumer wants it.
 //
 //   auto parts = Partition(placed, {.incarnation = [&](const std::string& d) { ... }});
-//   for (const auto& [device, part] : *parts) ... Graph::FromGraphDef(part.graph) ...
+//   for (auto& [device, part] : *parts) ... Executor::Create(std::move(part.graph), ...) ...
 //
 // Control flow (Switch, Merge, loops) may span devices, as in TensorFlow: a dead value
 // crosses as a dead value, an edge inside a loop gets one key per frame and iteration, and
@@ -47,8 +47,9 @@ struct DevicePartition {
   // The task the device belongs to, "/job:worker/replica:0/task:1": where a cluster's
   // master registers the graph, and what tells a pair within a process from one between.
   std::string task;
-  // The device's graph; every NodeDef carries the device in `device`.
-  GraphDef graph;
+  // The device's graph, assembled from the placed graph's nodes without a GraphDef between
+  // (Graph::Assemble); every node is requested and assigned on the device.
+  std::unique_ptr<Graph> graph;
 };
 
 // Device name -> that device's partition. InvalidArgument for a node without an assigned

@@ -221,9 +221,6 @@ StatusOr<std::unique_ptr<Graph>> Remap(std::unique_ptr<Graph> graph) {
   const std::vector<Chain> chains = FindChains(*graph);
   if (chains.empty()) return graph;
 
-  GraphDef def = graph->ToGraphDef();
-  std::map<std::string, std::string, std::less<>> devices;
-  for (const Node* n : graph->nodes()) devices[n->name()] = n->assigned_device();
   std::map<std::string, NodeDef, std::less<>> fused;  // by the name it takes over
   std::set<std::string, std::less<>> removed;
   for (const Chain& c : chains) {
@@ -274,15 +271,18 @@ StatusOr<std::unique_ptr<Graph>> Remap(std::unique_ptr<Graph> graph) {
     }
     fused.emplace(node.name, std::move(node));
   }
-  GraphDef out;
-  out.nodes.reserve(def.nodes.size());
-  for (NodeDef& n : def.nodes) {
-    if (removed.count(n.name) != 0) continue;
-    auto it = fused.find(n.name);
-    out.nodes.push_back(it != fused.end() ? std::move(it->second) : std::move(n));
+  std::vector<NodePart> parts;
+  parts.reserve(graph->nodes().size());
+  for (const Node* n : graph->nodes()) {
+    if (removed.count(n->name()) != 0) continue;
+    auto it = fused.find(n->name());
+    if (it == fused.end()) {
+      parts.push_back(NodePart::Copy(*n));
+    } else {
+      parts.push_back({std::move(it->second), nullptr, n->assigned_device()});
+    }
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<Graph> rewritten, Graph::FromGraphDef(out, graph->op_registry()));
-  for (Node* n : rewritten->nodes()) n->set_assigned_device(devices.find(n->name())->second);
+  ASSIGN_OR_RETURN(std::unique_ptr<Graph> rewritten, Graph::Assemble(parts, graph->op_registry()));
   return rewritten;
 }
 

@@ -23,7 +23,7 @@
 //
 //   auto capture = std::make_unique<StepCapture>(signature, device, resource_mgr, partition_graph);
 //   Status s = capture->Run(session_steps, &call_frame,
-//                           [&] { return RunPartitions(...); },    // the step as usual, with call_frame
+//                           [&] { return RunStep(...); },          // the step as usual, with call_frame
 //                           [&](CallFrame* frame) { return executor->Run(args_on_this_thread(frame)); });
 //
 // A recording takes the GPU's compute stream for itself: whatever else is queued there

@@ -72,42 +72,39 @@ StatusOr<Subgraph> BuildSubgraph(const Graph& placed, const std::vector<std::str
     for (const Edge* e : n->control_inputs()) stack.push_back(e->src);
   }
 
-  // Built from a GraphDef, so that a while loop's back edges are connected like any graph's.
-  GraphDef def;
-  std::map<std::string, std::string, std::less<>> devices;
+  // Assembled as a new graph, so that a while loop's back edges are connected like any graph's.
+  std::vector<NodePart> parts;
   std::vector<std::string> arg_names(out.feeds.size());
   for (size_t i = 0; i < out.feeds.size(); ++i) {
     const SubgraphTensor& f = out.feeds[i];
-    NodeDef& arg = def.nodes.emplace_back();
-    arg.name = StrCat("_arg_", f.node, "_", f.index, "_", i);
-    arg.op = "_Arg";
-    arg.attrs = {{"T", f.dtype}, {"index", static_cast<int64_t>(i)}, {"shape", f.shape}};
-    devices[arg.name] = f.device;
-    arg_names[i] = arg.name;
+    NodePart& arg = parts.emplace_back();
+    arg.def.name = StrCat("_arg_", f.node, "_", f.index, "_", i);
+    arg.def.op = "_Arg";
+    arg.def.attrs = {{"T", f.dtype}, {"index", static_cast<int64_t>(i)}, {"shape", f.shape}};
+    arg.assigned_device = f.device;
+    arg_names[i] = arg.def.name;
   }
   for (const Node* n : placed.nodes()) {
     if (!needed[n->id()]) continue;
-    NodeDef& copy = def.nodes.emplace_back(n->ToNodeDef());
-    copy.colocate_with.clear();  // placement is done; the group may not be in the subgraph
+    NodePart& copy = parts.emplace_back(NodePart::Copy(*n));
+    copy.def.colocate_with.clear();  // placement is done; the group may not be in the subgraph
     for (int i = 0; i < n->num_inputs(); ++i) {
       const Edge* e = n->input_edge(i);
       auto it = fed.find(Key(e->src, e->src_output));
-      if (it != fed.end()) copy.inputs[i] = arg_names[it->second];
+      if (it != fed.end()) copy.def.inputs[i] = arg_names[it->second];
     }
-    devices[copy.name] = n->assigned_device();
   }
   for (size_t i = 0; i < out.fetches.size(); ++i) {
     const SubgraphTensor& f = out.fetches[i];
     auto it = fed.find(StrCat(f.node, ":", f.index));
-    NodeDef& ret = def.nodes.emplace_back();
-    ret.name = StrCat("_retval_", f.node, "_", f.index, "_", i);
-    ret.op = "_Retval";
-    ret.inputs = {it != fed.end() ? arg_names[it->second] : StrCat(f.node, ":", f.index)};
-    ret.attrs = {{"index", static_cast<int64_t>(i)}};
-    devices[ret.name] = f.device;
+    NodePart& ret = parts.emplace_back();
+    ret.def.name = StrCat("_retval_", f.node, "_", f.index, "_", i);
+    ret.def.op = "_Retval";
+    ret.def.inputs = {it != fed.end() ? arg_names[it->second] : StrCat(f.node, ":", f.index)};
+    ret.def.attrs = {{"index", static_cast<int64_t>(i)}};
+    ret.assigned_device = f.device;
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<Graph> g, Graph::FromGraphDef(def, placed.op_registry()));
-  for (Node* n : g->nodes()) n->set_assigned_device(devices.find(n->name())->second);
+  ASSIGN_OR_RETURN(std::unique_ptr<Graph> g, Graph::Assemble(parts, placed.op_registry()));
   out.graph = std::move(g);
   return out;
 }

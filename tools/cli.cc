@@ -172,13 +172,11 @@ StatusOr<std::unique_ptr<Graph>> PartitionedGraph(const Session& session) {
   PartitionOptions options;
   options.incarnation = [&session](const std::string& device) { return session.devices().IncarnationOf(device); };
   ASSIGN_OR_RETURN(auto parts, Partition(session.graph(), options));
-  GraphDef all;
-  for (auto& [device, part] : parts) {
-    for (NodeDef& n : part.graph.nodes) all.nodes.push_back(std::move(n));
+  std::vector<NodePart> all;
+  for (const auto& [device, part] : parts) {
+    for (const Node* n : part.graph->nodes()) all.push_back(NodePart::Copy(*n));
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::FromGraphDef(all));
-  for (Node* n : graph->nodes()) n->set_assigned_device(n->requested_device());
-  return graph;
+  return Graph::Assemble(all, session.graph().op_registry());
 }
 
 // One block per device: its nodes, then what it sends and receives.

@@ -114,9 +114,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } else if (data[0] % 3 == 0) {
     rpc::RegisterGraphRequest request;
     if (!request.ParseFromArray(body, body_size)) return 0;
-    StatusOr<std::vector<std::pair<std::string, GraphDef>>> partitions = DecodePartitions(request);
+    auto partitions = DecodePartitions(request);
     if (!partitions.ok()) return 0;
-    StatusOr<std::string> handle = Graphs().Register(*std::move(partitions));
+    StatusOr<std::string> handle = Graphs().Register(std::move(*partitions));
     if (handle.ok() && !Graphs().Deregister(*handle).ok()) std::abort();
   } else {
     rpc::RunGraphRequest request;

@@ -1,4 +1,4 @@
-#include "runtime/run_partitions.h"
+#include "runtime/run_step.h"
 
 #include <algorithm>
 #include <condition_variable>
@@ -9,10 +9,8 @@
 
 namespace tessera {
 
-StatusOr<std::unique_ptr<Executor>> CreatePartitionExecutor(GraphDef partition, Device* device,
+StatusOr<std::unique_ptr<Executor>> CreatePartitionExecutor(std::unique_ptr<Graph> graph, Device* device,
                                                             ResourceMgr* resources) {
-  ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::FromGraphDef(partition));
-  partition = GraphDef();
   for (Node* n : graph->nodes()) n->set_assigned_device(device->name());
   Executor::Params params;
   params.resource_mgr = resources;
@@ -21,6 +19,16 @@ StatusOr<std::unique_ptr<Executor>> CreatePartitionExecutor(GraphDef partition, 
   return Executor::Create(std::move(graph), std::move(params));
 }
 
+namespace {
+
+struct PartitionRunOptions {
+  ThreadPool* pool = nullptr;
+  std::chrono::milliseconds timeout{0};
+  std::function<bool()> abandoned;
+  std::vector<std::vector<NodeExecStats>>* stats = nullptr;  // one entry per executor
+};
+
+// Runs the executors together and waits for all of them; args.cancellation must be set.
 Status RunPartitions(const std::vector<const Executor*>& executors, const Executor::Args& args,
                      const PartitionRunOptions& options) {
   using Clock = std::chrono::steady_clock;
@@ -76,6 +84,40 @@ Status RunPartitions(const std::vector<const Executor*>& executors, const Execut
   if (timed_out && (status.ok() || status.code() == Code::kCancelled)) {
     status = errors::DeadlineExceeded("Timed out after ", options.timeout.count(), " ms",
                                       status.ok() ? "" : ": " + status.message());
+  }
+  return status;
+}
+
+}  // namespace
+
+Status RunStep(const std::vector<const Executor*>& executors, const StepRun& run) {
+  if (run.rendezvous != nullptr) {
+    // An error or deadline anywhere wakes every receive still waiting, on every device.
+    run.cancellation->RegisterCallback(run.cancellation->NewToken(), [r = run.rendezvous] {
+      r->StartAbort(errors::Cancelled("Step was cancelled"));
+    });
+  }
+  ResourceMgr step_resources;  // what lives for this step only (stacks)
+  Executor::Args args;
+  args.step_id = run.step_id;
+  args.step_resources = &step_resources;
+  args.call_frame = run.call_frame;
+  args.runner = run.pool;
+  args.cancellation = run.cancellation;
+  args.rendezvous = run.rendezvous;
+  std::vector<std::vector<NodeExecStats>> stats(run.stats != nullptr ? executors.size() : 0);
+  PartitionRunOptions options;
+  options.pool = run.pool;
+  options.timeout = run.timeout;
+  options.abandoned = run.abandoned;
+  options.stats = run.stats != nullptr ? &stats : nullptr;
+  Status status = RunPartitions(executors, args, options);
+  if (run.stats != nullptr) {
+    for (auto& part : stats) {
+      for (NodeExecStats& s : part) {
+        if (!s.node.empty()) run.stats->push_back(std::move(s));
+      }
+    }
   }
   return status;
 }
