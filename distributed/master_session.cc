@@ -1,34 +1,19 @@
 #include "distributed/master_session.h"
 
-#include <grpcpp/grpcpp.h>
-
 #include <condition_variable>
 #include <random>
 
 #include "distributed/cluster_spec.h"
-#include "distributed/protos/worker_service.grpc.pb.h"
-#include "distributed/rpc_decode.h"
-#include "distributed/rpc_util.h"
+#include "distributed/grpc_worker.h"
+#include "distributed/local_worker.h"
 #include "graph/op_kinds.h"
 #include "graph/platform/logging.h"
-#include "graph/serialize/graph_json.h"
-#include "graph/serialize/tensor_codec.h"
 #include "placement/placer.h"
 #include "runtime/device_factory.h"
 #include "runtime/step_plan.h"
 
 namespace tessera {
 namespace {
-
-// How long a control RPC (register, deregister, cleanup) may take.
-constexpr std::chrono::milliseconds kControlTimeout(60000);
-// How many ended steps of a task may wait for its next RunGraph to be cleaned up.
-constexpr size_t kMaxDeferredCleanups = 16;
-// How often discovery says which tasks it still waits for.
-constexpr std::chrono::milliseconds kDiscoveryLogInterval(10000);
-// A remote step's RPC outlives the step's own deadline by this much, so that the task's
-// DeadlineExceeded, which names the node, comes back before the RPC's.
-constexpr std::chrono::milliseconds kStepRpcGrace(5000);
 
 // Step ids of masters are random in [2^62, 2^63): they cannot meet the small counters of
 // sessions in the tasks' own processes (NewStepId), nor, but by a chance of 2^-62 per pair,
@@ -62,33 +47,6 @@ bool DeviceWanted(const std::vector<DeviceName>& filters, const DeviceName& devi
   return false;
 }
 
-// Asks the task at `address` for its devices, waiting up to `timeout` for it to come up
-// (tasks start in any order) and saying every kDiscoveryLogInterval which task it waits for.
-StatusOr<std::vector<RemoteDevice>> AskForDevices(rpc::WorkerService::Stub& stub, const WorkerChannels& channels,
-                                                  const std::string& task, const std::string& address,
-                                                  std::chrono::milliseconds timeout) {
-  rpc::GetStatusResponse response;
-  const auto give_up = std::chrono::steady_clock::now() + timeout;
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(give_up - std::chrono::steady_clock::now());
-    auto context = channels.NewContext(std::min(left, kDiscoveryLogInterval));
-    context->set_wait_for_ready(true);
-    grpc::Status st = stub.GetStatus(context.get(), rpc::GetStatusRequest(), &response);
-    if (st.ok()) break;
-    if (st.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED || left <= kDiscoveryLogInterval) {
-      return FromGrpc(st, task);
-    }
-    Log(LogSeverity::kInfo, StrCat("CreateSession still waiting for response from task: ", task));
-  }
-  if (response.task() != task) {
-    return errors::FailedPrecondition("The cluster names ", address, " ", task, ", but the server there is ",
-                                      response.task());
-  }
-  std::vector<RemoteDevice> devices;
-  for (const rpc::DeviceAttributes& a : response.devices()) devices.push_back(DecodeDevice(a));
-  return devices;
-}
-
 // The _Arg indices of a task's partitions: the feeds it takes.
 StatusOr<std::vector<int>> ArgIndices(const std::vector<std::pair<std::string, std::unique_ptr<Graph>>>& parts) {
   std::vector<int> out;
@@ -103,97 +61,108 @@ StatusOr<std::vector<int>> ArgIndices(const std::vector<std::pair<std::string, s
   return out;
 }
 
-}  // namespace
+// One step's calls to its tasks: they end in any order, the first error (preferring a cause
+// over the cancellations it caused) cancels the others, and the step ends when all have.
+class StepCalls {
+ public:
+  StepCalls(size_t calls, size_t fetches) : pending_(calls) { fetched_.resize(fetches); }
 
-// One task of the session: its GraphMgr when it is the master's own, its stub otherwise.
-struct MasterSession::TaskClient {
-  std::string name;
-  std::shared_ptr<GraphMgr> local;
-  std::shared_ptr<rpc::WorkerService::Stub> stub;
-  std::shared_ptr<WorkerChannels> channels;
-
-  StatusOr<std::string> Register(std::vector<std::pair<std::string, std::unique_ptr<Graph>>> parts) {
-    if (local != nullptr) return local->Register(std::move(parts));
-    rpc::RegisterGraphRequest request;
-    for (auto& [device, graph] : parts) {
-      rpc::PartitionGraph* p = request.add_partitions();
-      p->set_device(device);
-      p->set_graph_json(GraphDefToJson(graph->ToGraphDef()));
-      graph.reset();
-    }
-    rpc::RegisterGraphResponse response;
-    auto context = channels->NewContext(kControlTimeout);
-    RETURN_IF_ERROR(FromGrpc(stub->RegisterGraph(context.get(), request, &response), name));
-    return response.graph_handle();
+  void Add(std::unique_ptr<RunGraphCall> call) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (failed_) call->Cancel();
+    calls_.push_back(std::move(call));
   }
 
-  void Deregister(const std::string& handle) {
-    if (local != nullptr) {
-      (void)local->Deregister(handle);
-      return;
-    }
-    rpc::DeregisterGraphRequest request;
-    request.set_graph_handle(handle);
-    rpc::DeregisterGraphResponse response;
-    auto context = channels->NewContext(std::chrono::milliseconds(5000));
-    // Best effort: a task that is gone has nothing left to forget.
-    (void)stub->DeregisterGraph(context.get(), request, &response);
-  }
-
-  // A step that ended well leaves its cleanup to ride on the task's next RunGraph rather
-  // than cost a call of its own while the client waits. At most kMaxDeferredCleanups wait;
-  // more go out on their own, as do those left when the session ends.
-  void DeferCleanup(int64_t step_id) {
-    if (local != nullptr) {
-      local->CleanupStep(step_id);
-      return;
-    }
-    std::vector<int64_t> overflow;
+  // A call's end. A task's Cancelled is the echo of an error elsewhere, which comes with its
+  // own call: cancelling that call now would lose the cause.
+  void Finish(const Status& s, std::map<int, Tensor> retvals) {
+    std::vector<RunGraphCall*> cancel;
     {
-      std::lock_guard<std::mutex> lock(cleanup_mu);
-      deferred_cleanups.push_back(step_id);
-      if (deferred_cleanups.size() >= kMaxDeferredCleanups) overflow.swap(deferred_cleanups);
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto& [index, value] : retvals) {
+        if (index >= 0 && index < static_cast<int>(fetched_.size())) fetched_[index] = std::move(value);
+      }
+      if (!s.ok()) {
+        if (status_.ok() || (status_.code() == Code::kCancelled && s.code() != Code::kCancelled)) status_ = s;
+        if (s.code() != Code::kCancelled) cancel = Fail();
+      }
     }
-    CleanupSteps(std::move(overflow));
+    for (RunGraphCall* c : cancel) c->Cancel();
+    std::lock_guard<std::mutex> lock(mu_);
+    if (--pending_ == 0) done_.notify_all();
   }
 
-  std::vector<int64_t> TakeDeferredCleanups() {
-    std::lock_guard<std::mutex> lock(cleanup_mu);
-    return std::exchange(deferred_cleanups, {});
+  bool failed() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return failed_;
   }
 
-  // Fire and forget: nothing waits for a cleanup.
-  void CleanupSteps(std::vector<int64_t> step_ids) {
-    if (step_ids.empty()) return;
-    if (local != nullptr) {
-      for (int64_t id : step_ids) local->CleanupStep(id);
-      return;
+  // Until every call has ended; `abandoned` (may be null), polled meanwhile, cancels them.
+  Status Wait(const std::function<bool()>& abandoned) {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (pending_ > 0) {
+      if (abandoned == nullptr) {
+        done_.wait(lock);
+        continue;
+      }
+      done_.wait_for(lock, std::chrono::milliseconds(50));
+      if (pending_ > 0 && !failed_ && abandoned()) {
+        // The client went away: the tasks stop too, rather than run a step nobody waits for.
+        if (status_.ok()) status_ = errors::Cancelled("the client cancelled the step");
+        std::vector<RunGraphCall*> cancel = Fail();
+        lock.unlock();
+        for (RunGraphCall* c : cancel) c->Cancel();
+        lock.lock();
+      }
     }
-    struct Call {
-      std::shared_ptr<rpc::WorkerService::Stub> stub;
-      std::unique_ptr<grpc::ClientContext> context;
-      rpc::CleanupStepRequest request;
-      rpc::CleanupStepResponse response;
-    };
-    auto* call = new Call{stub, channels->NewContext(kControlTimeout), {}, {}};
-    call->request.mutable_step_ids()->Add(step_ids.begin(), step_ids.end());
-    call->stub->async()->CleanupStep(call->context.get(), &call->request, &call->response,
-                                     [call](const grpc::Status&) { delete call; });
+    return status_;
   }
 
-  std::mutex cleanup_mu;
-  std::vector<int64_t> deferred_cleanups;  // guarded by cleanup_mu
+  std::vector<Tensor> TakeFetched() { return std::move(fetched_); }
+
+ private:
+  // Marks the step failed, returning the calls to cancel (outside mu_); their handles live
+  // as long as this object, so that is safe even for a call that has just ended.
+  std::vector<RunGraphCall*> Fail() {
+    if (failed_) return {};
+    failed_ = true;
+    std::vector<RunGraphCall*> calls;
+    for (const auto& c : calls_) calls.push_back(c.get());
+    return calls;
+  }
+
+  std::mutex mu_;
+  std::condition_variable done_;
+  size_t pending_;                                    // guarded by mu_
+  Status status_;                                     // guarded by mu_
+  bool failed_ = false;                               // guarded by mu_
+  std::vector<Tensor> fetched_;                       // guarded by mu_
+  std::vector<std::unique_ptr<RunGraphCall>> calls_;  // guarded by mu_
 };
 
+StatusOr<std::unique_ptr<WorkerInterface>> DefaultWorker(const MasterSession::Environment& env, const std::string& job,
+                                                         int task) {
+  const std::string name = TaskName(job, task);
+  if (job == env.job && task == env.task) {
+    return std::unique_ptr<WorkerInterface>(std::make_unique<LocalWorker>(name, env.local, env.local_graphs));
+  }
+  ASSIGN_OR_RETURN(std::string address, env.channels->cluster().TaskAddress(job, task));
+  ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel, env.channels->ForTask(job, task));
+  return std::unique_ptr<WorkerInterface>(
+      std::make_unique<GrpcWorker>(name, std::move(address), std::move(channel), env.channels));
+}
+
+}  // namespace
+
 // What one (feeds, fetches, targets) runs: per task, its registered graph and the indices
-// of the feeds it takes and the fetches it gives.
+// of the feeds it takes.
 struct MasterSession::Plan {
   struct Part {
-    TaskClient* task = nullptr;
+    WorkerInterface* worker = nullptr;
     std::string handle;
     std::vector<int> args;
   };
-  std::vector<Part> parts;
+  std::vector<Part> parts;  // the master's own task last: it runs on the calling thread
   std::vector<SubgraphTensor> feeds;
   std::vector<SubgraphTensor> fetches;
 };
@@ -214,27 +183,18 @@ StatusOr<std::unique_ptr<MasterSession>> MasterSession::Create(Environment env, 
   for (const auto& [job, addresses] : s->env_.channels->cluster().jobs()) {
     for (int i = 0; i < static_cast<int>(addresses.size()); ++i) {
       if (!TaskWanted(filters, job, i)) continue;
-      auto client = std::make_unique<TaskClient>();
-      client->name = TaskName(job, i);
-      client->channels = s->env_.channels;
-      std::vector<RemoteDevice> found;
-      if (client->name == own) {
-        client->local = s->env_.local_graphs;
-        for (const Device* d : s->env_.local->devices()->devices()) found.push_back(DescribeDevice(*d));
-      } else {
-        ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel, s->env_.channels->ForTask(job, i));
-        client->stub = rpc::WorkerService::NewStub(channel);
-        ASSIGN_OR_RETURN(found,
-                         AskForDevices(*client->stub, *s->env_.channels, client->name, addresses[i], discovery_timeout));
-      }
+      const std::string name = TaskName(job, i);
+      ASSIGN_OR_RETURN(std::unique_ptr<WorkerInterface> worker,
+                       s->env_.new_worker != nullptr ? s->env_.new_worker(job, i) : DefaultWorker(s->env_, job, i));
+      ASSIGN_OR_RETURN(std::vector<RemoteDevice> found, worker->GetDevices(discovery_timeout));
       for (RemoteDevice& d : found) {
         ASSIGN_OR_RETURN(DeviceName parsed, DeviceName::Parse(d.name));
         if (!DeviceWanted(filters, parsed)) continue;
         RETURN_IF_ERROR(device_set.Add(d.name, DeviceFactory::Priority(d.device_type), d.physical_device_desc,
-                                       client->local != nullptr));
+                                       name == own));
         s->devices_.push_back(std::move(d));
       }
-      s->tasks_.emplace(client->name, std::move(client));
+      s->tasks_.emplace(name, std::move(worker));
     }
   }
   if (device_set.devices().empty()) {
@@ -252,16 +212,11 @@ StatusOr<std::unique_ptr<MasterSession>> MasterSession::Create(Environment env, 
   return s;
 }
 
+// The workers go after their graphs, sending the cleanups they still defer.
 MasterSession::~MasterSession() {
-  for (const auto& [name, task] : tasks_) task->CleanupSteps(task->TakeDeferredCleanups());
   for (const auto& [key, plan] : plans_) {
-    for (const Plan::Part& part : plan->parts) part.task->Deregister(part.handle);
+    for (const Plan::Part& part : plan->parts) part.worker->DeregisterGraph(part.handle);
   }
-}
-
-MasterSession::TaskClient* MasterSession::Client(const std::string& task) {
-  auto it = tasks_.find(task);
-  return it == tasks_.end() ? nullptr : it->second.get();
 }
 
 StatusOr<std::shared_ptr<const MasterSession::Plan>> MasterSession::GetOrCreatePlan(
@@ -284,41 +239,44 @@ StatusOr<std::shared_ptr<const MasterSession::Plan>> MasterSession::GetOrCreateP
     return it == incarnations.end() ? uint64_t{0} : it->second;
   };
   ASSIGN_OR_RETURN(StepPlan step, BuildStepPlan(*graph_, placement_, feed_names, fetches, targets, options));
+  ASSIGN_OR_RETURN(std::shared_ptr<const Plan> plan, Register(std::move(step)));
+  return plans_.emplace(key, std::move(plan)).first->second;
+}
+
+StatusOr<std::shared_ptr<const MasterSession::Plan>> MasterSession::Register(StepPlan step) {
   std::map<std::string, std::vector<std::pair<std::string, std::unique_ptr<Graph>>>> by_task;
   for (auto& [device, part] : step.partitions) by_task[part.task].emplace_back(device, std::move(part.graph));
-
   auto plan = std::make_shared<Plan>();
   plan->feeds = std::move(step.feeds);
   plan->fetches = std::move(step.fetches);
   Status status;
   for (auto& [task, parts] : by_task) {
-    Plan::Part part;
-    part.task = Client(task);
-    if (part.task == nullptr) {
+    auto worker = tasks_.find(task);
+    if (worker == tasks_.end()) {
       status = errors::Internal("The graph was placed on ", task, ", which the session does not use");
       break;
     }
+    Plan::Part part{worker->second.get(), "", {}};
     StatusOr<std::vector<int>> args = ArgIndices(parts);
-    if (!args.ok()) {
-      status = args.status();
-      break;
-    }
-    part.args = *std::move(args);
-    StatusOr<std::string> handle = part.task->Register(std::move(parts));
+    StatusOr<std::string> handle = args.ok() ? part.worker->RegisterGraph(std::move(parts)) : args.status();
     if (!handle.ok()) {
       status = Status(handle.status().code(),
                       StrCat("registering the step's graph on ", task, ": ", handle.status().message()));
       break;
     }
+    part.args = *std::move(args);
     part.handle = *std::move(handle);
     plan->parts.push_back(std::move(part));
   }
   if (!status.ok()) {
-    for (const Plan::Part& part : plan->parts) part.task->Deregister(part.handle);
+    for (const Plan::Part& part : plan->parts) part.worker->DeregisterGraph(part.handle);
     return status;
   }
-  auto [it, inserted] = plans_.emplace(key, std::move(plan));
-  return it->second;
+  // The master's own task runs its part on the calling thread, after the others have started.
+  const std::string own = TaskName(env_.job, env_.task);
+  std::stable_partition(plan->parts.begin(), plan->parts.end(),
+                        [&own](const Plan::Part& p) { return p.worker->task() != own; });
+  return std::shared_ptr<const Plan>(std::move(plan));
 }
 
 Status MasterSession::Run(const RunOptions& options, const std::vector<std::pair<std::string, Tensor>>& feeds,
@@ -329,144 +287,32 @@ Status MasterSession::Run(const RunOptions& options, const std::vector<std::pair
   const int64_t step_id = RandomStepId();
   const std::chrono::milliseconds timeout(options.timeout_in_ms > 0 ? options.timeout_in_ms
                                                                     : config_.operation_timeout_in_ms);
-  struct Step {
-    std::mutex mu;
-    std::condition_variable cv;
-    size_t pending = 0;
-    Status status;  // the first error, preferring a cause over the cancellations it caused
-    std::vector<Tensor> fetched;
-    std::vector<grpc::ClientContext*> contexts;  // the remote calls, cancelled on an error
-    bool failed = false;
-  } step;
-  step.fetched.resize(fetches.size());
-  // The calls' contexts live until every call is finished, so cancelling outside the lock
-  // is safe even for a call that has just ended.
-  auto finish = [&step](const Status& s, std::map<int, Tensor> retvals) {
-    std::vector<grpc::ClientContext*> cancel;
-    {
-      std::lock_guard<std::mutex> lock(step.mu);
-      for (auto& [index, value] : retvals) {
-        if (index >= 0 && index < static_cast<int>(step.fetched.size())) step.fetched[index] = std::move(value);
-      }
-      if (!s.ok()) {
-        if (step.status.ok() || (step.status.code() == Code::kCancelled && s.code() != Code::kCancelled)) {
-          step.status = s;
-        }
-        // A task's Cancelled is the echo of an error elsewhere, which comes with its own call:
-        // cancelling that call now would lose the cause.
-        if (s.code() != Code::kCancelled) {
-          if (!step.failed) cancel = step.contexts;
-          step.failed = true;
-        }
-      }
-    }
-    for (grpc::ClientContext* c : cancel) c->TryCancel();
-    std::lock_guard<std::mutex> lock(step.mu);
-    if (--step.pending == 0) step.cv.notify_all();
-  };
-
-  struct RemoteCall {
-    TaskClient* task = nullptr;
-    std::unique_ptr<grpc::ClientContext> context;
-    rpc::RunGraphRequest request;
-    rpc::RunGraphResponse response;
-  };
-  std::vector<std::unique_ptr<RemoteCall>> calls;
-  const Plan::Part* local = nullptr;
-  step.pending = plan->parts.size();
+  StepCalls calls(plan->parts.size(), fetches.size());
   for (const Plan::Part& part : plan->parts) {
-    if (part.task->local != nullptr) {
-      local = &part;
-      continue;
-    }
-    auto call = std::make_unique<RemoteCall>();
-    call->task = part.task;
-    call->context = part.task->channels->NewContext(timeout.count() > 0 ? timeout + kStepRpcGrace
-                                                                        : std::chrono::milliseconds(0));
-    call->request.set_graph_handle(part.handle);
-    call->request.set_step_id(step_id);
-    call->request.set_timeout_in_ms(timeout.count());
-    Status encoded;
+    RunGraphRequest request;
+    request.handle = part.handle;
+    request.step_id = step_id;
+    request.timeout = timeout;
     for (int index : part.args) {
-      StatusOr<std::string> bytes = EncodeTensor(feeds[index].second);
-      if (!bytes.ok()) {
-        encoded = Status(bytes.status().code(), StrCat("feed '", feeds[index].first, "': ", bytes.status().message()));
-        break;
-      }
-      rpc::IndexedTensor* arg = call->request.add_args();
-      arg->set_index(index);
-      arg->set_tensor(std::move(*bytes));
+      request.args[index] = feeds[index].second;
+      request.names[index] = feeds[index].first;
     }
-    if (!encoded.ok()) {
-      finish(encoded, {});
-      continue;
-    }
-    for (int64_t id : part.task->TakeDeferredCleanups()) call->request.add_cleanup_step_ids(id);
-    {
-      std::lock_guard<std::mutex> lock(step.mu);
-      step.contexts.push_back(call->context.get());
-      if (step.failed) call->context->TryCancel();
-    }
-    RemoteCall* raw = call.get();
-    const std::string task = part.task->name;
-    part.task->stub->async()->RunGraph(raw->context.get(), &raw->request, &raw->response,
-                                       [raw, task, &finish](const grpc::Status& st) {
-                                         Status s = FromGrpc(st, task);
-                                         std::map<int, Tensor> retvals;
-                                         for (const rpc::IndexedTensor& r : raw->response.retvals()) {
-                                           if (!s.ok()) break;
-                                           StatusOr<Tensor> t = DecodeTensor(r.tensor());
-                                           if (!t.ok()) s = t.status();
-                                           else retvals[r.index()] = *std::move(t);
-                                         }
-                                         finish(s, std::move(retvals));
-                                       });
-    calls.push_back(std::move(call));
+    request.abandoned = [&calls, &abandoned] { return (abandoned != nullptr && abandoned()) || calls.failed(); };
+    calls.Add(part.worker->RunGraphAsync(std::move(request), [&calls](const Status& s, std::map<int, Tensor> retvals) {
+      calls.Finish(s, std::move(retvals));
+    }));
   }
-  if (local != nullptr) {
-    std::map<int, Tensor> args;
-    for (int index : local->args) args[index] = feeds[index].second;
-    std::map<int, Tensor> retvals;
-    GraphMgr::StepOptions step_options;
-    step_options.timeout = timeout;
-    step_options.abandoned = [&step, &abandoned] {
-      if (abandoned != nullptr && abandoned()) return true;
-      std::lock_guard<std::mutex> lock(step.mu);
-      return step.failed;
-    };
-    Status s = local->task->local->Run(local->handle, step_id, std::move(args), step_options, &retvals);
-    finish(s, std::move(retvals));
-  }
-  {
-    std::unique_lock<std::mutex> lock(step.mu);
-    while (step.pending > 0) {
-      if (abandoned == nullptr) {
-        step.cv.wait(lock);
-        continue;
-      }
-      step.cv.wait_for(lock, std::chrono::milliseconds(50));
-      if (step.pending > 0 && !step.failed && abandoned()) {
-        // The client went away: the remote tasks stop too, rather than run a step nobody waits for.
-        if (step.status.ok()) step.status = errors::Cancelled("the client cancelled the step");
-        step.failed = true;
-        for (grpc::ClientContext* c : step.contexts) c->TryCancel();
-      }
+  const Status status = calls.Wait(abandoned);
+  // A failed step may have left tensors behind: they go now.
+  for (const Plan::Part& part : plan->parts) {
+    if (status.ok()) {
+      part.worker->DeferCleanup(step_id);
+    } else {
+      part.worker->CleanupSteps({step_id});
     }
   }
-  if (step.status.ok()) {
-    for (const Plan::Part& part : plan->parts) part.task->DeferCleanup(step_id);
-  } else {
-    // A failed step may have left tensors behind: they go now, with the cleanups that its
-    // calls carried, which a task that never ran the call did not see.
-    if (local != nullptr) local->task->CleanupSteps({step_id});
-    for (const auto& call : calls) {
-      std::vector<int64_t> ids(call->request.cleanup_step_ids().begin(), call->request.cleanup_step_ids().end());
-      ids.push_back(step_id);
-      call->task->CleanupSteps(std::move(ids));
-    }
-  }
-  RETURN_IF_ERROR(step.status);
-  if (outputs != nullptr) *outputs = std::move(step.fetched);
+  RETURN_IF_ERROR(status);
+  if (outputs != nullptr) *outputs = calls.TakeFetched();
   return Status::OK();
 }
 

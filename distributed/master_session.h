@@ -1,11 +1,11 @@
 // MasterSession: a client's session on the cluster task it named as its target (the
 // master). At creation it asks every task the session may use (config.device_filters) for
 // its devices, and places the graph over all of them; the master's own devices come first
-// for nodes that ask for none. For each distinct (feeds, fetches, targets) it takes the
-// part of the graph needed, partitions it per device, and registers each task's partitions
-// on that task (GraphMgr, over RPC for the others). A step then runs every task's graph
-// under one step id, so their _Send/_Recv pairs meet by rendezvous key, and ends with every
-// task forgetting the step.
+// for nodes that ask for none. For each distinct (feeds, fetches, targets) it makes the
+// step plan (runtime/step_plan.h) and registers each task's partitions with that task's
+// worker (worker_interface.h: its own task in this process, the others over gRPC). A step
+// then runs every task's graph under one step id, so their _Send/_Recv pairs meet by
+// rendezvous key, and ends with every task forgetting the step.
 //
 // A task that does not answer fails the step with Unavailable naming it; an error on one
 // task cancels the step on the others. Closing the session deregisters its graphs.
@@ -23,7 +23,9 @@
 #include "distributed/graph_mgr.h"
 #include "distributed/remote_device.h"
 #include "distributed/worker_channels.h"
+#include "distributed/worker_interface.h"
 #include "runtime/session_options.h"
+#include "runtime/step_plan.h"
 
 namespace tessera {
 
@@ -36,6 +38,9 @@ class MasterSession {
     std::shared_ptr<Server> local;
     std::shared_ptr<GraphMgr> local_graphs;
     std::shared_ptr<WorkerChannels> channels;
+    // Makes the worker of a task of channels' cluster; when unset, the master's own task is
+    // a LocalWorker and the others GrpcWorkers.
+    std::function<StatusOr<std::unique_ptr<WorkerInterface>>(const std::string& job, int task)> new_worker;
   };
 
   // Waits up to `discovery_timeout` for each task to answer, logging the ones still awaited.
@@ -55,18 +60,18 @@ class MasterSession {
   const std::vector<RemoteDevice>& devices() const { return devices_; }
 
  private:
-  struct TaskClient;
   struct Plan;
   MasterSession() = default;
   StatusOr<std::shared_ptr<const Plan>> GetOrCreatePlan(const std::vector<std::pair<std::string, Tensor>>& feeds,
                                                         const std::vector<std::string>& fetches,
                                                         const std::vector<std::string>& targets);
-  TaskClient* Client(const std::string& task);
+  // Registers each task's partitions of `step` with its worker.
+  StatusOr<std::shared_ptr<const Plan>> Register(StepPlan step);
 
   Environment env_;
   SessionConfig config_;
   std::vector<RemoteDevice> devices_;
-  std::map<std::string, std::unique_ptr<TaskClient>> tasks_;  // by task name
+  std::map<std::string, std::unique_ptr<WorkerInterface>> tasks_;  // by task name
   std::unique_ptr<Graph> graph_;
   std::vector<PlacementRecord> placement_;
 

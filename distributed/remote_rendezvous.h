@@ -1,9 +1,9 @@
 // RemoteRendezvous: one step's rendezvous for a task of a cluster. Sends stay in this
 // process (the task's own rendezvous); a receive whose key names a device of another task
 // asks that task for the tensor by RPC (RecvTensor), which answers once its device has sent
-// it. Kernels and executors see only the Rendezvous interface, so they do not change. A task
-// on this machine is asked over the same-host transport instead (same_host_transport.h)
-// when it serves one.
+// it. Kernels and executors see only the Rendezvous interface, so they do not change. The
+// tensor comes over the transport WorkerChannels chose for that task (recv_transport.h):
+// the same-host socket for a task on this machine that serves one, gRPC otherwise.
 //
 //   auto channels = std::make_shared<WorkerChannels>(cluster, token);
 //   RemoteRendezvous r(local_step_rendezvous, "worker", 0, channels, step_id, timeout);
@@ -40,10 +40,8 @@ class RemoteRendezvous final : public Rendezvous {
   void StartAbort(const Status& status) override;
 
  private:
-  class Call;
-  class GrpcCall;
-  class SameHostCall;
-  void Finish(Call* call);
+  // A receive in flight has ended.
+  void Finish(uint64_t id);
   // Cancels every call in flight; they come back through Finish.
   void CancelCalls();
 
@@ -55,9 +53,10 @@ class RemoteRendezvous final : public Rendezvous {
   const std::chrono::milliseconds timeout_;
   std::mutex mu_;
   std::condition_variable idle_;  // in_flight_ became empty
-  // Shared so that a call can be cancelled outside mu_ while it finishes on another thread.
-  std::map<Call*, std::shared_ptr<Call>> in_flight_;  // guarded by mu_
-  Status aborted_;             // guarded by mu_
+  // Shared so that a receive can be cancelled outside mu_ while it ends on another thread.
+  std::map<uint64_t, std::shared_ptr<RecvTransport::Recv>> in_flight_;  // guarded by mu_
+  uint64_t last_id_ = 0;                                                 // guarded by mu_
+  Status aborted_;                                                       // guarded by mu_
 };
 
 }  // namespace tessera

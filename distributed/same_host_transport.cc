@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <chrono>
 #include <cerrno>
@@ -666,5 +667,51 @@ uint64_t SameHostClient::Recv(int64_t step_id, std::string_view key, std::chrono
 }
 void SameHostClient::Cancel(uint64_t id, const Status& status) { impl_->Cancel(id, status); }
 bool SameHostClient::broken() const { return impl_->broken(); }
+
+namespace {
+
+// One receive as a RecvTransport's: whichever of Start and Cancel comes second cancels it.
+class SameHostRecv final : public RecvTransport::Recv {
+ public:
+  SameHostRecv(std::shared_ptr<SameHostClient> client, int64_t step_id, std::string key,
+               std::chrono::milliseconds timeout, Tensor into, Rendezvous::DoneCallback done)
+      : client_(std::move(client)),
+        step_id_(step_id),
+        key_(std::move(key)),
+        timeout_(timeout),
+        into_(std::move(into)),
+        done_(std::move(done)) {}
+
+  void Start() override {
+    const uint64_t id = client_->Recv(step_id_, key_, timeout_, into_, std::move(done_));
+    id_.store(id);
+    if (cancelled_.load()) client_->Cancel(id, Cancelled());
+  }
+  void Cancel() override {
+    cancelled_.store(true);
+    if (const uint64_t id = id_.load(); id != 0) client_->Cancel(id, Cancelled());
+  }
+
+ private:
+  static Status Cancelled() { return errors::Cancelled("the receive was given up"); }
+
+  const std::shared_ptr<SameHostClient> client_;
+  const int64_t step_id_;
+  const std::string key_;
+  const std::chrono::milliseconds timeout_;
+  const Tensor into_;
+  Rendezvous::DoneCallback done_;
+  std::atomic<uint64_t> id_{0};
+  std::atomic<bool> cancelled_{false};
+};
+
+}  // namespace
+
+std::shared_ptr<RecvTransport::Recv> SameHostClient::NewRecv(int64_t step_id, std::string key,
+                                                             std::chrono::milliseconds timeout, Tensor into,
+                                                             Rendezvous::DoneCallback done) {
+  return std::make_shared<SameHostRecv>(shared_from_this(), step_id, std::move(key), timeout, std::move(into),
+                                        std::move(done));
+}
 
 }  // namespace tessera

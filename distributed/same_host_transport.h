@@ -30,6 +30,7 @@
 #include <string>
 #include <string_view>
 
+#include "distributed/recv_transport.h"
 #include "kernels/rendezvous.h"
 #include "runtime/rendezvous_mgr.h"
 
@@ -57,8 +58,9 @@ class SameHostServer {
   std::shared_ptr<State> state_;
 };
 
-// One connection to a same-host task.
-class SameHostClient {
+// One connection to a same-host task: the RecvTransport WorkerChannels picks for a peer on
+// this machine.
+class SameHostClient final : public RecvTransport, public std::enable_shared_from_this<SameHostClient> {
  public:
   // NotFound when no task serves `address` on this machine, or it turned this process
   // away (then gRPC, which says why, is the way); `peer` names the task in errors. A tensor
@@ -66,7 +68,7 @@ class SameHostClient {
   static StatusOr<std::shared_ptr<SameHostClient>> Connect(std::string_view address, std::string peer,
                                                            const std::string& token,
                                                            uint64_t max_tensor_bytes = UINT64_MAX);
-  ~SameHostClient();  // fails the receives still waiting with Cancelled
+  ~SameHostClient() override;  // fails the receives still waiting with Cancelled
   SameHostClient(const SameHostClient&) = delete;
   SameHostClient& operator=(const SameHostClient&) = delete;
 
@@ -79,6 +81,9 @@ class SameHostClient {
                 Rendezvous::DoneCallback done);
   // Ends the receive `id` now with `status`, if it has not ended; its answer is dropped.
   void Cancel(uint64_t id, const Status& status);
+  // Recv and Cancel as a RecvTransport's receive.
+  std::shared_ptr<RecvTransport::Recv> NewRecv(int64_t step_id, std::string key, std::chrono::milliseconds timeout,
+                                               Tensor into, Rendezvous::DoneCallback done) override;
   // The connection broke: later receives fail at once, and a new Connect is needed.
   bool broken() const;
 

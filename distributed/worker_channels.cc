@@ -2,6 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "distributed/grpc_recv_transport.h"
 #include "distributed/rpc_util.h"
 #include "distributed/tls.h"
 
@@ -63,6 +64,18 @@ std::shared_ptr<SameHostClient> WorkerChannels::SameHost(const std::string& job,
     entry.client = nullptr;
   }
   return entry.client;
+}
+
+StatusOr<std::shared_ptr<RecvTransport>> WorkerChannels::RecvTransportFor(const std::string& job, int task) {
+  if (std::shared_ptr<SameHostClient> client = SameHost(job, task); client != nullptr) {
+    return std::shared_ptr<RecvTransport>(std::move(client));
+  }
+  ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel, ForTask(job, task));
+  ASSIGN_OR_RETURN(std::string address, cluster_.TaskAddress(job, task));
+  std::lock_guard<std::mutex> lock(mu_);
+  std::shared_ptr<RecvTransport>& transport = grpc_recvs_[address];
+  if (transport == nullptr) transport = std::make_shared<GrpcRecvTransport>(std::move(channel), TaskName(job, task), token_);
+  return transport;
 }
 
 std::unique_ptr<grpc::ClientContext> WorkerChannels::NewContext(std::chrono::milliseconds timeout) const {

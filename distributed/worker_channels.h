@@ -1,7 +1,8 @@
 // WorkerChannels: one gRPC channel per task of a cluster, made on first use and kept, with
-// the cluster's token put on every call, and for tasks on this machine a same-host
-// connection (same_host_transport.h). What the remote rendezvous and the status queries
-// talk to other tasks through. Thread-safe.
+// the cluster's token put on every call, and for each task the transport its tensors come
+// over (recv_transport.h): the same-host connection for a task on this machine
+// (same_host_transport.h), gRPC otherwise. What the workers, the remote rendezvous and the
+// status queries talk to other tasks through. Thread-safe.
 #pragma once
 
 #include <chrono>
@@ -11,6 +12,7 @@
 #include <string>
 
 #include "distributed/cluster_spec.h"
+#include "distributed/recv_transport.h"
 #include "distributed/same_host_transport.h"
 
 namespace grpc {
@@ -32,6 +34,9 @@ class WorkerChannels {
   // serve one, turned this process away, or this process speaks TLS: then gRPC is the way.
   // A broken connection is made anew.
   std::shared_ptr<SameHostClient> SameHost(const std::string& job, int task);
+  // How tensors come from that task: its same-host connection while it has one, its gRPC
+  // stream otherwise. InvalidArgument for a task the cluster lacks.
+  StatusOr<std::shared_ptr<RecvTransport>> RecvTransportFor(const std::string& job, int task);
   const ClusterSpec& cluster() const { return cluster_; }
 
  private:
@@ -39,6 +44,7 @@ class WorkerChannels {
   const std::string token_;
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<grpc::Channel>> channels_;  // by address; guarded by mu_
+  std::map<std::string, std::shared_ptr<RecvTransport>> grpc_recvs_;  // by address; guarded by mu_
   struct SameHostEntry {
     std::shared_ptr<SameHostClient> client;  // null: none; asked again after `retry`
     std::chrono::steady_clock::time_point retry;

@@ -60,10 +60,11 @@ bool Foldable(const Node& n, const std::vector<char>& folded, int64_t max_bytes)
   return true;
 }
 
-// Runs `def` (the nodes to fold and the Consts they read, with a _Retval per output wanted)
-// on a CPU device of its own, and returns the _Retvals' values.
-StatusOr<std::vector<Tensor>> Evaluate(const GraphDef& def, size_t num_values, const OpRegistry* registry) {
-  ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::FromGraphDef(def, registry));
+// Runs `parts` (the nodes to fold and the Consts they read, with a _Retval per output
+// wanted) on a CPU device of its own, and returns the _Retvals' values.
+StatusOr<std::vector<Tensor>> Evaluate(const std::vector<NodePart>& parts, size_t num_values,
+                                       const OpRegistry* registry) {
+  ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::Assemble(parts, registry));
   ASSIGN_OR_RETURN(std::unique_ptr<ThreadPool> pool, ThreadPool::Create("constant_folding", 1));
   ASSIGN_OR_RETURN(std::unique_ptr<DeviceMgr> devices,
                    DeviceMgr::CreateLocal({{"CPU", 1}, {"GPU", 0}}, pool.get(), HostMemoryBytes()));
@@ -79,60 +80,63 @@ StatusOr<std::vector<Tensor>> Evaluate(const GraphDef& def, size_t num_values, c
   return std::move(frame.retvals());
 }
 
-}  // namespace
+// The nodes to fold, the values their evaluation returns, and the nodes it leaves unread.
+struct Folding {
+  std::vector<char> folded;   // by node id
+  std::vector<char> dropped;  // by node id: it had readers, and every one was folded
+  std::map<std::pair<int, int>, int> value_index;  // (node id, output) -> retval index
+  // The folded nodes and the Consts they read, with a _Retval per value.
+  std::vector<NodePart> eval;
+};
 
-StatusOr<std::unique_ptr<Graph>> FoldConstants(std::unique_ptr<Graph> graph, int64_t max_constant_bytes) {
-  const std::vector<const Node*> order = TopologicalOrder(*graph);  // a loop's back edge: none
-  std::vector<char> folded(graph->nodes().size(), 0);
+Folding PlanFolding(const Graph& graph, int64_t max_constant_bytes) {
+  Folding f;
+  f.folded.assign(graph.nodes().size(), 0);
+  f.dropped.assign(graph.nodes().size(), 0);
   std::vector<const Node*> to_fold;
-  for (const Node* n : order) {
-    if (!Foldable(*n, folded, max_constant_bytes)) continue;
-    folded[n->id()] = 1;
+  for (const Node* n : TopologicalOrder(graph)) {  // a loop's back edge: none
+    if (!Foldable(*n, f.folded, max_constant_bytes)) continue;
+    f.folded[n->id()] = 1;
     to_fold.push_back(n);
   }
-  if (to_fold.empty()) return graph;
-
   // What the evaluation returns: each folded node's outputs that something unfolded reads,
   // and the whole of a single-output node that stays in the graph as a Const.
-  const auto read_outside = [&folded](const Node& n) {
+  const auto read_outside = [&f](const Node& n) {
     for (const Edge* e : n.out_edges()) {
-      if (!folded[e->dst->id()]) return true;
+      if (!f.folded[e->dst->id()]) return true;
     }
     return false;
   };
-  // A node goes from the graph when it has readers and every one of them was folded.
-  std::vector<char> dropped(graph->nodes().size(), 0);
-  std::map<std::pair<int, int>, int> value_index;  // (node id, output) -> retval index
-  GraphDef eval;
   std::set<int> consts;
   for (const Node* n : to_fold) {
     for (int i = 0; i < n->num_inputs(); ++i) {
       const Node* src = n->input_edge(i)->src;
-      if (!folded[src->id()] && consts.insert(src->id()).second) eval.nodes.push_back(src->ToNodeDef());
+      if (!f.folded[src->id()] && consts.insert(src->id()).second) f.eval.push_back(NodePart::Copy(*src));
     }
-    eval.nodes.push_back(n->ToNodeDef());
+    f.eval.push_back(NodePart::Copy(*n));
   }
-  for (int id : consts) dropped[id] = !read_outside(*graph->nodes()[id]);
+  for (int id : consts) f.dropped[id] = !read_outside(*graph.nodes()[id]);
   for (const Node* n : to_fold) {
-    const bool outside = read_outside(*n);
-    dropped[n->id()] = !outside && !n->out_edges().empty();
+    f.dropped[n->id()] = !read_outside(*n) && !n->out_edges().empty();
     for (int i = 0; i < n->num_outputs(); ++i) {
-      bool wanted = n->num_outputs() == 1 && !dropped[n->id()];
-      for (const Edge* e : n->out_edges()) wanted = wanted || (e->src_output == i && !folded[e->dst->id()]);
+      bool wanted = n->num_outputs() == 1 && !f.dropped[n->id()];
+      for (const Edge* e : n->out_edges()) wanted = wanted || (e->src_output == i && !f.folded[e->dst->id()]);
       if (!wanted) continue;
-      const int index = static_cast<int>(value_index.size());
-      value_index[{n->id(), i}] = index;
-      NodeDef ret;
-      ret.name = StrCat(n->name(), "/_folded_retval_", i);
-      ret.op = "_Retval";
-      ret.inputs = {StrCat(n->name(), ":", i)};
-      ret.attrs = {{"index", static_cast<int64_t>(index)}};
-      eval.nodes.push_back(std::move(ret));
+      const int index = static_cast<int>(f.value_index.size());
+      f.value_index[{n->id(), i}] = index;
+      NodePart& ret = f.eval.emplace_back();
+      ret.def.name = StrCat(n->name(), "/_folded_retval_", i);
+      ret.def.op = "_Retval";
+      ret.def.inputs = {StrCat(n->name(), ":", i)};
+      ret.def.attrs = {{"index", static_cast<int64_t>(index)}};
     }
   }
-  StatusOr<std::vector<Tensor>> values = Evaluate(eval, value_index.size(), graph->op_registry());
-  if (!values.ok()) return graph;  // the step meets the same error, where it names the node as run
+  return f;
+}
 
+// `graph` with each folded node a Const of its value (a Const per output read, for a node of
+// several), and without the nodes nothing reads any more.
+StatusOr<std::unique_ptr<Graph>> WithConstants(const Graph& graph, const Folding& f, const std::vector<Tensor>& values) {
   const auto constant = [](std::string name, const Node& folded, const Tensor& value) {
     NodePart part;
     part.def.name = std::move(name);
@@ -145,20 +149,20 @@ StatusOr<std::unique_ptr<Graph>> FoldConstants(std::unique_ptr<Graph> graph, int
   std::map<std::pair<std::string, int>, std::string> renamed;  // (node, output) of a multi-output node -> its Const
   std::set<std::string> taken;                                 // the names of those Consts
   std::vector<NodePart> parts;
-  for (const Node* n : graph->nodes()) {
-    if (dropped[n->id()]) continue;
-    if (!folded[n->id()]) {
+  for (const Node* n : graph.nodes()) {
+    if (f.dropped[n->id()]) continue;
+    if (!f.folded[n->id()]) {
       parts.push_back(NodePart::Copy(*n));
     } else if (n->num_outputs() == 1) {
-      parts.push_back(constant(n->name(), *n, (*values)[value_index.at({n->id(), 0})]));
+      parts.push_back(constant(n->name(), *n, values[f.value_index.at({n->id(), 0})]));
     } else {
-      for (const auto& [key, index] : value_index) {
+      for (const auto& [key, index] : f.value_index) {
         if (key.first != n->id()) continue;
         std::string name = StrCat(n->name(), "/folded_output_", key.second);
-        while (graph->FindNode(name) != nullptr || taken.count(name) != 0) name += "_";
+        while (graph.FindNode(name) != nullptr || taken.count(name) != 0) name += "_";
         taken.insert(name);
         renamed[{n->name(), key.second}] = name;
-        parts.push_back(constant(name, *n, (*values)[index]));
+        parts.push_back(constant(name, *n, values[index]));
       }
     }
   }
@@ -169,8 +173,17 @@ StatusOr<std::unique_ptr<Graph>> FoldConstants(std::unique_ptr<Graph> graph, int
       if (it != renamed.end()) input = StrCat(it->second, ":0");
     }
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<Graph> rewritten, Graph::Assemble(parts, graph->op_registry()));
-  return rewritten;
+  return Graph::Assemble(parts, graph.op_registry());
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Graph>> FoldConstants(std::unique_ptr<Graph> graph, int64_t max_constant_bytes) {
+  const Folding folding = PlanFolding(*graph, max_constant_bytes);
+  if (folding.eval.empty()) return graph;
+  StatusOr<std::vector<Tensor>> values = Evaluate(folding.eval, folding.value_index.size(), graph->op_registry());
+  if (!values.ok()) return graph;  // the step meets the same error, where it names the node as run
+  return WithConstants(*graph, folding, *values);
 }
 
 }  // namespace tessera

@@ -27,6 +27,68 @@ std::string Key(const Node* n, int index) { return StrCat(n->name(), ":", index)
 
 }  // namespace
 
+namespace {
+
+// The nodes the roots depend on through data and control edges, walking back from them;
+// fed edges are cut. By node id.
+std::vector<bool> NeededNodes(const Graph& placed, std::vector<const Node*> roots,
+                              const std::map<std::string, int>& fed) {
+  std::vector<bool> needed(placed.num_nodes(), false);
+  std::vector<const Node*> stack = std::move(roots);
+  while (!stack.empty()) {
+    const Node* n = stack.back();
+    stack.pop_back();
+    if (needed[n->id()]) continue;
+    needed[n->id()] = true;
+    for (int i = 0; i < n->num_inputs(); ++i) {
+      const Edge* e = n->input_edge(i);
+      if (fed.count(Key(e->src, e->src_output)) == 0) stack.push_back(e->src);
+    }
+    for (const Edge* e : n->control_inputs()) stack.push_back(e->src);
+  }
+  return needed;
+}
+
+// The needed nodes between an _Arg per feed and a _Retval per fetch, assembled as a new
+// graph, so that a while loop's back edges are connected like any graph's.
+StatusOr<std::unique_ptr<Graph>> AssembleStep(const Graph& placed, const Subgraph& step, const std::vector<bool>& needed,
+                                              const std::map<std::string, int>& fed) {
+  std::vector<NodePart> parts;
+  std::vector<std::string> arg_names(step.feeds.size());
+  for (size_t i = 0; i < step.feeds.size(); ++i) {
+    const SubgraphTensor& f = step.feeds[i];
+    NodePart& arg = parts.emplace_back();
+    arg.def.name = StrCat("_arg_", f.node, "_", f.index, "_", i);
+    arg.def.op = "_Arg";
+    arg.def.attrs = {{"T", f.dtype}, {"index", static_cast<int64_t>(i)}, {"shape", f.shape}};
+    arg.assigned_device = f.device;
+    arg_names[i] = arg.def.name;
+  }
+  for (const Node* n : placed.nodes()) {
+    if (!needed[n->id()]) continue;
+    NodePart& copy = parts.emplace_back(NodePart::Copy(*n));
+    copy.def.colocate_with.clear();  // placement is done; the group may not be in the subgraph
+    for (int i = 0; i < n->num_inputs(); ++i) {
+      const Edge* e = n->input_edge(i);
+      auto it = fed.find(Key(e->src, e->src_output));
+      if (it != fed.end()) copy.def.inputs[i] = arg_names[it->second];
+    }
+  }
+  for (size_t i = 0; i < step.fetches.size(); ++i) {
+    const SubgraphTensor& f = step.fetches[i];
+    auto it = fed.find(StrCat(f.node, ":", f.index));
+    NodePart& ret = parts.emplace_back();
+    ret.def.name = StrCat("_retval_", f.node, "_", f.index, "_", i);
+    ret.def.op = "_Retval";
+    ret.def.inputs = {it != fed.end() ? arg_names[it->second] : StrCat(f.node, ":", f.index)};
+    ret.def.attrs = {{"index", static_cast<int64_t>(i)}};
+    ret.assigned_device = f.device;
+  }
+  return Graph::Assemble(parts, placed.op_registry());
+}
+
+}  // namespace
+
 StatusOr<Subgraph> BuildSubgraph(const Graph& placed, const std::vector<std::string>& feeds,
                                  const std::vector<std::string>& fetches,
                                  const std::vector<std::string>& targets) {
@@ -56,56 +118,7 @@ StatusOr<Subgraph> BuildSubgraph(const Graph& placed, const std::vector<std::str
     }
     roots.push_back(n);
   }
-
-  // Walk back from the roots; fed edges are cut.
-  std::vector<bool> needed(placed.num_nodes(), false);
-  std::vector<const Node*> stack = roots;
-  while (!stack.empty()) {
-    const Node* n = stack.back();
-    stack.pop_back();
-    if (needed[n->id()]) continue;
-    needed[n->id()] = true;
-    for (int i = 0; i < n->num_inputs(); ++i) {
-      const Edge* e = n->input_edge(i);
-      if (fed.count(Key(e->src, e->src_output)) == 0) stack.push_back(e->src);
-    }
-    for (const Edge* e : n->control_inputs()) stack.push_back(e->src);
-  }
-
-  // Assembled as a new graph, so that a while loop's back edges are connected like any graph's.
-  std::vector<NodePart> parts;
-  std::vector<std::string> arg_names(out.feeds.size());
-  for (size_t i = 0; i < out.feeds.size(); ++i) {
-    const SubgraphTensor& f = out.feeds[i];
-    NodePart& arg = parts.emplace_back();
-    arg.def.name = StrCat("_arg_", f.node, "_", f.index, "_", i);
-    arg.def.op = "_Arg";
-    arg.def.attrs = {{"T", f.dtype}, {"index", static_cast<int64_t>(i)}, {"shape", f.shape}};
-    arg.assigned_device = f.device;
-    arg_names[i] = arg.def.name;
-  }
-  for (const Node* n : placed.nodes()) {
-    if (!needed[n->id()]) continue;
-    NodePart& copy = parts.emplace_back(NodePart::Copy(*n));
-    copy.def.colocate_with.clear();  // placement is done; the group may not be in the subgraph
-    for (int i = 0; i < n->num_inputs(); ++i) {
-      const Edge* e = n->input_edge(i);
-      auto it = fed.find(Key(e->src, e->src_output));
-      if (it != fed.end()) copy.def.inputs[i] = arg_names[it->second];
-    }
-  }
-  for (size_t i = 0; i < out.fetches.size(); ++i) {
-    const SubgraphTensor& f = out.fetches[i];
-    auto it = fed.find(StrCat(f.node, ":", f.index));
-    NodePart& ret = parts.emplace_back();
-    ret.def.name = StrCat("_retval_", f.node, "_", f.index, "_", i);
-    ret.def.op = "_Retval";
-    ret.def.inputs = {it != fed.end() ? arg_names[it->second] : StrCat(f.node, ":", f.index)};
-    ret.def.attrs = {{"index", static_cast<int64_t>(i)}};
-    ret.assigned_device = f.device;
-  }
-  ASSIGN_OR_RETURN(std::unique_ptr<Graph> g, Graph::Assemble(parts, placed.op_registry()));
-  out.graph = std::move(g);
+  ASSIGN_OR_RETURN(out.graph, AssembleStep(placed, out, NeededNodes(placed, std::move(roots), fed), fed));
   return out;
 }
 

@@ -258,7 +258,7 @@ TEST_F(ClusterSessionTest, DiscoveryWaitsForATaskThenNamesTheOneThatNeverCame) {
   auto pool = ThreadPool::Create("test", 2);
   ASSERT_TRUE(pool.ok());
   MasterSession::Environment env{"worker", 0, *local,
-                                 std::make_shared<GraphMgr>(*local, "worker", 0, channels, pool->get()), channels};
+                                 std::make_shared<GraphMgr>(*local, "worker", 0, channels, pool->get()), channels, nullptr};
   const auto start = std::chrono::steady_clock::now();
   auto session = MasterSession::Create(env, SessionConfig(), PsWorkerGraph(), std::chrono::milliseconds(1500));
   EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(1000));

@@ -1,0 +1,208 @@
+#include "distributed/worker_service.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <mutex>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "distributed/protos/worker_service.grpc.pb.h"
+#include "distributed/recv_tensor_wire.h"
+#include "distributed/rpc_decode.h"
+#include "distributed/rpc_util.h"
+#include "graph/serialize/tensor_codec.h"
+
+namespace tessera {
+namespace {
+
+// One RecvTensor call: it waits, with no thread blocked, for the step's tensor (or error)
+// in the rendezvous, then writes the tensor's parts one after another, each once the last
+// has gone. The receiver may cancel at any time. Exactly one of the rendezvous callback,
+// a finished write and the cancellation acts on the call at a time: whichever finds it idle.
+class RecvTensorStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
+ public:
+  RecvTensorStream() : state_(std::make_shared<State>(this)) {}
+
+  // The rendezvous' callback: it may outlive the call, so it holds only the State.
+  Rendezvous::DoneCallback OnTensor() {
+    return [state = state_](const Status& s, const Tensor& value) {
+      if (!s.ok()) {
+        state->Fail(ToGrpc(s));
+        return;
+      }
+      StatusOr<std::vector<grpc::ByteBuffer>> parts = EncodeRecvTensorStream(value);
+      if (!parts.ok()) {
+        state->Fail(ToGrpc(parts.status()));
+        return;
+      }
+      state->Start(*std::move(parts));
+    };
+  }
+  void OnWriteDone(bool ok) override { state_->WriteDone(ok); }
+  void OnCancel() override { state_->Fail(grpc::Status(grpc::StatusCode::CANCELLED, "the receiver gave up")); }
+  void OnDone() override { delete this; }
+
+ private:
+  class State {
+   public:
+    explicit State(RecvTensorStream* call) : call_(call) {}
+
+    void Start(std::vector<grpc::ByteBuffer> parts) {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (call_ == nullptr) return;
+      parts_ = std::move(parts);
+      writing_ = true;
+      Write(lock);
+    }
+
+    void WriteDone(bool ok) {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (!ok || failure_.has_value()) {
+        RecvTensorStream* call = std::exchange(call_, nullptr);
+        lock.unlock();
+        call->Finish(ok ? *failure_ : grpc::Status(grpc::StatusCode::CANCELLED, "the receiver left"));
+        return;
+      }
+      ++next_;
+      Write(lock);
+    }
+
+    // The first failure wins; a write in flight finishes the call when it comes back.
+    void Fail(const grpc::Status& status) {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (call_ == nullptr || failure_.has_value()) return;
+      failure_ = status;
+      if (writing_) return;
+      RecvTensorStream* call = std::exchange(call_, nullptr);
+      lock.unlock();
+      call->Finish(status);
+    }
+
+   private:
+    // Writes parts_[next_], the last one together with the call's end, so that the
+    // receiver has its tensor and the status in one go (a small tensor is one part).
+    void Write(std::unique_lock<std::mutex>& lock) {
+      RecvTensorStream* call = call_;
+      const grpc::ByteBuffer* part = &parts_[next_];
+      if (next_ + 1 < parts_.size()) {
+        lock.unlock();
+        call->StartWrite(part);
+        return;
+      }
+      call_ = nullptr;
+      lock.unlock();
+      call->StartWriteAndFinish(part, grpc::WriteOptions(), grpc::Status::OK);
+    }
+
+    std::mutex mu_;
+    RecvTensorStream* call_;  // null once finished; guarded by mu_
+    bool writing_ = false;    // the parts are being written; guarded by mu_
+    std::optional<grpc::Status> failure_;  // guarded by mu_
+    std::vector<grpc::ByteBuffer> parts_;  // fixed once writing_
+    size_t next_ = 0;                      // the part being written; only the writer touches it
+  };
+  const std::shared_ptr<State> state_;
+};
+
+class WorkerService final : public rpc::WorkerService::WithRawCallbackMethod_RecvTensor<rpc::WorkerService::Service> {
+ public:
+  WorkerService(std::string task_name, std::shared_ptr<Server> local, std::shared_ptr<GraphMgr> graphs,
+                const Authenticator& auth)
+      : task_name_(std::move(task_name)), local_(std::move(local)), graphs_(std::move(graphs)), auth_(auth) {}
+
+  grpc::Status GetStatus(grpc::ServerContext* context, const rpc::GetStatusRequest*,
+                         rpc::GetStatusResponse* response) override {
+    if (Status s = auth_.Check(*context, "GetStatus"); !s.ok()) return ToGrpc(s);
+    response->set_task(task_name_);
+    for (const Device* d : local_->devices()->devices()) EncodeDevice(DescribeDevice(*d), response->add_devices());
+    return grpc::Status::OK;
+  }
+
+  // Answers once the step's tensor is in this task's rendezvous, with parts that refer to
+  // the tensor's memory rather than copies of it.
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* RecvTensor(grpc::CallbackServerContext* context,
+                                                         const grpc::ByteBuffer* request_bytes) override {
+    auto* call = new RecvTensorStream();
+    if (Status s = auth_.Check(*context, "RecvTensor"); !s.ok()) {
+      call->OnTensor()(s, Tensor());
+      return call;
+    }
+    rpc::RecvTensorRequest request;
+    grpc::Slice bytes;
+    if (!request_bytes->DumpToSingleSlice(&bytes).ok() || !request.ParseFromArray(bytes.begin(), bytes.size())) {
+      call->OnTensor()(errors::InvalidArgument(task_name_, ": a RecvTensor request that does not parse"), Tensor());
+      return call;
+    }
+    local_->rendezvous()->Find(request.step_id())->RecvAsync(request.rendezvous_key(), call->OnTensor());
+    return call;
+  }
+
+  grpc::Status RegisterGraph(grpc::ServerContext* context, const rpc::RegisterGraphRequest* request,
+                             rpc::RegisterGraphResponse* response) override {
+    if (Status s = auth_.Check(*context, "RegisterGraph"); !s.ok()) return ToGrpc(s);
+    auto partitions = DecodePartitions(*request);
+    if (!partitions.ok()) return ToGrpc(partitions.status());
+    StatusOr<std::string> handle = graphs_->Register(*std::move(partitions));
+    if (!handle.ok()) return ToGrpc(handle.status());
+    response->set_graph_handle(*handle);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status DeregisterGraph(grpc::ServerContext* context, const rpc::DeregisterGraphRequest* request,
+                               rpc::DeregisterGraphResponse*) override {
+    if (Status s = auth_.Check(*context, "DeregisterGraph"); !s.ok()) return ToGrpc(s);
+    return ToGrpc(graphs_->Deregister(request->graph_handle()));
+  }
+
+  grpc::Status RunGraph(grpc::ServerContext* context, const rpc::RunGraphRequest* request,
+                        rpc::RunGraphResponse* response) override {
+    if (Status s = auth_.Check(*context, "RunGraph"); !s.ok()) return ToGrpc(s);
+    for (int64_t step_id : request->cleanup_step_ids()) graphs_->CleanupStep(step_id);
+    StatusOr<std::map<int, Tensor>> args = DecodeArgs(*request);
+    if (!args.ok()) return ToGrpc(args.status());
+    GraphMgr::StepOptions options;
+    options.timeout = std::chrono::milliseconds(request->timeout_in_ms());
+    options.abandoned = [context] { return context->IsCancelled(); };
+    std::map<int, Tensor> retvals;
+    Status s = graphs_->Run(request->graph_handle(), request->step_id(), *std::move(args), options, &retvals);
+    if (!s.ok()) return ToGrpc(s);
+    for (const auto& [index, value] : retvals) {
+      StatusOr<std::string> bytes = EncodeTensor(value);
+      if (!bytes.ok()) return ToGrpc(bytes.status());
+      rpc::IndexedTensor* r = response->add_retvals();
+      r->set_index(index);
+      r->set_tensor(std::move(*bytes));
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status CleanupStep(grpc::ServerContext* context, const rpc::CleanupStepRequest* request,
+                           rpc::CleanupStepResponse*) override {
+    if (Status s = auth_.Check(*context, "CleanupStep"); !s.ok()) return ToGrpc(s);
+    for (int64_t step_id : request->step_ids()) graphs_->CleanupStep(step_id);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ResetContainers(grpc::ServerContext* context, const rpc::ResetContainersRequest* request,
+                               rpc::ResetContainersResponse*) override {
+    if (Status s = auth_.Check(*context, "ResetContainers"); !s.ok()) return ToGrpc(s);
+    local_->resources()->Cleanup({request->containers().begin(), request->containers().end()});
+    return grpc::Status::OK;
+  }
+
+ private:
+  const std::string task_name_;
+  const std::shared_ptr<Server> local_;
+  const std::shared_ptr<GraphMgr> graphs_;
+  const Authenticator& auth_;
+};
+
+}  // namespace
+
+std::unique_ptr<grpc::Service> NewWorkerService(std::string task_name, std::shared_ptr<Server> local,
+                                                std::shared_ptr<GraphMgr> graphs, const Authenticator& auth) {
+  return std::make_unique<WorkerService>(std::move(task_name), std::move(local), std::move(graphs), auth);
+}
+
+}  // namespace tessera
