@@ -11,7 +11,7 @@
 #include <oneapi/tbb/task_arena.h>
 
 #include "bench/graphs.h"
-#include "runtime/device.h"
+#include "runtime/device_mgr.h"
 #include "runtime/executor.h"
 
 namespace tessera::bench {

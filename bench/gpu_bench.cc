@@ -9,10 +9,11 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
-#include "graph/builder/optimizers.h"
 #include "bench/gpu_bench_util.h"
-#include "kernels/gpu/launch.h"
-#include "runtime/device_factory.h"
+#include "devices/device_factory.h"
+#include "devices/gpu/gpu_provider.h"
+#include "devices/gpu/launch.h"
+#include "graph/builder/optimizers.h"
 #include "runtime/session.h"
 #include "tools/fashion_cnn.h"
 
@@ -239,4 +240,13 @@ BENCHMARK(BM_CnnInference_Gpu)->UseRealTime()->Unit(benchmark::kMillisecond);
 }  // namespace
 }  // namespace tessera
 
-BENCHMARK_MAIN();
+// The program's composition point registers the GPU provider, as every program that runs on
+// GPUs does.
+int main(int argc, char** argv) {
+  tessera::RegisterGpuProvider();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

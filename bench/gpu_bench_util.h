@@ -8,7 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/device_factory.h"
+#include "devices/device_factory.h"
+#include "devices/linked/linked_providers.h"
 #include "runtime/session.h"
 
 namespace tessera::bench {

@@ -10,10 +10,11 @@
 #include <cuda_runtime.h>
 
 #include "bench/gpu_bench_util.h"
+#include "devices/device_factory.h"
+#include "devices/gpu/gpu_provider.h"
 #include "distributed/replicate.h"
 #include "graph/builder/gradients.h"
 #include "graph/builder/optimizers.h"
-#include "runtime/device_factory.h"
 #include "runtime/session.h"
 #include "tools/fashion_cnn.h"
 
@@ -140,4 +141,13 @@ BENCHMARK(BM_CnnTrain_MirroredOverTwoLogicalGpus)->UseRealTime()->Unit(benchmark
 }  // namespace
 }  // namespace tessera
 
-BENCHMARK_MAIN();
+// The program's composition point registers the GPU provider, as every program that runs on
+// GPUs does.
+int main(int argc, char** argv) {
+  tessera::RegisterGpuProvider();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

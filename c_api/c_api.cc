@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "devices/linked/linked_providers.h"
 #include "graph/graph.h"
 #include "graph/platform/logging.h"
 #include "graph/serialize/graph_file.h"
@@ -353,6 +354,8 @@ tessera_session* tessera_session_new(const tessera_graph* graph, const char* con
       }
       config = *parsed;
     }
+    // The C API is its callers' composition point: every provider this library links.
+    tessera::RegisterLinkedProviders();
     StatusOr<std::unique_ptr<tessera::Session>> session = tessera::Session::Create(config, graph->def);
     if (!session.ok()) {
       Set(status, session.status());

@@ -3,13 +3,13 @@
 #include <condition_variable>
 #include <random>
 
+#include "devices/device_factory.h"
 #include "distributed/cluster_spec.h"
 #include "distributed/grpc_worker.h"
 #include "distributed/local_worker.h"
 #include "graph/op_kinds.h"
 #include "graph/platform/logging.h"
 #include "placement/placer.h"
-#include "runtime/device_factory.h"
 #include "runtime/step_plan.h"
 
 namespace tessera {

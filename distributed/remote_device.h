@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "runtime/device.h"
+#include "runtime/device_mgr.h"
 
 namespace tessera {
 

@@ -8,15 +8,6 @@
 
 namespace tessera {
 
-KernelRegistry* KernelRegistry::Global() {
-  static KernelRegistry* registry = [] {
-    auto* r = new KernelRegistry;
-    RegisterCpuKernels(*r);
-    return r;
-  }();
-  return registry;
-}
-
 void KernelRegistry::Register(const KernelDefBuilder& builder, KernelFactory factory) {
   const KernelDef& def = builder.def();
   if (const OpDef* op = OpRegistry::Global()->Find(def.op)) {

@@ -6,9 +6,10 @@
 //   }
 //
 // Registration is an explicit call, one per device type, so static linking cannot lose
-// kernels: KernelRegistry::Global() runs RegisterCpuKernels on first use, and the module
-// of any other device type registers its kernels where it registers its DeviceFactory. The placer asks the registry which
-// device types can run a node; the executor asks it for the kernel itself.
+// kernels: each provider (devices/) registers its kernels where it registers its device
+// factory, and KernelRegistry::Global() holds the CPU provider's from its first use. The
+// placer asks the registry which device types can run a node; the executor asks it for the
+// kernel itself.
 // Register and the lookups may be called concurrently from any thread.
 #pragma once
 
@@ -67,7 +68,9 @@ using KernelFactory = std::function<std::unique_ptr<OpKernel>(OpKernelConstructi
 class KernelRegistry {
  public:
   KernelRegistry() = default;
-  // Holds the CPU kernels (and GPU kernels where built).
+  // The process's registry: the CPU provider's kernels from its first use, and those of every
+  // provider registered since. Defined by the CPU provider (devices/cpu/cpu_provider.cc): a
+  // program that calls it links a provider.
   static KernelRegistry* Global();
 
   void Register(const KernelDefBuilder& builder, KernelFactory factory);
@@ -107,8 +110,5 @@ class KernelRegistry {
   std::multimap<std::string, Entry, std::less<>> kernels_;  // by op; guarded by mu_
   std::set<std::string, std::less<>> types_with_host_args_;  // guarded by mu_
 };
-
-// Every CPU kernel of the core ops.
-void RegisterCpuKernels(KernelRegistry& registry);
 
 }  // namespace tessera

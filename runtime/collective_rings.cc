@@ -37,7 +37,7 @@ T AttrOr(const NodeDef& n, std::string_view name, T fallback) {
 }
 
 // CPU members reduce over the rendezvous, GPU members meet in their process and reduce in
-// device memory (kernels/gpu/all_reduce_op.cc): one group cannot mix the two.
+// device memory (devices/gpu/all_reduce_op.cc): one group cannot mix the two.
 Status CheckOneKindOfDevice(const std::string& what, const std::vector<NodeDef*>& members) {
   const DeviceName first = NameOf(members.front()->device);
   for (const NodeDef* m : members) {

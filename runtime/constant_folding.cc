@@ -9,7 +9,7 @@
 #include "graph/op_kinds.h"
 #include "kernels/thread_pool.h"
 #include "kernels/vector_call_frame.h"
-#include "runtime/device.h"
+#include "runtime/device_mgr.h"
 #include "runtime/executor.h"
 #include "runtime/graph_rewrites.h"
 

@@ -132,7 +132,7 @@ bool FindPoolWithGradient(const Node& out, Chain& chain) {
   if (pool == nullptr || pool_grad == nullptr || (relu && relu_grad == nullptr) || !PoolsRowsAndColumns(*pool)) {
     return false;
   }
-  // The argmax numbers a window's cells in a uint8, 255 meaning none (kernels/cpu/pooling.h).
+  // The argmax numbers a window's cells in a uint8, 255 meaning none (devices/cpu/pooling.h).
   std::vector<int64_t> ksize;
   if (!pool->GetAttr("ksize", &ksize).ok() || ksize[1] <= 0 || ksize[2] <= 0 || ksize[1] * ksize[2] > 255) return false;
   const Edge* orig_output = pool_grad->input_edge(1);

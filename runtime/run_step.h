@@ -19,7 +19,7 @@
 #include <memory>
 #include <vector>
 
-#include "runtime/device.h"
+#include "runtime/device_mgr.h"
 #include "runtime/executor.h"
 
 namespace tessera {

@@ -16,7 +16,7 @@
 #include <string>
 
 #include "kernels/resource_mgr.h"
-#include "runtime/device.h"
+#include "runtime/device_mgr.h"
 #include "runtime/rendezvous_mgr.h"
 #include "runtime/session_options.h"
 

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "graph/graph.h"
-#include "runtime/device.h"
+#include "runtime/device_mgr.h"
 #include "runtime/session_options.h"
 
 namespace tessera {

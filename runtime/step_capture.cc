@@ -9,7 +9,7 @@
 #include "kernels/resource_mgr.h"
 #include "kernels/variable.h"
 #include "kernels/vector_call_frame.h"
-#include "runtime/device.h"
+#include "runtime/device_mgr.h"
 
 namespace tessera {
 namespace {
@@ -30,7 +30,7 @@ bool WithinOneDevice(const Node& n) {
   return n.GetAttr("send_device", &from).ok() && n.GetAttr("recv_device", &to).ok() && from == to;
 }
 
-// The dtypes a GPU keeps in host memory (kernels/gpu/register.cc): a feed of one is read by
+// The dtypes a GPU keeps in host memory (devices/gpu/gpu_kernels.cc): a feed of one is read by
 // the host side of the kernels, once, when the step is recorded.
 bool StaysInHostMemory(DataType dtype) {
   return dtype == DataType::kInt32 || DataTypeSize(dtype) == 0;

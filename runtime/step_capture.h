@@ -1,7 +1,7 @@
 // Whole-step capture (gpu_options.capture_steps, off by default): a step whose work all goes
-// into one GPU's compute stream is recorded once, as a CUDA graph, and replayed on later
-// steps, so a step costs the host one launch instead of one per kernel. PyTorch does this by
-// hand with torch.cuda.graphs; TensorFlow 1.x has no such thing.
+// into one GPU's compute stream is recorded once by the device (devices/step_recording.h)
+// and replayed on later steps, so a step costs the host one launch instead of one per
+// kernel. PyTorch does this by hand with its GPU graphs; TensorFlow 1.x has no such thing.
 //
 // A step qualifies when it runs on one GPU alone (one partition) and each of its nodes does
 // the same work every step given the same shapes (CaptureBlocker). Values the GPU's host side
@@ -40,6 +40,7 @@
 #include <string>
 #include <vector>
 
+#include "devices/step_recording.h"
 #include "graph/graph.h"
 
 namespace tessera {
@@ -51,22 +52,6 @@ class VectorCallFrame;
 
 // Why a partition's step cannot be recorded, naming a node and its op; "" when it can.
 std::string CaptureBlocker(const Graph& partition);
-
-// A device's recording of one step (Device::NewStepRecording).
-class StepRecording {
- public:
-  virtual ~StepRecording() = default;
-  // Calls `step`, which enqueues the step's work on the calling thread, with the device
-  // recording that work instead of running it. `fixed_inputs` are host buffers the step
-  // copies to the device (its feeds): each replay reads them afresh, where other host
-  // values are recorded as they were. An error leaves nothing recorded.
-  virtual Status Record(const std::function<Status()>& step, const std::vector<Tensor>& fixed_inputs) = 0;
-  // Runs the recorded work once more, after whatever the device has queued.
-  virtual Status Replay() = 0;
-  // Returns once the replays launched so far have run: the host buffers they write are
-  // then filled, and those they read may be rewritten.
-  virtual Status Wait() = 0;
-};
 
 class StepCapture {
  public:

@@ -9,17 +9,18 @@
 
 #include <nlohmann/json.hpp>
 
-#include "graph/op_kinds.h"
-#include "graph/serialize/dot.h"
-#include "graph/platform/file_io.h"
-#include "graph/serialize/graph_file.h"
-#include "graph/serialize/graph_json.h"
-#include "graph/platform/logging.h"
-#include "kernels/kernel_registry.h"
+#include "devices/device_factory.h"
+#include "devices/linked/linked_providers.h"
 #include "distributed/cluster_spec.h"
 #include "distributed/grpc_session.h"
-#include "runtime/device.h"
-#include "runtime/device_factory.h"
+#include "graph/op_kinds.h"
+#include "graph/platform/file_io.h"
+#include "graph/platform/logging.h"
+#include "graph/serialize/dot.h"
+#include "graph/serialize/graph_file.h"
+#include "graph/serialize/graph_json.h"
+#include "kernels/kernel_registry.h"
+#include "runtime/device_mgr.h"
 #include "runtime/partition.h"
 #include "runtime/session.h"
 #include "runtime/timeline.h"
@@ -392,6 +393,8 @@ Status Convert(const std::string& in, const std::string& out) {
 }  // namespace
 
 int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  // The command line is a program's composition point: every provider this build links.
+  RegisterLinkedProviders();
   if (!args.empty() && args[0] == "train") {
     StatusOr<TrainOptions> o = ParseTrainArgs(args);
     if (!o.ok()) {

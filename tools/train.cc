@@ -9,19 +9,20 @@
 #include <map>
 #include <thread>
 
+#include "devices/device_factory.h"
+#include "devices/linked/linked_providers.h"
 #include "distributed/cluster_server.h"
 #include "distributed/grpc_session.h"
 #include "distributed/replica_device_setter.h"
 #include "distributed/replicate.h"
 #include "distributed/worker_channels.h"
-#include "graph/platform/file_io.h"
 #include "graph/builder/optimizers.h"
 #include "graph/builder/sync_replicas.h"
+#include "graph/platform/file_io.h"
 #include "graph/serialize/graph_json.h"
 #include "kernels/data/idx_file.h"
 #include "kernels/kernel_registry.h"
-#include "runtime/device.h"
-#include "runtime/device_factory.h"
+#include "runtime/device_mgr.h"
 #include "runtime/freeze.h"
 #include "runtime/saver.h"
 #include "runtime/session.h"

@@ -175,7 +175,7 @@ void RegisterNnOps(OpRegistry& r) {
                   .Attr("epsilon: float = 0.0001").Attr("ksize: list(int)").Attr("pool_strides: list(int)")
                   .Attr("pool_padding: string").SetShapeFn(FusedConv2DMaxPoolShape));
   // Runtime-internal, for training: _FusedConv2DMaxPool that also gives each pooled value's
-  // argmax (kernels/cpu/pooling.h), and the gradient of the convolution's (biased) output
+  // argmax (devices/cpu/pooling.h), and the gradient of the convolution's (biased) output
   // from it, which replaces the pool's MaxPoolGrad and the ReluGrad after it
   // (runtime/remapper.h), and the bias's gradient, which replaces the BiasAddGrad. The
   // gradient reads `input` and `filter` for their shapes alone; the argmax says where a ReLU

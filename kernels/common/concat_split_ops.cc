@@ -2,7 +2,7 @@
 // in-graph replication, and their gradients), for every device type. A cut along the
 // outermost axis is a zero-copy slice; other axes copy rows of bytes with the device's
 // strided copy, so the kernels are the same on every device.
-#include "kernels/common/register.h"
+#include "kernels/common/common_kernels.h"
 
 namespace tessera {
 namespace {

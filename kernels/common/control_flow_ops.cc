@@ -1,7 +1,7 @@
 // Kernels of the control-flow ops, for every device type. Each only forwards a value (or a
 // reference) from an input to an output; what makes them control flow, dead outputs and
 // frames, is the executor's (runtime/executor_frames.cc).
-#include "kernels/common/register.h"
+#include "kernels/common/common_kernels.h"
 
 namespace tessera {
 namespace {

@@ -1,7 +1,7 @@
 // The queue ops: FIFOQueue, RandomShuffleQueue and PaddingFIFOQueue create or find a Queue
 // resource; enqueue and dequeue are asynchronous kernels that never hold a thread while
 // the queue is full or empty.
-#include "kernels/common/register.h"
+#include "kernels/common/common_kernels.h"
 #include "kernels/queue.h"
 #include "kernels/resource_handle.h"
 

@@ -6,7 +6,7 @@
 // they pass the buffer.
 #include <algorithm>
 
-#include "kernels/common/register.h"
+#include "kernels/common/common_kernels.h"
 #include "kernels/copy_tensor.h"
 
 namespace tessera {

@@ -2,7 +2,7 @@
 // Each end tells the rendezvous where its tensor lives; between host memory and host memory
 // the buffer is handed over, otherwise the rendezvous copies. _HostSend and _HostRecv are
 // the same kernels for a tensor a device keeps in host memory.
-#include "kernels/common/register.h"
+#include "kernels/common/common_kernels.h"
 
 namespace tessera {
 namespace {

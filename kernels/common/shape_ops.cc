@@ -3,7 +3,7 @@
 // int32/int64 values kept in host memory, as TensorFlow keeps them on a GPU.
 #include <limits>
 
-#include "kernels/common/register.h"
+#include "kernels/common/common_kernels.h"
 
 namespace tessera {
 namespace {

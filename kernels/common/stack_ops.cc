@@ -6,7 +6,7 @@
 #include <mutex>
 #include <vector>
 
-#include "kernels/common/register.h"
+#include "kernels/common/common_kernels.h"
 #include "kernels/resource_handle.h"
 
 namespace tessera {

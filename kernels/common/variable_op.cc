@@ -1,7 +1,7 @@
 // VariableV2: finds or creates the variable in the step's resource manager and outputs a
 // reference to it. The variable's value is written by Assign on the variable's device, so
 // this kernel never touches bytes and serves every device type.
-#include "kernels/common/register.h"
+#include "kernels/common/common_kernels.h"
 #include "kernels/variable.h"
 
 namespace tessera {

@@ -5,7 +5,7 @@
 #include <mutex>
 #include <utility>
 
-#include "kernels/data/register.h"
+#include "kernels/data/data_kernels.h"
 #include "kernels/data/dataset_op_kernel.h"
 
 namespace tessera::data {

@@ -4,7 +4,7 @@
 // A handle's name is the shared_name, or else the node's name, so every step of a session
 // (each with its own executor) reaches the same iterator; sessions on one local server
 // share iterators of the same name.
-#include "kernels/data/register.h"
+#include "kernels/data/data_kernels.h"
 #include "kernels/data/dataset_op_kernel.h"
 #include "kernels/data/iterator_resource.h"
 

@@ -6,7 +6,7 @@
 #include <mutex>
 #include <thread>
 
-#include "kernels/data/register.h"
+#include "kernels/data/data_kernels.h"
 #include "kernels/data/dataset_op_kernel.h"
 
 namespace tessera::data {

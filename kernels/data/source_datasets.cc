@@ -1,7 +1,7 @@
 // Source datasets: TensorDataset, TensorSliceDataset, RangeDataset, TextLineDataset and
 // IdxDataset (the records of an IDX file, kernels/data/idx_file.h).
 #include "graph/platform/file_io.h"
-#include "kernels/data/register.h"
+#include "kernels/data/data_kernels.h"
 #include "kernels/data/dataset_op_kernel.h"
 #include "kernels/data/idx_file.h"
 

@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "kernels/batch_util.h"
-#include "kernels/data/register.h"
+#include "kernels/data/data_kernels.h"
 #include "kernels/data/dataset_op_kernel.h"
 
 namespace tessera::data {

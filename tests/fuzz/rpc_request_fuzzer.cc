@@ -19,9 +19,9 @@
 #include "distributed/cluster_spec.h"
 #include "distributed/graph_mgr.h"
 #include "distributed/recv_tensor_wire.h"
-#include "graph/serialize/tensor_codec.h"
 #include "distributed/rpc_decode.h"
 #include "distributed/same_host_transport.h"
+#include "graph/serialize/tensor_codec.h"
 
 namespace {
 

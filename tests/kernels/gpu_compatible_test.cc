@@ -8,7 +8,7 @@
 #include "graph/graph.h"
 #include "kernels/kernel_registry.h"
 #include "kernels/thread_pool.h"
-#include "runtime/device.h"
+#include "runtime/device_mgr.h"
 
 namespace tessera {
 namespace {

@@ -11,12 +11,20 @@ namespace fs = std::filesystem;
 
 StatusOr<Layers> ParseLayers(const std::string& text) {
   std::map<std::string, std::vector<std::string>> direct;
+  std::vector<std::pair<std::string, std::set<std::string>>> system_rules;
   std::istringstream in(text);
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
     if (const size_t hash = line.find('#'); hash != std::string::npos) line.resize(hash);
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
     const size_t colon = line.find(':');
+    if (line.rfind("system ", 0) == 0 && colon != std::string::npos) {
+      std::istringstream prefixes(line.substr(7, colon - 7)), folders(line.substr(colon + 1));
+      std::set<std::string> where;
+      for (std::string f; folders >> f;) where.insert(f);
+      for (std::string p; prefixes >> p;) system_rules.emplace_back(p, where);
+      continue;
+    }
     std::istringstream folder_words(line.substr(0, colon == std::string::npos ? 0 : colon));
     std::string folder, extra;
     if (colon == std::string::npos || !(folder_words >> folder) || (folder_words >> extra)) {
@@ -44,6 +52,12 @@ StatusOr<Layers> ParseLayers(const std::string& text) {
     return Status::OK();
   };
   for (const auto& [folder, deps] : direct) RETURN_IF_ERROR(close(folder));
+  for (auto& [prefix, where] : system_rules) {
+    for (const std::string& f : where) {
+      if (direct.count(f) == 0) return errors::InvalidArgument("layers: system headers '", prefix, "*' kept to '", f, "', which is not named");
+    }
+    layers.system_only_in[prefix] = std::move(where);
+  }
   return layers;
 }
 
@@ -57,6 +71,7 @@ std::string FolderOf(const Layers& layers, const std::string& path) {
 
 std::vector<std::string> CheckIncludes(const std::string& source_dir, const Layers& layers) {
   static const std::regex kInclude(R"re(^\s*#\s*include\s+"([^"]+)")re");
+  static const std::regex kSystemInclude(R"re(^\s*#\s*include\s+<([^>]+)>)re");
   std::vector<std::string> broken;
   std::set<std::string> files;
   for (const auto& [folder, allowed] : layers.allowed) {
@@ -76,6 +91,18 @@ std::vector<std::string> CheckIncludes(const std::string& source_dir, const Laye
     std::string line;
     std::smatch m;
     for (int number = 1; std::getline(in, line); ++number) {
+      if (std::regex_search(line, m, kSystemInclude)) {
+        const std::string header = m[1];
+        for (const auto& [prefix, where] : layers.system_only_in) {
+          if (header.rfind(prefix, 0) == 0 && where.count(folder) == 0) {
+            std::string only;
+            for (const std::string& w : where) only += (only.empty() ? "" : " ") + w;
+            broken.push_back(file + ":" + std::to_string(number) + " includes <" + header + ">, which only " + only +
+                             " may (layers.txt)");
+          }
+        }
+        continue;
+      }
       if (!std::regex_search(line, m, kInclude)) continue;
       const std::string included = m[1];
       const std::string to = FolderOf(layers, included);

@@ -6,6 +6,8 @@
 
 #include <unistd.h>
 
+#include <cctype>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -70,12 +72,35 @@ TEST_F(SyntheticTree, SiblingsMayNotIncludeEachOther) {
   EXPECT_THAT(CheckIncludes(root_.string(), *layers), ElementsAre(HasSubstr("left/a.cc:1 includes right/b.h")));
 }
 
+TEST_F(SyntheticTree, SystemHeadersAreKeptToTheirFolders) {
+  StatusOr<Layers> layers = ParseLayers("low:\ngpu: low\nhigh: low\nsystem cuda cudnn: gpu\n");
+  ASSERT_TRUE(layers.ok()) << layers.status();
+  Write("gpu/a.cc", "#include <cuda_runtime_api.h>\n#include <cudnn.h>\n");
+  Write("high/b.cc", "#include <vector>\n#include <cudnn.h>\n");
+  EXPECT_THAT(CheckIncludes(root_.string(), *layers),
+              ElementsAre(HasSubstr("high/b.cc:2 includes <cudnn.h>, which only gpu may")));
+}
+
+// The GPU provider is the one place that speaks CUDA: no runtime, placement or cluster file
+// names it, in code or in a comment.
+TEST(LayeringTest, OnlyTheGpuProviderNamesCuda) {
+  for (const char* folder : {"runtime", "placement", "distributed"}) {
+    for (const fs::directory_entry& entry : fs::recursive_directory_iterator(fs::path(TESSERA_SOURCE_DIR) / folder)) {
+      if (!entry.is_regular_file()) continue;
+      std::string text = ReadFile(entry.path());
+      for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      EXPECT_EQ(text.find("cuda"), std::string::npos) << entry.path() << " names CUDA";
+    }
+  }
+}
+
 TEST(LayersFileTest, MalformedFilesAreRefused) {
   EXPECT_THAT(ParseLayers("a:\na:\n").status().message(), HasSubstr("'a' named twice"));
   EXPECT_THAT(ParseLayers("a: b\n").status().message(), HasSubstr("'b', which is not named"));
   EXPECT_THAT(ParseLayers("a: b\nb: a\n").status().message(), HasSubstr("cycle"));
   EXPECT_THAT(ParseLayers("no colon here\n").status().message(), HasSubstr("line 1"));
   EXPECT_THAT(ParseLayers("two words: x\n").status().message(), HasSubstr("line 1"));
+  EXPECT_THAT(ParseLayers("a:\nsystem cuda: b\n").status().message(), HasSubstr("'b', which is not named"));
 }
 
 }  // namespace

@@ -3,8 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "graph/platform/logging.h"
+#include "devices/cpu/cpu_provider.h"
 #include "graph/builder/ops.h"
+#include "graph/platform/logging.h"
 
 namespace tessera {
 namespace {

@@ -13,10 +13,10 @@
 #include <set>
 #include <thread>
 
+#include "devices/device_factory.h"
 #include "graph/builder/ops.h"
-#include "kernels/common/register.h"
+#include "kernels/common/common_kernels.h"
 #include "kernels/copy_tensor.h"
-#include "runtime/device_factory.h"
 #include "tests/test_util.h"
 
 namespace tessera {

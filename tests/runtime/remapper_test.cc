@@ -135,7 +135,7 @@ TEST(RemapperTest, GradientsThroughTheFusedNodeAreUnchanged) {
 
 // 7 images of 28x28x3 -> conv to 48 channels (150 KB an image: made two at a time, so the
 // parts of 4 and 3 images end in a full and a partial chunk) -> bias -> relu -> max pool.
-// 3 channels into 48 filters run the small convolution (kernels/cpu/small_conv.h); 16 into
+// 3 channels into 48 filters run the small convolution (devices/cpu/small_conv.h); 16 into
 // 32, oneDNN's (Winograd's where the machine has AVX-512, pooled from its blocked output).
 TEST(RemapperTest, AMaxPoolReadingTheChainAloneJoinsIt) {
   for (const auto& [channels, filters] : {std::pair<int64_t, int64_t>{3, 48}, {16, 32}})
@@ -254,7 +254,7 @@ TEST(RemapperTest, InTrainingThePoolKeepsItsArgmaxAndOneNodeComputesTheGradient)
 // A first layer (no gradient of x): one _FusedConv2DMaxPoolBackpropFilter makes the filter's
 // and the bias's gradients from the pooled gradient, with the values of the unfused graph.
 // Filters of few taps (1 or 3 channels) in whole blocks of 16 run the small convolution
-// (kernels/cpu/small_conv.h) forward and back, one or two blocks at a time, over the padding
+// (devices/cpu/small_conv.h) forward and back, one or two blocks at a time, over the padding
 // of SAME and with a strided convolution; 4 channels into 20 filters run oneDNN's.
 TEST(RemapperTest, AFirstLayerSumsItsFilterGradientFromThePooledGradient) {
   struct Layer {

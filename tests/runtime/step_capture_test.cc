@@ -9,10 +9,10 @@
 #include <shared_mutex>
 
 #include "graph/builder/ops.h"
-#include "kernels/vector_call_frame.h"
 #include "kernels/resource_mgr.h"
 #include "kernels/variable.h"
-#include "runtime/device.h"
+#include "kernels/vector_call_frame.h"
+#include "runtime/device_mgr.h"
 #include "runtime/session.h"
 #include "tests/captured_log.h"
 

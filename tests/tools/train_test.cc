@@ -9,8 +9,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "devices/device_factory.h"
+#include "devices/linked/linked_providers.h"
 #include "kernels/checkpoint_file.h"
-#include "runtime/device_factory.h"
 #include "tests/test_util.h"
 #include "tools/cli.h"
 #include "tools/train.h"

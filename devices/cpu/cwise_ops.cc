@@ -1,0 +1,351 @@
+// Element-wise kernels: binary ops with numpy broadcasting, and unary math.
+#include <Eigen/Core>
+#include <algorithm>
+#include <cmath>
+
+#include "devices/cpu/cpu_kernels.h"
+#include "graph/shape_inference.h"
+#include "kernels/broadcast_plan.h"
+
+namespace tessera::cpu {
+namespace {
+
+// The innermost loop, specialised on whether each operand moves, so that it vectorises.
+template <typename T, typename Out, typename F, bool kA, bool kB>
+void InnerLoop(const T* a, const T* b, Out* out, int64_t n, F f) {
+  for (int64_t i = 0; i < n; ++i) out[i] = f(a[kA ? i : 0], b[kB ? i : 0]);
+}
+
+// Rows [begin_row, end_row) of the output, and of each row the elements [c0, c1).
+template <typename T, typename Out, typename F>
+void RunPlan(const BroadcastPlan& p, const T* a, const T* b, Out* out, int64_t begin_row, int64_t end_row, int64_t c0,
+             int64_t c1, F f) {
+  const int inner = p.rank - 1;
+  const int64_t n = p.dims[inner];
+  const bool ka = p.a_stride[inner] != 0, kb = p.b_stride[inner] != 0;
+  // Odometer over the outer dims, started at begin_row.
+  int64_t idx[BroadcastPlan::kMaxRank] = {};
+  int64_t rem = begin_row, oa = 0, ob = 0;
+  for (int d = inner - 1; d >= 0; --d) {
+    idx[d] = rem % p.dims[d];
+    rem /= p.dims[d];
+    oa += idx[d] * p.a_stride[d];
+    ob += idx[d] * p.b_stride[d];
+  }
+  const int64_t len = c1 - c0;
+  for (int64_t row = begin_row; row < end_row; ++row) {
+    Out* o = out + row * n + c0;
+    const T* pa = a + oa + (ka ? c0 : 0);
+    const T* pb = b + ob + (kb ? c0 : 0);
+    if (ka && kb) {
+      InnerLoop<T, Out, F, true, true>(pa, pb, o, len, f);
+    } else if (ka) {
+      InnerLoop<T, Out, F, true, false>(pa, pb, o, len, f);
+    } else if (kb) {
+      InnerLoop<T, Out, F, false, true>(pa, pb, o, len, f);
+    } else {
+      InnerLoop<T, Out, F, false, false>(pa, pb, o, len, f);
+    }
+    for (int d = inner - 1; d >= 0; --d) {
+      oa += p.a_stride[d];
+      ob += p.b_stride[d];
+      if (++idx[d] < p.dims[d]) break;
+      oa -= p.a_stride[d] * p.dims[d];
+      ob -= p.b_stride[d] * p.dims[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+template <typename T, typename Out, typename F>
+class BinaryOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& a = ctx->input(0);
+    const Tensor& b = ctx->input(1);
+    StatusOr<TensorShape> shape = InferenceContext::BroadcastShapes(a.shape(), b.shape());
+    OP_REQUIRES_OK(ctx, shape.status());
+    if constexpr (F::kChecksIntegerDivision) {
+      if constexpr (std::is_integral_v<T>) {
+        const T* bp = b.data<T>();
+        for (int64_t i = 0; i < b.NumElements(); ++i) {
+          OP_REQUIRES(ctx, bp[i] != 0, errors::InvalidArgument("Integer division by zero"));
+        }
+      }
+    }
+    // Read shapes and pointers first: forwarding moves an input's buffer into the output
+    // (the pointers stay valid, the input Tensor does not).
+    const TensorShape a_shape = a.shape(), b_shape = b.shape();
+    const T* ap = a.data<T>();
+    const T* bp = b.data<T>();
+    Tensor* out;
+    if constexpr (std::is_same_v<T, Out>) {
+      int in = a.shape() == *shape ? 0 : 1;
+      OP_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output(in, 0, *shape, &out));
+    } else {
+      OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
+    }
+    if (out->NumElements() == 0) return;
+    BroadcastPlan plan = MakeBroadcastPlan(a_shape, b_shape, *shape);
+    const int64_t n = plan.dims[plan.rank - 1];
+    const int64_t rows = out->NumElements() / n;
+    Out* op = out->data<Out>();
+    // Long rows are cut into chunks too: same-shape operands make one row, which would
+    // otherwise run on one thread.
+    constexpr int64_t kChunk = 16384;
+    if (n <= kChunk) {
+      ctx->ParallelFor(rows, n * F::kCost, [&](int64_t begin, int64_t end) {
+        RunPlan<T, Out>(plan, ap, bp, op, begin, end, 0, n, F());
+      });
+      return;
+    }
+    const int64_t chunks = (n + kChunk - 1) / kChunk;
+    ctx->ParallelFor(rows * chunks, kChunk * F::kCost, [&](int64_t begin, int64_t end) {
+      for (int64_t unit = begin; unit < end; ++unit) {
+        const int64_t row = unit / chunks, c0 = unit % chunks * kChunk;
+        RunPlan<T, Out>(plan, ap, bp, op, row, row + 1, c0, std::min(n, c0 + kChunk), F());
+      }
+    });
+  }
+};
+
+// Integer arithmetic wraps around like TensorFlow's on two's-complement machines, computed
+// in unsigned types so that overflow is defined behaviour.
+template <typename T>
+T Wrap(std::make_unsigned_t<T> v) {
+  return static_cast<T>(v);
+}
+template <typename T>
+using U = std::make_unsigned_t<T>;
+
+// Python's // and % (floor division, a remainder with the divisor's sign); the caller has
+// refused a zero divisor. min // -1 wraps to min.
+template <typename T>
+T FloorDivInt(T x, T y) {
+  if (y == -1) return Wrap<T>(U<T>(0) - U<T>(x));
+  const T q = x / y;
+  return (x % y != 0 && ((x < 0) != (y < 0))) ? q - 1 : q;
+}
+template <typename T>
+T FloorModInt(T x, T y) {
+  if (y == -1) return 0;
+  const T r = x % y;
+  return (r != 0 && ((r < 0) != (y < 0))) ? r + y : r;
+}
+template <typename T>
+T FloorModFloat(T x, T y) {
+  const T r = std::fmod(x, y);
+  return (r != 0 && ((r < 0) != (y < 0))) ? r + y : r;
+}
+
+#define TESSERA_BINARY_FUNCTOR(Name, int_expr, float_expr, cost, checks_div) \
+  struct Name {                                                              \
+    static constexpr int64_t kCost = cost;                                   \
+    static constexpr bool kChecksIntegerDivision = checks_div;               \
+    template <typename T>                                                    \
+    auto operator()(const T& x, const T& y) const {                          \
+      if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {     \
+        return int_expr;                                                     \
+      } else {                                                               \
+        return float_expr;                                                   \
+      }                                                                      \
+    }                                                                        \
+  };
+TESSERA_BINARY_FUNCTOR(AddF, Wrap<T>(U<T>(x) + U<T>(y)), x + y, 1, false)
+TESSERA_BINARY_FUNCTOR(SubF, Wrap<T>(U<T>(x) - U<T>(y)), x - y, 1, false)
+TESSERA_BINARY_FUNCTOR(MulF, Wrap<T>(U<T>(x) * U<T>(y)), x * y, 1, false)
+// Truncating integer division; min / -1 wraps to min.
+TESSERA_BINARY_FUNCTOR(DivF, y == -1 ? Wrap<T>(U<T>(0) - U<T>(x)) : T(x / y), x / y, 4, true)
+TESSERA_BINARY_FUNCTOR(FloorDivF, FloorDivInt<T>(x, y), std::floor(x / y), 8, true)
+TESSERA_BINARY_FUNCTOR(FloorModF, FloorModInt<T>(x, y), FloorModFloat<T>(x, y), 8, true)
+TESSERA_BINARY_FUNCTOR(PowF, x, std::pow(x, y), 16, false)  // floating types only
+TESSERA_BINARY_FUNCTOR(MaxF, x > y ? x : y, x > y ? x : y, 1, false)
+TESSERA_BINARY_FUNCTOR(MinF, x < y ? x : y, x < y ? x : y, 1, false)
+TESSERA_BINARY_FUNCTOR(EqualF, x == y, x == y, 1, false)
+TESSERA_BINARY_FUNCTOR(GreaterF, x > y, x > y, 1, false)
+TESSERA_BINARY_FUNCTOR(LessF, x < y, x < y, 1, false)
+TESSERA_BINARY_FUNCTOR(NotEqualF, x != y, x != y, 1, false)
+TESSERA_BINARY_FUNCTOR(GreaterEqualF, x >= y, x >= y, 1, false)
+TESSERA_BINARY_FUNCTOR(LessEqualF, x <= y, x <= y, 1, false)
+TESSERA_BINARY_FUNCTOR(LogicalAndF, x && y, x && y, 1, false)
+TESSERA_BINARY_FUNCTOR(LogicalOrF, x || y, x || y, 1, false)
+// x: the forward output, y: the gradient (floating types only).
+TESSERA_BINARY_FUNCTOR(SigmoidGradF, x, y * x * (T(1) - x), 4, false)
+TESSERA_BINARY_FUNCTOR(TanhGradF, x, y * (T(1) - x * x), 4, false)
+// x: the gradient, y: the forward input.
+TESSERA_BINARY_FUNCTOR(ReluGradF, y > 0 ? x : T(0), y > 0 ? x : T(0), 1, false)
+#undef TESSERA_BINARY_FUNCTOR
+
+// Unary math through Eigen's vectorised array functions.
+template <typename T>
+using ArrayMap = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
+template <typename T>
+using ConstArrayMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+
+template <typename T, typename F>
+class UnaryOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& in = ctx->input(0);
+    const T* ip = in.data<T>();  // stays valid if the buffer is forwarded to the output
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output(0, 0, in.shape(), &out));
+    T* op = out->data<T>();
+    ctx->ParallelFor(out->NumElements(), F::kCost, [&](int64_t b, int64_t e) {
+      if constexpr (std::is_integral_v<T>) {
+        for (int64_t i = b; i < e; ++i) op[i] = F::Int(ip[i]);
+      } else {
+        ArrayMap<T>(op + b, e - b) = F::Array(ConstArrayMap<T>(ip + b, e - b));
+      }
+    });
+  }
+};
+
+#define TESSERA_UNARY_FUNCTOR(Name, int_expr, array_expr, cost) \
+  struct Name {                                                  \
+    static constexpr int64_t kCost = cost;                       \
+    template <typename T>                                        \
+    static T Int(T x) {                                          \
+      return int_expr;                                           \
+    }                                                            \
+    template <typename A>                                        \
+    static auto Array(const A& x) {                              \
+      return array_expr;                                         \
+    }                                                            \
+  };
+TESSERA_UNARY_FUNCTOR(NegF, Wrap<T>(U<T>(0) - U<T>(x)), -x, 1)
+TESSERA_UNARY_FUNCTOR(SquareF, Wrap<T>(U<T>(x) * U<T>(x)), x.square(), 1)
+TESSERA_UNARY_FUNCTOR(SqrtF, x, x.sqrt(), 8)
+TESSERA_UNARY_FUNCTOR(ExpF, x, x.exp(), 16)
+TESSERA_UNARY_FUNCTOR(LogF, x, x.log(), 16)
+TESSERA_UNARY_FUNCTOR(ReluF, x > 0 ? x : T(0), x.max(typename A::Scalar(0)), 1)
+TESSERA_UNARY_FUNCTOR(SigmoidF, x, x.logistic(), 24)
+TESSERA_UNARY_FUNCTOR(TanhF, x, x.tanh(), 24)
+TESSERA_UNARY_FUNCTOR(SinF, x, x.sin(), 16)
+TESSERA_UNARY_FUNCTOR(CosF, x, x.cos(), 16)
+TESSERA_UNARY_FUNCTOR(LogicalNotF, !x, x, 1)  // bool only, which takes the integral path
+#undef TESSERA_UNARY_FUNCTOR
+
+template <typename F>
+constexpr bool IsComparison = std::is_same_v<F, EqualF> || std::is_same_v<F, NotEqualF> || std::is_same_v<F, GreaterF> ||
+                              std::is_same_v<F, LessF> || std::is_same_v<F, GreaterEqualF> ||
+                              std::is_same_v<F, LessEqualF>;
+
+template <typename F, typename... Ts>
+void RegisterBinary(KernelRegistry& r, const char* op) {
+  ForEachType<Ts...>([&](auto zero) {
+    using T = decltype(zero);
+    using Out = std::conditional_t<IsComparison<F>, bool, T>;
+    r.Register<BinaryOp<T, Out, F>>(KernelDefBuilder(op).Device(kDeviceCpu).TypeConstraint<T>("T"));
+  });
+}
+
+template <typename F, typename... Ts>
+void RegisterUnary(KernelRegistry& r, const char* op) {
+  ForEachType<Ts...>([&](auto zero) {
+    using T = decltype(zero);
+    r.Register<UnaryOp<T, F>>(KernelDefBuilder(op).Device(kDeviceCpu).TypeConstraint<T>("T"));
+  });
+}
+
+template <typename T>
+class AddNOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const TensorShape& shape = ctx->input(0).shape();
+    for (int i = 1; i < ctx->num_inputs(); ++i) {
+      OP_REQUIRES(ctx, ctx->input(i).shape() == shape,
+                  errors::InvalidArgument("AddN inputs must have the same shape: input 0 is ",
+                                          shape.DebugString(), ", input ", i, " is ",
+                                          ctx->input(i).shape().DebugString()));
+    }
+    std::vector<const T*> in(ctx->num_inputs());
+    for (int i = 0; i < ctx->num_inputs(); ++i) in[i] = ctx->input(i).data<T>();
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output(0, 0, shape, &out));
+    T* op = out->data<T>();
+    const AddF add;
+    ctx->ParallelFor(out->NumElements(), static_cast<int64_t>(in.size()),
+                                      [&](int64_t b, int64_t e) {
+                                        for (int64_t j = b; j < e; ++j) {
+                                          T acc = in[0][j];
+                                          for (size_t i = 1; i < in.size(); ++i) acc = add(acc, in[i][j]);
+                                          op[j] = acc;
+                                        }
+                                      });
+  }
+};
+
+}  // namespace
+
+void RegisterCwiseKernels(KernelRegistry& r) {
+  RegisterBinary<AddF, float, double, int32_t, int64_t>(r, "Add");
+  RegisterBinary<AddF, float, double, int32_t, int64_t>(r, "AddV2");
+  RegisterBinary<DivF, float, double>(r, "RealDiv");
+  RegisterBinary<PowF, float, double>(r, "Pow");
+  RegisterBinary<SubF, float, double, int32_t, int64_t>(r, "Sub");
+  RegisterBinary<MulF, float, double, int32_t, int64_t>(r, "Mul");
+  RegisterBinary<DivF, float, double, int32_t, int64_t>(r, "Div");
+  RegisterBinary<DivF, int32_t, int64_t>(r, "TruncateDiv");
+  RegisterBinary<FloorDivF, float, double, int32_t, int64_t>(r, "FloorDiv");
+  RegisterBinary<FloorModF, float, double, int32_t, int64_t>(r, "FloorMod");
+  RegisterBinary<MaxF, float, double, int32_t, int64_t>(r, "Maximum");
+  RegisterBinary<MinF, float, double, int32_t, int64_t>(r, "Minimum");
+  RegisterBinary<EqualF, float, double, int32_t, int64_t, bool, std::string>(r, "Equal");
+  RegisterBinary<GreaterF, float, double, int32_t, int64_t>(r, "Greater");
+  RegisterBinary<LessF, float, double, int32_t, int64_t>(r, "Less");
+  RegisterBinary<NotEqualF, float, double, int32_t, int64_t, bool, std::string>(r, "NotEqual");
+  RegisterBinary<GreaterEqualF, float, double, int32_t, int64_t>(r, "GreaterEqual");
+  RegisterBinary<LessEqualF, float, double, int32_t, int64_t>(r, "LessEqual");
+  r.Register<BinaryOp<bool, bool, LogicalAndF>>(KernelDefBuilder("LogicalAnd").Device(kDeviceCpu));
+  r.Register<BinaryOp<bool, bool, LogicalOrF>>(KernelDefBuilder("LogicalOr").Device(kDeviceCpu));
+  r.Register<UnaryOp<bool, LogicalNotF>>(KernelDefBuilder("LogicalNot").Device(kDeviceCpu));
+  RegisterBinary<ReluGradF, float, double, int32_t, int64_t>(r, "ReluGrad");
+  RegisterBinary<SigmoidGradF, float, double>(r, "SigmoidGrad");
+  RegisterBinary<TanhGradF, float, double>(r, "TanhGrad");
+
+  ForEachType<float, double, int32_t, int64_t>([&](auto zero) {
+    using T = decltype(zero);
+    r.Register<AddNOp<T>>(KernelDefBuilder("AddN").Device(kDeviceCpu).TypeConstraint<T>("T"));
+  });
+
+  RegisterUnary<NegF, float, double, int32_t, int64_t>(r, "Neg");
+  RegisterUnary<SquareF, float, double, int32_t, int64_t>(r, "Square");
+  RegisterUnary<SqrtF, float, double>(r, "Sqrt");
+  RegisterUnary<ExpF, float, double>(r, "Exp");
+  RegisterUnary<LogF, float, double>(r, "Log");
+  RegisterUnary<SigmoidF, float, double>(r, "Sigmoid");
+  RegisterUnary<TanhF, float, double>(r, "Tanh");
+  RegisterUnary<SinF, float, double>(r, "Sin");
+  RegisterUnary<CosF, float, double>(r, "Cos");
+  RegisterUnary<ReluF, float, double, int32_t, int64_t>(r, "Relu");
+}
+
+void RegisterHostInt32CwiseKernels(KernelRegistry& r, const std::string& device_type) {
+  auto binary = [&](auto kernel, const char* op) {
+    r.Register<typename decltype(kernel)::type>(KernelDefBuilder(op)
+                                                    .Device(device_type)
+                                                    .TypeConstraint<int32_t>("T")
+                                                    .HostMemory("x")
+                                                    .HostMemory("y")
+                                                    .HostMemory("z"));
+  };
+  binary(std::type_identity<BinaryOp<int32_t, int32_t, AddF>>{}, "Add");
+  binary(std::type_identity<BinaryOp<int32_t, int32_t, AddF>>{}, "AddV2");
+  binary(std::type_identity<BinaryOp<int32_t, int32_t, SubF>>{}, "Sub");
+  binary(std::type_identity<BinaryOp<int32_t, int32_t, MulF>>{}, "Mul");
+  binary(std::type_identity<BinaryOp<int32_t, int32_t, DivF>>{}, "Div");
+  binary(std::type_identity<BinaryOp<int32_t, int32_t, MaxF>>{}, "Maximum");
+  binary(std::type_identity<BinaryOp<int32_t, int32_t, MinF>>{}, "Minimum");
+  auto unary = [&](auto kernel, const char* op) {
+    r.Register<typename decltype(kernel)::type>(
+        KernelDefBuilder(op).Device(device_type).TypeConstraint<int32_t>("T").HostMemory("x").HostMemory("y"));
+  };
+  unary(std::type_identity<UnaryOp<int32_t, NegF>>{}, "Neg");
+  unary(std::type_identity<UnaryOp<int32_t, SquareF>>{}, "Square");
+}
+
+}  // namespace tessera::cpu
