@@ -5,9 +5,9 @@
 
 #include <random>
 
-#include "graph/builder/optimizers.h"
 #include "runtime/session.h"
-#include "tools/fashion_cnn.h"
+#include "training/fashion_cnn.h"
+#include "training/optimizers.h"
 
 namespace tessera {
 namespace {

@@ -8,8 +8,8 @@
 #include <random>
 #include <thread>
 
-#include "distributed/replicate.h"
 #include "runtime/session.h"
+#include "training/replicate.h"
 
 namespace tessera::bench {
 namespace {

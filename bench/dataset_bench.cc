@@ -15,7 +15,7 @@
 #include "graph/builder/dataset_ops.h"
 #include "graph/builder/ops.h"
 #include "runtime/session.h"
-#include "tools/fashion_cnn.h"
+#include "training/fashion_cnn.h"
 
 namespace tessera::bench {
 namespace {

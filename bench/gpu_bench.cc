@@ -13,9 +13,9 @@
 #include "devices/device_factory.h"
 #include "devices/gpu/gpu_provider.h"
 #include "devices/gpu/launch.h"
-#include "graph/builder/optimizers.h"
 #include "runtime/session.h"
-#include "tools/fashion_cnn.h"
+#include "training/fashion_cnn.h"
+#include "training/optimizers.h"
 
 namespace tessera {
 namespace {

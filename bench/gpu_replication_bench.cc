@@ -12,11 +12,11 @@
 #include "bench/gpu_bench_util.h"
 #include "devices/device_factory.h"
 #include "devices/gpu/gpu_provider.h"
-#include "distributed/replicate.h"
 #include "graph/builder/gradients.h"
-#include "graph/builder/optimizers.h"
 #include "runtime/session.h"
-#include "tools/fashion_cnn.h"
+#include "training/fashion_cnn.h"
+#include "training/optimizers.h"
+#include "training/replicate.h"
 
 namespace tessera {
 namespace {

@@ -4,8 +4,8 @@
 #include <cstring>
 #include <random>
 
-#include "distributed/replicate.h"
 #include "runtime/session.h"
+#include "training/replicate.h"
 
 using namespace tessera;
 

@@ -7,7 +7,7 @@
 //   tessera dot GRAPH.json [--config CONFIG.json] [--allow-soft-placement]
 //   tessera export GRAPH.json      (the validated graph, every attr filled in)
 //   tessera train [--epochs 2] [--devices 2] [--mode mirrored] [--batch 128] [--threads N] ...
-//                 (tools/train.h: the Fashion-MNIST CNN)
+//                 (training/trainer.h: the Fashion-MNIST CNN)
 //
 // `run` prints the fetched tensors as one JSON object on stdout, the placement log on
 // stderr, and on error "<Code>: <message>" on stderr with exit status 1 (2 for bad usage).

@@ -1,98 +1,28 @@
-// `tessera train`: the seeds' CNN (tools/fashion_cnn.h) trained on Fashion-MNIST with
-// RMSProp, on one device or replicated over virtual CPU devices or GPUs, fed by a prefetching
-// dataset pipeline. Prints the placement summary, a progress line per epoch (images/s,
-// running loss) and the test accuracy after each epoch, and can save a checkpoint
-// (runtime/saver.h) after each epoch and a Chrome trace of one step.
+// `tessera train`: the command line of Train (training/trainer.h): its flags, and how its
+// progress shows (redrawn in place on a terminal, a plain line every few seconds in a file
+// or a pipe).
 //
-//   TrainOptions options;
-//   options.epochs = 2;
-//   options.devices = 2;                       // mirrored over /cpu:0 and /cpu:1
-//   StatusOr<TrainResult> r = Train(options, std::cout);
+//   tessera train --epochs 2 --devices 2 --checkpoint cnn.ckpt
 //
-// Train builds its own graph and session; concurrent calls are independent.
+// Both functions are thread-safe but for what TF_CONFIG holds.
 #pragma once
 
-#include <map>
-#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
-#include "distributed/tls.h"
-#include "graph/tensor.h"
-#include "graph/platform/status.h"
+#include "training/trainer.h"
 
 namespace tessera {
 
-struct TrainOptions {
-  int epochs = 2;
-  // "cpu": towers on virtual CPU devices; "gpu": towers on GPUs, with the input pipeline,
-  // the loss report and the ops without a GPU kernel on the CPU.
-  std::string device = "cpu";
-  // Towers, one per device; the global batch is split evenly between them.
-  int devices = 1;
-  // K > 0 (with device "gpu"): split each GPU into K logical GPUs, so that mirrored training
-  // over several towers runs on a one-GPU machine.
-  int virtual_gpus = 0;
-  // "mirrored" or "parameter_device" (also spelled "parameter-device"); on a cluster
-  // "async", "sync" or "multi-worker".
-  std::string mode = "mirrored";
-  // parameter_device mode: where the variables live and are updated, e.g. "/cpu:0" (the
-  // layout of TF's multi-GPU examples); "" is the first tower's device.
-  std::string parameter_device;
-  // Between-graph replication (modes "async" and "sync"): this process is task `task` of
-  // job "worker" of `cluster` (ClusterSpec JSON) and serves it; the variables live on the
-  // "ps" tasks, which `tessera server` runs. Each worker trains its own shard of the
-  // training images with `batch` images a step; task 0, the chief, initializes the
-  // variables (or restores --checkpoint when the ps have lost them) and saves the
-  // checkpoint. A task restarted mid-training finds the variables on the ps and goes on.
-  // "async": every worker updates the shared variables as it goes. "sync": each update
-  // averages one step's gradients from every worker (SyncReplicas), applied by the chief;
-  // the shards cycle, and an epoch is a shard's worth of global steps.
-  // "multi-worker": in-graph replication over the workers (no ps): the chief (task 0) reads
-  // the data and drives one mirrored tower on every worker, the gradients all-reduced in a
-  // ring across the tasks; the other workers serve until the chief is done. The result
-  // equals one process with as many devices and the same global batch.
-  std::string cluster;  // "": this process alone
-  int task = 0;
-  // On a cluster: mutual TLS for every call this worker makes and serves (tls.h); the ps
-  // tasks and the other workers must use it too.
-  std::optional<TlsFiles> tls;
-  int64_t batch = 128;            // global
-  int threads = 0;                // intra-op pool size (and inter-op on GPUs); 0: the number of cores
-  double learning_rate = 1e-3;
-  int64_t seed = 1;         // initial weights and the shuffle order
-  int64_t train_limit = 0;  // train on the first N images only; 0: all 60,000
-  int64_t test_limit = 0;   // test on the first N images only; 0: all 10,000
-  std::string data_dir;     // "" is FashionMnistDir()
-  std::string trace_path;   // when set, the Chrome trace of one step (the 10th) goes here
-  std::string checkpoint_path;  // when set, every variable is saved here after each epoch
-  // With checkpoint_path: after training, the inference graph (variables and a Saver, to
-  // restore the checkpoint into) and the frozen graph (variables as constants), as JSON.
-  std::string inference_graph_path;
-  std::string frozen_graph_path;
-  bool progress = true;     // redraw the progress line while an epoch runs
-};
+// args[0] is "train". InvalidArgument naming the flag for a flag that is not train's, a
+// value that does not parse, or flags that do not go together; the cluster and task of
+// the between-graph modes come from the flags or, as in TensorFlow, from TF_CONFIG.
+StatusOr<TrainOptions> ParseTrainArgs(const std::vector<std::string>& args);
 
-struct EpochStats {
-  int epoch = 0;
-  double seconds = 0;
-  double images_per_second = 0;
-  double mean_loss = 0;  // of the global batch, over the epoch's steps
-  double test_accuracy = 0;
-};
-
-struct TrainResult {
-  std::vector<EpochStats> epochs;
-  // The trained variables by name (conv2d/kernel, ...), tower 0's copy.
-  std::map<std::string, Tensor> variables;
-};
-
-// FailedPrecondition when --device gpu finds fewer GPUs than towers, saying why;
-// InvalidArgument for options out of range, for data files whose images and labels disagree
-// or hold nothing, and for output paths that name the same file (or a data file); NotFound
-// when the data files are missing. All of these are found before training starts. Outputs
-// are written atomically (graph/platform/file_io.h).
-StatusOr<TrainResult> Train(const TrainOptions& options, std::ostream& log);
+// Parses, trains and prints to `out`; 0 when trained, 2 for bad flags (with `usage`), 1 for a
+// failed training, said on `err`.
+int RunTrainCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+                    const std::string& usage);
 
 }  // namespace tessera

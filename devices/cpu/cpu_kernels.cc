@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "devices/cpu/cpu_provider.h"
 #include "kernels/common/common_kernels.h"
 #include "kernels/data/data_kernels.h"
 

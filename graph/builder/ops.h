@@ -34,7 +34,7 @@ Output AssignAdd(const Scope& s, Input ref, Input value);
 Output AssignSub(const Scope& s, Input ref, Input value);
 Output IsVariableInitialized(const Scope& s, Input ref);
 
-// In-place optimizer updates (graph/builder/optimizers.h builds them); each returns the variable.
+// In-place optimizer updates (training/optimizers.h builds them); each returns the variable.
 Output ApplyGradientDescent(const Scope& s, Input var, Input alpha, Input delta);
 Output ApplyMomentum(const Scope& s, Input var, Input accum, Input lr, Input grad, Input momentum,
                      bool use_nesterov = false);

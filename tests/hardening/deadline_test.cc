@@ -7,8 +7,8 @@
 
 #include "graph/builder/dataset_ops.h"
 #include "graph/builder/ops.h"
-#include "runtime/coordinator.h"
 #include "tests/hardening/hardening_util.h"
+#include "training/coordinator.h"
 
 namespace tessera::testing {
 namespace {

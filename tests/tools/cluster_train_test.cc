@@ -17,7 +17,7 @@
 #include "runtime/session.h"
 #include "tests/distributed/free_port.h"
 #include "tests/tools/child_process.h"
-#include "tools/train.h"
+#include "training/trainer.h"
 
 namespace tessera {
 namespace {

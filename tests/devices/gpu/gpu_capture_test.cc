@@ -10,12 +10,12 @@
 
 #include "devices/gpu/gpu_device_context.h"
 #include "graph/builder/gradients.h"
-#include "graph/builder/optimizers.h"
 #include "graph/op_registry.h"
 #include "kernels/kernel_registry.h"
 #include "tests/captured_log.h"
 #include "tests/devices/gpu/gpu_test_util.h"
 #include "tests/test_util.h"
+#include "training/optimizers.h"
 
 namespace tessera {
 namespace {

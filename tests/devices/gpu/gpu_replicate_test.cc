@@ -8,9 +8,9 @@
 #include <cstring>
 #include <random>
 
-#include "distributed/replicate.h"
 #include "tests/devices/gpu/gpu_test_util.h"
 #include "tests/test_util.h"
+#include "training/replicate.h"
 
 namespace tessera {
 namespace {

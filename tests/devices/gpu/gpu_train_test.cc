@@ -6,9 +6,7 @@
 #include <sstream>
 
 #include "devices/device_factory.h"
-#include "distributed/replicate.h"
 #include "graph/builder/gradients.h"
-#include "graph/builder/optimizers.h"
 #include "graph/graph.h"
 #include "kernels/kernel_registry.h"
 #include "runtime/partition.h"
@@ -16,8 +14,10 @@
 #include "runtime/subgraph.h"
 #include "tests/devices/gpu/gpu_test_util.h"
 #include "tests/test_util.h"
-#include "tools/fashion_cnn.h"
-#include "tools/train.h"
+#include "training/fashion_cnn.h"
+#include "training/optimizers.h"
+#include "training/replicate.h"
+#include "training/trainer.h"
 
 namespace tessera {
 namespace {

@@ -1,4 +1,4 @@
-#include "runtime/freeze.h"
+#include "training/freeze.h"
 
 #include <map>
 #include <set>

@@ -1,4 +1,4 @@
-#include "runtime/queue_runner.h"
+#include "training/queue_runner.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-#include "runtime/saver.h"
+#include "training/saver.h"
 
 #include "graph/builder/op_builder.h"
 

@@ -26,8 +26,8 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/coordinator.h"
 #include "runtime/session.h"
+#include "training/coordinator.h"
 
 namespace tessera {
 

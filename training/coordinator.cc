@@ -1,4 +1,4 @@
-#include "runtime/coordinator.h"
+#include "training/coordinator.h"
 
 #include <thread>
 

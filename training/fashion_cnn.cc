@@ -1,4 +1,4 @@
-#include "tools/fashion_cnn.h"
+#include "training/fashion_cnn.h"
 
 #include <algorithm>
 #include <cstdlib>

@@ -14,7 +14,7 @@
 #include "kernels/checkpoint_file.h"
 #include "tests/test_util.h"
 #include "tools/cli.h"
-#include "tools/train.h"
+#include "training/trainer.h"
 
 namespace tessera {
 namespace {

@@ -7,9 +7,9 @@
 #include <memory>
 
 #include "graph/builder/ops.h"
-#include "graph/builder/optimizers.h"
 #include "runtime/session.h"
 #include "tests/test_util.h"
+#include "training/optimizers.h"
 
 namespace tessera {
 namespace {

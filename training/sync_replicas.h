@@ -23,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-#include "graph/builder/optimizers.h"
+#include "training/optimizers.h"
 
 namespace tessera {
 

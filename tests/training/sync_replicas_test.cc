@@ -1,7 +1,7 @@
 // Synchronous between-graph training over a cluster of one ps and two workers, in this
 // process: every worker's step waits for the chief's update, which averages one gradient
 // from each; the chief's runner stops when its session closes.
-#include "graph/builder/sync_replicas.h"
+#include "training/sync_replicas.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

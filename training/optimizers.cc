@@ -1,4 +1,4 @@
-#include "graph/builder/optimizers.h"
+#include "training/optimizers.h"
 
 #include "graph/builder/ops.h"
 

@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "graph/builder/ops.h"
-#include "graph/builder/optimizers.h"
+#include "training/optimizers.h"
 
 namespace tessera {
 

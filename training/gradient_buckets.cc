@@ -1,4 +1,4 @@
-#include "distributed/gradient_buckets.h"
+#include "training/gradient_buckets.h"
 
 #include <map>
 

@@ -1,6 +1,6 @@
 // The device function of between-graph replication, as tf.train.replica_device_setter
 // places: variables over the ps tasks, the rest on the worker, the op's own request first.
-#include "distributed/replica_device_setter.h"
+#include "training/replica_device_setter.h"
 
 #include <gtest/gtest.h>
 

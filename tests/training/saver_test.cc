@@ -9,8 +9,8 @@
 #include <fstream>
 
 #include "graph/builder/initializers.h"
-#include "runtime/saver.h"
 #include "tests/test_util.h"
+#include "training/saver.h"
 
 namespace tessera {
 namespace {

@@ -1,4 +1,4 @@
-#include "graph/builder/sync_replicas.h"
+#include "training/sync_replicas.h"
 
 #include <algorithm>
 

@@ -1,8 +1,8 @@
-#include "distributed/replicate.h"
+#include "training/replicate.h"
 
 #include <algorithm>
 
-#include "distributed/gradient_buckets.h"
+#include "training/gradient_buckets.h"
 
 namespace tessera {
 

@@ -1,4 +1,4 @@
-#include "distributed/replicate.h"
+#include "training/replicate.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -6,8 +6,8 @@
 #include <cstring>
 #include <random>
 
-#include "distributed/gradient_buckets.h"
 #include "tests/test_util.h"
+#include "training/gradient_buckets.h"
 
 namespace tessera {
 namespace {

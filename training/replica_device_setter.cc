@@ -1,4 +1,4 @@
-#include "distributed/replica_device_setter.h"
+#include "training/replica_device_setter.h"
 
 #include <algorithm>
 #include <memory>

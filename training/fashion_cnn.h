@@ -18,7 +18,7 @@
 
 #include "graph/builder/dataset_ops.h"
 #include "graph/builder/ops.h"
-#include "runtime/saver.h"
+#include "training/saver.h"
 
 namespace tessera {
 

@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "graph/serialize/graph_json.h"
-#include "runtime/freeze.h"
 #include "tests/test_util.h"
+#include "training/freeze.h"
 
 namespace tessera {
 namespace {
