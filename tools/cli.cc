@@ -5,7 +5,6 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -24,6 +23,7 @@
 #include "runtime/partition.h"
 #include "runtime/session.h"
 #include "runtime/timeline.h"
+#include "tools/flags.h"
 #include "tools/serve.h"
 #include "tools/train.h"
 
@@ -82,16 +82,6 @@ class StreamSink : public LogSink {
   std::ostream& os_;
 };
 
-std::vector<std::string> SplitCommas(const std::string& s) {
-  std::vector<std::string> parts;
-  std::stringstream ss(s);
-  std::string part;
-  while (std::getline(ss, part, ',')) {
-    if (!part.empty()) parts.push_back(part);
-  }
-  return parts;
-}
-
 StatusOr<Options> ParseArgs(const std::vector<std::string>& args) {
   Options o;
   if (args.empty()) return errors::InvalidArgument("missing command");
@@ -99,49 +89,24 @@ StatusOr<Options> ParseArgs(const std::vector<std::string>& args) {
   if (o.command != "run" && o.command != "place" && o.command != "dot" && o.command != "export") {
     return errors::InvalidArgument("unknown command '", o.command, "'");
   }
-  for (size_t i = 1; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> StatusOr<std::string> {
-      if (i + 1 >= args.size()) return errors::InvalidArgument(a, " needs a value");
-      return args[++i];
-    };
-    if (a == "--fetch") {
-      ASSIGN_OR_RETURN(std::string v, value());
-      for (auto& f : SplitCommas(v)) o.fetches.push_back(f);
-    } else if (a == "--target") {
-      ASSIGN_OR_RETURN(std::string v, value());
-      for (auto& t : SplitCommas(v)) o.targets.push_back(t);
-    } else if (a == "--feed") {
-      ASSIGN_OR_RETURN(std::string v, value());
-      size_t eq = v.find('=');
-      if (eq == std::string::npos || eq == 0) {
-        return errors::InvalidArgument("--feed takes NAME=FILE.json, got '", v, "'");
-      }
-      o.feeds.emplace_back(v.substr(0, eq), v.substr(eq + 1));
-    } else if (a == "--config") {
-      ASSIGN_OR_RETURN(o.config_path, value());
-    } else if (a == "--trace") {
-      ASSIGN_OR_RETURN(o.trace_path, value());
-    } else if (a == "--master") {
-      ASSIGN_OR_RETURN(o.master, value());
-      if (!o.master.starts_with("grpc://")) {
-        return errors::InvalidArgument("--master takes a grpc://host:port target, got '", o.master, "'");
-      }
-    } else if (a == "--tls-cert" || a == "--tls-key" || a == "--tls-ca") {
-      ASSIGN_OR_RETURN(o.tls_flags[a], value());
-    } else if (a == "--log-device-placement") {
-      o.log_device_placement = true;
-    } else if (a == "--allow-soft-placement") {
-      o.allow_soft_placement = true;
-    } else if (a == "--show-partitions") {
-      o.show_partitions = true;
-    } else if (!a.starts_with("--") && o.graph_path.empty()) {
-      o.graph_path = a;
-    } else {
-      return errors::InvalidArgument("unexpected argument '", a, "'");
+  std::vector<std::string> feeds;
+  Flags flags;
+  flags.Positional("GRAPH", &o.graph_path).List("--fetch", &o.fetches).List("--target", &o.targets)
+      .Repeated("--feed", &feeds).String("--config", &o.config_path).String("--trace", &o.trace_path)
+      .String("--master", &o.master).Switch("--log-device-placement", &o.log_device_placement)
+      .Switch("--allow-soft-placement", &o.allow_soft_placement).Switch("--show-partitions", &o.show_partitions);
+  AddTlsFlags(flags, &o.tls_flags);
+  RETURN_IF_ERROR(flags.Parse(args));
+  for (const std::string& v : feeds) {
+    const size_t eq = v.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return errors::InvalidArgument("--feed takes NAME=FILE.json, got '", v, "'");
     }
+    o.feeds.emplace_back(v.substr(0, eq), v.substr(eq + 1));
   }
-  if (o.graph_path.empty()) return errors::InvalidArgument("missing GRAPH");
+  if (flags.Given("--master") && !o.master.starts_with("grpc://")) {
+    return errors::InvalidArgument("--master takes a grpc://host:port target, got '", o.master, "'");
+  }
   if (o.command == "run" && o.fetches.empty() && o.targets.empty()) {
     return errors::InvalidArgument("run needs --fetch or --target");
   }
@@ -259,12 +224,13 @@ std::string MiB(int64_t bytes) { return StrCat(bytes >> 20, " MiB"); }
 // `tessera devices`: the devices a session with this config would have, with their memory
 // and hardware, and why there is no GPU when there is none.
 Status ListDevices(const std::vector<std::string>& args, std::ostream& out) {
+  std::string config_path;
+  Flags flags;
+  flags.String("--config", &config_path);
+  RETURN_IF_ERROR(flags.Parse(args));
   SessionConfig config;
-  for (size_t i = 1; i < args.size(); ++i) {
-    if (args[i] != "--config" || i + 1 >= args.size()) {
-      return errors::InvalidArgument("unexpected argument '", args[i], "'");
-    }
-    ASSIGN_OR_RETURN(std::string text, ReadFileToString(args[++i], "session config"));
+  if (flags.Given("--config")) {
+    ASSIGN_OR_RETURN(std::string text, ReadFileToString(config_path, "session config"));
     ASSIGN_OR_RETURN(config, SessionConfig::FromJson(text));
   }
   ASSIGN_OR_RETURN(std::unique_ptr<ThreadPool> pool, ThreadPool::Create("devices", 1));
@@ -303,13 +269,16 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
   if (!args.empty() && args[0] == "train") return RunTrainCommand(args, out, err, kUsage);
   if (!args.empty() && args[0] == "server") return ServeClusterTask(args, out, err);
   if (!args.empty() && args[0] == "convert") {
-    if (args.size() != 3) {
+    std::string in, out_path;
+    Flags flags;
+    flags.Positional("IN", &in).Positional("OUT", &out_path);
+    if (!flags.Parse(args).ok()) {
       err << "tessera: convert takes IN and OUT\n" << kUsage;
       return 2;
     }
     StreamSink sink(err);
     SetLogSink(&sink);
-    Status s = Convert(args[1], args[2]);
+    Status s = Convert(in, out_path);
     SetLogSink(nullptr);
     if (!s.ok()) {
       err << s.ToString() << "\n";

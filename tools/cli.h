@@ -7,7 +7,11 @@
 //   tessera dot GRAPH.json [--config CONFIG.json] [--allow-soft-placement]
 //   tessera export GRAPH.json      (the validated graph, every attr filled in)
 //   tessera train [--epochs 2] [--devices 2] [--mode mirrored] [--batch 128] [--threads N] ...
-//                 (training/trainer.h: the Fashion-MNIST CNN)
+//                 (tools/train.h: Train of training/trainer.h, the Fashion-MNIST CNN)
+//   tessera server, devices, convert   (see the usage RunCli prints)
+//
+// Every command's flags are read by one parser (flags.h). RunCli is the program's
+// composition point: it registers every device provider the build links.
 //
 // `run` prints the fetched tensors as one JSON object on stdout, the placement log on
 // stderr, and on error "<Code>: <message>" on stderr with exit status 1 (2 for bad usage).

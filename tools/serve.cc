@@ -26,29 +26,26 @@ StatusOr<std::string> ReadToken(const std::string& path) {
 }
 
 StatusOr<ServeArgs> Parse(const std::vector<std::string>& args) {
-  std::map<std::string, std::string> flags;
-  for (size_t i = 1; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a != "--cluster" && a != "--job" && a != "--task" && a != "--config" && a != "--token-file" &&
-        !a.starts_with("--tls-")) {
-      return errors::InvalidArgument("unexpected argument '", a, "'");
-    }
-    if (i + 1 >= args.size()) return errors::InvalidArgument(a, " needs a value");
-    flags[a] = args[++i];
-  }
+  std::string cluster, job, task, config, token_file;
+  std::map<std::string, std::string> tls_flags;
+  Flags flags;
+  flags.String("--cluster", &cluster).String("--job", &job).String("--task", &task).String("--config", &config)
+      .String("--token-file", &token_file);
+  AddTlsFlags(flags, &tls_flags);
+  RETURN_IF_ERROR(flags.Parse(args));
   ServeArgs out;
-  if (flags.contains("--cluster")) {
-    if (!flags.contains("--job") || !flags.contains("--task")) {
+  if (flags.Given("--cluster")) {
+    if (!flags.Given("--job") || !flags.Given("--task")) {
       return errors::InvalidArgument("--cluster needs --job and --task");
     }
-    ASSIGN_OR_RETURN(out.task.cluster, ClusterSpec::FromJson(flags["--cluster"]));
-    out.task.job = flags["--job"];
+    ASSIGN_OR_RETURN(out.task.cluster, ClusterSpec::FromJson(cluster));
+    out.task.job = job;
     char* end = nullptr;
-    const long task = std::strtol(flags["--task"].c_str(), &end, 10);
-    if (end == flags["--task"].c_str() || *end != '\0' || task < 0 || task > INT32_MAX) {
-      return errors::InvalidArgument("--task takes a task index, got '", flags["--task"], "'");
+    const long index = std::strtol(task.c_str(), &end, 10);
+    if (end == task.c_str() || *end != '\0' || index < 0 || index > INT32_MAX) {
+      return errors::InvalidArgument("--task takes a task index, got '", task, "'");
     }
-    out.task.task = static_cast<int>(task);
+    out.task.task = static_cast<int>(index);
     RETURN_IF_ERROR(out.task.cluster.TaskAddress(out.task.job, out.task.task).status());
   } else {
     const char* tf_config = std::getenv("TF_CONFIG");
@@ -57,13 +54,13 @@ StatusOr<ServeArgs> Parse(const std::vector<std::string>& args) {
     }
     ASSIGN_OR_RETURN(out.task, ParseTfConfig(tf_config));
   }
-  if (flags.contains("--config")) {
-    ASSIGN_OR_RETURN(std::string text, ReadFileToString(flags["--config"], "session config"));
+  if (flags.Given("--config")) {
+    ASSIGN_OR_RETURN(std::string text, ReadFileToString(config, "session config"));
     ASSIGN_OR_RETURN(out.options.config, SessionConfig::FromJson(text));
   }
-  ASSIGN_OR_RETURN(out.tls, TlsFromFlags(flags));
-  if (flags.contains("--token-file")) {
-    ASSIGN_OR_RETURN(out.options.token, ReadToken(flags["--token-file"]));
+  ASSIGN_OR_RETURN(out.tls, TlsFromFlags(tls_flags));
+  if (flags.Given("--token-file")) {
+    ASSIGN_OR_RETURN(out.options.token, ReadToken(token_file));
   } else if (const char* token = std::getenv("TESSERA_CLUSTER_TOKEN"); token != nullptr) {
     out.options.token = token;
   }
@@ -72,12 +69,16 @@ StatusOr<ServeArgs> Parse(const std::vector<std::string>& args) {
 
 }  // namespace
 
+void AddTlsFlags(Flags& flags, std::map<std::string, std::string>* values) {
+  for (const char* flag : {"--tls-cert", "--tls-key", "--tls-ca"}) flags.String(flag, &(*values)[flag]);
+}
+
 StatusOr<std::optional<TlsFiles>> TlsFromFlags(const std::map<std::string, std::string>& flags) {
   TlsFiles files;
   int given = 0;
   for (auto [flag, field] : {std::pair{"--tls-cert", &files.cert_file}, {"--tls-key", &files.key_file},
                              {"--tls-ca", &files.ca_file}}) {
-    if (auto it = flags.find(flag); it != flags.end()) {
+    if (auto it = flags.find(flag); it != flags.end() && !it->second.empty()) {
       *field = it->second;
       ++given;
     }

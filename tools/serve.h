@@ -16,11 +16,14 @@
 #include <vector>
 
 #include "distributed/tls.h"
+#include "tools/flags.h"
 
 namespace tessera {
 
-// The TLS files of flags --tls-cert, --tls-key and --tls-ca: none of them (no TLS) or all
-// three; InvalidArgument for some but not all.
+// Declares --tls-cert, --tls-key and --tls-ca, whose values go to `values` by flag name.
+void AddTlsFlags(Flags& flags, std::map<std::string, std::string>* values);
+// The TLS files of those flags: none of them (no TLS) or all three; InvalidArgument for some
+// but not all.
 StatusOr<std::optional<TlsFiles>> TlsFromFlags(const std::map<std::string, std::string>& flags);
 
 // args[0] is "server". Returns 0 after a clean stop by signal, 1 for an error (bad

@@ -2,91 +2,50 @@
 
 #include <unistd.h>
 
-#include <charconv>
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
-#include <limits>
 #include <map>
 
 #include "distributed/cluster_spec.h"
+#include "tools/flags.h"
 #include "tools/serve.h"
 
 namespace tessera {
-namespace {
-
-StatusOr<int64_t> ParseInt(const std::string& flag, const std::string& text) {
-  int64_t v = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end != text.data() + text.size()) {
-    return errors::InvalidArgument(flag, " takes an integer, got '", text, "'");
-  }
-  return v;
-}
-
-}  // namespace
 
 StatusOr<TrainOptions> ParseTrainArgs(const std::vector<std::string>& args) {
   TrainOptions o;
-  bool devices_given = false;
-  const std::map<std::string, int64_t*> ints = {
-      {"--batch", &o.batch}, {"--seed", &o.seed}, {"--train-limit", &o.train_limit}, {"--test-limit", &o.test_limit}};
-  const std::map<std::string, int*> small_ints = {
-      {"--epochs", &o.epochs}, {"--devices", &o.devices}, {"--threads", &o.threads}, {"--task", &o.task},
-      {"--virtual-gpus", &o.virtual_gpus}};
-  const std::map<std::string, std::string*> strings = {{"--mode", &o.mode},
-                                                       {"--cluster", &o.cluster},
-                                                       {"--device", &o.device},
-                                                       {"--parameter-device", &o.parameter_device},
-                                                       {"--data", &o.data_dir},
-                                                       {"--trace", &o.trace_path},
-                                                       {"--checkpoint", &o.checkpoint_path},
-                                                       {"--inference-graph", &o.inference_graph_path},
-                                                       {"--frozen-graph", &o.frozen_graph_path}};
+  std::string learning_rate, job;
+  bool no_progress = false;
   std::map<std::string, std::string> tls_flags;
-  for (size_t i = 1; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--no-progress") {
-      o.progress = false;
-      continue;
-    }
-    const bool tls_flag = a == "--tls-cert" || a == "--tls-key" || a == "--tls-ca";
-    if (!ints.contains(a) && !small_ints.contains(a) && !strings.contains(a) && a != "--learning-rate" && !tls_flag &&
-        a != "--job") {
-      return errors::InvalidArgument("unexpected argument '", a, "'");
-    }
-    if (i + 1 >= args.size()) return errors::InvalidArgument(a, " needs a value");
-    devices_given |= a == "--devices";
-    const std::string& v = args[++i];
-    if (auto s = strings.find(a); s != strings.end()) {
-      *s->second = v;
-    } else if (tls_flag) {
-      tls_flags[a] = v;
-    } else if (a == "--job") {
-      if (v != "worker") {
-        return errors::InvalidArgument("tessera train runs the worker tasks, not '", v,
-                                       "' (run a ps task with tessera server)");
-      }
-    } else if (a == "--learning-rate") {
-      char* end = nullptr;
-      o.learning_rate = std::strtod(v.c_str(), &end);
-      if (end == v.c_str() || *end != '\0' || !(o.learning_rate > 0) || !std::isfinite(o.learning_rate)) {
-        return errors::InvalidArgument("--learning-rate takes a positive number, got '", v, "'");
-      }
-    } else if (auto wide = ints.find(a); wide != ints.end()) {
-      ASSIGN_OR_RETURN(*wide->second, ParseInt(a, v));
-    } else {
-      ASSIGN_OR_RETURN(int64_t n, ParseInt(a, v));
-      if (n < std::numeric_limits<int>::min() || n > std::numeric_limits<int>::max()) {
-        return errors::InvalidArgument(a, " takes a 32-bit integer, got '", v, "'");
-      }
-      *small_ints.at(a) = static_cast<int>(n);
+  Flags flags;
+  flags.Int("--batch", &o.batch).Int("--seed", &o.seed).Int("--train-limit", &o.train_limit)
+      .Int("--test-limit", &o.test_limit).Int("--epochs", &o.epochs).Int("--devices", &o.devices)
+      .Int("--threads", &o.threads).Int("--task", &o.task).Int("--virtual-gpus", &o.virtual_gpus)
+      .String("--mode", &o.mode).String("--cluster", &o.cluster).String("--device", &o.device)
+      .String("--parameter-device", &o.parameter_device).String("--data", &o.data_dir).String("--trace", &o.trace_path)
+      .String("--checkpoint", &o.checkpoint_path).String("--inference-graph", &o.inference_graph_path)
+      .String("--frozen-graph", &o.frozen_graph_path).String("--learning-rate", &learning_rate).String("--job", &job)
+      .Switch("--no-progress", &no_progress);
+  AddTlsFlags(flags, &tls_flags);
+  RETURN_IF_ERROR(flags.Parse(args));
+  if (flags.Given("--job") && job != "worker") {
+    return errors::InvalidArgument("tessera train runs the worker tasks, not '", job,
+                                   "' (run a ps task with tessera server)");
+  }
+  if (flags.Given("--learning-rate")) {
+    char* end = nullptr;
+    o.learning_rate = std::strtod(learning_rate.c_str(), &end);
+    if (end == learning_rate.c_str() || *end != '\0' || !(o.learning_rate > 0) || !std::isfinite(o.learning_rate)) {
+      return errors::InvalidArgument("--learning-rate takes a positive number, got '", learning_rate, "'");
     }
   }
+  o.progress = !no_progress;
   if (o.mode == "parameter-device") o.mode = "parameter_device";
   // Not given: two virtual CPUs (the seeds' two towers), or one GPU (each logical GPU of a
   // split one).
-  if (!devices_given) o.devices = o.device != "gpu" ? 2 : std::max(1, o.virtual_gpus);
+  if (!flags.Given("--devices")) o.devices = o.device != "gpu" ? 2 : std::max(1, o.virtual_gpus);
   // On a cluster each worker trains one tower on its CPU; the cluster and the task come from
   // the flags or, as in TensorFlow, from TF_CONFIG.
   if (o.mode == "async" || o.mode == "sync" || o.mode == "multi-worker") {
