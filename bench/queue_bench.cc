@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "graph/builder/ops.h"
-#include "kernels/queue.h"
+#include "kernels/resources/queue.h"
 #include "runtime/session.h"
 
 namespace tessera::bench {

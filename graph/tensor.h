@@ -8,7 +8,7 @@
 // Copying a Tensor copies a handle: both share the buffer. Tensor objects are not
 // synchronised (like std::shared_ptr): one Tensor object may not be written while another
 // thread reads it, but distinct Tensor objects sharing a buffer may be used from different
-// threads. Kernels see Eigen views through kernels/eigen_tensor.h.
+// threads. Kernels see Eigen views through kernels/util/eigen_tensor.h.
 #pragma once
 
 #include <atomic>

@@ -48,7 +48,7 @@ class ThreadPool {
                    const std::function<void(int64_t, int64_t)>& fn);
 
   // For Eigen Tensor expressions (contractions) that run on this pool: evaluate them with
-  // AssignOnPool (kernels/eigen_tensor.h), which keeps the rule above.
+  // AssignOnPool (kernels/util/eigen_tensor.h), which keeps the rule above.
   const Eigen::ThreadPoolDevice& eigen_device() const;
 
  private:

@@ -9,7 +9,7 @@
 #include <new>
 
 #include "graph/op_kinds.h"
-#include "kernels/variable.h"
+#include "kernels/resources/variable.h"
 #include "runtime/executor_internal.h"
 
 namespace tessera {

@@ -7,7 +7,7 @@
 #include "graph/op_kinds.h"
 #include "graph/platform/logging.h"
 #include "kernels/resource_mgr.h"
-#include "kernels/variable.h"
+#include "kernels/resources/variable.h"
 #include "kernels/vector_call_frame.h"
 #include "runtime/device_mgr.h"
 

@@ -1,5 +1,5 @@
 // Saver: tf.train.Saver for graphs built with Scope. It adds ops that write variables to a
-// checkpoint file (kernels/checkpoint_file.h documents the format) and read them back.
+// checkpoint file (kernels/util/checkpoint_file.h documents the format) and read them back.
 //
 //   StatusOr<Saver> saver = Saver::Create(root, {{"w", {w}}, {"b", {b}}});
 //   // ... a session on root's graph ...

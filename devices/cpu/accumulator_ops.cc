@@ -3,8 +3,8 @@
 // the string vector [container, name]; AccumulatorTakeGradient waits without holding a
 // thread.
 #include "devices/cpu/cpu_kernels.h"
-#include "kernels/conditional_accumulator.h"
 #include "kernels/resource_handle.h"
+#include "kernels/resources/conditional_accumulator.h"
 
 namespace tessera::cpu {
 namespace {

@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "devices/cpu/cpu_kernels.h"
-#include "kernels/ring_all_reduce.h"
+#include "kernels/collectives/ring_all_reduce.h"
 
 namespace tessera::cpu {
 namespace {

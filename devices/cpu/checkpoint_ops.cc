@@ -1,7 +1,7 @@
 // SaveTensors and RestoreTensors: the graph's access to checkpoint files
-// (kernels/checkpoint_file.h), as SaveV2 and RestoreV2 are in TensorFlow.
+// (kernels/util/checkpoint_file.h), as SaveV2 and RestoreV2 are in TensorFlow.
 #include "devices/cpu/cpu_kernels.h"
-#include "kernels/checkpoint_file.h"
+#include "kernels/util/checkpoint_file.h"
 
 namespace tessera::cpu {
 namespace {

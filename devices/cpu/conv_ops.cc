@@ -14,9 +14,9 @@
 #include "devices/cpu/dnnl_conv.h"
 #include "devices/cpu/pooling.h"
 #include "devices/cpu/small_conv.h"
-#include "kernels/conv_geometry.h"
-#include "kernels/eigen_tensor.h"
-#include "kernels/fused_ops.h"
+#include "kernels/util/conv_geometry.h"
+#include "kernels/util/eigen_tensor.h"
+#include "kernels/util/fused_ops.h"
 
 namespace tessera::cpu {
 namespace {

@@ -5,7 +5,7 @@
 
 #include "devices/cpu/cpu_kernels.h"
 #include "graph/shape_inference.h"
-#include "kernels/broadcast_plan.h"
+#include "kernels/util/broadcast_plan.h"
 
 namespace tessera::cpu {
 namespace {

@@ -8,8 +8,8 @@
 
 #include <cstdint>
 
-#include "kernels/conv_geometry.h"
 #include "kernels/op_kernel.h"
+#include "kernels/util/conv_geometry.h"
 
 namespace tessera::cpu {
 

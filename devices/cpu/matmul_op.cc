@@ -10,8 +10,8 @@
 
 #include "devices/cpu/cpu_kernels.h"
 #include "devices/cpu/onednn_threads.h"
-#include "kernels/eigen_tensor.h"
-#include "kernels/fused_ops.h"
+#include "kernels/util/eigen_tensor.h"
+#include "kernels/util/fused_ops.h"
 
 namespace tessera::cpu {
 namespace {

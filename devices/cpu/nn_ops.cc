@@ -7,7 +7,7 @@
 
 #include "devices/cpu/cpu_kernels.h"
 #include "devices/cpu/sum_accumulator.h"
-#include "kernels/sparse_xent_inputs.h"
+#include "kernels/util/sparse_xent_inputs.h"
 
 namespace tessera::cpu {
 namespace {

@@ -10,7 +10,7 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/conv_geometry.h"
+#include "kernels/util/conv_geometry.h"
 
 namespace tessera::cpu {
 

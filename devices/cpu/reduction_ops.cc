@@ -7,7 +7,7 @@
 
 #include "devices/cpu/cpu_kernels.h"
 #include "devices/cpu/sum_accumulator.h"
-#include "kernels/reduction_plan.h"
+#include "kernels/util/reduction_plan.h"
 
 namespace tessera::cpu {
 namespace {

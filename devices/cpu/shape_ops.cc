@@ -6,7 +6,7 @@
 
 #include "devices/cpu/cpu_kernels.h"
 #include "graph/shape_inference.h"
-#include "kernels/shape_argument.h"
+#include "kernels/util/shape_argument.h"
 
 namespace tessera::cpu {
 namespace {

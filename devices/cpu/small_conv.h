@@ -14,7 +14,7 @@
 
 #include <cstdint>
 
-#include "kernels/conv_geometry.h"
+#include "kernels/util/conv_geometry.h"
 
 namespace tessera::cpu {
 

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "devices/cpu/cpu_kernels.h"
-#include "kernels/variable.h"
+#include "kernels/resources/variable.h"
 
 namespace tessera::cpu {
 namespace {

@@ -2,7 +2,7 @@
 // that name it through a handle, on the CPU.
 #include "devices/cpu/cpu_kernels.h"
 #include "kernels/resource_handle.h"
-#include "kernels/variable.h"
+#include "kernels/resources/variable.h"
 
 namespace tessera::cpu {
 namespace {

@@ -18,9 +18,9 @@
 
 #include "devices/gpu/gpu_op_kernel.h"
 #include "devices/gpu/launch.h"
-#include "kernels/collective_meeting.h"
-#include "kernels/ring_all_reduce.h"
-#include "kernels/ring_schedule.h"
+#include "kernels/collectives/collective_meeting.h"
+#include "kernels/collectives/ring_all_reduce.h"
+#include "kernels/collectives/ring_schedule.h"
 #ifdef TESSERA_HAVE_NCCL
 #include "devices/gpu/nccl_library.h"
 #endif

@@ -17,8 +17,8 @@
 
 #include "devices/gpu/gpu_op_kernel.h"
 #include "devices/gpu/launch.h"
-#include "kernels/conv_geometry.h"
-#include "kernels/fused_ops.h"
+#include "kernels/util/conv_geometry.h"
+#include "kernels/util/fused_ops.h"
 
 namespace tessera::gpu {
 namespace {

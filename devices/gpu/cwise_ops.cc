@@ -3,7 +3,7 @@
 #include "devices/gpu/gpu_op_kernel.h"
 #include "devices/gpu/launch.h"
 #include "graph/shape_inference.h"
-#include "kernels/shape_argument.h"
+#include "kernels/util/shape_argument.h"
 
 namespace tessera::gpu {
 namespace {

@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "kernels/broadcast_plan.h"
+#include "kernels/util/broadcast_plan.h"
 
 namespace tessera::gpu {
 
@@ -119,7 +119,7 @@ cudaError_t PadNhwc(const T* in, T* padded, const NhwcPadding& p, cudaStream_t s
 template <typename T>
 cudaError_t CropNhwc(const T* padded, T* out, const NhwcPadding& p, cudaStream_t stream);
 
-// Where pooling windows fall over an NHWC input (kernels/conv_geometry.h's Geometry).
+// Where pooling windows fall over an NHWC input (kernels/util/conv_geometry.h's Geometry).
 struct PoolWindows {
   int64_t n, h, w, c;
   int64_t kh, kw, sh, sw;
@@ -135,7 +135,7 @@ cudaError_t MaxPoolGrad(const T* in, const T* grad, T* d_in, const PoolWindows& 
 template <typename T>
 cudaError_t AvgPoolGrad(const T* grad, T* d_in, const PoolWindows& g, cudaStream_t stream);
 
-// One reduce step of an all-reduce between GPUs (kernels/ring_schedule.h), with the CPU
+// One reduce step of an all-reduce between GPUs (kernels/collectives/ring_schedule.h), with the CPU
 // ring's arithmetic: out = mine (fn) theirs, theirs rounded through float16 first when it
 // crossed the wire as float16 (kMean adds). With `finish`, the chunk's owner then divides
 // by `members` (kMean) and rounds through float16 (`wire_float16`), so every copy of the

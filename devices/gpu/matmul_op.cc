@@ -6,7 +6,7 @@
 
 #include "devices/gpu/gpu_op_kernel.h"
 #include "devices/gpu/launch.h"
-#include "kernels/fused_ops.h"
+#include "kernels/util/fused_ops.h"
 
 namespace tessera::gpu {
 namespace {

@@ -1,7 +1,7 @@
 // Softmax, LogSoftmax, the sparse softmax cross-entropy, BiasAdd and BiasAddGrad on the GPU.
 #include "devices/gpu/gpu_op_kernel.h"
 #include "devices/gpu/launch.h"
-#include "kernels/sparse_xent_inputs.h"
+#include "kernels/util/sparse_xent_inputs.h"
 
 namespace tessera::gpu {
 namespace {

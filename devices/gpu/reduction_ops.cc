@@ -3,7 +3,7 @@
 // a Mean of means over equal-sized groups is the Mean.
 #include "devices/gpu/gpu_op_kernel.h"
 #include "devices/gpu/launch.h"
-#include "kernels/reduction_plan.h"
+#include "kernels/util/reduction_plan.h"
 
 namespace tessera::gpu {
 namespace {

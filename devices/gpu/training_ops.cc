@@ -3,7 +3,7 @@
 // memory (devices/gpu/launch.h): reading them on the host would wait for the GPU.
 #include "devices/gpu/gpu_op_kernel.h"
 #include "devices/gpu/launch.h"
-#include "kernels/variable.h"
+#include "kernels/resources/variable.h"
 
 namespace tessera::gpu {
 namespace {

@@ -2,7 +2,7 @@
 // AssignSub. A buffer a reader still shares is copied on the compute stream, never on the host.
 #include "devices/gpu/gpu_op_kernel.h"
 #include "devices/gpu/launch.h"
-#include "kernels/variable.h"
+#include "kernels/resources/variable.h"
 
 namespace tessera::gpu {
 

@@ -14,7 +14,7 @@ Status DecodeCsvShape(InferenceContext& c) {
 }  // namespace
 
 void RegisterIoOps(OpRegistry& r) {
-  // Checkpoints (kernels/checkpoint_file.h): SaveTensors writes its inputs under the given
+  // Checkpoints (kernels/util/checkpoint_file.h): SaveTensors writes its inputs under the given
   // names; RestoreTensors reads the named tensors back, checked against `shapes` when given
   // so that a mismatch fails before any variable is assigned.
   RegisterCoreOp(r, OpDefBuilder("SaveTensors").Input("filename: string").Input("tensor_names: string")

@@ -2,8 +2,8 @@
 // resource; enqueue and dequeue are asynchronous kernels that never hold a thread while
 // the queue is full or empty.
 #include "kernels/common/common_kernels.h"
-#include "kernels/queue.h"
 #include "kernels/resource_handle.h"
+#include "kernels/resources/queue.h"
 
 namespace tessera {
 namespace {

@@ -2,7 +2,7 @@
 // reference to it. The variable's value is written by Assign on the variable's device, so
 // this kernel never touches bytes and serves every device type.
 #include "kernels/common/common_kernels.h"
-#include "kernels/variable.h"
+#include "kernels/resources/variable.h"
 
 namespace tessera {
 namespace {

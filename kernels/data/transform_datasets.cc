@@ -7,9 +7,9 @@
 #include <span>
 #include <utility>
 
-#include "kernels/batch_util.h"
 #include "kernels/data/data_kernels.h"
 #include "kernels/data/dataset_op_kernel.h"
+#include "kernels/util/batch_util.h"
 
 namespace tessera::data {
 namespace {

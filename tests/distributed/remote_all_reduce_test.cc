@@ -11,7 +11,7 @@
 
 #include "distributed/cluster_server.h"
 #include "distributed/remote_rendezvous.h"
-#include "kernels/ring_all_reduce.h"
+#include "kernels/collectives/ring_all_reduce.h"
 #include "tests/distributed/free_port.h"
 
 namespace tessera {

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "kernels/checkpoint_file.h"
+#include "kernels/util/checkpoint_file.h"
 #include "tests/fuzz/fuzz_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -7,11 +7,11 @@
 
 #include <chrono>
 
-#include "graph/platform/file_io.h"
 #include "graph/builder/op_builder.h"
 #include "graph/builder/ops.h"
-#include "kernels/checkpoint_file.h"
+#include "graph/platform/file_io.h"
 #include "kernels/data/idx_file.h"
+#include "kernels/util/checkpoint_file.h"
 #include "tests/hardening/hardening_util.h"
 
 namespace tessera::testing {

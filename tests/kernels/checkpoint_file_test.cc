@@ -9,7 +9,7 @@
 #include <fstream>
 #include <thread>
 
-#include "kernels/checkpoint_file.h"
+#include "kernels/util/checkpoint_file.h"
 
 namespace tessera {
 namespace {

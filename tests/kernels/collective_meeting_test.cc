@@ -1,5 +1,5 @@
 // Members of a collective meeting from several threads, and steps cancelled while they wait.
-#include "kernels/collective_meeting.h"
+#include "kernels/collectives/collective_meeting.h"
 
 #include <gtest/gtest.h>
 

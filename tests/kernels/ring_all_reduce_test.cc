@@ -1,5 +1,5 @@
 // The ring algorithm on its own: N members over one in-process rendezvous.
-#include "kernels/ring_all_reduce.h"
+#include "kernels/collectives/ring_all_reduce.h"
 
 #include <gtest/gtest.h>
 

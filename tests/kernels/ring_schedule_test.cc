@@ -1,7 +1,7 @@
 // The ring schedule on its own: every pair of steps touching the same memory is ordered by
 // the dependencies ring_schedule.h states, and running the steps in any order those allow
 // gives every member the reduction.
-#include "kernels/ring_schedule.h"
+#include "kernels/collectives/ring_schedule.h"
 
 #include <gtest/gtest.h>
 

@@ -10,7 +10,7 @@
 
 #include "graph/builder/ops.h"
 #include "kernels/resource_mgr.h"
-#include "kernels/variable.h"
+#include "kernels/resources/variable.h"
 #include "kernels/vector_call_frame.h"
 #include "runtime/device_mgr.h"
 #include "runtime/session.h"

@@ -11,7 +11,7 @@
 
 #include "devices/device_factory.h"
 #include "devices/linked/linked_providers.h"
-#include "kernels/checkpoint_file.h"
+#include "kernels/util/checkpoint_file.h"
 #include "tests/test_util.h"
 #include "tools/cli.h"
 #include "training/trainer.h"

@@ -1,4 +1,4 @@
-#include "kernels/checkpoint_file.h"
+#include "kernels/util/checkpoint_file.h"
 
 #include <zlib.h>
 

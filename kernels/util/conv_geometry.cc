@@ -1,4 +1,4 @@
-#include "kernels/conv_geometry.h"
+#include "kernels/util/conv_geometry.h"
 
 #include "graph/shape_inference.h"
 

@@ -1,4 +1,4 @@
-#include "kernels/broadcast_plan.h"
+#include "kernels/util/broadcast_plan.h"
 
 #include "graph/tensor_shape.h"
 

@@ -1,4 +1,4 @@
-#include "kernels/batch_util.h"
+#include "kernels/util/batch_util.h"
 
 #include <algorithm>
 #include <cstring>

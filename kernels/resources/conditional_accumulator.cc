@@ -1,4 +1,4 @@
-#include "kernels/conditional_accumulator.h"
+#include "kernels/resources/conditional_accumulator.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "kernels/reduction_plan.h"
+#include "kernels/util/reduction_plan.h"
 
 namespace tessera {
 

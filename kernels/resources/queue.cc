@@ -1,9 +1,9 @@
-#include "kernels/queue.h"
+#include "kernels/resources/queue.h"
 
 #include <algorithm>
 #include <cstring>
 
-#include "kernels/batch_util.h"
+#include "kernels/util/batch_util.h"
 
 namespace tessera {
 

@@ -1,4 +1,4 @@
-#include "kernels/ring_schedule.h"
+#include "kernels/collectives/ring_schedule.h"
 
 namespace tessera {
 

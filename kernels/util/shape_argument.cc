@@ -1,4 +1,4 @@
-#include "kernels/shape_argument.h"
+#include "kernels/util/shape_argument.h"
 
 #include "graph/shape_inference.h"
 

@@ -1,4 +1,4 @@
-#include "kernels/ring_all_reduce.h"
+#include "kernels/collectives/ring_all_reduce.h"
 
 #include <algorithm>
 #include <atomic>

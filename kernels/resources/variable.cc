@@ -1,4 +1,4 @@
-#include "kernels/variable.h"
+#include "kernels/resources/variable.h"
 
 #include "kernels/op_kernel.h"
 #include "kernels/resource_handle.h"
