@@ -15,8 +15,8 @@ namespace tessera::bench {
 
 inline std::unique_ptr<Session> SessionOrSkip(const Scope& root, int threads, benchmark::State& state,
                                               bool remapping = true) {
-  GraphDef def;
-  Status s = root.ToGraphDef(&def);
+  GraphSpec def;
+  Status s = root.ToSpec(&def);
   SessionConfig config;
   config.remapping = remapping;
   config.inter_op_parallelism_threads = threads;

@@ -164,8 +164,8 @@ void BM_RemoteStepRoundTrip(benchmark::State& state) {
   Scope root = Scope::NewRootScope();
   auto x = ops::Const(root.WithOpName("x").WithDevice(kPsCpu), Tensor::Scalar<float>(1));
   ops::Add(root.WithOpName("y").WithDevice(kWorkerCpu), x, 1.0f);
-  GraphDef def;
-  if (Status s = root.ToGraphDef(&def); !s.ok()) {
+  GraphSpec def;
+  if (Status s = root.ToSpec(&def); !s.ok()) {
     state.SkipWithError(s.ToString().c_str());
     return;
   }

@@ -15,7 +15,7 @@ namespace {
 constexpr int64_t kBatch = 128;
 
 struct Model {
-  GraphDef def;
+  GraphSpec def;
   std::string init, train, classes;
 };
 
@@ -50,8 +50,8 @@ Model Build(bool training) {
     }
   }
   m.init = ops::NoOp(root.WithOpName("init").WithControlDependencies(inits)).name();
-  Status s = root.ToGraphDef(&m.def);
-  if (!s.ok()) m.def = GraphDef();
+  Status s = root.ToSpec(&m.def);
+  if (!s.ok()) m.def = GraphSpec();
   return m;
 }
 

@@ -15,8 +15,8 @@ namespace tessera::bench {
 namespace {
 
 std::unique_ptr<Session> MakeSession(const Scope& root, int devices) {
-  GraphDef def;
-  if (!root.ToGraphDef(&def).ok()) return nullptr;
+  GraphSpec def;
+  if (!root.ToSpec(&def).ok()) return nullptr;
   SessionConfig config;
   config.device_count = {{"CPU", devices}};
   config.inter_op_parallelism_threads = 2;

@@ -31,7 +31,7 @@ std::unique_ptr<Graph> NoOpGraph(const Shape& shape) {
   for (auto [src, dst] : shape.edges) deps[dst].push_back(src);
   auto g = std::make_unique<Graph>();
   for (int i = 0; i < shape.num_nodes; ++i) {
-    NodeDef def;
+    NodeSpec def;
     def.name = StrCat("n", i);
     def.op = "NoOp";
     for (int src : deps[i]) def.inputs.push_back(StrCat("^n", src));
@@ -98,7 +98,7 @@ void BM_TbbFlowGraph(benchmark::State& state) {
 
 std::unique_ptr<Graph> CountingLoop(int iterations, int idle_nodes) {
   const auto node = [](std::string name, std::string op, std::vector<std::string> inputs, AttrMap attrs) {
-    NodeDef def;
+    NodeSpec def;
     def.name = std::move(name);
     def.op = std::move(op);
     def.inputs = std::move(inputs);
@@ -114,7 +114,7 @@ std::unique_ptr<Graph> CountingLoop(int iterations, int idle_nodes) {
                  {"parallel_iterations", int64_t{10}}});
   };
   const AttrMap t = {{"T", DataType::kInt32}};
-  GraphDef def;
+  GraphSpec def;
   def.nodes = {constant("zero", 0), constant("limit", iterations), constant("one", 1),
                enter("i", "zero", false), enter("n", "limit", true), enter("step", "one", true),
                node("merge", "Merge", {"i", "next"}, {{"T", DataType::kInt32}, {"N", int64_t{2}}}),
@@ -122,7 +122,7 @@ std::unique_ptr<Graph> CountingLoop(int iterations, int idle_nodes) {
                node("switch", "Switch", {"merge", "cond"}, t), node("exit", "Exit", {"switch:0"}, t),
                node("add", "Add", {"switch:1", "step"}, t), node("next", "NextIteration", {"add"}, t)};
   for (int i = 0; i < idle_nodes; ++i) def.nodes.push_back(node(StrCat("idle", i), "NoOp", {}, {}));
-  auto g = Graph::FromGraphDef(def);
+  auto g = Graph::FromSpec(def);
   if (!g.ok()) return nullptr;
   for (Node* n : (*g)->nodes()) n->set_assigned_device("/job:localhost/replica:0/task:0/device:CPU:0");
   return std::move(*g);

@@ -25,8 +25,8 @@ using bench::RandomTensor;
 using bench::SkipWithoutGpu;
 
 std::unique_ptr<Session> MakeSession(const Scope& root, benchmark::State& state, bool capture_steps = false) {
-  GraphDef def;
-  Status s = root.ToGraphDef(&def);
+  GraphSpec def;
+  Status s = root.ToSpec(&def);
   SessionConfig config;
   config.gpu_options.capture_steps = capture_steps;
   // The benchmarks time the ops as written: on constants, and chains a rewrite would cut short.

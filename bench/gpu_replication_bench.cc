@@ -27,8 +27,8 @@ using bench::SkipWithoutGpu;
 
 // Every session here sees the same two logical GPUs: the first GPUs a process makes fix them.
 std::unique_ptr<Session> MakeSession(const Scope& root, benchmark::State& state) {
-  GraphDef def;
-  Status s = root.ToGraphDef(&def);
+  GraphSpec def;
+  Status s = root.ToSpec(&def);
   SessionConfig config;
   config.device_count = {{"CPU", 1}, {"GPU", 2}};
   config.gpu_options.virtual_devices_per_gpu = 2;

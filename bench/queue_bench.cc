@@ -20,8 +20,8 @@ void BM_FifoQueueThroughSessions(benchmark::State& state) {
   ops::QueueEnqueue(root.WithOpName("enqueue"), q, {x});
   ops::QueueDequeue(root.WithOpName("dequeue"), q, {DataType::kFloat});
   ops::QueueClose(root.WithOpName("close"), q, true);
-  GraphDef def;
-  (void)root.ToGraphDef(&def);
+  GraphSpec def;
+  (void)root.ToSpec(&def);
   SessionConfig config;
   config.inter_op_parallelism_threads = 1;
   config.intra_op_parallelism_threads = 1;

@@ -13,8 +13,8 @@ namespace tessera::bench {
 namespace {
 
 std::unique_ptr<Session> MakeSession(const Scope& root, int intra_threads) {
-  GraphDef def;
-  if (!root.ToGraphDef(&def).ok()) return nullptr;
+  GraphSpec def;
+  if (!root.ToSpec(&def).ok()) return nullptr;
   SessionConfig config;
   config.inter_op_parallelism_threads = 1;
   config.intra_op_parallelism_threads = intra_threads;

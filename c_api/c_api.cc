@@ -40,7 +40,7 @@ struct tessera_tensor {
 };
 
 struct tessera_graph {
-  tessera::GraphDef def;
+  tessera::GraphSpec def;
   int num_nodes = 0;
 };
 
@@ -295,10 +295,10 @@ void tessera_tensor_set_string(tessera_tensor* tensor, int64_t index, const char
 
 namespace {
 
-tessera_graph* MakeGraph(StatusOr<tessera::GraphDef> def, tessera_status* status) {
+tessera_graph* MakeGraph(StatusOr<tessera::GraphSpec> def, tessera_status* status) {
   if (def.ok()) {
     // Validate now, so that a bad graph is an import error, not a session one.
-    StatusOr<std::unique_ptr<tessera::Graph>> g = tessera::Graph::FromGraphDef(*def);
+    StatusOr<std::unique_ptr<tessera::Graph>> g = tessera::Graph::FromSpec(*def);
     if (!g.ok()) def = g.status();
   }
   if (!def.ok()) {
@@ -317,7 +317,7 @@ tessera_graph* MakeGraph(StatusOr<tessera::GraphDef> def, tessera_status* status
 tessera_graph* tessera_graph_import_json(const char* text, size_t length, tessera_status* status) {
   return Guard<tessera_graph*>(status, nullptr, [&]() -> tessera_graph* {
     if (text == nullptr) return MakeGraph(NullArgument("text"), status);
-    return MakeGraph(tessera::GraphDefFromJson(std::string_view(text, length)), status);
+    return MakeGraph(tessera::GraphSpecFromJson(std::string_view(text, length)), status);
   });
 }
 
@@ -325,7 +325,7 @@ tessera_graph* tessera_graph_import_graphdef(const void* bytes, size_t length, t
   return Guard<tessera_graph*>(status, nullptr, [&]() -> tessera_graph* {
     if (bytes == nullptr && length > 0) return MakeGraph(NullArgument("bytes"), status);
     std::string_view view(static_cast<const char*>(bytes), bytes == nullptr ? 0 : length);
-    return MakeGraph(tessera::GraphDefFromTensorFlow(view, tessera::SniffTensorFlowFormat(view)), status);
+    return MakeGraph(tessera::GraphSpecFromTensorFlow(view, tessera::SniffTensorFlowFormat(view)), status);
   });
 }
 

@@ -30,11 +30,11 @@ std::string TokenFromEnvironment() {
 class GrpcSession final : public Session {
  public:
   static StatusOr<std::unique_ptr<Session>> Create(const std::string& target, const SessionConfig& config,
-                                                   const GraphDef& def) {
+                                                   const GraphSpec& def) {
     std::unique_ptr<GrpcSession> s(new GrpcSession(target, config));
-    ASSIGN_OR_RETURN(s->graph_, Graph::FromGraphDef(def));
+    ASSIGN_OR_RETURN(s->graph_, Graph::FromSpec(def));
     rpc::CreateSessionRequest request;
-    request.set_graph_json(GraphDefToJson(def));
+    request.set_graph_json(GraphSpecToJson(def));
     request.set_allow_soft_placement(config.allow_soft_placement);
     for (const std::string& f : config.device_filters) request.add_device_filters(f);
     rpc::CreateSessionResponse response;
@@ -170,7 +170,7 @@ class GrpcSession final : public Session {
 class GrpcSessionFactory final : public SessionFactory {
  public:
   StatusOr<std::unique_ptr<Session>> NewSession(const std::string& target, const SessionConfig& config,
-                                                const GraphDef& graph) override {
+                                                const GraphSpec& graph) override {
     return GrpcSession::Create(target, config, graph);
   }
   Status Reset(const std::string& target, const std::vector<std::string>& containers) override {

@@ -80,7 +80,7 @@ StatusOr<std::string> GrpcWorker::RegisterGraph(
   for (auto& [device, graph] : partitions) {
     rpc::PartitionGraph* p = request.add_partitions();
     p->set_device(device);
-    p->set_graph_json(GraphDefToJson(graph->ToGraphDef()));
+    p->set_graph_json(GraphSpecToJson(graph->ToSpec()));
     graph.reset();
   }
   rpc::RegisterGraphResponse response;

@@ -28,7 +28,7 @@ class MasterService final : public rpc::MasterService::Service {
   grpc::Status CreateSession(grpc::ServerContext* context, const rpc::CreateSessionRequest* request,
                              rpc::CreateSessionResponse* response) override {
     if (Status s = auth_.Check(*context, "CreateSession"); !s.ok()) return ToGrpc(s);
-    StatusOr<GraphDef> def = GraphDefFromJson(request->graph_json());
+    StatusOr<GraphSpec> def = GraphSpecFromJson(request->graph_json());
     if (!def.ok()) return ToGrpc(def.status());
     SessionConfig config = config_;
     config.allow_soft_placement = request->allow_soft_placement();

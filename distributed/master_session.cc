@@ -168,7 +168,7 @@ struct MasterSession::Plan {
 };
 
 StatusOr<std::unique_ptr<MasterSession>> MasterSession::Create(Environment env, const SessionConfig& config,
-                                                               const GraphDef& def,
+                                                               const GraphSpec& def,
                                                                std::chrono::milliseconds discovery_timeout) {
   std::unique_ptr<MasterSession> s(new MasterSession());
   s->env_ = std::move(env);
@@ -206,7 +206,7 @@ StatusOr<std::unique_ptr<MasterSession>> MasterSession::Create(Environment env, 
   s->devices_.clear();
   for (const DeviceDescription& d : device_set.devices()) s->devices_.push_back(std::move(by_name.at(d.name)));
 
-  ASSIGN_OR_RETURN(s->graph_, Graph::FromGraphDef(def));
+  ASSIGN_OR_RETURN(s->graph_, Graph::FromSpec(def));
   Placer placer(s->graph_.get(), device_set, {.allow_soft_placement = config.allow_soft_placement});
   ASSIGN_OR_RETURN(s->placement_, placer.Run());
   return s;

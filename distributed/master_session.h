@@ -45,7 +45,7 @@ class MasterSession {
 
   // Waits up to `discovery_timeout` for each task to answer, logging the ones still awaited.
   static StatusOr<std::unique_ptr<MasterSession>> Create(Environment environment, const SessionConfig& config,
-                                                         const GraphDef& graph,
+                                                         const GraphSpec& graph,
                                                          std::chrono::milliseconds discovery_timeout);
   ~MasterSession();
 

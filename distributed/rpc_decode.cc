@@ -15,8 +15,8 @@ StatusOr<std::vector<std::pair<std::string, std::unique_ptr<Graph>>>> DecodePart
     if (!devices.insert(p.device()).second) {
       return errors::InvalidArgument("two partitions for device '", p.device(), "'");
     }
-    StatusOr<GraphDef> def = GraphDefFromJson(p.graph_json());
-    StatusOr<std::unique_ptr<Graph>> graph = def.ok() ? Graph::FromGraphDef(*def) : def.status();
+    StatusOr<GraphSpec> def = GraphSpecFromJson(p.graph_json());
+    StatusOr<std::unique_ptr<Graph>> graph = def.ok() ? Graph::FromSpec(*def) : def.status();
     if (!graph.ok()) {
       return Status(graph.status().code(), StrCat("the partition for ", p.device(), ": ", graph.status().message()));
     }

@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
   }
   StatusOr<std::string> text = ReadFileToString(argv[1], "graph");
   if (!text.ok()) return Fail(text.status());
-  StatusOr<GraphDef> graph = GraphDefFromJson(*text);
+  StatusOr<GraphSpec> graph = GraphSpecFromJson(*text);
   if (!graph.ok()) return Fail(graph.status());
   StatusOr<std::unique_ptr<Session>> session = Session::Create(SessionConfig(), *graph);
   if (!session.ok()) return Fail(session.status());

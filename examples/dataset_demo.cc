@@ -18,8 +18,8 @@ int main() {
   ops::Iterator it = ops::InitializableIterator(root.WithOpName("it"), ds);
   std::vector<Output> next = ops::GetNext(root.WithOpName("next"), it);
 
-  GraphDef def;
-  if (Status s = root.ToGraphDef(&def); !s.ok()) {
+  GraphSpec def;
+  if (Status s = root.ToSpec(&def); !s.ok()) {
     std::fprintf(stderr, "%s\n", s.ToString().c_str());
     return 1;
   }

@@ -33,8 +33,8 @@ int main() {
     fprintf(stderr, "%s\n", rep.status().ToString().c_str());
     return 1;
   }
-  GraphDef def;
-  Status s = root.ToGraphDef(&def);
+  GraphSpec def;
+  Status s = root.ToSpec(&def);
   SessionConfig config;
   config.device_count = {{"CPU", kTowers}};
   auto session = Session::Create(config, def);
@@ -72,9 +72,9 @@ int main() {
     fprintf(stderr, "%s\n", s.ToString().c_str());
     return 1;
   }
-  for (const GraphDef& part : metadata.partition_graphs) {
+  for (const GraphSpec& part : metadata.partition_graphs) {
     int sends = 0, recvs = 0, all_reduces = 0;
-    for (const NodeDef& n : part.nodes) {
+    for (const NodeSpec& n : part.nodes) {
       sends += n.op == "_Send";
       recvs += n.op == "_Recv";
       all_reduces += n.op == "AllReduce";

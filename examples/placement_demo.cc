@@ -28,8 +28,8 @@ int main() {
   }
   ops::Sum(root.WithOpName("total"), ops::AddN(root.WithOpName("sum"), towers), {0, 1});
 
-  GraphDef def;
-  if (Status s = root.ToGraphDef(&def); !s.ok()) {
+  GraphSpec def;
+  if (Status s = root.ToSpec(&def); !s.ok()) {
     std::fprintf(stderr, "%s\n", s.ToString().c_str());
     return 1;
   }

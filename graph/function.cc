@@ -4,7 +4,7 @@ namespace tessera {
 
 StatusOr<std::unique_ptr<Graph>> FunctionBodyGraph(const FunctionDef& fn, FunctionSignature* signature,
                                                    const OpRegistry* ops) {
-  ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::FromGraphDef(fn.body, ops));
+  ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::FromSpec(fn.body, ops));
   for (const std::string& a : fn.args) {
     const Node* n = graph->FindNode(a);
     if (n == nullptr || n->op() != "Placeholder") {

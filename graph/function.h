@@ -13,12 +13,12 @@
 #include <vector>
 
 #include "graph/graph.h"
-#include "graph/node_def.h"
+#include "graph/graph_spec.h"
 
 namespace tessera {
 
 struct FunctionDef {
-  GraphDef body;
+  GraphSpec body;
   std::vector<std::string> args;  // Placeholder nodes of `body`, in argument order
   std::vector<std::string> rets;  // tensors of `body` ("n" or "n:1"), in result order
 };

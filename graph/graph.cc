@@ -87,8 +87,8 @@ bool IsValidNodeName(std::string_view name) {
 
 std::string Node::DebugName() const { return StrCat("'", name_, "' (", op(), ")"); }
 
-NodeDef Node::ToNodeDef() const {
-  NodeDef def;
+NodeSpec Node::ToSpec() const {
+  NodeSpec def;
   def.name = name_;
   def.op = op();
   for (const Edge* e : data_inputs_) {
@@ -131,7 +131,7 @@ using graph_internal::InputSource;
 using graph_internal::ResolvedInputs;
 
 // The node's name is valid and unused, its op is registered and declares every attr given.
-StatusOr<const OpDef*> ValidateNodeDef(const NodeDef& def, const Graph& graph, const OpRegistry& ops,
+StatusOr<const OpDef*> ValidateNodeSpec(const NodeSpec& def, const Graph& graph, const OpRegistry& ops,
                                        const std::string& where) {
   // Names starting with '_' are reserved for the runtime's own ops (_Arg, _Retval, ...).
   bool internal = def.name.starts_with("_") && def.op.starts_with("_") &&
@@ -159,7 +159,7 @@ StatusOr<const OpDef*> ValidateNodeDef(const NodeDef& def, const Graph& graph, c
 }
 
 // Every input names an existing node and output; data inputs come before control inputs.
-StatusOr<ResolvedInputs> ResolveInputs(const NodeDef& def, const Graph& graph, const std::string& where) {
+StatusOr<ResolvedInputs> ResolveInputs(const NodeSpec& def, const Graph& graph, const std::string& where) {
   ResolvedInputs in;
   for (const std::string& input : def.inputs) {
     StatusOr<TensorId> id = ParseTensorName(input);
@@ -368,9 +368,9 @@ StatusOr<std::vector<TensorShape>> InferShapes(const std::string& name, const Op
 
 // The steps TensorFlow's graph construction takes: validate, resolve inputs, infer type
 // attrs, add defaults, infer shapes, then wire the node into the graph.
-StatusOr<Node*> Graph::AddNode(const NodeDef& def) {
+StatusOr<Node*> Graph::AddNode(const NodeSpec& def) {
   const std::string where = StrCat("'", def.name, "' (", def.op, ")");
-  ASSIGN_OR_RETURN(const OpDef* op, ValidateNodeDef(def, *this, *ops_, where));
+  ASSIGN_OR_RETURN(const OpDef* op, ValidateNodeSpec(def, *this, *ops_, where));
   ASSIGN_OR_RETURN(ResolvedInputs in, ResolveInputs(def, *this, where));
   AttrMap attrs = def.attrs;
   ASSIGN_OR_RETURN(std::vector<int64_t> lengths,
@@ -395,7 +395,7 @@ StatusOr<Node*> Graph::AddNode(const NodeDef& def) {
 
 // A copy keeps what its source resolved; only its inputs are new, so only their types are
 // checked, and its shapes follow from them.
-StatusOr<Node*> Graph::AddCopy(const NodeDef& def, const Node& source) {
+StatusOr<Node*> Graph::AddCopy(const NodeSpec& def, const Node& source) {
   const std::string where = StrCat("'", def.name, "' (", source.op(), ")");
   if (FindNode(def.name) != nullptr) return errors::InvalidArgument("Duplicate node name '", def.name, "'");
   ASSIGN_OR_RETURN(ResolvedInputs in, ResolveInputs(def, *this, where));
@@ -428,7 +428,7 @@ StatusOr<Node*> Graph::AddCopy(const NodeDef& def, const Node& source) {
   return Wire(n, def, in);
 }
 
-Node* Graph::Wire(Node& n, const NodeDef& def, const ResolvedInputs& in) {
+Node* Graph::Wire(Node& n, const NodeSpec& def, const ResolvedInputs& in) {
   n.id_ = static_cast<int>(node_ptrs_.size());
   n.name_ = def.name;
   n.requested_device_ = def.device;
@@ -479,15 +479,15 @@ Status Graph::ConnectBackEdge(Node* merge, int input, Node* source, int port) {
   return Status::OK();
 }
 
-StatusOr<std::unique_ptr<Graph>> Graph::FromGraphDef(const GraphDef& def, const OpRegistry* ops) {
-  std::vector<const NodeDef*> defs;
+StatusOr<std::unique_ptr<Graph>> Graph::FromSpec(const GraphSpec& def, const OpRegistry* ops) {
+  std::vector<const NodeSpec*> defs;
   defs.reserve(def.nodes.size());
-  for (const NodeDef& n : def.nodes) defs.push_back(&n);
+  for (const NodeSpec& n : def.nodes) defs.push_back(&n);
   return Build(defs, std::vector<const Node*>(defs.size()), std::vector<const std::string*>(defs.size()), ops);
 }
 
 StatusOr<std::unique_ptr<Graph>> Graph::Assemble(const std::vector<NodePart>& parts, const OpRegistry* ops) {
-  std::vector<const NodeDef*> defs;
+  std::vector<const NodeSpec*> defs;
   std::vector<const Node*> sources;
   std::vector<const std::string*> assigned;
   for (const NodePart& p : parts) {
@@ -515,7 +515,7 @@ NodePart NodePart::Copy(const Node& n) {
   return part;
 }
 
-StatusOr<std::unique_ptr<Graph>> Graph::Build(const std::vector<const NodeDef*>& defs,
+StatusOr<std::unique_ptr<Graph>> Graph::Build(const std::vector<const NodeSpec*>& defs,
                                               const std::vector<const Node*>& sources,
                                               const std::vector<const std::string*>& assigned,
                                               const OpRegistry* ops) {
@@ -580,10 +580,10 @@ StatusOr<std::unique_ptr<Graph>> Graph::Build(const std::vector<const NodeDef*>&
   }
   // A Merge is first added with its back edges standing in for its first other input,
   // which has the same type, then rewired once their sources exist.
-  std::map<size_t, NodeDef> with_stand_ins;
+  std::map<size_t, NodeSpec> with_stand_ins;
   for (const BackEdge& b : back_edges) {
     auto [it, inserted] = with_stand_ins.try_emplace(b.merge, *defs[b.merge]);
-    NodeDef& merge = it->second;
+    NodeSpec& merge = it->second;
     std::string stand_in;
     for (size_t k = 0, data = 0; k < merge.inputs.size() && stand_in.empty(); ++k) {
       if (merge.inputs[k].starts_with("^")) continue;
@@ -604,7 +604,7 @@ StatusOr<std::unique_ptr<Graph>> Graph::Build(const std::vector<const NodeDef*>&
   auto g = std::make_unique<Graph>(ops);
   for (size_t i : order) {
     auto stand_in = with_stand_ins.find(i);
-    const NodeDef& def = stand_in == with_stand_ins.end() ? *defs[i] : stand_in->second;
+    const NodeSpec& def = stand_in == with_stand_ins.end() ? *defs[i] : stand_in->second;
     ASSIGN_OR_RETURN(Node* n, sources[i] != nullptr ? g->AddCopy(def, *sources[i]) : g->AddNode(def));
     if (assigned[i] != nullptr && !assigned[i]->empty()) n->set_assigned_device(*assigned[i]);
   }
@@ -615,9 +615,9 @@ StatusOr<std::unique_ptr<Graph>> Graph::Build(const std::vector<const NodeDef*>&
   return g;
 }
 
-GraphDef Graph::ToGraphDef() const {
-  GraphDef def;
-  for (const Node* n : node_ptrs_) def.nodes.push_back(n->ToNodeDef());
+GraphSpec Graph::ToSpec() const {
+  GraphSpec def;
+  for (const Node* n : node_ptrs_) def.nodes.push_back(n->ToSpec());
   return def;
 }
 

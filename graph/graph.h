@@ -1,11 +1,11 @@
 // Graph, Node and Edge: a validated dataflow graph of ops.
 //
-//   auto g = Graph::FromGraphDef(def);           // validates ops, attrs, types, shapes, cycles
+//   auto g = Graph::FromSpec(def);           // validates ops, attrs, types, shapes, cycles
 //   for (Node* n : (*g)->nodes()) ...            // creation order, which is topological
 //
 // Nodes are added only after all their inputs exist, so a Graph is acyclic by construction,
 // but for the back edges of TensorFlow's while loops (NextIteration into Merge), which
-// FromGraphDef connects after ordering the other NodeDefs; any other cycle is an error. Each node's input and output
+// FromSpec connects after ordering the other NodeDefs; any other cycle is an error. Each node's input and output
 // types and statically known output shapes are resolved when it is added.
 //
 // A Graph is not synchronised: build it from one thread; once built, any number of threads
@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "graph/node_def.h"
+#include "graph/graph_spec.h"
 #include "graph/op_registry.h"
 
 namespace tessera {
@@ -76,9 +76,10 @@ class Node {
   void set_assigned_device(std::string device) { assigned_device_ = std::move(device); }
   const std::vector<std::string>& colocate_with() const { return colocate_with_; }
 
-  // The NodeDef this node was built from, with every attr (defaults and inferred types
+  // The NodeSpec this node was built from, with every attr (defaults and inferred types
   // filled in).
-  NodeDef ToNodeDef() const;
+  NodeSpec ToSpec() const;
+  [[deprecated("ToNodeDef is ToSpec")]] NodeSpec ToNodeDef() const { return ToSpec(); }
   // "'name' (Op)", the way error messages name a node.
   std::string DebugName() const;
 
@@ -107,7 +108,7 @@ class Node {
 struct NodePart {
   // A new node; for a copy, its name, inputs, requested device and colocation, and attrs to
   // set over its source's (ones that change no type, such as the runtime's own "_..." attrs).
-  NodeDef def;
+  NodeSpec def;
   // The node a copy copies, of a graph with the same op registry; null for a new node. A copy
   // keeps its source's op and resolved types without checking them again, but for its inputs'
   // types; its shapes are inferred again from its new inputs, as a new node's are.
@@ -128,15 +129,22 @@ class Graph {
 
   // Validates `def` against its op schema and the nodes already in the graph (every input
   // must exist) and adds it. On error the graph is unchanged.
-  StatusOr<Node*> AddNode(const NodeDef& def);
+  StatusOr<Node*> AddNode(const NodeSpec& def);
   // Orders `def` topologically, then adds every node.
-  static StatusOr<std::unique_ptr<Graph>> FromGraphDef(const GraphDef& def,
+  static StatusOr<std::unique_ptr<Graph>> FromSpec(const GraphSpec& def,
                                                        const OpRegistry* ops = OpRegistry::Global());
-  // The same for parts that copy nodes of other graphs, without making a GraphDef of them:
+  // The same for parts that copy nodes of other graphs, without making a GraphSpec of them:
   // how the runtime's passes (pruning, rewrites, partitioning) make one graph from another.
   static StatusOr<std::unique_ptr<Graph>> Assemble(const std::vector<NodePart>& parts,
                                                    const OpRegistry* ops = OpRegistry::Global());
-  GraphDef ToGraphDef() const;
+  GraphSpec ToSpec() const;
+
+  // The names before the remodel; kept for one release.
+  [[deprecated("FromGraphDef is FromSpec")]] static StatusOr<std::unique_ptr<Graph>> FromGraphDef(
+      const GraphSpec& def, const OpRegistry* ops = OpRegistry::Global()) {
+    return FromSpec(def, ops);
+  }
+  [[deprecated("ToGraphDef is ToSpec")]] GraphSpec ToGraphDef() const { return ToSpec(); }
 
   Node* FindNode(std::string_view name) const;
   // In creation order, which is a topological order but for loops' back edges. Node::id()
@@ -147,14 +155,14 @@ class Graph {
 
  private:
   // Node i is defs[i], or a copy of sources[i] where that is set; assigned[i], where set, is
-  // its assigned device. What FromGraphDef and Assemble share.
-  static StatusOr<std::unique_ptr<Graph>> Build(const std::vector<const NodeDef*>& defs,
+  // its assigned device. What FromSpec and Assemble share.
+  static StatusOr<std::unique_ptr<Graph>> Build(const std::vector<const NodeSpec*>& defs,
                                                 const std::vector<const Node*>& sources,
                                                 const std::vector<const std::string*>& assigned,
                                                 const OpRegistry* ops);
-  StatusOr<Node*> AddCopy(const NodeDef& def, const Node& source);
+  StatusOr<Node*> AddCopy(const NodeSpec& def, const Node& source);
   // Names `n` after `def` and connects its inputs: the last step of adding a node.
-  Node* Wire(Node& n, const NodeDef& def, const graph_internal::ResolvedInputs& inputs);
+  Node* Wire(Node& n, const NodeSpec& def, const graph_internal::ResolvedInputs& inputs);
   // Makes data input `input` of `merge` come from output `port` of `source` instead.
   Status ConnectBackEdge(Node* merge, int input, Node* source, int port);
 

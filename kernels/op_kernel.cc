@@ -4,7 +4,7 @@
 #include <condition_variable>
 
 #include "graph/device_name.h"
-#include "graph/node_def.h"
+#include "graph/graph_spec.h"
 #include "graph/op_kinds.h"
 
 namespace tessera {

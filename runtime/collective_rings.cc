@@ -23,14 +23,14 @@ auto DeviceOrderKey(const std::string& device) {
   return std::make_tuple(n.job, n.replica, n.task, n.type, n.id, device);
 }
 
-std::string MemberList(const std::vector<NodeDef*>& members) {
+std::string MemberList(const std::vector<NodeSpec*>& members) {
   std::string s;
-  for (const NodeDef* m : members) s += StrCat(s.empty() ? "" : ", ", "'", m->name, "' on ", m->device);
+  for (const NodeSpec* m : members) s += StrCat(s.empty() ? "" : ", ", "'", m->name, "' on ", m->device);
   return s;
 }
 
 template <typename T>
-T AttrOr(const NodeDef& n, std::string_view name, T fallback) {
+T AttrOr(const NodeSpec& n, std::string_view name, T fallback) {
   T v = fallback;
   (void)GetAttr(n.attrs, n.name, name, &v);
   return v;
@@ -38,9 +38,9 @@ T AttrOr(const NodeDef& n, std::string_view name, T fallback) {
 
 // CPU members reduce over the rendezvous, GPU members meet in their process and reduce in
 // device memory (devices/gpu/all_reduce_op.cc): one group cannot mix the two.
-Status CheckOneKindOfDevice(const std::string& what, const std::vector<NodeDef*>& members) {
+Status CheckOneKindOfDevice(const std::string& what, const std::vector<NodeSpec*>& members) {
   const DeviceName first = NameOf(members.front()->device);
-  for (const NodeDef* m : members) {
+  for (const NodeSpec* m : members) {
     const DeviceName d = NameOf(m->device);
     if (d.type != first.type) {
       return errors::InvalidArgument(what, " has members on ", first.type, " and ", d.type, " devices (",
@@ -57,18 +57,18 @@ Status CheckOneKindOfDevice(const std::string& what, const std::vector<NodeDef*>
 
 }  // namespace
 
-Status AssignRingPlaces(const std::vector<NodeDef*>& nodes,
+Status AssignRingPlaces(const std::vector<NodeSpec*>& nodes,
                         const std::function<uint64_t(const std::string& device)>& incarnation) {
-  std::map<std::pair<int64_t, int64_t>, std::vector<NodeDef*>> groups;
-  for (NodeDef* n : nodes) {
+  std::map<std::pair<int64_t, int64_t>, std::vector<NodeSpec*>> groups;
+  for (NodeSpec* n : nodes) {
     if (!IsAllReduce(n->op)) continue;
     groups[{AttrOr<int64_t>(*n, "group_key", 0), AttrOr<int64_t>(*n, "instance_key", 0)}].push_back(n);
   }
   for (auto& [key, members] : groups) {
-    std::sort(members.begin(), members.end(), [](const NodeDef* a, const NodeDef* b) {
+    std::sort(members.begin(), members.end(), [](const NodeSpec* a, const NodeSpec* b) {
       return DeviceOrderKey(a->device) < DeviceOrderKey(b->device);
     });
-    const NodeDef& first = *members.front();
+    const NodeSpec& first = *members.front();
     const std::string what = StrCat("AllReduce group_key=", key.first, " instance_key=", key.second);
     const int64_t size = AttrOr<int64_t>(first, "group_size", 0);
     if (static_cast<int64_t>(members.size()) != size) {
@@ -78,7 +78,7 @@ Status AssignRingPlaces(const std::vector<NodeDef*>& nodes,
     }
     RETURN_IF_ERROR(CheckOneKindOfDevice(what, members));
     for (size_t i = 1; i < members.size(); ++i) {
-      const NodeDef& m = *members[i];
+      const NodeSpec& m = *members[i];
       if (m.device == members[i - 1]->device) {
         return errors::InvalidArgument(what, " has two members on ", m.device, ": '", members[i - 1]->name,
                                        "' and '", m.name, "'");
@@ -94,9 +94,9 @@ Status AssignRingPlaces(const std::vector<NodeDef*>& nodes,
     }
     if (size == 1) continue;
     for (size_t r = 0; r < members.size(); ++r) {
-      NodeDef& m = *members[r];
-      const NodeDef& prev = *members[(r + members.size() - 1) % members.size()];
-      const NodeDef& next = *members[(r + 1) % members.size()];
+      NodeSpec& m = *members[r];
+      const NodeSpec& prev = *members[(r + members.size() - 1) % members.size()];
+      const NodeSpec& next = *members[(r + 1) % members.size()];
       m.attrs["_ring_rank"] = static_cast<int64_t>(r);
       m.attrs["_ring_prev"] = prev.device;
       m.attrs["_ring_next"] = next.device;

@@ -16,12 +16,12 @@
 #include <string>
 #include <vector>
 
-#include "graph/node_def.h"
+#include "graph/graph_spec.h"
 
 namespace tessera {
 
 // `nodes` are placed NodeDefs: `device` holds the full assigned device name.
-Status AssignRingPlaces(const std::vector<NodeDef*>& nodes,
+Status AssignRingPlaces(const std::vector<NodeSpec*>& nodes,
                         const std::function<uint64_t(const std::string& device)>& incarnation);
 
 }  // namespace tessera

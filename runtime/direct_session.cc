@@ -75,7 +75,7 @@ DirectSession::~DirectSession() = default;
 // came to 2.8 KiB a node on a chain of a million Identity nodes.
 constexpr int64_t kHostBytesPerNode = 4096;
 
-StatusOr<std::unique_ptr<DirectSession>> DirectSession::Create(const SessionConfig& config, const GraphDef& def,
+StatusOr<std::unique_ptr<DirectSession>> DirectSession::Create(const SessionConfig& config, const GraphSpec& def,
                                                                Environment environment) {
   const int64_t limit = config.HostMemoryLimitBytes();
   if (static_cast<int64_t>(def.nodes.size()) > limit / kHostBytesPerNode) {
@@ -105,7 +105,7 @@ StatusOr<std::unique_ptr<DirectSession>> DirectSession::Create(const SessionConf
                                                       : std::make_shared<ResourceMgr>();
   s->rendezvous_mgr_ = environment.rendezvous != nullptr ? std::move(environment.rendezvous)
                                                          : std::make_shared<IntraProcessRendezvousMgr>();
-  ASSIGN_OR_RETURN(s->graph_, Graph::FromGraphDef(def));
+  ASSIGN_OR_RETURN(s->graph_, Graph::FromSpec(def));
   DeviceSet device_set = s->devices_->AsDeviceSet();
   Placer placer(s->graph_.get(), device_set,
                 {.allow_soft_placement = config.allow_soft_placement,
@@ -125,7 +125,7 @@ namespace {
 class DirectSessionFactory final : public SessionFactory {
  public:
   StatusOr<std::unique_ptr<Session>> NewSession(const std::string& target, const SessionConfig& config,
-                                                const GraphDef& graph) override {
+                                                const GraphSpec& graph) override {
     DirectSession::Environment environment;
     if (!target.empty()) {
       ASSIGN_OR_RETURN(std::shared_ptr<Server> server, Server::Find(target));
@@ -255,7 +255,7 @@ void DirectSession::FillMetadata(const ExecutorAndKeys& ek, const RunOptions& op
   metadata->allocation_stats = AllocationStats(*devices_);
   metadata->partition_graphs.clear();
   if (options.output_partition_graphs) {
-    for (const auto& executor : ek.executors) metadata->partition_graphs.push_back(executor->graph().ToGraphDef());
+    for (const auto& executor : ek.executors) metadata->partition_graphs.push_back(executor->graph().ToSpec());
   }
 }
 

@@ -34,7 +34,7 @@ class DirectSession final : public Session {
     std::shared_ptr<RendezvousMgr> rendezvous;  // null: an IntraProcessRendezvousMgr
   };
 
-  static StatusOr<std::unique_ptr<DirectSession>> Create(const SessionConfig& config, const GraphDef& graph,
+  static StatusOr<std::unique_ptr<DirectSession>> Create(const SessionConfig& config, const GraphSpec& graph,
                                                          Environment environment = {});
   // The factory Session::Create uses for "" and "local://" targets.
   static std::shared_ptr<SessionFactory> Factory();

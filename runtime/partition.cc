@@ -33,7 +33,7 @@ class Partitioner {
       const std::string& dst = Device(*n);
       NodePart part = NodePart::Copy(*n);
       part.assigned_device = dst;
-      NodeDef& def = part.def;
+      NodeSpec& def = part.def;
       def.device = dst;
       def.colocate_with.clear();
       def.inputs.clear();
@@ -66,7 +66,7 @@ class Partitioner {
       }
       parts_[dst].push_back(std::move(part));
     }
-    std::vector<NodeDef*> all;
+    std::vector<NodeSpec*> all;
     for (auto& [device, parts] : parts_) {
       for (NodePart& n : parts) all.push_back(&n.def);
     }
@@ -184,7 +184,7 @@ class Partitioner {
     for (char c : frame) base += std::isalnum(static_cast<unsigned char>(c)) || c == '/' || c == '-' ? c : '_';
     base = StrCat(base.empty() || !std::isalnum(static_cast<unsigned char>(base[0])) ? "frame" : "", base,
                   "/_control_loop");
-    NodeDef enter, merge, sw, next;
+    NodeSpec enter, merge, sw, next;
     enter.name = Unique(base + "/enter");
     merge.name = Unique(base + "/merge");
     sw.name = Unique(base + "/switch");
@@ -193,7 +193,7 @@ class Partitioner {
 
     std::string start;
     if (info.parent.empty()) {
-      NodeDef constant;
+      NodeSpec constant;
       constant.name = Unique(base + "/start");
       constant.op = "Const";
       constant.device = device;
@@ -209,7 +209,7 @@ class Partitioner {
     if (Device(cond) != device || OutputMemory(cond, 0) != pred_memory) {
       ASSIGN_OR_RETURN(pred, RecvFor(cond, 0, device, OutputMemory(cond, 0), pred_memory));
     }
-    for (NodeDef* def : {&enter, &merge, &sw, &next}) {
+    for (NodeSpec* def : {&enter, &merge, &sw, &next}) {
       def->device = device;
       def->attrs["T"] = DataType::kFloat;
     }
@@ -226,12 +226,12 @@ class Partitioner {
     next.op = "NextIteration";
     next.inputs = {StrCat(sw.name, ":1")};
     std::string merge_name = merge.name;
-    for (NodeDef* def : {&enter, &merge, &sw, &next}) parts_[device].push_back(NewNode(std::move(*def)));
+    for (NodeSpec* def : {&enter, &merge, &sw, &next}) parts_[device].push_back(NewNode(std::move(*def)));
     return merge_name;
   }
 
   // A node partitioning adds, on the device `def` names.
-  static NodePart NewNode(NodeDef def) {
+  static NodePart NewNode(NodeSpec def) {
     NodePart part;
     part.assigned_device = def.device;
     part.def = std::move(def);
@@ -273,7 +273,7 @@ class Partitioner {
     if (to == MemoryType::kHost) tensor_name += "/host";
     if (control) {
       // An empty tensor made only after `src` has run.
-      NodeDef trigger;
+      NodeSpec trigger;
       trigger.name = Unique(StrCat(src.name(), "/_control_trigger"));
       trigger.op = "Const";
       trigger.device = src_device;
@@ -289,7 +289,7 @@ class Partitioner {
                       {"recv_device", dst},
                       {"client_terminated", false}};
 
-    NodeDef send;
+    NodeSpec send;
     send.name = Unique(StrCat("_send_", src.name(), "_", suffix));
     send.op = from == MemoryType::kHost ? "_HostSend" : "_Send";
     send.device = src_device;
@@ -298,7 +298,7 @@ class Partitioner {
     send.attrs["T"] = dtype;
     parts_[src_device].push_back(NewNode(std::move(send)));
 
-    NodeDef recv;
+    NodeSpec recv;
     recv.name = Unique(StrCat("_recv_", src.name(), "_", suffix));
     recv.op = to == MemoryType::kHost ? "_HostRecv" : "_Recv";
     recv.device = dst;

@@ -47,7 +47,7 @@ struct DevicePartition {
   // The task the device belongs to, "/job:worker/replica:0/task:1": where a cluster's
   // master registers the graph, and what tells a pair within a process from one between.
   std::string task;
-  // The device's graph, assembled from the placed graph's nodes without a GraphDef between
+  // The device's graph, assembled from the placed graph's nodes without a GraphSpec between
   // (Graph::Assemble); every node is requested and assigned on the device.
   std::unique_ptr<Graph> graph;
 };

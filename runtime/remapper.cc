@@ -188,8 +188,8 @@ bool IsControlInput(const std::string& input) { return !input.empty() && input[0
 
 // Gives `node` the control inputs of the `parts` it replaces, once each, and marks those
 // parts removed (but the one whose name it takes).
-void TakeOver(NodeDef& node, const std::vector<NodeDef>& parts, std::set<std::string, std::less<>>& removed) {
-  for (const NodeDef& part : parts) {
+void TakeOver(NodeSpec& node, const std::vector<NodeSpec>& parts, std::set<std::string, std::less<>>& removed) {
+  for (const NodeSpec& part : parts) {
     for (const std::string& input : part.inputs) {
       if (IsControlInput(input) && std::find(node.inputs.begin(), node.inputs.end(), input) == node.inputs.end()) {
         node.inputs.push_back(input);
@@ -201,9 +201,9 @@ void TakeOver(NodeDef& node, const std::vector<NodeDef>& parts, std::set<std::st
 
 // The _FusedConv2DMaxPoolGrad that replaces chain `c`'s MaxPoolGrad (and ReluGrad), named
 // as the last of them; `pooled` is the chain's fused node, which gives it the argmax.
-NodeDef PoolGradient(const Chain& c, const NodeDef& conv, const NodeDef& pooled) {
-  const NodeDef pool_grad = c.max_pool_grad->ToNodeDef();
-  NodeDef grad;
+NodeSpec PoolGradient(const Chain& c, const NodeSpec& conv, const NodeSpec& pooled) {
+  const NodeSpec pool_grad = c.max_pool_grad->ToSpec();
+  NodeSpec grad;
   grad.name = (c.relu_grad != nullptr ? c.relu_grad : c.max_pool_grad)->name();
   grad.op = "_FusedConv2DMaxPoolGrad";
   grad.device = pool_grad.device;
@@ -221,13 +221,13 @@ StatusOr<std::unique_ptr<Graph>> Remap(std::unique_ptr<Graph> graph) {
   const std::vector<Chain> chains = FindChains(*graph);
   if (chains.empty()) return graph;
 
-  std::map<std::string, NodeDef, std::less<>> fused;  // by the name it takes over
+  std::map<std::string, NodeSpec, std::less<>> fused;  // by the name it takes over
   std::set<std::string, std::less<>> removed;
   for (const Chain& c : chains) {
     const Node* last = c.max_pool != nullptr ? c.max_pool : c.relu != nullptr ? c.relu : c.bias_add;
-    NodeDef conv = c.conv->ToNodeDef();
-    NodeDef bias_add = c.bias_add->ToNodeDef();
-    NodeDef node;
+    NodeSpec conv = c.conv->ToSpec();
+    NodeSpec bias_add = c.bias_add->ToSpec();
+    NodeSpec node;
     node.name = last->name();
     node.op = c.conv->op() == "MatMul" ? "_FusedMatMul" : c.max_pool != nullptr ? "_FusedConv2DMaxPool" : "_FusedConv2D";
     node.device = conv.device;
@@ -235,10 +235,10 @@ StatusOr<std::unique_ptr<Graph>> Remap(std::unique_ptr<Graph> graph) {
     node.attrs["num_args"] = int64_t{1};
     node.attrs["fused_ops"] = std::string(c.relu != nullptr ? "BiasAdd,Relu" : "BiasAdd");
     node.inputs = {conv.inputs[0], conv.inputs[1], bias_add.inputs[1]};
-    std::vector<NodeDef> parts = {conv, bias_add};
-    if (c.relu != nullptr) parts.push_back(c.relu->ToNodeDef());
+    std::vector<NodeSpec> parts = {conv, bias_add};
+    if (c.relu != nullptr) parts.push_back(c.relu->ToSpec());
     if (c.max_pool != nullptr) {
-      NodeDef pool = c.max_pool->ToNodeDef();
+      NodeSpec pool = c.max_pool->ToSpec();
       node.attrs["ksize"] = pool.attrs.at("ksize");
       node.attrs["pool_strides"] = pool.attrs.at("strides");
       node.attrs["pool_padding"] = pool.attrs.at("padding");
@@ -247,24 +247,24 @@ StatusOr<std::unique_ptr<Graph>> Remap(std::unique_ptr<Graph> graph) {
     TakeOver(node, parts, removed);
     if (c.max_pool_grad != nullptr) {
       node.op = "_FusedConv2DMaxPoolWithArgmax";
-      NodeDef grad = PoolGradient(c, conv, node);
-      std::vector<NodeDef> grad_parts = {c.max_pool_grad->ToNodeDef()};
-      if (c.relu_grad != nullptr) grad_parts.push_back(c.relu_grad->ToNodeDef());
+      NodeSpec grad = PoolGradient(c, conv, node);
+      std::vector<NodeSpec> grad_parts = {c.max_pool_grad->ToSpec()};
+      if (c.relu_grad != nullptr) grad_parts.push_back(c.relu_grad->ToSpec());
       if (c.backprop_filter != nullptr) {
         grad.op = "_FusedConv2DMaxPoolBackpropFilter";
         grad.name = c.backprop_filter->name();
-        grad_parts.push_back(c.backprop_filter->ToNodeDef());
+        grad_parts.push_back(c.backprop_filter->ToSpec());
       }
       TakeOver(grad, grad_parts, removed);
       if (c.bias_add_grad != nullptr) {
         // The gradient node sums the bias's gradient too; the BiasAddGrad's name hands it on.
-        NodeDef bias_grad;
+        NodeSpec bias_grad;
         bias_grad.name = c.bias_add_grad->name();
         bias_grad.op = "Identity";
         bias_grad.device = grad.device;
         bias_grad.attrs["T"] = DataType::kFloat;
         bias_grad.inputs = {grad.name + ":1"};
-        TakeOver(bias_grad, {c.bias_add_grad->ToNodeDef()}, removed);
+        TakeOver(bias_grad, {c.bias_add_grad->ToSpec()}, removed);
         fused.emplace(bias_grad.name, std::move(bias_grad));
       }
       fused.emplace(grad.name, std::move(grad));

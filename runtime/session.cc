@@ -57,12 +57,12 @@ StatusOr<std::shared_ptr<SessionFactory>> SessionFactory::ForTarget(std::string_
                           known);
 }
 
-StatusOr<std::unique_ptr<Session>> Session::Create(const SessionConfig& config, const GraphDef& graph) {
+StatusOr<std::unique_ptr<Session>> Session::Create(const SessionConfig& config, const GraphSpec& graph) {
   return Create("", config, graph);
 }
 
 StatusOr<std::unique_ptr<Session>> Session::Create(const std::string& target, const SessionConfig& config,
-                                                   const GraphDef& graph) {
+                                                   const GraphSpec& graph) {
   ASSIGN_OR_RETURN(std::shared_ptr<SessionFactory> factory, SessionFactory::ForTarget(target));
   return factory->NewSession(target, config, graph);
 }

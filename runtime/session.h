@@ -29,14 +29,14 @@ namespace tessera {
 class Session {
  public:
   // A session in this process with its own devices and variables.
-  static StatusOr<std::unique_ptr<Session>> Create(const SessionConfig& config, const GraphDef& graph);
+  static StatusOr<std::unique_ptr<Session>> Create(const SessionConfig& config, const GraphSpec& graph);
   // `target` "" is a local session as above; "local://<n>" a session on that Server
   // (server.h), whose devices it uses (config.device_count is then ignored) and whose
   // resources it shares; other prefixes go to the factory registered for them. NotFound
   // for a target no factory or live server has. Placement errors and the placement log
   // come from here.
   static StatusOr<std::unique_ptr<Session>> Create(const std::string& target, const SessionConfig& config,
-                                                   const GraphDef& graph);
+                                                   const GraphSpec& graph);
   // Drops the named containers' resources on the server behind `target`, for every
   // session sharing it (tf.Session.reset).
   static Status Reset(const std::string& target, const std::vector<std::string>& containers);
@@ -77,7 +77,7 @@ class SessionFactory {
  public:
   virtual ~SessionFactory() = default;
   virtual StatusOr<std::unique_ptr<Session>> NewSession(const std::string& target, const SessionConfig& config,
-                                                        const GraphDef& graph) = 0;
+                                                        const GraphSpec& graph) = 0;
   virtual Status Reset(const std::string& target, const std::vector<std::string>& containers) = 0;
 
   // `prefix` "" claims only the empty target; any other claims the targets starting with

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "devices/gpu_options.h"
-#include "graph/node_def.h"
+#include "graph/graph_spec.h"
 #include "graph/platform/status.h"
 #include "placement/placement_record.h"
 #include "runtime/step_stats.h"
@@ -82,8 +82,8 @@ struct RunMetadata {
   // Where every node of this step's graph runs and why.
   std::vector<PlacementRecord> placement;
   // With output_partition_graphs: one graph per device, in device-name order, with the
-  // _Send/_Recv pairs partitioning added; each NodeDef's `device` is its device.
-  std::vector<GraphDef> partition_graphs;
+  // _Send/_Recv pairs partitioning added; each NodeSpec's `device` is its device.
+  std::vector<GraphSpec> partition_graphs;
 };
 
 }  // namespace tessera

@@ -4,7 +4,7 @@
 // into one graph per device joined by _Send/_Recv pairs (partition.h), each knowing its
 // task. A direct session makes an executor of every partition; a master registers each
 // task's partitions with that task's worker. The graphs go from stage to stage as Graphs:
-// none is written out as a GraphDef on the way.
+// none is written out as a GraphSpec on the way.
 //
 //   ASSIGN_OR_RETURN(StepPlan plan, BuildStepPlan(graph, placement, feeds, fetches, targets,
 //                                                 {.rewrites = RewriteOptionsOf(config),

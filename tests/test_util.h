@@ -16,8 +16,8 @@
 namespace tessera::testing {
 
 inline std::unique_ptr<Session> MakeSession(const Scope& root, SessionConfig config = {}) {
-  GraphDef def;
-  Status s = root.ToGraphDef(&def);
+  GraphSpec def;
+  Status s = root.ToSpec(&def);
   EXPECT_TRUE(s.ok()) << s;
   auto session = Session::Create(config, def);
   EXPECT_TRUE(session.ok()) << session.status();

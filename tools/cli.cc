@@ -123,7 +123,7 @@ StatusOr<std::unique_ptr<Session>> MakeSession(const Options& o) {
   }
   config.log_device_placement |= o.log_device_placement;
   config.allow_soft_placement |= o.allow_soft_placement;
-  ASSIGN_OR_RETURN(GraphDef def, ReadGraphFile(o.graph_path));
+  ASSIGN_OR_RETURN(GraphSpec def, ReadGraphFile(o.graph_path));
   ASSIGN_OR_RETURN(std::optional<TlsFiles> tls, TlsFromFlags(o.tls_flags));
   if (tls && o.master.empty()) return errors::InvalidArgument("--tls-cert, --tls-key and --tls-ca go with --master");
   if (o.master.empty()) return Session::Create(config, def);
@@ -149,12 +149,12 @@ StatusOr<std::unique_ptr<Graph>> PartitionedGraph(const Session& session) {
 //   Partition /job:localhost/replica:0/task:0/device:CPU:0: 3 nodes
 //     nodes: x, w, xw
 //     send xw:0 -> /job:localhost/replica:0/task:0/device:CPU:1
-std::string PartitionSummary(const std::vector<GraphDef>& partitions) {
+std::string PartitionSummary(const std::vector<GraphSpec>& partitions) {
   std::string s;
-  for (const GraphDef& def : partitions) {
+  for (const GraphSpec& def : partitions) {
     if (def.nodes.empty()) continue;
     std::string nodes, transfers;
-    for (const NodeDef& n : def.nodes) {
+    for (const NodeSpec& n : def.nodes) {
       std::string tensor, peer;
       if (IsSend(n.op) || IsRecv(n.op)) {
         (void)GetAttr(n.attrs, n.name, "tensor_name", &tensor);
@@ -173,9 +173,9 @@ std::string PartitionSummary(const std::vector<GraphDef>& partitions) {
 
 Status Execute(const Options& o, std::ostream& out, std::ostream& err) {
   if (o.command == "export") {
-    ASSIGN_OR_RETURN(GraphDef def, ReadGraphFile(o.graph_path));
-    ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::FromGraphDef(def));
-    out << GraphDefToJson(graph->ToGraphDef()) << "\n";
+    ASSIGN_OR_RETURN(GraphSpec def, ReadGraphFile(o.graph_path));
+    ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::FromSpec(def));
+    out << GraphSpecToJson(graph->ToSpec()) << "\n";
     return Status::OK();
   }
   ASSIGN_OR_RETURN(std::unique_ptr<Session> session, MakeSession(o));
@@ -255,8 +255,8 @@ Status ListDevices(const std::vector<std::string>& args, std::ostream& out) {
 
 // Validates IN as a graph before writing it, so that OUT is only ever a graph that loads.
 Status Convert(const std::string& in, const std::string& out) {
-  ASSIGN_OR_RETURN(GraphDef def, ReadGraphFile(in));
-  StatusOr<std::unique_ptr<Graph>> graph = Graph::FromGraphDef(def);
+  ASSIGN_OR_RETURN(GraphSpec def, ReadGraphFile(in));
+  StatusOr<std::unique_ptr<Graph>> graph = Graph::FromSpec(def);
   if (!graph.ok()) return graph.status().WithSuffix(StrCat(" (in '", in, "')"));
   return WriteGraphFile(out, def);
 }

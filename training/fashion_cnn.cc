@@ -81,7 +81,7 @@ StatusOr<FashionCnnInference> BuildFashionCnnInference() {
   ops::ArgMax(root.WithOpName("classes"), logits, 1, DataType::kInt32);
   FashionCnnInference out;
   ASSIGN_OR_RETURN(out.saver, Saver::Create(root, variables));
-  RETURN_IF_ERROR(root.ToGraphDef(&out.graph));
+  RETURN_IF_ERROR(root.ToSpec(&out.graph));
   return out;
 }
 

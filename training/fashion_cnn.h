@@ -42,7 +42,7 @@ Output FashionCnnLogits(const Scope& scope, const FashionCnn& cnn, Input images)
 // "logits", "probabilities" (softmax) and "classes" (int32 argmax), over variables named as
 // in training, with a Saver (nodes "save/...") to restore them from a training checkpoint.
 struct FashionCnnInference {
-  GraphDef graph;
+  GraphSpec graph;
   Saver saver;
 };
 StatusOr<FashionCnnInference> BuildFashionCnnInference();

@@ -8,10 +8,10 @@
 
 namespace tessera {
 
-StatusOr<GraphDef> FreezeGraph(Session& session, const std::vector<std::string>& outputs) {
-  const GraphDef def = session.graph().ToGraphDef();
-  std::map<std::string_view, const NodeDef*> by_name;
-  for (const NodeDef& n : def.nodes) by_name[n.name] = &n;
+StatusOr<GraphSpec> FreezeGraph(Session& session, const std::vector<std::string>& outputs) {
+  const GraphSpec def = session.graph().ToSpec();
+  std::map<std::string_view, const NodeSpec*> by_name;
+  for (const NodeSpec& n : def.nodes) by_name[n.name] = &n;
   // Everything the outputs reach through data and control inputs.
   std::set<std::string_view> kept;
   std::vector<std::string_view> stack;
@@ -31,7 +31,7 @@ StatusOr<GraphDef> FreezeGraph(Session& session, const std::vector<std::string>&
   }
   std::vector<std::string> variables;
   for (std::string_view name : kept) {
-    const NodeDef& n = *by_name.at(name);
+    const NodeSpec& n = *by_name.at(name);
     if (IsVariable(n.op)) {
       variables.emplace_back(name);
       continue;
@@ -49,10 +49,10 @@ StatusOr<GraphDef> FreezeGraph(Session& session, const std::vector<std::string>&
   std::map<std::string_view, const Tensor*> value_of;
   for (size_t i = 0; i < variables.size(); ++i) value_of[variables[i]] = &values[i];
 
-  GraphDef frozen;
-  for (const NodeDef& n : def.nodes) {
+  GraphSpec frozen;
+  for (const NodeSpec& n : def.nodes) {
     if (kept.count(n.name) == 0) continue;
-    NodeDef copy = n;
+    NodeSpec copy = n;
     // Colocation with a node that is gone (an initializer) no longer constrains anything.
     std::erase_if(copy.colocate_with, [&](const std::string& other) { return kept.count(other) == 0; });
     if (auto it = value_of.find(n.name); it != value_of.end()) {

@@ -3,8 +3,8 @@
 // The result needs no initialisation and no checkpoint: it is what `tessera run` and an
 // embedding program load for inference.
 //
-//   StatusOr<GraphDef> frozen = FreezeGraph(*session, {"probabilities", "classes"});
-//   Status s = WriteFileAtomically("model.json", GraphDefToJson(*frozen), "frozen graph");
+//   StatusOr<GraphSpec> frozen = FreezeGraph(*session, {"probabilities", "classes"});
+//   Status s = WriteFileAtomically("model.json", GraphSpecToJson(*frozen), "frozen graph");
 //
 // May run concurrently with other Session::Run calls on the session; variables updated
 // meanwhile are read at some point during the call.
@@ -20,6 +20,6 @@ namespace tessera {
 // NotFound for an output the graph lacks; FailedPrecondition for an uninitialised
 // variable; InvalidArgument when an output depends on an op that updates a variable
 // (an Assign or an optimizer's Apply), which a constant cannot stand in for.
-StatusOr<GraphDef> FreezeGraph(Session& session, const std::vector<std::string>& outputs);
+StatusOr<GraphSpec> FreezeGraph(Session& session, const std::vector<std::string>& outputs);
 
 }  // namespace tessera

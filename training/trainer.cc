@@ -37,7 +37,7 @@ constexpr int64_t kTestBatch = 200;
 
 // The graph, and the names of what the loop runs (the Scope, and every Output, is gone).
 struct TrainGraph {
-  GraphDef def;
+  GraphSpec def;
   std::string init, train;
   std::vector<std::pair<std::string, std::string>> variables;  // name, tower 0's copy
   std::string train_init, test_init;  // the iterators' initializers
@@ -59,14 +59,14 @@ struct TrainGraph {
 Status ExportInference(const TrainOptions& o, std::ostream& log) {
   ASSIGN_OR_RETURN(FashionCnnInference inference, BuildFashionCnnInference());
   if (!o.inference_graph_path.empty()) {
-    RETURN_IF_ERROR(WriteFileAtomically(o.inference_graph_path, GraphDefToJson(inference.graph), "inference graph"));
+    RETURN_IF_ERROR(WriteFileAtomically(o.inference_graph_path, GraphSpecToJson(inference.graph), "inference graph"));
     log << "inference graph written to " << o.inference_graph_path << "\n";
   }
   if (!o.frozen_graph_path.empty()) {
     ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Create(SessionConfig(), inference.graph));
     RETURN_IF_ERROR(inference.saver.Restore(*session, o.checkpoint_path));
-    ASSIGN_OR_RETURN(GraphDef frozen, FreezeGraph(*session, {"probabilities", "classes"}));
-    RETURN_IF_ERROR(WriteFileAtomically(o.frozen_graph_path, GraphDefToJson(frozen), "frozen graph"));
+    ASSIGN_OR_RETURN(GraphSpec frozen, FreezeGraph(*session, {"probabilities", "classes"}));
+    RETURN_IF_ERROR(WriteFileAtomically(o.frozen_graph_path, GraphSpecToJson(frozen), "frozen graph"));
     log << "frozen graph written to " << o.frozen_graph_path << "\n";
   }
   return Status::OK();
@@ -264,7 +264,7 @@ StatusOr<TrainGraph> BuildGraph(const TrainOptions& o, const std::string& dir, i
   g.train = replicated.train.name();
   for (const auto& [name, copies] : replicated.variables) g.variables.emplace_back(name, copies[0].name());
   ASSIGN_OR_RETURN(g.saver, Saver::Create(root, replicated.variables));
-  RETURN_IF_ERROR(root.ToGraphDef(&g.def));
+  RETURN_IF_ERROR(root.ToSpec(&g.def));
   return g;
 }
 
@@ -359,7 +359,7 @@ StatusOr<TrainGraph> BuildClusterGraph(const TrainOptions& o, const std::string&
   g.ready = ready.name();
   g.global_step = step.var.name();
   ASSIGN_OR_RETURN(g.saver, Saver::Create(root, saved));
-  RETURN_IF_ERROR(root.ToGraphDef(&g.def));
+  RETURN_IF_ERROR(root.ToSpec(&g.def));
   return g;
 }
 
@@ -680,7 +680,7 @@ constexpr char kDoneQueue[] = "tessera_multi_worker_done";
 
 // The chief's graph: one signal per other worker ("signal_<i>"); a worker's own: its wait
 // ("wait").
-StatusOr<GraphDef> DoneGraph(int workers, int task) {
+StatusOr<GraphSpec> DoneGraph(int workers, int task) {
   Scope root = Scope::NewRootScope();
   for (int i = task == 0 ? 1 : task; i < (task == 0 ? workers : task + 1); ++i) {
     const Scope at = root.WithDevice(StrCat("/job:worker/task:", i, "/device:CPU:0"));
@@ -691,8 +691,8 @@ StatusOr<GraphDef> DoneGraph(int workers, int task) {
       ops::QueueDequeue(at.WithOpName("wait"), q, {DataType::kBool});
     }
   }
-  GraphDef def;
-  RETURN_IF_ERROR(root.ToGraphDef(&def));
+  GraphSpec def;
+  RETURN_IF_ERROR(root.ToSpec(&def));
   return def;
 }
 
@@ -700,7 +700,7 @@ StatusOr<GraphDef> DoneGraph(int workers, int task) {
 // answered for a minute.
 Status ServeUntilChiefIsDone(ClusterServer& server, const ClusterSpec& cluster, int task, std::ostream& log) {
   log << "worker " << task << " serves " << server.target() << "; the chief (worker 0) drives the training\n";
-  ASSIGN_OR_RETURN(GraphDef def, DoneGraph(cluster.num_tasks("worker"), task));
+  ASSIGN_OR_RETURN(GraphSpec def, DoneGraph(cluster.num_tasks("worker"), task));
   SessionConfig config;
   config.device_filters = {StrCat("/job:worker/task:", task)};
   ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Create(server.target(), config, def));
@@ -762,7 +762,7 @@ StatusOr<TrainResult> TrainMultiWorker(const TrainOptions& o, const std::string&
                 : StatusOr<TrainResult>(init);
   // The other workers stop either way. Each signal runs on its worker alone: a worker exits
   // as soon as it has it, so nothing may wait for an answer from it afterwards.
-  ASSIGN_OR_RETURN(GraphDef done, DoneGraph(workers, 0));
+  ASSIGN_OR_RETURN(GraphSpec done, DoneGraph(workers, 0));
   if (workers > 1) {
     ASSIGN_OR_RETURN(std::unique_ptr<Session> signal, Session::Create(server->target(), config, done));
     for (int i = 1; i < workers; ++i) {

@@ -223,12 +223,12 @@ Iterator InitializableIterator(const Scope& s, const Dataset& dataset) {
 
 Iterator OneShotIterator(const Scope& s, const Dataset& dataset) {
   if (!s.ok() || dataset.handle.node == nullptr) return {};
-  GraphDef def;
-  Status status = s.ToGraphDef(&def);
+  GraphSpec def;
+  Status status = s.ToSpec(&def);
   if (!status.ok()) return {};
   // The factory's body: the dataset's node and everything it depends on.
-  std::map<std::string_view, const NodeDef*> by_name;
-  for (const NodeDef& n : def.nodes) by_name[n.name] = &n;
+  std::map<std::string_view, const NodeSpec*> by_name;
+  for (const NodeSpec& n : def.nodes) by_name[n.name] = &n;
   std::set<std::string> keep;
   std::vector<std::string> todo = {dataset.handle.node->name()};
   while (!todo.empty()) {
@@ -241,7 +241,7 @@ Iterator OneShotIterator(const Scope& s, const Dataset& dataset) {
     }
   }
   auto factory = std::make_shared<FunctionDef>();
-  for (const NodeDef& n : def.nodes) {
+  for (const NodeSpec& n : def.nodes) {
     if (!keep.contains(n.name)) continue;
     factory->body.nodes.push_back(n);
     factory->body.nodes.back().colocate_with.clear();

@@ -25,7 +25,7 @@ StatusOr<FunctionDef> BuildFunction(const std::vector<DataType>& arg_types,
     if (r.node == nullptr) return errors::InvalidArgument("A function returned an empty Output");
     fn.rets.push_back(r.name());
   }
-  RETURN_IF_ERROR(root.ToGraphDef(&fn.body));
+  RETURN_IF_ERROR(root.ToSpec(&fn.body));
   if (signature != nullptr) {
     *signature = {};
     for (const Output& r : rets) {

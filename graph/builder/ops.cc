@@ -7,7 +7,7 @@
 namespace tessera::ops {
 
 Output Build(const Scope& s, std::string_view op, std::vector<Input> inputs, AttrMap attrs) {
-  NodeDef def;
+  NodeSpec def;
   def.op = std::string(op);
   def.attrs = std::move(attrs);
   for (const Input& in : inputs) {

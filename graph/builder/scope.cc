@@ -102,13 +102,13 @@ void Scope::UpdateStatus(const Status& s) const {
   if (shared_->status.ok() && !s.ok()) shared_->status = s;
 }
 
-Status Scope::ToGraphDef(GraphDef* def) const {
+Status Scope::ToSpec(GraphSpec* def) const {
   RETURN_IF_ERROR(shared_->status);
-  *def = shared_->graph->ToGraphDef();
+  *def = shared_->graph->ToSpec();
   return Status::OK();
 }
 
-Node* Scope::AddNode(NodeDef def) const {
+Node* Scope::AddNode(NodeSpec def) const {
   if (!ok()) return nullptr;
   if (!op_name_.empty()) {
     def.name = prefix_ + op_name_;
@@ -171,7 +171,7 @@ Output Scope::AsOutput(const Input& in) const {
     }
     return in.output();
   }
-  NodeDef def;
+  NodeSpec def;
   def.op = "Const";
   def.attrs["value"] = AttrValue(in.tensor());
   def.attrs["dtype"] = AttrValue(in.tensor().dtype());

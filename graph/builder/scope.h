@@ -6,8 +6,8 @@
 //   auto v = ops::Variable(root.WithOpName("v").WithDevice("/cpu:0"), {2}, DataType::kFloat);
 //   auto tower = root.NewSubScope("tower_0").WithDevice("/cpu:1");
 //   auto y = ops::Add(tower.WithOpName("y"), v, 1.0f);          // "tower_0/y" on /cpu:1
-//   GraphDef def;
-//   Status s = root.ToGraphDef(&def);    // the first error of any op built, if one failed
+//   GraphSpec def;
+//   Status s = root.ToSpec(&def);    // the first error of any op built, if one failed
 //
 // Device scopes compose as tf.device does: from the innermost scope outwards, a device
 // string fills only the fields still unset ("/job:ps" outside "/cpu:1" gives
@@ -103,12 +103,14 @@ class Scope {
   // The first error of any op built from this root.
   Status status() const;
   Graph* graph() const;
-  Status ToGraphDef(GraphDef* def) const;
+  Status ToSpec(GraphSpec* def) const;
+  // The name before the remodel; kept for one release.
+  [[deprecated("ToGraphDef is ToSpec")]] Status ToGraphDef(GraphSpec* def) const { return ToSpec(def); }
 
   // For op wrappers: completes `def` (name, device, control deps, colocation, container)
   // and adds it. Returns nullptr and records the error when the scope already failed or the
   // node is invalid.
-  Node* AddNode(NodeDef def) const;
+  Node* AddNode(NodeSpec def) const;
   // Turns an Input into an Output, creating a Const for a constant; records errors.
   Output AsOutput(const Input& in) const;
   void UpdateStatus(const Status& s) const;

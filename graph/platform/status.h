@@ -156,6 +156,6 @@ class [[nodiscard]] StatusOr {
   if (!tmp.ok()) return tmp.status();         \
   lhs = std::move(tmp).value()
 
-// ASSIGN_OR_RETURN(auto graph, Graph::FromGraphDef(def));
+// ASSIGN_OR_RETURN(auto graph, Graph::FromSpec(def));
 #define ASSIGN_OR_RETURN(lhs, expr) \
   ASSIGN_OR_RETURN_IMPL(TESSERA_CONCAT(_tessera_statusor_, __LINE__), lhs, expr)

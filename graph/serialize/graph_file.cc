@@ -26,30 +26,30 @@ GraphFileFormat SniffFormat(std::string_view bytes) {
 
 }  // namespace
 
-StatusOr<GraphDef> ReadGraphFile(const std::string& path, const OpRegistry* ops) {
+StatusOr<GraphSpec> ReadGraphFile(const std::string& path, const OpRegistry* ops) {
   ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(path, "graph"));
   GraphFileFormat format = FormatOfExtension(path).value_or(SniffFormat(bytes));
-  StatusOr<GraphDef> def = errors::Internal("unreachable");
+  StatusOr<GraphSpec> def = errors::Internal("unreachable");
   if (format == GraphFileFormat::kJson) {
-    def = GraphDefFromJson(bytes, ops);
+    def = GraphSpecFromJson(bytes, ops);
   } else {
     GraphDefImportOptions options;
     options.ops = ops;
-    def = GraphDefFromTensorFlow(
+    def = GraphSpecFromTensorFlow(
         bytes, format == GraphFileFormat::kTextGraphDef ? TensorFlowFormat::kText : TensorFlowFormat::kBinary, options);
   }
   if (!def.ok()) return def.status().WithSuffix(StrCat(" (in '", path, "')"));
   return def;
 }
 
-Status WriteGraphFile(const std::string& path, const GraphDef& def) {
+Status WriteGraphFile(const std::string& path, const GraphSpec& def) {
   std::optional<GraphFileFormat> format = FormatOfExtension(path);
   if (!format) return errors::InvalidArgument("'", path, "' does not end in .json, .pb or .pbtxt");
   std::string bytes;
   if (*format == GraphFileFormat::kJson) {
-    bytes = GraphDefToJson(def);
+    bytes = GraphSpecToJson(def);
   } else {
-    StatusOr<std::string> encoded = GraphDefToTensorFlow(
+    StatusOr<std::string> encoded = GraphSpecToTensorFlow(
         def, *format == GraphFileFormat::kTextGraphDef ? TensorFlowFormat::kText : TensorFlowFormat::kBinary);
     if (!encoded.ok()) return encoded.status().WithSuffix(StrCat(" (writing '", path, "')"));
     bytes = std::move(*encoded);

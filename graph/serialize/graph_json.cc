@@ -116,8 +116,8 @@ json WriteElement(const T& v) {
 // refused rather than risk the stack.
 constexpr int kMaxFunctionDepth = 16;
 
-StatusOr<GraphDef> GraphDefFromJsonValue(const json& j, const OpRegistry* ops, int depth);
-json GraphDefToJsonValue(const GraphDef& def);
+StatusOr<GraphSpec> GraphSpecFromJsonValue(const json& j, const OpRegistry* ops, int depth);
+json GraphSpecToJsonValue(const GraphSpec& def);
 Status CheckKeys(const json& obj, std::initializer_list<std::string_view> allowed, std::string_view what);
 StatusOr<std::vector<std::string>> StringList(const json& obj, const char* key, std::string_view where);
 
@@ -131,7 +131,7 @@ StatusOr<AttrValue> FunctionFromJson(const json& j, const OpRegistry* ops, int d
   auto fn = std::make_shared<FunctionDef>();
   ASSIGN_OR_RETURN(fn->args, StringList(j, "args", "function"));
   ASSIGN_OR_RETURN(fn->rets, StringList(j, "rets", "function"));
-  StatusOr<GraphDef> body = GraphDefFromJsonValue(j, ops, depth + 1);
+  StatusOr<GraphSpec> body = GraphSpecFromJsonValue(j, ops, depth + 1);
   if (!body.ok()) return body.status().WithPrefix("in a function body: ");
   fn->body = std::move(*body);
   return AttrValue(std::shared_ptr<const FunctionDef>(std::move(fn)));
@@ -235,7 +235,7 @@ json AttrToJson(const AttrValue& v) {
           for (const TensorShape& s : x) j.push_back(ShapeToJson(s));
           return j;
         } else if constexpr (std::is_same_v<T, std::shared_ptr<const FunctionDef>>) {
-          json j = GraphDefToJsonValue(x->body);
+          json j = GraphSpecToJsonValue(x->body);
           j["args"] = x->args;
           j["rets"] = x->rets;
           return j;
@@ -271,14 +271,14 @@ StatusOr<std::vector<std::string>> StringList(const json& obj, const char* key,
   return out;
 }
 
-StatusOr<NodeDef> NodeFromJson(const json& j, size_t index, const OpRegistry* ops, int depth) {
+StatusOr<NodeSpec> NodeFromJson(const json& j, size_t index, const OpRegistry* ops, int depth) {
   if (!j.is_object()) return errors::InvalidArgument("nodes[", index, "] is not an object");
   std::string where = StrCat("nodes[", index, "]");
   RETURN_IF_ERROR(CheckKeys(j, {"name", "op", "inputs", "device", "colocate_with", "attrs"}, where));
   if (!j.contains("name") || !j["name"].is_string()) {
     return errors::InvalidArgument(where, " needs a string 'name'");
   }
-  NodeDef def;
+  NodeSpec def;
   def.name = j["name"].get<std::string>();
   where = StrCat("node '", def.name, "'");
   if (!j.contains("op") || !j["op"].is_string()) {
@@ -314,21 +314,21 @@ StatusOr<NodeDef> NodeFromJson(const json& j, size_t index, const OpRegistry* op
   return def;
 }
 
-StatusOr<GraphDef> GraphDefFromJsonValue(const json& j, const OpRegistry* ops, int depth) {
+StatusOr<GraphSpec> GraphSpecFromJsonValue(const json& j, const OpRegistry* ops, int depth) {
   if (!j.is_object() || !j.contains("nodes") || !j["nodes"].is_array()) {
     return errors::InvalidArgument("A JSON graph must be an object with a list 'nodes'");
   }
-  GraphDef def;
+  GraphSpec def;
   for (size_t i = 0; i < j["nodes"].size(); ++i) {
-    ASSIGN_OR_RETURN(NodeDef n, NodeFromJson(j["nodes"][i], i, ops, depth));
+    ASSIGN_OR_RETURN(NodeSpec n, NodeFromJson(j["nodes"][i], i, ops, depth));
     def.nodes.push_back(std::move(n));
   }
   return def;
 }
 
-json GraphDefToJsonValue(const GraphDef& def) {
+json GraphSpecToJsonValue(const GraphSpec& def) {
   json nodes = json::array();
-  for (const NodeDef& n : def.nodes) {
+  for (const NodeSpec& n : def.nodes) {
     json node;
     node["name"] = n.name;
     node["op"] = n.op;
@@ -404,14 +404,14 @@ json TensorToJson(const Tensor& t) {
   return j;
 }
 
-StatusOr<GraphDef> GraphDefFromJson(std::string_view text, const OpRegistry* ops) {
+StatusOr<GraphSpec> GraphSpecFromJson(std::string_view text, const OpRegistry* ops) {
   ASSIGN_OR_RETURN(json j, ParseJson(text, "JSON graph"));
   if (j.is_object()) RETURN_IF_ERROR(CheckKeys(j, {"nodes"}, "the graph"));
-  return GraphDefFromJsonValue(j, ops, 0);
+  return GraphSpecFromJsonValue(j, ops, 0);
 }
 
-std::string GraphDefToJson(const GraphDef& def) {
-  return GraphDefToJsonValue(def).dump(1, ' ', false, json::error_handler_t::replace);
+std::string GraphSpecToJson(const GraphSpec& def) {
+  return GraphSpecToJsonValue(def).dump(1, ' ', false, json::error_handler_t::replace);
 }
 
 }  // namespace tessera

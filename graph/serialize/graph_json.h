@@ -17,7 +17,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "graph/node_def.h"
+#include "graph/graph_spec.h"
 #include "graph/op_registry.h"
 #include "graph/tensor.h"
 
@@ -25,9 +25,17 @@ namespace tessera {
 
 // Malformed JSON, an unknown key, an unknown op or an attr value of the wrong form is an
 // InvalidArgument (NotFound for the op) naming the node.
-StatusOr<GraphDef> GraphDefFromJson(std::string_view text,
-                                    const OpRegistry* ops = OpRegistry::Global());
-std::string GraphDefToJson(const GraphDef& def);
+StatusOr<GraphSpec> GraphSpecFromJson(std::string_view text, const OpRegistry* ops = OpRegistry::Global());
+std::string GraphSpecToJson(const GraphSpec& def);
+
+// The names before the remodel; kept for one release.
+[[deprecated("GraphDefFromJson is GraphSpecFromJson")]] inline StatusOr<GraphSpec> GraphDefFromJson(
+    std::string_view text, const OpRegistry* ops = OpRegistry::Global()) {
+  return GraphSpecFromJson(text, ops);
+}
+[[deprecated("GraphDefToJson is GraphSpecToJson")]] inline std::string GraphDefToJson(const GraphSpec& def) {
+  return GraphSpecToJson(def);
+}
 
 StatusOr<Tensor> TensorFromJson(const nlohmann::json& j);
 StatusOr<Tensor> TensorFromJsonText(std::string_view text);

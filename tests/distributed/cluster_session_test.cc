@@ -35,7 +35,7 @@ std::string DeviceOf(const Session& session, const std::string& node) {
 }
 
 // w lives on the ps; the worker computes y = x * w + 1 and bumps w by x.
-GraphDef PsWorkerGraph() {
+GraphSpec PsWorkerGraph() {
   Scope root = Scope::NewRootScope();
   Scope ps = root.WithDevice("/job:ps/task:0");
   auto w = ops::Variable(ps.WithOpName("w"), TensorShape({}), DataType::kFloat);
@@ -43,8 +43,8 @@ GraphDef PsWorkerGraph() {
   auto x = ops::Placeholder(root.WithOpName("x"), DataType::kFloat, TensorShape({}));
   ops::Add(root.WithOpName("y"), ops::Mul(root.WithOpName("xw"), x, w), 1.0f);
   ops::AssignAdd(ps.WithOpName("bump"), w, x);
-  GraphDef def;
-  EXPECT_TRUE(root.ToGraphDef(&def).ok());
+  GraphSpec def;
+  EXPECT_TRUE(root.ToSpec(&def).ok());
   return def;
 }
 
@@ -68,7 +68,7 @@ class ClusterSessionTest : public ::testing::Test {
   }
 
   // Sessions leave worker:1 out, as between-graph replication's workers do.
-  std::unique_ptr<Session> Open(const GraphDef& def) {
+  std::unique_ptr<Session> Open(const GraphSpec& def) {
     SessionConfig config;
     config.device_filters = {"/job:ps", "/job:worker/task:0"};
     auto s = Session::Create(worker_->target(), config, def);
@@ -191,8 +191,8 @@ TEST_F(ClusterSessionTest, A64MiBTensorCrossesTasks) {
   auto x = ops::Placeholder(root.WithOpName("x"), DataType::kFloat, TensorShape({16 << 20}));
   auto on_ps = ops::Mul(root.WithOpName("twice").WithDevice("/job:ps/task:0"), x, 2.0f);
   ops::Sum(root.WithOpName("sum"), on_ps, 0);
-  GraphDef def;
-  ASSERT_TRUE(root.ToGraphDef(&def).ok());
+  GraphSpec def;
+  ASSERT_TRUE(root.ToSpec(&def).ok());
   auto session = Open(def);
   ASSERT_NE(session, nullptr);
   Tensor big(DataType::kFloat, TensorShape({16 << 20}));
@@ -214,7 +214,7 @@ TEST_F(ClusterSessionTest, LoopsAndCondsSpanningTasks) {
   std::ifstream in(std::string(TESSERA_TEST_DATA_DIR) + "/tf_cond_nested_while.pbtxt");
   std::stringstream text;
   text << in.rdbuf();
-  auto def = GraphDefFromTensorFlow(text.str(), TensorFlowFormat::kText);
+  auto def = GraphSpecFromTensorFlow(text.str(), TensorFlowFormat::kText);
   ASSERT_TRUE(def.ok()) << def.status();
   for (size_t i = 0; i < def->nodes.size(); ++i) {
     if (def->nodes[i].colocate_with.empty()) def->nodes[i].device = i % 2 == 0 ? "/job:ps/task:0" : "/job:worker/task:0";
@@ -274,8 +274,8 @@ TEST_F(ClusterSessionTest, ClosingTheClientsSessionCancelsTheStepOnEveryTask) {
   auto q = ops::FIFOQueue(ps.WithOpName("q"), {DataType::kFloat}, {.shared_name = "q"});
   ops::QueueEnqueue(ps.WithOpName("enqueue"), q, {ops::Const(ps, Tensor::Scalar<float>(4))});
   ops::Add(root.WithOpName("next"), ops::QueueDequeue(ps.WithOpName("dequeue"), q, {DataType::kFloat})[0], 1.0f);
-  GraphDef def;
-  ASSERT_TRUE(root.ToGraphDef(&def).ok());
+  GraphSpec def;
+  ASSERT_TRUE(root.ToSpec(&def).ok());
   auto session = Open(def);
   ASSERT_NE(session, nullptr);
   Status waited;

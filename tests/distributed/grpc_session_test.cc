@@ -20,14 +20,14 @@ using testing::FreePort;
 using testing::LoopbackAddress;
 
 // A counter: v starts at 1, `bump` adds x * 2 to it.
-GraphDef CounterGraph() {
+GraphSpec CounterGraph() {
   Scope root = Scope::NewRootScope();
   auto v = ops::Variable(root.WithOpName("v"), TensorShape({}), DataType::kFloat);
   ops::Assign(root.WithOpName("init"), v, Tensor::Scalar<float>(1));
   auto x = ops::Placeholder(root.WithOpName("x"), DataType::kFloat, TensorShape({}));
   ops::AssignAdd(root.WithOpName("bump"), v, ops::Mul(root, x, 2.0f));
-  GraphDef def;
-  EXPECT_TRUE(root.ToGraphDef(&def).ok());
+  GraphSpec def;
+  EXPECT_TRUE(root.ToSpec(&def).ok());
   return def;
 }
 
@@ -47,7 +47,7 @@ class GrpcSessionTest : public ::testing::Test {
   }
   void TearDown() override { unsetenv("TESSERA_CLUSTER_TOKEN"); }
 
-  std::unique_ptr<Session> Open(const GraphDef& def) {
+  std::unique_ptr<Session> Open(const GraphSpec& def) {
     auto s = Session::Create(server_->target(), SessionConfig(), def);
     EXPECT_TRUE(s.ok()) << s.status();
     return s.ok() ? std::move(*s) : nullptr;

@@ -150,15 +150,15 @@ class FakeWorker final : public WorkerInterface {
 };
 
 // x is fed on task a, y = -x computed there, z = -y on task b; both are fetched.
-GraphDef TwoTaskGraph() {
+GraphSpec TwoTaskGraph() {
   Scope root = Scope::NewRootScope();
   Scope a = root.WithDevice("/job:a/task:0");
   Scope b = root.WithDevice("/job:b/task:0");
   auto x = ops::Placeholder(a.WithOpName("x"), DataType::kFloat, TensorShape({}));
   auto y = ops::Neg(a.WithOpName("y"), x);
   ops::Neg(b.WithOpName("z"), y);
-  GraphDef def;
-  EXPECT_TRUE(root.ToGraphDef(&def).ok());
+  GraphSpec def;
+  EXPECT_TRUE(root.ToSpec(&def).ok());
   return def;
 }
 

@@ -57,8 +57,8 @@ TEST(TlsTest, TasksAndClientsWithCertificatesTalkAndPlaintextIsTurnedAway) {
   auto w = ops::Variable(root.WithOpName("w").WithDevice("/job:ps/task:0"), TensorShape({}), DataType::kFloat);
   ops::Assign(root.WithOpName("init").WithDevice("/job:ps/task:0"), w, Tensor::Scalar<float>(3));
   ops::Mul(root.WithOpName("y").WithDevice("/job:worker/task:0"), w, 2.0f);
-  GraphDef def;
-  ASSERT_TRUE(root.ToGraphDef(&def).ok());
+  GraphSpec def;
+  ASSERT_TRUE(root.ToSpec(&def).ok());
   auto session = Session::Create((*worker)->target(), SessionConfig(), def);
   ASSERT_TRUE(session.ok()) << session.status();
   std::vector<Tensor> out;

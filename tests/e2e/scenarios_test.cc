@@ -75,8 +75,8 @@ TEST(ScenarioTest, DeviceFunctionPutsVariablesOnCpu0AndTheRestOnCpu1) {
   // An Assign that the function sends to CPU:1 contradicts its variable's CPU:0: rejected,
   // as TensorFlow does, unless soft placement reconciles them.
   ops::Assign(f.WithOpName("conflict"), v, 3.0f);
-  GraphDef def;
-  ASSERT_TRUE(root.ToGraphDef(&def).ok());
+  GraphSpec def;
+  ASSERT_TRUE(root.ToSpec(&def).ok());
   Status st = Session::Create(FourCpus(), def).status();
   EXPECT_THAT(st.message(), HasSubstr("Cannot colocate nodes 'conflict' and 'v'"));
   SessionConfig soft = FourCpus();
@@ -87,8 +87,8 @@ TEST(ScenarioTest, DeviceFunctionPutsVariablesOnCpu0AndTheRestOnCpu1) {
 TEST(ScenarioTest, SoftPlacementOfAMissingDevice) {
   Scope root = Scope::NewRootScope();
   ops::Neg(root.WithOpName("n").WithDevice("/gpu:0"), 3.0f);
-  GraphDef def;
-  ASSERT_TRUE(root.ToGraphDef(&def).ok());
+  GraphSpec def;
+  ASSERT_TRUE(root.ToSpec(&def).ok());
   SessionConfig hard = FourCpus();
   auto failed = Session::Create(hard, def);
   ASSERT_FALSE(failed.ok());
@@ -110,7 +110,7 @@ TEST(ScenarioTest, ControlDependenciesWaitForTwoOthers) {
   testing::ClearRecordedTags();
   Scope root = Scope::NewRootScope();
   auto rec = [&](const Scope& s, const char* tag, int ms) {
-    NodeDef d;
+    NodeSpec d;
     d.op = "TestRecord";
     d.attrs = {{"tag", std::string(tag)}, {"sleep_ms", ms}};
     return Operation(s.WithOpName(tag).AddNode(d));
@@ -147,7 +147,7 @@ TEST(ScenarioTest, ConfiguredPoolSizesAreTheThreadsUsed) {
   testing::RegisterTestOps();
   testing::ClearIntraThreadsSeen();
   Scope root = Scope::NewRootScope();
-  NodeDef intra;
+  NodeSpec intra;
   intra.op = "TestIntraThreads";
   intra.attrs = {{"n", int64_t{12}}};
   root.WithOpName("intra").AddNode(intra);

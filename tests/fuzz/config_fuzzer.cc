@@ -20,12 +20,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   config->use_per_session_threads = false;
   for (auto& [type, count] : config->device_count) count = std::min(count, 4);
   config->host_memory_limit_mb = std::min<int64_t>(config->host_memory_limit_mb, 256);
-  static const GraphDef* graph = [] {
+  static const GraphSpec* graph = [] {
     Scope root = Scope::NewRootScope();
     Output x = ops::Const(root.WithOpName("x"), Tensor::FromVector<float>({1, 2, 3, 4}, TensorShape({2, 2})));
     ops::Sum(root.WithOpName("y").WithDevice("/cpu:1"), ops::MatMul(root, x, x), {0, 1});
-    auto* def = new GraphDef;
-    if (!root.ToGraphDef(def).ok()) std::abort();
+    auto* def = new GraphSpec;
+    if (!root.ToSpec(def).ok()) std::abort();
     return def;
   }();
   StatusOr<std::unique_ptr<Session>> session = Session::Create(*config, *graph);

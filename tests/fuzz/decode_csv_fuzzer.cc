@@ -16,8 +16,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ops::DecodeCSV(root.WithOpName("csv"), records,
                    {Tensor::FromVector<float>({0}), Tensor::FromVector<int32_t>({0}), Tensor(DataType::kInt64, TensorShape({0})),
                     Tensor::FromVector<double>({0}), Tensor::FromVector<std::string>({""})});
-    GraphDef def;
-    if (!root.ToGraphDef(&def).ok()) std::abort();
+    GraphSpec def;
+    if (!root.ToSpec(&def).ok()) std::abort();
     auto s = Session::Create({}, def);
     if (!s.ok()) std::abort();
     return s->release();

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "graph/serialize/graph_json.h"
 #include "graph/builder/ops.h"
+#include "graph/serialize/graph_json.h"
 #include "runtime/session.h"
 
 namespace {
@@ -37,8 +37,8 @@ struct Fixture {
         fetches.push_back(ops::BroadcastTo(s, 1.0f, x).name());
       }
     }
-    GraphDef def;
-    if (!root.ToGraphDef(&def).ok()) std::abort();
+    GraphSpec def;
+    if (!root.ToSpec(&def).ok()) std::abort();
     SessionConfig config;
     config.operation_timeout_in_ms = 500;
     config.host_memory_limit_mb = 256;

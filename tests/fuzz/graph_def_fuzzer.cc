@@ -13,7 +13,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view bytes(reinterpret_cast<const char*>(data), size);
   GraphDefImportOptions options;
   options.max_expanded_tensor_bytes = 1 << 20;
-  StatusOr<GraphDef> def = GraphDefFromTensorFlow(bytes, SniffTensorFlowFormat(bytes), options);
+  StatusOr<GraphSpec> def = GraphSpecFromTensorFlow(bytes, SniffTensorFlowFormat(bytes), options);
   if (def.ok()) RunFuzzedGraph(*def);
   return 0;
 }

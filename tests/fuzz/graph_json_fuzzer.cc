@@ -10,7 +10,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace tessera;
   std::string_view text(reinterpret_cast<const char*>(data), size);
-  StatusOr<GraphDef> def = GraphDefFromJson(text);
+  StatusOr<GraphSpec> def = GraphSpecFromJson(text);
   if (def.ok()) RunFuzzedGraph(*def);
   return 0;
 }

@@ -7,12 +7,12 @@
 #include <string>
 #include <vector>
 
-#include "graph/node_def.h"
+#include "graph/graph_spec.h"
 #include "runtime/session.h"
 
 namespace tessera {
 
-inline void RunFuzzedGraph(const GraphDef& def) {
+inline void RunFuzzedGraph(const GraphSpec& def) {
   if (def.nodes.size() > 64) return;
   SessionConfig config;
   config.device_count = {{"CPU", 2}};

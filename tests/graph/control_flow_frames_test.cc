@@ -10,8 +10,8 @@ namespace {
 
 using ::testing::HasSubstr;
 
-NodeDef Node(std::string name, std::string op, std::vector<std::string> inputs, AttrMap attrs = {}) {
-  NodeDef n;
+NodeSpec Node(std::string name, std::string op, std::vector<std::string> inputs, AttrMap attrs = {}) {
+  NodeSpec n;
   n.name = std::move(name);
   n.op = std::move(op);
   n.inputs = std::move(inputs);
@@ -20,15 +20,15 @@ NodeDef Node(std::string name, std::string op, std::vector<std::string> inputs, 
   return n;
 }
 
-NodeDef Const(std::string name) { return Node(std::move(name), "Const", {}, {{"dtype", DataType::kFloat}, {"value", Tensor::Scalar(1.0f)}}); }
+NodeSpec Const(std::string name) { return Node(std::move(name), "Const", {}, {{"dtype", DataType::kFloat}, {"value", Tensor::Scalar(1.0f)}}); }
 
-NodeDef Enter(std::string name, std::string input, std::string frame) {
+NodeSpec Enter(std::string name, std::string input, std::string frame) {
   return Node(std::move(name), "Enter", {std::move(input)},
               {{"frame_name", std::move(frame)}, {"is_constant", false}, {"parallel_iterations", int64_t{10}}});
 }
 
 // x -> Enter -> Merge <- NextIteration <- body; Merge < limit -> LoopCond -> Switch -> Exit -> after.
-std::vector<NodeDef> WhileLoop() {
+std::vector<NodeSpec> WhileLoop() {
   return {Const("x"),
           Const("limit"),
           Enter("enter", "x", "loop"),
@@ -43,8 +43,8 @@ std::vector<NodeDef> WhileLoop() {
           Node("after", "Identity", {"exit"})};
 }
 
-StatusOr<ControlFlowFrames> Frames(std::vector<NodeDef> nodes, std::unique_ptr<Graph>* graph) {
-  StatusOr<std::unique_ptr<Graph>> g = Graph::FromGraphDef(GraphDef{std::move(nodes)});
+StatusOr<ControlFlowFrames> Frames(std::vector<NodeSpec> nodes, std::unique_ptr<Graph>* graph) {
+  StatusOr<std::unique_ptr<Graph>> g = Graph::FromSpec(GraphSpec{std::move(nodes)});
   if (!g.ok()) return g.status();
   *graph = std::move(*g);
   return FindControlFlowFrames(**graph);
@@ -68,19 +68,19 @@ TEST(ControlFlowFramesTest, AWhileLoopsNodesAreInItsFrameAndItsExitLeavesIt) {
 
 TEST(ControlFlowFramesTest, MalformedLoopsAreInvalidArgumentsNamingTheNode) {
   std::unique_ptr<Graph> g;
-  std::vector<NodeDef> stray_exit = WhileLoop();
+  std::vector<NodeSpec> stray_exit = WhileLoop();
   stray_exit.push_back(Node("stray", "Exit", {"x"}));
   Status s = Frames(stray_exit, &g).status();
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()), HasSubstr("'stray' (Exit) is an Exit outside every loop"));
 
-  std::vector<NodeDef> two_frames = WhileLoop();
+  std::vector<NodeSpec> two_frames = WhileLoop();
   two_frames.push_back(Node("mixed", "Add", {"x", "body"}));
   s = Frames(two_frames, &g).status();
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()), HasSubstr("'mixed' (Add) has inputs from frame"));
 
-  std::vector<NodeDef> reentered = WhileLoop();
+  std::vector<NodeSpec> reentered = WhileLoop();
   reentered.push_back(Enter("again", "body", "loop"));
   s = Frames(reentered, &g).status();
   EXPECT_EQ(s.code(), Code::kInvalidArgument);

@@ -5,8 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "graph/graph.h"
 #include "graph/builder/ops.h"
+#include "graph/graph.h"
 
 namespace tessera {
 namespace {
@@ -23,9 +23,9 @@ constexpr const char* kGraph = R"({"nodes": [
 ]})";
 
 TEST(GraphJsonTest, ParsesTheDocumentedShape) {
-  auto def = GraphDefFromJson(kGraph);
+  auto def = GraphSpecFromJson(kGraph);
   ASSERT_TRUE(def.ok()) << def.status();
-  auto g = Graph::FromGraphDef(*def);
+  auto g = Graph::FromSpec(*def);
   ASSERT_TRUE(g.ok()) << g.status();
   Node* y = (*g)->FindNode("y");
   EXPECT_EQ(y->output_shape(0), TensorShape({-1, 2}));
@@ -38,16 +38,16 @@ TEST(GraphJsonTest, ParsesTheDocumentedShape) {
 }
 
 TEST(GraphJsonTest, GraphToJsonToGraphRoundTrips) {
-  auto def = GraphDefFromJson(kGraph);
+  auto def = GraphSpecFromJson(kGraph);
   ASSERT_TRUE(def.ok());
-  auto g = Graph::FromGraphDef(*def);
+  auto g = Graph::FromSpec(*def);
   ASSERT_TRUE(g.ok());
-  std::string once = GraphDefToJson((*g)->ToGraphDef());
-  auto def2 = GraphDefFromJson(once);
+  std::string once = GraphSpecToJson((*g)->ToSpec());
+  auto def2 = GraphSpecFromJson(once);
   ASSERT_TRUE(def2.ok()) << def2.status();
-  auto g2 = Graph::FromGraphDef(*def2);
+  auto g2 = Graph::FromSpec(*def2);
   ASSERT_TRUE(g2.ok()) << g2.status();
-  EXPECT_EQ(GraphDefToJson((*g2)->ToGraphDef()), once);
+  EXPECT_EQ(GraphSpecToJson((*g2)->ToSpec()), once);
 }
 
 TEST(GraphJsonTest, ScopeGraphRoundTrips) {
@@ -57,13 +57,13 @@ TEST(GraphJsonTest, ScopeGraphRoundTrips) {
   ops::Sum(root.WithOpName("s"), ops::Square(root, a), 0, {.keep_dims = true});
   ops::PaddingFIFOQueue(root.WithOpName("q"), {DataType::kFloat, DataType::kInt32},
                         {.shapes = {TensorShape({-1, 3}), TensorShape({})}});
-  GraphDef def;
-  ASSERT_TRUE(root.ToGraphDef(&def).ok()) << root.status();
-  auto back = GraphDefFromJson(GraphDefToJson(def));
+  GraphSpec def;
+  ASSERT_TRUE(root.ToSpec(&def).ok()) << root.status();
+  auto back = GraphSpecFromJson(GraphSpecToJson(def));
   ASSERT_TRUE(back.ok()) << back.status();
-  auto g = Graph::FromGraphDef(*back);
+  auto g = Graph::FromSpec(*back);
   ASSERT_TRUE(g.ok()) << g.status();
-  EXPECT_EQ(GraphDefToJson((*g)->ToGraphDef()), GraphDefToJson(def));
+  EXPECT_EQ(GraphSpecToJson((*g)->ToSpec()), GraphSpecToJson(def));
 }
 
 TEST(GraphJsonTest, TensorsRoundTripEveryDtype) {
@@ -106,7 +106,7 @@ TEST(GraphJsonTest, BadInputIsAClearError) {
        "out of range"},
   };
   for (const Case& c : cases) {
-    auto def = GraphDefFromJson(c.json);
+    auto def = GraphSpecFromJson(c.json);
     ASSERT_FALSE(def.ok()) << c.json;
     EXPECT_THAT(def.status().message(), HasSubstr(c.expect)) << c.json;
   }

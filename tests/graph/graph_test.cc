@@ -8,8 +8,8 @@ namespace {
 
 using ::testing::HasSubstr;
 
-NodeDef ConstDef(std::string name, Tensor value) {
-  NodeDef d;
+NodeSpec ConstDef(std::string name, Tensor value) {
+  NodeSpec d;
   d.name = std::move(name);
   d.op = "Const";
   d.attrs["dtype"] = value.dtype();
@@ -17,8 +17,8 @@ NodeDef ConstDef(std::string name, Tensor value) {
   return d;
 }
 
-NodeDef OpDef2(std::string name, std::string op, std::vector<std::string> inputs) {
-  NodeDef d;
+NodeSpec OpDef2(std::string name, std::string op, std::vector<std::string> inputs) {
+  NodeSpec d;
   d.name = std::move(name);
   d.op = std::move(op);
   d.inputs = std::move(inputs);
@@ -50,16 +50,16 @@ TEST(GraphTest, ListTypeArgsInferCheckAndCountTheirTypes) {
   ASSERT_TRUE((*enq)->GetAttr("Tcomponents", &types).ok());
   EXPECT_EQ(types, (std::vector<DataType>{DataType::kFloat, DataType::kInt32}));
   // Outputs expand the list; a given list must match the inputs; a minimum bounds its length.
-  NodeDef deq = OpDef2("deq", "QueueDequeue", {"q"});
+  NodeSpec deq = OpDef2("deq", "QueueDequeue", {"q"});
   deq.attrs["component_types"] = std::vector<DataType>{DataType::kInt32, DataType::kFloat};
   StatusOr<Node*> d = g.AddNode(deq);
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ((*d)->num_outputs(), 2);
   EXPECT_EQ((*d)->output_type(1), DataType::kFloat);
-  NodeDef wrong = OpDef2("wrong", "QueueEnqueue", {"q", "f", "i"});
+  NodeSpec wrong = OpDef2("wrong", "QueueEnqueue", {"q", "f", "i"});
   wrong.attrs["Tcomponents"] = std::vector<DataType>{DataType::kFloat, DataType::kFloat};
   EXPECT_THAT(g.AddNode(wrong).status().message(), HasSubstr("expects float32 but 'i' is int32"));
-  NodeDef empty = OpDef2("empty", "FIFOQueue", {});
+  NodeSpec empty = OpDef2("empty", "FIFOQueue", {});
   empty.attrs["component_types"] = std::vector<DataType>{};
   EXPECT_THAT(g.AddNode(empty).status().message(), HasSubstr("must be at least 1 long"));
 }
@@ -70,7 +70,7 @@ TEST(GraphTest, RejectsBadNodes) {
   ASSERT_TRUE(g.AddNode(ConstDef("i", Tensor::Scalar(int32_t{1}))).ok());
   ASSERT_TRUE(g.AddNode(ConstDef("m", Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, TensorShape({2, 3})))).ok());
 
-  auto err = [&](NodeDef d) { return g.AddNode(d).status(); };
+  auto err = [&](NodeSpec d) { return g.AddNode(d).status(); };
   EXPECT_EQ(err(OpDef2("x", "NoSuchOp", {})).code(), Code::kNotFound);
   EXPECT_THAT(err(OpDef2("x", "NoSuchOp", {})).message(), HasSubstr("NoSuchOp"));
   Status mismatch = err(OpDef2("x", "Add", {"f", "i"}));
@@ -86,14 +86,14 @@ TEST(GraphTest, RejectsBadNodes) {
   Status dims = err(OpDef2("mm", "MatMul", {"m", "m"}));
   EXPECT_THAT(dims.message(), HasSubstr("Dimensions must be equal, but are 3 and 2"));
   EXPECT_THAT(dims.message(), HasSubstr("'mm' (op: 'MatMul') with input shapes: [2,3], [2,3]"));
-  NodeDef missing;
+  NodeSpec missing;
   missing.name = "c";
   missing.op = "Const";
   EXPECT_THAT(err(missing).message(), HasSubstr("missing attr"));
-  NodeDef extra = OpDef2("x", "NoOp", {});
+  NodeSpec extra = OpDef2("x", "NoOp", {});
   extra.attrs["bogus"] = 1;
   EXPECT_THAT(err(extra).message(), HasSubstr("'bogus'"));
-  NodeDef string_add = ConstDef("s", Tensor::Scalar(std::string("a")));
+  NodeSpec string_add = ConstDef("s", Tensor::Scalar(std::string("a")));
   ASSERT_TRUE(g.AddNode(string_add).ok());
   EXPECT_THAT(err(OpDef2("x", "Add", {"s", "s"})).message(), HasSubstr("not in the list of allowed values"));
   // Nothing was added by the failures.
@@ -107,27 +107,27 @@ TEST(GraphTest, RefInputsNeedAVariable) {
   EXPECT_THAT(s.message(), HasSubstr("must be a reference"));
 }
 
-TEST(GraphTest, FromGraphDefOrdersAndDetectsCycles) {
-  GraphDef def;
+TEST(GraphTest, FromSpecOrdersAndDetectsCycles) {
+  GraphSpec def;
   def.nodes.push_back(OpDef2("c", "Add", {"a", "b"}));
   def.nodes.push_back(ConstDef("a", Tensor::Scalar(1.0f)));
   def.nodes.push_back(ConstDef("b", Tensor::Scalar(2.0f)));
-  auto g = Graph::FromGraphDef(def);
+  auto g = Graph::FromSpec(def);
   ASSERT_TRUE(g.ok()) << g.status();
   EXPECT_EQ((*g)->nodes().back()->name(), "c");
 
-  GraphDef cyclic;
+  GraphSpec cyclic;
   cyclic.nodes.push_back(OpDef2("x", "Identity", {"y"}));
   cyclic.nodes.push_back(OpDef2("y", "Identity", {"x"}));
   cyclic.nodes.push_back(ConstDef("k", Tensor::Scalar(1.0f)));
-  Status s = Graph::FromGraphDef(cyclic).status();
+  Status s = Graph::FromSpec(cyclic).status();
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("cycle"));
   EXPECT_THAT(s.message(), HasSubstr("'x'"));
 
-  GraphDef self_loop;
+  GraphSpec self_loop;
   self_loop.nodes.push_back(OpDef2("n", "NoOp", {"^n"}));
-  EXPECT_THAT(Graph::FromGraphDef(self_loop).status().message(), HasSubstr("cycle"));
+  EXPECT_THAT(Graph::FromSpec(self_loop).status().message(), HasSubstr("cycle"));
 }
 
 TEST(GraphTest, AddNCountsItsInputs) {
@@ -157,16 +157,16 @@ TEST(GraphTest, ReshapeAndReductionShapesUseConstInputs) {
               HasSubstr("Cannot reshape a tensor with 24 elements"));
 }
 
-TEST(GraphTest, ToGraphDefRoundTrips) {
-  GraphDef def;
+TEST(GraphTest, ToSpecRoundTrips) {
+  GraphSpec def;
   def.nodes.push_back(ConstDef("a", Tensor::Scalar(1.0f)));
-  NodeDef c = OpDef2("c", "Identity", {"a", "^a"});
+  NodeSpec c = OpDef2("c", "Identity", {"a", "^a"});
   c.device = "/cpu:1";
   c.colocate_with = {"a"};
   def.nodes.push_back(c);
-  auto g = Graph::FromGraphDef(def);
+  auto g = Graph::FromSpec(def);
   ASSERT_TRUE(g.ok());
-  GraphDef back = (*g)->ToGraphDef();
+  GraphSpec back = (*g)->ToSpec();
   ASSERT_EQ(back.nodes.size(), 2u);
   EXPECT_EQ(back.nodes[1].inputs, (std::vector<std::string>{"a", "^a"}));
   EXPECT_EQ(back.nodes[1].device, "/cpu:1");

@@ -92,8 +92,8 @@ TEST(ScopeTest, ErrorsStickAndLaterOpsAreSkipped) {
   auto after = ops::Neg(root, bad);
   EXPECT_EQ(after.node, nullptr);
   EXPECT_THAT(root.status().message(), HasSubstr("'mm' (op: 'MatMul')"));
-  GraphDef def;
-  EXPECT_FALSE(root.ToGraphDef(&def).ok());
+  GraphSpec def;
+  EXPECT_FALSE(root.ToSpec(&def).ok());
 }
 
 }  // namespace

@@ -45,7 +45,7 @@ TEST(TensorFlowGraphTest, ReadsAGraphTensorFlowWrote) {
 
 TEST(TensorFlowGraphTest, DroppedAttrsAreLoggedOnceEach) {
   testing::CapturedLog log;
-  auto def = GraphDefFromTensorFlow(TestData("tf_matmul_relu.pb"), TensorFlowFormat::kBinary);
+  auto def = GraphSpecFromTensorFlow(TestData("tf_matmul_relu.pb"), TensorFlowFormat::kBinary);
   ASSERT_TRUE(def.ok()) << def.status();
   int output_shapes = 0;
   for (const std::string& line : log.lines()) output_shapes += line.find("'_output_shapes'") != std::string::npos;
@@ -55,21 +55,21 @@ TEST(TensorFlowGraphTest, DroppedAttrsAreLoggedOnceEach) {
 }
 
 TEST(TensorFlowGraphTest, BinaryAndTextRoundTrip) {
-  auto def = GraphDefFromTensorFlow(TestData("tf_matmul_relu.pb"), TensorFlowFormat::kBinary);
+  auto def = GraphSpecFromTensorFlow(TestData("tf_matmul_relu.pb"), TensorFlowFormat::kBinary);
   ASSERT_TRUE(def.ok()) << def.status();
   for (TensorFlowFormat f : {TensorFlowFormat::kBinary, TensorFlowFormat::kText}) {
-    auto bytes = GraphDefToTensorFlow(*def, f);
+    auto bytes = GraphSpecToTensorFlow(*def, f);
     ASSERT_TRUE(bytes.ok()) << bytes.status();
     EXPECT_EQ(SniffTensorFlowFormat(*bytes), f);
-    auto back = GraphDefFromTensorFlow(*bytes, f);
+    auto back = GraphSpecFromTensorFlow(*bytes, f);
     ASSERT_TRUE(back.ok()) << back.status();
-    EXPECT_EQ(GraphDefToJson(*back), GraphDefToJson(*def));
+    EXPECT_EQ(GraphSpecToJson(*back), GraphSpecToJson(*def));
   }
 }
 
 // Every attr type Tessera has, through both formats.
 TEST(TensorFlowGraphTest, EveryAttrTypeRoundTrips) {
-  auto def = GraphDefFromJson(R"({"nodes": [
+  auto def = GraphSpecFromJson(R"({"nodes": [
     {"name": "s", "op": "Const", "attrs": {"dtype": "string",
       "value": {"dtype": "string", "shape": [2], "data": ["a", "b\u0000c"]}}},
     {"name": "h", "op": "Const", "attrs": {"dtype": "float16",
@@ -84,16 +84,16 @@ TEST(TensorFlowGraphTest, EveryAttrTypeRoundTrips) {
   ]})");
   ASSERT_TRUE(def.ok()) << def.status();
   for (TensorFlowFormat f : {TensorFlowFormat::kBinary, TensorFlowFormat::kText}) {
-    auto bytes = GraphDefToTensorFlow(*def, f);
+    auto bytes = GraphSpecToTensorFlow(*def, f);
     ASSERT_TRUE(bytes.ok()) << bytes.status();
-    auto back = GraphDefFromTensorFlow(*bytes, f);
+    auto back = GraphSpecFromTensorFlow(*bytes, f);
     ASSERT_TRUE(back.ok()) << back.status();
-    EXPECT_EQ(GraphDefToJson(*back), GraphDefToJson(*def));
+    EXPECT_EQ(GraphSpecToJson(*back), GraphSpecToJson(*def));
   }
 }
 
-StatusOr<GraphDef> FromText(std::string_view text, const GraphDefImportOptions& options = {}) {
-  return GraphDefFromTensorFlow(text, TensorFlowFormat::kText, options);
+StatusOr<GraphSpec> FromText(std::string_view text, const GraphDefImportOptions& options = {}) {
+  return GraphSpecFromTensorFlow(text, TensorFlowFormat::kText, options);
 }
 
 constexpr const char* kConst = R"(
@@ -185,7 +185,7 @@ TEST(TensorFlowGraphTest, TextSyntaxErrorsNameLineAndColumn) {
 
 TEST(TensorFlowGraphTest, BinaryErrorsNameTheByteOffset) {
   std::string bytes = TestData("tf_matmul_relu.pb");
-  auto truncated = GraphDefFromTensorFlow(bytes.substr(0, bytes.size() - 7), TensorFlowFormat::kBinary);
+  auto truncated = GraphSpecFromTensorFlow(bytes.substr(0, bytes.size() - 7), TensorFlowFormat::kBinary);
   ASSERT_FALSE(truncated.ok());
   EXPECT_THAT(truncated.status().message(), HasSubstr("is truncated"));
   EXPECT_THAT(truncated.status().message(), HasSubstr("at byte offset"));
@@ -194,11 +194,11 @@ TEST(TensorFlowGraphTest, BinaryErrorsNameTheByteOffset) {
   std::string corrupt = bytes;
   ASSERT_EQ(corrupt[2], '\x0a');
   corrupt[3] = '\x7f';
-  auto bad = GraphDefFromTensorFlow(corrupt, TensorFlowFormat::kBinary);
+  auto bad = GraphSpecFromTensorFlow(corrupt, TensorFlowFormat::kBinary);
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.status().message(), HasSubstr("node #0 at byte offset 0 does not parse"));
 
-  auto garbage = GraphDefFromTensorFlow(std::string("\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 11),
+  auto garbage = GraphSpecFromTensorFlow(std::string("\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 11),
                                         TensorFlowFormat::kBinary);
   ASSERT_FALSE(garbage.ok());
   EXPECT_THAT(garbage.status().message(), HasSubstr("byte offset 0"));
@@ -224,7 +224,7 @@ TEST(TensorFlowGraphTest, DeepNestingIsRefusedNotACrash) {
     } while (n != 0);
     inner = wrapped + inner;
   }
-  EXPECT_FALSE(GraphDefFromTensorFlow(inner, TensorFlowFormat::kBinary).ok());
+  EXPECT_FALSE(GraphSpecFromTensorFlow(inner, TensorFlowFormat::kBinary).ok());
 }
 
 TEST(TensorFlowGraphTest, ACycleIsAnErrorWhenTheGraphIsBuilt) {

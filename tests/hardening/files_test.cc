@@ -25,13 +25,13 @@ namespace fs = std::filesystem;
 class FilesTest : public TempDirTest {};
 
 // A RestoreTensors node reading `names` as float32 from `path`.
-GraphDef RestoreGraph(const std::string& path, const std::vector<std::string>& names, AttrMap attrs = {}) {
+GraphSpec RestoreGraph(const std::string& path, const std::vector<std::string>& names, AttrMap attrs = {}) {
   Scope root = Scope::NewRootScope();
   attrs.emplace("dtypes", std::vector<DataType>(names.size(), DataType::kFloat));
   ops::Build(root.WithOpName("restore"), "RestoreTensors",
              {ops::Const(root, Tensor::Scalar(path)), ops::Const(root, Tensor::FromVector(names))}, attrs);
-  GraphDef def;
-  EXPECT_TRUE(root.ToGraphDef(&def).ok());
+  GraphSpec def;
+  EXPECT_TRUE(root.ToSpec(&def).ok());
   return def;
 }
 

@@ -22,7 +22,7 @@ namespace tessera::testing {
 inline StatusOr<std::vector<Tensor>> RunJson(const std::string& graph, const std::vector<std::string>& fetches,
                                              const std::vector<std::pair<std::string, std::string>>& feeds = {},
                                              const SessionConfig& config = {}) {
-  ASSIGN_OR_RETURN(GraphDef def, GraphDefFromJson(graph));
+  ASSIGN_OR_RETURN(GraphSpec def, GraphSpecFromJson(graph));
   ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Create(config, def));
   std::vector<std::pair<std::string, Tensor>> tensors;
   for (const auto& [name, text] : feeds) {

@@ -24,11 +24,11 @@ void ExpectTooDeep(const Status& s, const std::string& what) {
 
 TEST(JsonTest, NestingPastTheLimitIsRefusedWhereverItIs) {
   const int depth = 100000;
-  ExpectTooDeep(GraphDefFromJson(R"({"nodes": [{"name": "c", "op": "Const", "attrs": {"dtype": "float32",
+  ExpectTooDeep(GraphSpecFromJson(R"({"nodes": [{"name": "c", "op": "Const", "attrs": {"dtype": "float32",
       "value": {"dtype": "float32", "shape": [1], "data": )" + Nested(depth) + "}}}]}").status(), "JSON graph");
-  ExpectTooDeep(GraphDefFromJson(R"({"nodes": [{"name": "c", "op": "NoOp", "inputs": )" + Nested(depth) + "}]}")
+  ExpectTooDeep(GraphSpecFromJson(R"({"nodes": [{"name": "c", "op": "NoOp", "inputs": )" + Nested(depth) + "}]}")
                     .status(), "JSON graph");
-  ExpectTooDeep(GraphDefFromJson(R"({"nodes": [{"name": "c", "op": "NoOp", "attrs": {"_x": )" + Nested(depth) + "}}]}")
+  ExpectTooDeep(GraphSpecFromJson(R"({"nodes": [{"name": "c", "op": "NoOp", "attrs": {"_x": )" + Nested(depth) + "}}]}")
                     .status(), "JSON graph");
   ExpectTooDeep(TensorFromJsonText(R"({"dtype": "float32", "shape": [1], "data": )" + Nested(depth) + "}").status(),
                 "JSON tensor");
@@ -46,7 +46,7 @@ TEST(JsonTest, NestingWithinTheLimitIsReadAndJudgedByItsMeaning) {
 }
 
 TEST(JsonTest, MalformedJsonSaysWhereAndWhat) {
-  Status s = GraphDefFromJson(R"({"nodes": [}")").status();
+  Status s = GraphSpecFromJson(R"({"nodes": [}")").status();
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("Malformed JSON graph"));
   EXPECT_THAT(s.message(), HasSubstr("column"));

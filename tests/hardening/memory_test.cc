@@ -84,7 +84,7 @@ TEST(MemoryTest, AGraphOfAQuarterMillionNodesRunsOrIsRefusedUpFront) {
   const int n = 250'000;
   for (int i = 1; i < n; ++i) graph += StrCat(R"(, {"name": "n)", i, R"(", "op": "Identity", "inputs": ["n)", i - 1, "\"]}");
   graph += "]}";
-  StatusOr<GraphDef> def = GraphDefFromJson(graph);
+  StatusOr<GraphSpec> def = GraphSpecFromJson(graph);
   ASSERT_TRUE(def.ok()) << def.status();
   SessionConfig small;
   small.host_memory_limit_mb = 512;
@@ -131,8 +131,8 @@ TEST(MemoryTest, ThousandsOfThreadsUnderAMemoryLimitAreAnErrorNotAnAbort) {
     if (::setrlimit(RLIMIT_AS, &rl) != 0) ::_exit(3);
     Scope root = Scope::NewRootScope();
     ops::Add(root.WithOpName("y"), 1.0f, 2.0f);
-    GraphDef def;
-    if (!root.ToGraphDef(&def).ok()) ::_exit(3);
+    GraphSpec def;
+    if (!root.ToSpec(&def).ok()) ::_exit(3);
     SessionConfig config;
     config.inter_op_parallelism_threads = 1024;
     config.intra_op_parallelism_threads = 1024;

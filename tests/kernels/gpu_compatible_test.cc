@@ -15,8 +15,8 @@ namespace {
 
 constexpr const char* kCpu0 = "/job:localhost/replica:0/task:0/device:CPU:0";
 
-NodeDef Const(const std::string& name) {
-  NodeDef d;
+NodeSpec Const(const std::string& name) {
+  NodeSpec d;
   d.name = name;
   d.op = "Const";
   d.device = kCpu0;
@@ -26,8 +26,8 @@ NodeDef Const(const std::string& name) {
   return d;
 }
 
-NodeDef Send(const std::string& name, const std::string& input, const std::string& recv_device) {
-  NodeDef d;
+NodeSpec Send(const std::string& name, const std::string& input, const std::string& recv_device) {
+  NodeSpec d;
   d.name = name;
   d.op = "_Send";
   d.inputs = {input};
@@ -41,10 +41,10 @@ NodeDef Send(const std::string& name, const std::string& input, const std::strin
 }
 
 TEST(GpuCompatibleTest, OutputsHeadedToAGpuUseTheMemoryAGpuRegistered) {
-  GraphDef def;
+  GraphSpec def;
   def.nodes = {Const("to_gpu"), Const("to_cpu"), Send("send_gpu", "to_gpu", "/job:localhost/replica:0/task:0/device:GPU:0"),
                Send("send_cpu", "to_cpu", "/job:localhost/replica:0/task:0/device:CPU:1")};
-  StatusOr<std::unique_ptr<Graph>> g = Graph::FromGraphDef(def);
+  StatusOr<std::unique_ptr<Graph>> g = Graph::FromSpec(def);
   ASSERT_TRUE(g.ok()) << g.status();
   StatusOr<std::unique_ptr<ThreadPool>> pool = ThreadPool::Create("intra_op", 1);
   ASSERT_TRUE(pool.ok());

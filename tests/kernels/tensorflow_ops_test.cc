@@ -41,7 +41,7 @@ StatusOr<Tensor> RunOp(json op, std::vector<json> consts = {}, int output = 0) {
   for (json& c : consts) nodes.push_back(c);
   op["name"] = "y";
   nodes.push_back(op);
-  ASSIGN_OR_RETURN(GraphDef def, GraphDefFromJson(json{{"nodes", nodes}}.dump()));
+  ASSIGN_OR_RETURN(GraphSpec def, GraphSpecFromJson(json{{"nodes", nodes}}.dump()));
   ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Create(SessionConfig(), def));
   std::vector<Tensor> out;
   RETURN_IF_ERROR(session->Run({}, {"y:" + std::to_string(output)}, {}, &out));

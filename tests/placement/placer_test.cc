@@ -40,9 +40,9 @@ class PlacerTest : public ::testing::Test {
   }
 
   StatusOr<std::vector<PlacementRecord>> Place(const Scope& root, PlacerOptions options = {}) {
-    GraphDef def;
-    RETURN_IF_ERROR(root.ToGraphDef(&def));
-    ASSIGN_OR_RETURN(graph_, Graph::FromGraphDef(def));
+    GraphSpec def;
+    RETURN_IF_ERROR(root.ToSpec(&def));
+    ASSIGN_OR_RETURN(graph_, Graph::FromSpec(def));
     Placer placer(graph_.get(), devices_, options, &kernels_);
     return placer.Run();
   }
@@ -87,9 +87,9 @@ TEST(ClusterPlacementTest, TheLocalTaskComesFirstWithinADeviceType) {
   Scope root = Scope::NewRootScope();
   auto i = ops::Placeholder(root.WithOpName("i"), DataType::kInt32);
   ops::Add(root.WithOpName("n"), i, i);
-  GraphDef def;
-  ASSERT_TRUE(root.ToGraphDef(&def).ok());
-  auto graph = Graph::FromGraphDef(def);
+  GraphSpec def;
+  ASSERT_TRUE(root.ToSpec(&def).ok());
+  auto graph = Graph::FromSpec(def);
   ASSERT_TRUE(graph.ok());
   KernelRegistry cpu_only;
   RegisterCpuKernels(cpu_only);
@@ -178,13 +178,13 @@ TEST_F(PlacerTest, ConflictingColocationAndDeviceRequests) {
 }
 
 TEST_F(PlacerTest, ColocationWithUnknownNodeIsAnError) {
-  GraphDef def;
-  NodeDef n;
+  GraphSpec def;
+  NodeSpec n;
   n.name = "a";
   n.op = "NoOp";
   n.colocate_with = {"ghost"};
   def.nodes.push_back(n);
-  auto g = Graph::FromGraphDef(def);
+  auto g = Graph::FromSpec(def);
   ASSERT_TRUE(g.ok());
   Placer placer(g->get(), devices_, {}, &kernels_);
   EXPECT_THAT(placer.Run().status().message(), HasSubstr("'ghost', which is not in the graph"));
@@ -193,9 +193,9 @@ TEST_F(PlacerTest, ColocationWithUnknownNodeIsAnError) {
 TEST_F(PlacerTest, AlreadyAssignedNodesKeepTheirDevice) {
   Scope root = Scope::NewRootScope();
   ops::Placeholder(root.WithOpName("x"), DataType::kFloat);
-  GraphDef def;
-  ASSERT_TRUE(root.ToGraphDef(&def).ok());
-  auto g = Graph::FromGraphDef(def);
+  GraphSpec def;
+  ASSERT_TRUE(root.ToSpec(&def).ok());
+  auto g = Graph::FromSpec(def);
   ASSERT_TRUE(g.ok());
   (*g)->FindNode("x")->set_assigned_device(kCpu1);
   Placer placer(g->get(), devices_, {}, &kernels_);
@@ -260,13 +260,13 @@ TEST_F(PlacerTest, DeviceFunctionReasonAndLogFormat) {
 }
 
 TEST_F(PlacerTest, MalformedRequestNamesTheNode) {
-  GraphDef def;
-  NodeDef n;
+  GraphSpec def;
+  NodeSpec n;
   n.name = "a";
   n.op = "NoOp";
   n.device = "/gpu:abc";
   def.nodes.push_back(n);
-  auto g = Graph::FromGraphDef(def);
+  auto g = Graph::FromSpec(def);
   ASSERT_TRUE(g.ok());
   Placer placer(g->get(), devices_, {}, &kernels_);
   Status s = placer.Run().status();

@@ -21,7 +21,7 @@ using testing::Values;
 constexpr DataType kF = DataType::kFloat;
 
 // acc: float [2], fed gradients at a fed local step; take of a fed count.
-GraphDef AccumulatorGraph(const std::string& reduction = "MEAN") {
+GraphSpec AccumulatorGraph(const std::string& reduction = "MEAN") {
   Scope r = Scope::NewRootScope();
   Output acc = ops::ConditionalAccumulator(r.WithOpName("acc"), kF,
                                            {.shape = TensorShape({2}), .shared_name = "g", .reduction_type = reduction});
@@ -32,15 +32,15 @@ GraphDef AccumulatorGraph(const std::string& reduction = "MEAN") {
   ops::Identity(r.WithOpName("take"), ops::AccumulatorTakeGradient(r.WithOpName("take_grad"), acc, n, kF));
   ops::Identity(r.WithOpName("count"), ops::AccumulatorNumAccumulated(r.WithOpName("num"), acc));
   ops::AccumulatorSetGlobalStep(r.WithOpName("set_step"), acc, step);
-  GraphDef def;
-  EXPECT_TRUE(r.ToGraphDef(&def).ok()) << r.status();
+  GraphSpec def;
+  EXPECT_TRUE(r.ToSpec(&def).ok()) << r.status();
   return def;
 }
 
 class AccumulatorTest : public ::testing::Test {
  protected:
   void SetUp() override { Open(AccumulatorGraph()); }
-  void Open(const GraphDef& def) {
+  void Open(const GraphSpec& def) {
     auto s = Session::Create(SessionConfig(), def);
     ASSERT_TRUE(s.ok()) << s.status();
     session_ = std::move(*s);
@@ -160,8 +160,8 @@ TEST(AccumulatorSchemaTest, UnsupportedTypesAndReductionsAreRefused) {
 
   Scope r2 = Scope::NewRootScope();
   ops::ConditionalAccumulator(r2.WithOpName("acc"), kF, {.reduction_type = "MAX"});
-  GraphDef def;
-  ASSERT_TRUE(r2.ToGraphDef(&def).ok()) << r2.status();
+  GraphSpec def;
+  ASSERT_TRUE(r2.ToSpec(&def).ok()) << r2.status();
   auto session = Session::Create(SessionConfig(), def);
   Status s = session.ok() ? (*session)->Run({}, {"acc"}, {}, nullptr) : session.status();
   EXPECT_EQ(s.code(), Code::kInvalidArgument) << s;
@@ -172,8 +172,8 @@ TEST(AccumulatorSchemaTest, ASharedNameWithAnotherShapeIsRefused) {
   Scope r = Scope::NewRootScope();
   ops::ConditionalAccumulator(r.WithOpName("a"), kF, {.shape = TensorShape({2}), .shared_name = "g"});
   ops::ConditionalAccumulator(r.WithOpName("b"), kF, {.shape = TensorShape({3}), .shared_name = "g"});
-  GraphDef def;
-  ASSERT_TRUE(r.ToGraphDef(&def).ok()) << r.status();
+  GraphSpec def;
+  ASSERT_TRUE(r.ToSpec(&def).ok()) << r.status();
   auto session = Session::Create(SessionConfig(), def);
   ASSERT_TRUE(session.ok()) << session.status();
   ASSERT_TRUE((*session)->Run({}, {"a"}, {}, nullptr).ok());

@@ -23,13 +23,13 @@ namespace {
 using ::testing::HasSubstr;
 
 // Where a test puts a node: "" leaves it to the placer.
-using DeviceOf = std::function<std::string(const NodeDef& node, int index)>;
+using DeviceOf = std::function<std::string(const NodeSpec& node, int index)>;
 
 std::unique_ptr<Session> Load(const std::string& file, int inter_op_threads = 1, const DeviceOf& device_of = nullptr) {
   std::ifstream in(std::string(TESSERA_TEST_DATA_DIR) + "/" + file);
   std::stringstream text;
   text << in.rdbuf();
-  auto def = GraphDefFromTensorFlow(text.str(), TensorFlowFormat::kText);
+  auto def = GraphSpecFromTensorFlow(text.str(), TensorFlowFormat::kText);
   EXPECT_TRUE(def.ok()) << def.status();
   SessionConfig config;
   config.inter_op_parallelism_threads = inter_op_threads;
@@ -38,7 +38,7 @@ std::unique_ptr<Session> Load(const std::string& file, int inter_op_threads = 1,
     config.allow_soft_placement = true;  // where a stack's users must share its device
     // A node TensorFlow colocated with another goes where that one goes.
     for (size_t i = 0; i < def->nodes.size(); ++i) {
-      NodeDef& node = def->nodes[i];
+      NodeSpec& node = def->nodes[i];
       if (node.colocate_with.empty()) node.device = device_of(node, static_cast<int>(i));
     }
   }
@@ -141,7 +141,7 @@ TEST(ControlFlowTest, ConcurrentStepsKeepTheirOwnFrames) {
 
 // Merge runs with the live input when the other is dead, and is dead only when both are.
 TEST(ControlFlowTest, DeadInputsReachAMerge) {
-  auto def = GraphDefFromJson(R"({"nodes": [
+  auto def = GraphSpecFromJson(R"({"nodes": [
     {"name": "p", "op": "Placeholder", "attrs": {"dtype": "bool", "shape": []}},
     {"name": "q", "op": "Placeholder", "attrs": {"dtype": "bool", "shape": []}},
     {"name": "v", "op": "Const", "attrs": {"dtype": "int32", "value": {"dtype": "int32", "shape": [], "data": [7]}}},
@@ -174,7 +174,7 @@ TEST(ControlFlowTest, DeadInputsReachAMerge) {
 }
 
 TEST(ControlFlowTest, AMalformedLoopIsAnError) {
-  auto only_back = GraphDefFromJson(R"({"nodes": [
+  auto only_back = GraphSpecFromJson(R"({"nodes": [
     {"name": "m", "op": "Merge", "inputs": ["n"], "attrs": {"T": "int32", "N": 1}},
     {"name": "n", "op": "NextIteration", "inputs": ["m"]}
   ]})");
@@ -187,9 +187,9 @@ TEST(ControlFlowTest, AMalformedLoopIsAnError) {
 // The same graphs with their nodes spread over two devices. Each edge between them inside a
 // loop becomes a _Send/_Recv pair per iteration, keyed by frame and iteration, and each
 // device follows the loop with a control loop of its own; dead values cross too.
-std::string Alternate(const NodeDef&, int index) { return index % 2 == 0 ? "/device:CPU:0" : "/device:CPU:1"; }
+std::string Alternate(const NodeSpec&, int index) { return index % 2 == 0 ? "/device:CPU:0" : "/device:CPU:1"; }
 // The loops' structure on one device and what they compute on the other.
-std::string ComputeOnSecond(const NodeDef& node, int) {
+std::string ComputeOnSecond(const NodeSpec& node, int) {
   static const std::set<std::string> structure = {"Enter", "Exit", "Merge", "Switch", "NextIteration", "LoopCond",
                                                   "Identity", "Const", "Placeholder"};
   return structure.count(node.op) > 0 ? "/device:CPU:0" : "/device:CPU:1";
@@ -306,7 +306,7 @@ TEST(ControlFlowTest, StackOps) {
       {"name": "close", "op": "StackCloseV2", "inputs": ["st", "^p2"]},
       {"name": "closed", "op": "StackPopV2", "inputs": ["st", "^close"], "attrs": {"elem_type": "float32"}}
     ]})";
-    auto def = GraphDefFromJson(text);
+    auto def = GraphSpecFromJson(text);
     EXPECT_TRUE(def.ok()) << def.status();
     auto s = Session::Create(SessionConfig(), *def);
     EXPECT_TRUE(s.ok()) << s.status();

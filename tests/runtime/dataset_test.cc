@@ -14,8 +14,8 @@
 #include <thread>
 
 #include "graph/builder/dataset_ops.h"
-#include "graph/serialize/graph_json.h"
 #include "graph/builder/ops.h"
+#include "graph/serialize/graph_json.h"
 #include "kernels/data/iterator_resource.h"
 #include "runtime/server.h"
 #include "runtime/session.h"
@@ -33,7 +33,7 @@ using testing::Values;
 constexpr DataType kI64 = DataType::kInt64;
 
 Output Record(const Scope& s, const std::string& tag, int sleep_ms = 0, std::vector<Operation> deps = {}) {
-  NodeDef def;
+  NodeSpec def;
   def.op = "TestRecord";
   def.attrs = {{"tag", tag}, {"sleep_ms", sleep_ms}};
   Scope scoped = deps.empty() ? s : s.WithControlDependencies(deps);
@@ -280,7 +280,7 @@ TEST_F(DatasetTest, ParallelMapRunsCallsAtOnceAndKeepsOrder) {
   auto ds = ops::Map(
       p.root, ops::RangeDataset(p.root, 0, 40),
       [](const Scope& s, const std::vector<Output>& x) {
-        NodeDef meet;
+        NodeSpec meet;
         meet.op = "TestMeet";
         meet.attrs = {{"expected", 2}};
         Node* n = s.WithOpName("meet").AddNode(std::move(meet));
@@ -303,7 +303,7 @@ TEST_F(DatasetTest, MapFunctionKernelsDoNotSplitAcrossTheIntraOpPool) {
   testing::ClearIntraThreadsSeen();
   Pipeline p;
   auto ds = ops::Map(p.root, ops::RangeDataset(p.root, 0, 2), [](const Scope& s, const std::vector<Output>& x) {
-    NodeDef intra;
+    NodeSpec intra;
     intra.op = "TestIntraThreads";
     intra.attrs = {{"n", int64_t{8}}};
     Node* n = s.WithOpName("intra").AddNode(std::move(intra));
@@ -503,7 +503,7 @@ TEST_F(DatasetTest, MakeIteratorWithAnotherElementTypeIsAnError) {
   Pipeline p;
   p.Finish(ops::RangeDataset(p.root, 0, 3));
   auto floats = ops::TensorSliceDataset(p.root, {Tensor::FromVector<float>({1, 2})});
-  NodeDef def;
+  NodeSpec def;
   def.op = "MakeIterator";
   def.inputs = {floats.handle.name(), p.it.handle.name()};
   p.root.WithOpName("bad_init").AddNode(std::move(def));
@@ -693,8 +693,8 @@ TEST_F(DatasetTest, FashionMnistThroughANormalisingPipeline) {
 TEST_F(DatasetTest, SessionsOnALocalServerShareAnIteratorPlainSessionsDoNot) {
   Pipeline p;
   p.Finish(ops::RangeDataset(p.root, 0, 6), /*one_shot=*/true);
-  GraphDef def;
-  ASSERT_TRUE(p.root.ToGraphDef(&def).ok());
+  GraphSpec def;
+  ASSERT_TRUE(p.root.ToSpec(&def).ok());
   auto server = Server::CreateLocal({});
   ASSERT_TRUE(server.ok()) << server.status();
   auto a = Session::Create((*server)->target(), {}, def);
@@ -748,12 +748,12 @@ TEST_F(DatasetTest, GraphsWithFunctionsRoundTripThroughJson) {
       },
       2, 1);
   p.Finish(ds, /*one_shot=*/true);
-  GraphDef def;
-  ASSERT_TRUE(p.root.ToGraphDef(&def).ok());
-  std::string json = GraphDefToJson(def);
-  auto back = GraphDefFromJson(json);
+  GraphSpec def;
+  ASSERT_TRUE(p.root.ToSpec(&def).ok());
+  std::string json = GraphSpecToJson(def);
+  auto back = GraphSpecFromJson(json);
   ASSERT_TRUE(back.ok()) << back.status();
-  EXPECT_EQ(GraphDefToJson(*back), json);
+  EXPECT_EQ(GraphSpecToJson(*back), json);
   auto s = Session::Create({}, *back);
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_THAT(Scalars(Drain(**s, p)), ElementsAre(0, 10, 0, 10, 20, 20));
@@ -768,7 +768,7 @@ TEST_F(DatasetTest, MalformedFunctionsInJsonAreClearErrors) {
        "attrs": {"output_types": ["int64"], "output_shapes": [[]],
                  "f": {"args": ["x"], "rets": ["nope:0"],
                        "nodes": [{"name": "x", "op": "Placeholder", "attrs": {"dtype": "int64"}}]}}}]})";
-  auto def = GraphDefFromJson(bad_ret);
+  auto def = GraphSpecFromJson(bad_ret);
   ASSERT_TRUE(def.ok()) << def.status();
   auto s = Session::Create({}, *def);
   ASSERT_TRUE(s.ok()) << s.status();
@@ -778,7 +778,7 @@ TEST_F(DatasetTest, MalformedFunctionsInJsonAreClearErrors) {
   EXPECT_THAT(st.message(), HasSubstr("names no tensor of its body"));
   EXPECT_THAT(st.message(), HasSubstr("node m (MapDataset)"));
 
-  auto unknown = GraphDefFromJson(R"({"nodes": [{"name": "m", "op": "MapDataset", "inputs": ["r"],
+  auto unknown = GraphSpecFromJson(R"({"nodes": [{"name": "m", "op": "MapDataset", "inputs": ["r"],
       "attrs": {"f": {"args": [], "rets": [], "nodes": [{"name": "x", "op": "Frobnicate"}]}}}]})");
   EXPECT_EQ(unknown.status().code(), Code::kNotFound);
   EXPECT_THAT(unknown.status().message(), HasSubstr("in a function body"));

@@ -26,7 +26,7 @@ class ExecutorTest : public ::testing::TestWithParam<int> {
 };
 
 Operation Record(const Scope& s, const std::string& tag, int sleep_ms) {
-  NodeDef def;
+  NodeSpec def;
   def.op = "TestRecord";
   def.attrs = {{"tag", tag}, {"sleep_ms", sleep_ms}};
   return Operation(s.WithOpName(tag).AddNode(def));
@@ -73,7 +73,7 @@ TEST_P(ExecutorTest, ConcurrencyNeverExceedsTheInterOpPool) {
   Scope root = Scope::NewRootScope();
   std::vector<Operation> meets;
   for (int i = 0; i < 4; ++i) {
-    NodeDef def;
+    NodeSpec def;
     def.op = "TestMeet";
     def.attrs = {{"expected", static_cast<int64_t>(GetParam())}};
     meets.push_back(Operation(root.AddNode(def)));
@@ -89,7 +89,7 @@ TEST_P(ExecutorTest, ConcurrencyNeverExceedsTheInterOpPool) {
 TEST_P(ExecutorTest, AnErrorAbortsTheStepAndNamesTheNode) {
   testing::ClearRecordedTags();
   Scope root = Scope::NewRootScope();
-  NodeDef fail;
+  NodeSpec fail;
   fail.op = "TestFail";
   fail.attrs = {{"message", "kaboom"}};
   Operation f(root.WithOpName("f").AddNode(fail));
@@ -105,7 +105,7 @@ TEST_P(ExecutorTest, AnErrorAbortsTheStepAndNamesTheNode) {
 
 TEST_P(ExecutorTest, DeadlineCancelsABlockedAsyncNode) {
   Scope root = Scope::NewRootScope();
-  NodeDef block;
+  NodeSpec block;
   block.op = "TestBlock";
   root.WithOpName("block").AddNode(block);
   ops::Const(root.WithOpName("k"), Tensor::Scalar(1.0f));
@@ -126,7 +126,7 @@ TEST_P(ExecutorTest, DeadlineCancelsABlockedAsyncNode) {
 TEST_P(ExecutorTest, AKernelThatThrowsFailsItsNodeNotTheProcess) {
   for (const char* what : {"bad_alloc", "a library's own error"}) {
     Scope root = Scope::NewRootScope();
-    NodeDef thrower;
+    NodeSpec thrower;
     thrower.op = "TestThrow";
     thrower.attrs = {{"what", std::string(what)}};
     root.WithOpName("thrower").AddNode(thrower);
@@ -150,7 +150,7 @@ TEST_P(ExecutorTest, AsyncNodesThatFinishInsideComputeAsync) {
     Scope root = Scope::NewRootScope();
     std::vector<Input> ends;
     for (int i = 0; i < roots; ++i) {
-      NodeDef def;
+      NodeSpec def;
       def.op = "TestInlineAsync";
       def.attrs = {{"value", static_cast<double>(i + 1)}};
       Output x(root.AddNode(def));

@@ -248,9 +248,9 @@ TEST_F(FakeDeviceTest, RegistryKnowsWhichArgumentsStayOnTheHost) {
   Scope root = Scope::NewRootScope();
   auto x = ops::Const(root, Floats({1, 2, 3, 4}, TensorShape({4})));
   ops::Reshape(root.WithOpName("r"), x, ops::Const(root, Tensor::FromVector<int32_t>({2, 2})));
-  GraphDef def;
-  ASSERT_TRUE(root.ToGraphDef(&def).ok());
-  auto g = Graph::FromGraphDef(def);
+  GraphSpec def;
+  ASSERT_TRUE(root.ToSpec(&def).ok());
+  auto g = Graph::FromSpec(def);
   ASSERT_TRUE(g.ok());
   std::vector<MemoryType> in, out;
   const KernelRegistry& reg = *KernelRegistry::Global();
@@ -320,8 +320,8 @@ TEST_F(FakeDeviceTest, RunsAMultiDeviceGraphThroughItsCopies) {
   // The int32 shape reached FAKE:0 in host memory; `s` went from device to host memory on
   // FAKE:1 through a pair of that device's own.
   int host_recvs = 0, same_device_pairs = 0;
-  for (const GraphDef& part : metadata.partition_graphs) {
-    for (const NodeDef& node : part.nodes) {
+  for (const GraphSpec& part : metadata.partition_graphs) {
+    for (const NodeSpec& node : part.nodes) {
       if (node.op != "_HostRecv") continue;
       ++host_recvs;
       std::string from;

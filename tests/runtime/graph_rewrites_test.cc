@@ -24,7 +24,7 @@ struct Step {
   std::vector<std::string> nodes;  // "name=op" of every node in the partition graphs
 };
 
-Step RunStep(const GraphDef& def, const std::vector<std::string>& fetches, const SessionConfig& config = {},
+Step RunStep(const GraphSpec& def, const std::vector<std::string>& fetches, const SessionConfig& config = {},
              const std::vector<std::pair<std::string, Tensor>>& feeds = {}) {
   Step step;
   auto created = Session::Create(config, def);
@@ -36,16 +36,16 @@ Step RunStep(const GraphDef& def, const std::vector<std::string>& fetches, const
   RunMetadata metadata;
   Status s = session->Run(options, feeds, fetches, {}, &step.values, &metadata);
   EXPECT_TRUE(s.ok()) << s;
-  for (const GraphDef& part : metadata.partition_graphs) {
-    for (const NodeDef& n : part.nodes) step.nodes.push_back(n.name + "=" + n.op);
+  for (const GraphSpec& part : metadata.partition_graphs) {
+    for (const NodeSpec& n : part.nodes) step.nodes.push_back(n.name + "=" + n.op);
   }
   return step;
 }
 
 Step RunStep(const Scope& root, const std::vector<std::string>& fetches, const SessionConfig& config = {},
              const std::vector<std::pair<std::string, Tensor>>& feeds = {}) {
-  GraphDef def;
-  EXPECT_TRUE(root.ToGraphDef(&def).ok());
+  GraphSpec def;
+  EXPECT_TRUE(root.ToSpec(&def).ok());
   return RunStep(def, fetches, config, feeds);
 }
 
@@ -108,7 +108,7 @@ TEST(GraphRewritesTest, NodesThatHandOnTheirInputGo) {
 // cond(p, x * 2, x): the pivot Identity carries the true branch's deadness to the
 // constant that only has a control edge from it.
 TEST(GraphRewritesTest, AnIdentityAfterASwitchStaysForItsDeadness) {
-  auto def = GraphDefFromJson(R"({"nodes": [
+  auto def = GraphSpecFromJson(R"({"nodes": [
     {"name": "p", "op": "Placeholder", "attrs": {"dtype": "bool", "shape": []}},
     {"name": "x", "op": "Const", "attrs": {"dtype": "float", "value": {"dtype": "float", "shape": [], "data": [5]}}},
     {"name": "sw", "op": "Switch", "inputs": ["x", "p"]},
@@ -138,8 +138,8 @@ TEST(GraphRewritesTest, AnIdentityReadingAVariableStays) {
                                ops::Const(root, Tensor::Scalar(10.0f)));
   ops::Add(root.WithOpName("after").WithControlDependencies({update.op()}), snapshot,
            ops::Const(root, Tensor::Scalar(0.5f)));
-  GraphDef def;
-  ASSERT_TRUE(root.ToGraphDef(&def).ok());
+  GraphSpec def;
+  ASSERT_TRUE(root.ToSpec(&def).ok());
   auto session = Session::Create({}, def);
   ASSERT_TRUE(session.ok()) << session.status();
   std::vector<Tensor> out;
@@ -150,8 +150,8 @@ TEST(GraphRewritesTest, AnIdentityReadingAVariableStays) {
   ASSERT_TRUE((*session)->Run(options, {}, {"after"}, {}, &out, &metadata).ok());
   EXPECT_EQ(Floats(out[0]), std::vector<float>{1.5f});  // the value before the update
   bool kept = false;
-  for (const GraphDef& part : metadata.partition_graphs) {
-    for (const NodeDef& n : part.nodes) kept |= n.name == "snapshot";
+  for (const GraphSpec& part : metadata.partition_graphs) {
+    for (const NodeSpec& n : part.nodes) kept |= n.name == "snapshot";
   }
   EXPECT_TRUE(kept);
 }
@@ -283,9 +283,9 @@ TEST(GraphRewritesTest, ALargeConstantIsNotFolded) {
   EXPECT_TRUE(Has(step, "total=Sum"));
   EXPECT_TRUE(Has(step, "small_total=Const"));
 
-  GraphDef def;
-  ASSERT_TRUE(root.ToGraphDef(&def).ok());
-  auto graph = Graph::FromGraphDef(def);
+  GraphSpec def;
+  ASSERT_TRUE(root.ToSpec(&def).ok());
+  auto graph = Graph::FromSpec(def);
   ASSERT_TRUE(graph.ok()) << graph.status();
   for (Node* n : (*graph)->nodes()) n->set_assigned_device("/job:localhost/replica:0/task:0/device:CPU:0");
   auto folded = FoldConstants(std::move(*graph), 1024);  // bytes: 'small' is 4 KiB
@@ -295,7 +295,7 @@ TEST(GraphRewritesTest, ALargeConstantIsNotFolded) {
 
 // A fold that fails leaves the graph alone: the step reports the error naming the node.
 TEST(GraphRewritesTest, AConstantThatCannotBeComputedFailsTheStepNamingTheNode) {
-  auto def = GraphDefFromJson(R"({"nodes": [
+  auto def = GraphSpecFromJson(R"({"nodes": [
     {"name": "params", "op": "Const", "attrs": {"dtype": "float", "value": {"dtype": "float", "shape": [3], "data": [1, 2, 3]}}},
     {"name": "indices", "op": "Const", "attrs": {"dtype": "int32", "value": {"dtype": "int32", "shape": [1], "data": [5]}}},
     {"name": "picked", "op": "Gather", "inputs": ["params", "indices"]}

@@ -97,8 +97,8 @@ TEST(MultiDeviceTest, ValuesAcrossTwoThreeAndFourDevicesEqualOneDevice) {
     }
     EXPECT_EQ(static_cast<int>(md.partition_graphs.size()), devices);
     int sends = 0, recvs = 0;
-    for (const GraphDef& g : md.partition_graphs) {
-      for (const NodeDef& n : g.nodes) {
+    for (const GraphSpec& g : md.partition_graphs) {
+      for (const NodeSpec& n : g.nodes) {
         sends += n.op == "_Send";
         recvs += n.op == "_Recv";
       }
@@ -152,8 +152,8 @@ TEST(MultiDeviceTest, WaitingRecvsHoldNoThread) {
   }
 }
 
-NodeDef TestNode(std::string name, std::string op, std::string device, std::vector<std::string> inputs = {}) {
-  NodeDef n;
+NodeSpec TestNode(std::string name, std::string op, std::string device, std::vector<std::string> inputs = {}) {
+  NodeSpec n;
   n.name = std::move(name);
   n.op = std::move(op);
   n.device = std::move(device);
@@ -163,11 +163,11 @@ NodeDef TestNode(std::string name, std::string op, std::string device, std::vect
 
 TEST(MultiDeviceTest, AnErrorOnOneDeviceAbortsTheOthersAndIsReturned) {
   testing::RegisterTestOps();
-  GraphDef def;
-  NodeDef fail = TestNode("fail", "TestFail", Cpu(0));
+  GraphSpec def;
+  NodeSpec fail = TestNode("fail", "TestFail", Cpu(0));
   fail.attrs = {{"message", "boom on cpu 0"}};
   def.nodes.push_back(fail);
-  NodeDef c = TestNode("c", "Const", Cpu(1), {"^fail"});  // waits on a Recv from CPU:0
+  NodeSpec c = TestNode("c", "Const", Cpu(1), {"^fail"});  // waits on a Recv from CPU:0
   c.attrs = {{"dtype", DataType::kFloat}, {"value", Tensor::Scalar(1.0f)}};
   def.nodes.push_back(c);
   def.nodes.push_back(TestNode("block", "TestBlock", Cpu(2)));  // waits for cancellation
@@ -187,14 +187,14 @@ TEST(MultiDeviceTest, AnErrorOnOneDeviceAbortsTheOthersAndIsReturned) {
 
 TEST(MultiDeviceTest, ADeadlineCancelsRecvsWaitingOnEveryDevice) {
   testing::RegisterTestOps();
-  GraphDef def;
+  GraphSpec def;
   def.nodes.push_back(TestNode("block", "TestBlock", Cpu(0)));
   for (int d : {1, 2, 3}) {
-    NodeDef c = TestNode(StrCat("c", d), "Const", Cpu(d), {"^block"});
+    NodeSpec c = TestNode(StrCat("c", d), "Const", Cpu(d), {"^block"});
     c.attrs = {{"dtype", DataType::kFloat}, {"value", Tensor::Scalar(1.0f)}};
     def.nodes.push_back(c);
   }
-  NodeDef free = TestNode("free", "Const", Cpu(3));
+  NodeSpec free = TestNode("free", "Const", Cpu(3));
   free.attrs = {{"dtype", DataType::kFloat}, {"value", Tensor::Scalar(2.0f)}};
   def.nodes.push_back(free);
   auto session = Session::Create(Devices(4), def);

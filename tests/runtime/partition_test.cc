@@ -12,40 +12,40 @@ std::string Cpu(int i) { return StrCat("/job:localhost/replica:0/task:0/device:C
 
 // Builds the graph and assigns each node the device its scope requested (a full name).
 std::unique_ptr<Graph> Placed(const Scope& root) {
-  GraphDef def;
-  EXPECT_TRUE(root.ToGraphDef(&def).ok());
-  auto g = Graph::FromGraphDef(def);
+  GraphSpec def;
+  EXPECT_TRUE(root.ToSpec(&def).ok());
+  auto g = Graph::FromSpec(def);
   EXPECT_TRUE(g.ok()) << g.status();
   for (Node* n : (*g)->nodes()) n->set_assigned_device(n->requested_device().empty() ? Cpu(0) : n->requested_device());
   return std::move(*g);
 }
 
-std::map<std::string, GraphDef> Split(const Graph& g) {
+std::map<std::string, GraphSpec> Split(const Graph& g) {
   auto parts = Partition(g, {.incarnation = [](const std::string& d) -> uint64_t { return 100 + d.back() - '0'; }});
   EXPECT_TRUE(parts.ok()) << parts.status();
-  std::map<std::string, GraphDef> graphs;
+  std::map<std::string, GraphSpec> graphs;
   if (parts.ok()) {
-    for (auto& [device, part] : *parts) graphs.emplace(device, part.graph->ToGraphDef());
+    for (auto& [device, part] : *parts) graphs.emplace(device, part.graph->ToSpec());
   }
   return graphs;
 }
 
-std::vector<const NodeDef*> OfOp(const GraphDef& def, std::string_view op) {
-  std::vector<const NodeDef*> out;
-  for (const NodeDef& n : def.nodes) {
+std::vector<const NodeSpec*> OfOp(const GraphSpec& def, std::string_view op) {
+  std::vector<const NodeSpec*> out;
+  for (const NodeSpec& n : def.nodes) {
     if (n.op == op) out.push_back(&n);
   }
   return out;
 }
 
-const NodeDef* Named(const GraphDef& def, std::string_view name) {
-  for (const NodeDef& n : def.nodes) {
+const NodeSpec* Named(const GraphSpec& def, std::string_view name) {
+  for (const NodeSpec& n : def.nodes) {
     if (n.name == name) return &n;
   }
   return nullptr;
 }
 
-std::string StringAttr(const NodeDef& n, std::string_view name) {
+std::string StringAttr(const NodeSpec& n, std::string_view name) {
   std::string v;
   EXPECT_TRUE(GetAttr(n.attrs, n.name, name, &v).ok()) << name;
   return v;
@@ -74,7 +74,7 @@ TEST(PartitionTest, ConsumersOnOneDeviceShareOnePair) {
   auto sends = OfOp(parts[Cpu(0)], "_Send");
   ASSERT_EQ(sends.size(), 2u);
   std::set<std::string> to;
-  for (const NodeDef* s : sends) {
+  for (const NodeSpec* s : sends) {
     EXPECT_EQ(s->inputs, std::vector<std::string>{"a"});  // output 0 of a
     EXPECT_EQ(StringAttr(*s, "tensor_name"), "a:0");
     EXPECT_EQ(StringAttr(*s, "send_device"), Cpu(0));
@@ -104,7 +104,7 @@ TEST(PartitionTest, EachOutputOfANodeGetsItsOwnPair) {
   auto recvs = OfOp(parts[Cpu(1)], "_Recv");
   ASSERT_EQ(recvs.size(), 2u);
   std::set<std::string> names;
-  for (const NodeDef* n : recvs) names.insert(StringAttr(*n, "tensor_name"));
+  for (const NodeSpec* n : recvs) names.insert(StringAttr(*n, "tensor_name"));
   EXPECT_EQ(names, (std::set<std::string>{"r:0", "r:1"}));
 }
 
@@ -115,10 +115,10 @@ TEST(PartitionTest, ControlEdgeBecomesAnEmptyTensorPair) {
   ops::Const(then.WithOpName("then_a"), Tensor::Scalar(1.0f));
   ops::Const(then.WithOpName("then_b"), Tensor::Scalar(2.0f));
   auto parts = Split(*Placed(root));
-  const GraphDef& p0 = parts[Cpu(0)];
+  const GraphSpec& p0 = parts[Cpu(0)];
   auto sends = OfOp(p0, "_Send");
   ASSERT_EQ(sends.size(), 1u);  // one pair for both dependents
-  const NodeDef* trigger = Named(p0, sends[0]->inputs[0].substr(0, sends[0]->inputs[0].find(':')));
+  const NodeSpec* trigger = Named(p0, sends[0]->inputs[0].substr(0, sends[0]->inputs[0].find(':')));
   ASSERT_NE(trigger, nullptr);
   EXPECT_EQ(trigger->op, "Const");
   EXPECT_EQ(trigger->inputs, std::vector<std::string>{"^first"});
@@ -128,7 +128,7 @@ TEST(PartitionTest, ControlEdgeBecomesAnEmptyTensorPair) {
   EXPECT_EQ(Named(parts[Cpu(1)], "then_a")->inputs, std::vector<std::string>{"^" + recvs[0]->name});
   EXPECT_EQ(Named(parts[Cpu(1)], "then_b")->inputs, std::vector<std::string>{"^" + recvs[0]->name});
   // Every partition is a valid graph on its own.
-  for (const auto& [device, def] : parts) EXPECT_TRUE(Graph::FromGraphDef(def).ok()) << device;
+  for (const auto& [device, def] : parts) EXPECT_TRUE(Graph::FromSpec(def).ok()) << device;
 }
 
 TEST(PartitionTest, ReadingAVariableOnAnotherDeviceSendsItsValue) {
@@ -141,7 +141,7 @@ TEST(PartitionTest, ReadingAVariableOnAnotherDeviceSendsItsValue) {
   DataType t = DataType::kInvalid;
   ASSERT_TRUE(GetAttr(sends[0]->attrs, "", "T", &t).ok());
   EXPECT_EQ(t, DataType::kFloat);
-  auto g = Graph::FromGraphDef(parts[Cpu(0)]);
+  auto g = Graph::FromSpec(parts[Cpu(0)]);
   ASSERT_TRUE(g.ok()) << g.status();
   EXPECT_FALSE((*g)->FindNode(sends[0]->name)->input_is_ref(0));
 }
@@ -149,9 +149,9 @@ TEST(PartitionTest, ReadingAVariableOnAnotherDeviceSendsItsValue) {
 TEST(PartitionTest, UnplacedNodeIsAnError) {
   Scope root = Scope::NewRootScope();
   ops::Const(root.WithOpName("c"), Tensor::Scalar(1.0f));
-  GraphDef def;
-  ASSERT_TRUE(root.ToGraphDef(&def).ok());
-  auto g = Graph::FromGraphDef(def);
+  GraphSpec def;
+  ASSERT_TRUE(root.ToSpec(&def).ok());
+  auto g = Graph::FromSpec(def);
   auto parts = Partition(**g, {.incarnation = [](const std::string&) -> uint64_t { return 1; }});
   EXPECT_EQ(parts.status().code(), Code::kInvalidArgument);
   EXPECT_NE(parts.status().message().find("'c' (Const)"), std::string::npos) << parts.status();
@@ -165,7 +165,7 @@ TEST(PartitionTest, AllReduceMembersGetRingPlacesInDeviceOrder) {
   }
   auto parts = Split(*Placed(root));
   for (int d = 0; d < 3; ++d) {
-    const NodeDef* r = Named(parts[Cpu(d)], StrCat("r", d));
+    const NodeSpec* r = Named(parts[Cpu(d)], StrCat("r", d));
     ASSERT_NE(r, nullptr);
     int64_t rank = -1, inc = 0, prev_inc = 0;
     ASSERT_TRUE(GetAttr(r->attrs, "", "_ring_rank", &rank).ok());

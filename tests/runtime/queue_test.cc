@@ -25,9 +25,9 @@ constexpr DataType kF = DataType::kFloat;
 struct QueueGraph {
   Scope root = Scope::NewRootScope();
   Output q;
-  GraphDef def() const {
-    GraphDef d;
-    EXPECT_TRUE(root.ToGraphDef(&d).ok()) << root.status();
+  GraphSpec def() const {
+    GraphSpec d;
+    EXPECT_TRUE(root.ToSpec(&d).ok()) << root.status();
     return d;
   }
 };

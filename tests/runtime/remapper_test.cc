@@ -48,8 +48,8 @@ Step RunStep(const Scope& root, const std::vector<std::string>& fetches, bool re
   RunMetadata metadata;
   Status s = session->Run(options, {}, fetches, {}, &step.values, &metadata);
   EXPECT_TRUE(s.ok()) << s;
-  for (const GraphDef& part : metadata.partition_graphs) {
-    for (const NodeDef& n : part.nodes) {
+  for (const GraphSpec& part : metadata.partition_graphs) {
+    for (const NodeSpec& n : part.nodes) {
       std::string fused;
       if (n.op == "_FusedConv2D" || n.op == "_FusedConv2DMaxPool" || n.op == "_FusedConv2DMaxPoolWithArgmax" ||
           n.op == "_FusedMatMul") {
@@ -357,9 +357,9 @@ TEST(RemapperTest, AFusedOpsListTheKernelsDoNotApplyIsUnimplemented) {
   auto a = ops::Const(root, Tensor::FromVector<float>({1, 2}, TensorShape({1, 2})));
   auto b = ops::Const(root, Tensor::FromVector<float>({3, 4}, TensorShape({2, 1})));
   auto bias = ops::Const(root, Tensor::FromVector<float>({5}, TensorShape({1})));
-  GraphDef def;
-  ASSERT_TRUE(root.ToGraphDef(&def).ok());
-  NodeDef fused;
+  GraphSpec def;
+  ASSERT_TRUE(root.ToSpec(&def).ok());
+  NodeSpec fused;
   fused.name = "fused";
   fused.op = "_FusedMatMul";
   fused.inputs = {a.name(), b.name(), bias.name()};
@@ -386,9 +386,9 @@ TEST(RemapperTest, AHandWrittenPoolGradientIsChecked) {
     auto f = ops::Const(root.WithOpName("f"), Random(TensorShape({3, 3, 1, 2}), 14));
     auto argmax = ops::Const(root.WithOpName("argmax"), Tensor(DataType::kUInt8, TensorShape({1, 2, 2, 2})));
     auto grad = ops::Const(root.WithOpName("grad"), Random(grad_shape, 15));
-    GraphDef def;
-    EXPECT_TRUE(root.ToGraphDef(&def).ok());
-    NodeDef node;
+    GraphSpec def;
+    EXPECT_TRUE(root.ToSpec(&def).ok());
+    NodeSpec node;
     node.name = "pool_grad";
     node.op = op;
     node.inputs = {x.name(), f.name(), argmax.name(), grad.name()};

@@ -23,7 +23,7 @@ std::unique_ptr<Session> TensorFlowSession(int cpus = 1) {
   std::ifstream in(std::string(TESSERA_TEST_DATA_DIR) + "/tf_queue_resource_var.pbtxt");
   std::stringstream text;
   text << in.rdbuf();
-  auto def = GraphDefFromTensorFlow(text.str(), TensorFlowFormat::kText);
+  auto def = GraphSpecFromTensorFlow(text.str(), TensorFlowFormat::kText);
   EXPECT_TRUE(def.ok()) << def.status();
   SessionConfig config;
   config.device_count = {{"CPU", cpus}};
@@ -79,7 +79,7 @@ TEST(ResourceOpsTest, AReadIsASnapshot) {
 // Every op that takes a handle runs where the handle's variable lives, as TensorFlow's placer
 // colocates the ends of resource edges.
 TEST(ResourceOpsTest, ResourceUsersAreColocatedWithTheHandle) {
-  auto def = GraphDefFromJson(R"({"nodes": [
+  auto def = GraphSpecFromJson(R"({"nodes": [
     {"name": "v", "op": "VarHandleOp", "device": "/cpu:1", "attrs": {"dtype": "float32", "shape": [2]}},
     {"name": "init", "op": "Const", "attrs": {"dtype": "float32", "value": {"dtype": "float32", "shape": [2], "data": [1, 2]}}},
     {"name": "assign", "op": "AssignVariableOp", "inputs": ["v", "init"]},
@@ -102,7 +102,7 @@ TEST(ResourceOpsTest, ResourceUsersAreColocatedWithTheHandle) {
 }
 
 TEST(ResourceOpsTest, WrongDtypesAndShapesAreErrorsNamingTheVariable) {
-  auto def = GraphDefFromJson(R"({"nodes": [
+  auto def = GraphSpecFromJson(R"({"nodes": [
     {"name": "v", "op": "VarHandleOp", "attrs": {"dtype": "float32", "shape": [2]}},
     {"name": "init", "op": "Const", "attrs": {"dtype": "float32", "value": {"dtype": "float32", "shape": [2], "data": [1, 2]}}},
     {"name": "three", "op": "Const", "attrs": {"dtype": "float32", "value": {"dtype": "float32", "shape": [3], "data": [1, 2, 3]}}},

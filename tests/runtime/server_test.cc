@@ -11,14 +11,14 @@ namespace {
 
 using ::testing::HasSubstr;
 
-GraphDef CounterGraph() {
+GraphSpec CounterGraph() {
   Scope root = Scope::NewRootScope();
   auto v = ops::Variable(root.WithContainer("shared").WithOpName("v"), TensorShape({}), DataType::kFloat);
   ops::Assign(root.WithOpName("init"), v, 1.0f);
   ops::AssignAdd(root.WithOpName("inc"), v, 1.0f);
   ops::Identity(root.WithOpName("read"), v);
-  GraphDef def;
-  EXPECT_TRUE(root.ToGraphDef(&def).ok());
+  GraphSpec def;
+  EXPECT_TRUE(root.ToSpec(&def).ok());
   return def;
 }
 
@@ -76,8 +76,8 @@ TEST(ServerTest, DevicesComeFromTheServer) {
   ignored.device_count = {{"CPU", 1}};
   Scope root = Scope::NewRootScope();
   ops::Neg(root.WithOpName("n").WithDevice("/cpu:2"), 1.0f);
-  GraphDef def;
-  ASSERT_TRUE(root.ToGraphDef(&def).ok());
+  GraphSpec def;
+  ASSERT_TRUE(root.ToSpec(&def).ok());
   auto session = Session::Create((*server)->target(), ignored, def);
   ASSERT_TRUE(session.ok()) << session.status();
   EXPECT_EQ((*session)->devices().devices().size(), 3u);

@@ -13,12 +13,12 @@ namespace tessera {
 namespace {
 
 // y = -x, with x on CPU:0 and y on CPU:1.
-GraphDef TwoDeviceGraph(float x_value = 3.0f) {
+GraphSpec TwoDeviceGraph(float x_value = 3.0f) {
   Scope root = Scope::NewRootScope();
   auto x = ops::Const(root.WithOpName("x").WithDevice("/cpu:0"), Tensor::Scalar(x_value));
   ops::Neg(root.WithOpName("y").WithDevice("/cpu:1"), x);
-  GraphDef def;
-  EXPECT_TRUE(root.ToGraphDef(&def).ok());
+  GraphSpec def;
+  EXPECT_TRUE(root.ToSpec(&def).ok());
   return def;
 }
 
@@ -33,7 +33,7 @@ SessionConfig TwoCpus() {
 class EchoFactory final : public SessionFactory {
  public:
   StatusOr<std::unique_ptr<Session>> NewSession(const std::string& target, const SessionConfig& config,
-                                                const GraphDef& graph) override {
+                                                const GraphSpec& graph) override {
     targets.push_back(target);
     ASSIGN_OR_RETURN(std::unique_ptr<DirectSession> s, DirectSession::Create(config, graph));
     return std::unique_ptr<Session>(std::move(s));

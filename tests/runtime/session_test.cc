@@ -91,7 +91,7 @@ TEST(SessionTest, ConfigFromJson) {
   EXPECT_FALSE(SessionConfig::FromJson(R"({"device_filters": ["/job:ps/task:x"]})").ok());
   SessionConfig bad;
   bad.device_count = {{"TPU", 1}};
-  GraphDef empty;
+  GraphSpec empty;
   EXPECT_THAT(Session::Create(bad, empty).status().message(), HasSubstr("Unknown device type 'TPU'"));
 }
 
@@ -122,7 +122,7 @@ TEST(SessionTest, GpuOptionsUseTensorFlowsFieldNames) {
   EXPECT_THAT(error(R"({"gpu_options": {"force_gpu_compatible": true}})"),
               HasSubstr("Unknown session config field 'gpu_options.force_gpu_compatible'"));
   // A machine without GPUs takes the options and makes no GPU.
-  GraphDef empty;
+  GraphSpec empty;
   EXPECT_TRUE(Session::Create(*c, empty).ok());
 }
 

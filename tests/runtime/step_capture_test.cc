@@ -22,9 +22,9 @@ namespace {
 using ::testing::HasSubstr;
 
 std::unique_ptr<Graph> GraphOf(const Scope& root) {
-  GraphDef def;
-  EXPECT_TRUE(root.ToGraphDef(&def).ok());
-  StatusOr<std::unique_ptr<Graph>> g = Graph::FromGraphDef(def);
+  GraphSpec def;
+  EXPECT_TRUE(root.ToSpec(&def).ok());
+  StatusOr<std::unique_ptr<Graph>> g = Graph::FromSpec(def);
   EXPECT_TRUE(g.ok()) << g.status();
   return g.ok() ? std::move(*g) : nullptr;
 }
@@ -55,13 +55,13 @@ TEST(StepCaptureTest, ATrainingStepQualifiesAndWhatChangesOnTheHostDoesNot) {
   }
   // A feed goes through a fixed buffer, except where the GPU's host side reads it.
   for (DataType dtype : {DataType::kFloat, DataType::kInt32}) {
-    GraphDef def;
-    NodeDef arg;
+    GraphSpec def;
+    NodeSpec arg;
     arg.name = "feed";
     arg.op = "_Arg";
     arg.attrs = {{"T", dtype}, {"index", int64_t{0}}};
     def.nodes.push_back(arg);
-    StatusOr<std::unique_ptr<Graph>> g = Graph::FromGraphDef(def);
+    StatusOr<std::unique_ptr<Graph>> g = Graph::FromSpec(def);
     ASSERT_TRUE(g.ok()) << g.status();
     if (dtype == DataType::kFloat) {
       EXPECT_EQ(CaptureBlocker(**g), "");
@@ -72,8 +72,8 @@ TEST(StepCaptureTest, ATrainingStepQualifiesAndWhatChangesOnTheHostDoesNot) {
   // A shape the GPU's host side computed, handed to its device memory, is recorded; a tensor
   // for another device is not.
   for (const char* to : {"/job:localhost/replica:0/task:0/device:GPU:0", "/job:localhost/replica:0/task:0/device:GPU:1"}) {
-    GraphDef def;
-    NodeDef send;
+    GraphSpec def;
+    NodeSpec send;
     send.name = "send";
     send.op = "_HostSend";
     send.inputs = {"c"};
@@ -82,12 +82,12 @@ TEST(StepCaptureTest, ATrainingStepQualifiesAndWhatChangesOnTheHostDoesNot) {
                   {"send_device", std::string("/job:localhost/replica:0/task:0/device:GPU:0")},
                   {"send_device_incarnation", int64_t{1}},
                   {"recv_device", std::string(to)}};
-    NodeDef c;
+    NodeSpec c;
     c.name = "c";
     c.op = "Const";
     c.attrs = {{"dtype", DataType::kFloat}, {"value", Tensor::Scalar(1.0f)}};
     def.nodes = {c, send};
-    StatusOr<std::unique_ptr<Graph>> g = Graph::FromGraphDef(def);
+    StatusOr<std::unique_ptr<Graph>> g = Graph::FromSpec(def);
     ASSERT_TRUE(g.ok()) << g.status();
     const std::string blocker = CaptureBlocker(**g);
     if (std::string(to).ends_with("GPU:0")) {
@@ -337,8 +337,8 @@ TEST(StepCaptureTest, CpuSessionsIgnoreTheOption) {
   Output w;
   Scope root = TrainingStep(&w);
   ops::Assign(root.WithOpName("init"), w, ops::Const(root, Tensor::FromVector<float>({1, 0, 0, 1}, TensorShape({2, 2}))));
-  GraphDef def;
-  ASSERT_TRUE(root.ToGraphDef(&def).ok());
+  GraphSpec def;
+  ASSERT_TRUE(root.ToSpec(&def).ok());
   SessionConfig config;
   config.gpu_options.capture_steps = true;
   auto session = Session::Create(config, def);

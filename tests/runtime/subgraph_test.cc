@@ -9,9 +9,9 @@ namespace tessera {
 namespace {
 
 std::unique_ptr<Graph> Build(const Scope& root) {
-  GraphDef def;
-  EXPECT_TRUE(root.ToGraphDef(&def).ok());
-  auto g = Graph::FromGraphDef(def);
+  GraphSpec def;
+  EXPECT_TRUE(root.ToSpec(&def).ok());
+  auto g = Graph::FromSpec(def);
   EXPECT_TRUE(g.ok());
   for (Node* n : (*g)->nodes()) n->set_assigned_device("/job:localhost/replica:0/task:0/device:CPU:0");
   return std::move(*g);

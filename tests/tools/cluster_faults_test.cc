@@ -55,7 +55,7 @@ class ClusterFaultsTest : public ::testing::Test {
 
 // w on the ps; worker 1 dequeues from a queue nobody fills (a step that never ends by
 // itself); worker 0, the master, adds the two.
-GraphDef WaitingGraph() {
+GraphSpec WaitingGraph() {
   Scope root = Scope::NewRootScope();
   Scope ps = root.WithDevice("/job:ps/task:0");
   auto w = ops::Variable(ps.WithOpName("w"), TensorShape({}), DataType::kFloat);
@@ -64,8 +64,8 @@ GraphDef WaitingGraph() {
   auto q = ops::FIFOQueue(worker1.WithOpName("q"), {DataType::kFloat});
   auto d = ops::QueueDequeue(worker1.WithOpName("d"), q, {DataType::kFloat});
   ops::Add(root.WithOpName("y").WithDevice("/job:worker/task:0"), d.at(0), w);
-  GraphDef def;
-  EXPECT_TRUE(root.ToGraphDef(&def).ok());
+  GraphSpec def;
+  EXPECT_TRUE(root.ToSpec(&def).ok());
   return def;
 }
 
@@ -125,8 +125,8 @@ TEST_F(ClusterFaultsTest, AFrozenPsIsFoundByTheHeartbeatEvenWithoutADeadline) {
   auto w = ops::Variable(root.WithOpName("w").WithDevice("/job:ps/task:0"), TensorShape({}), DataType::kFloat);
   ops::Assign(root.WithOpName("init").WithDevice("/job:ps/task:0"), w, Tensor::Scalar<float>(3));
   ops::Mul(root.WithOpName("y"), w, 2.0f);
-  GraphDef def;
-  ASSERT_TRUE(root.ToGraphDef(&def).ok());
+  GraphSpec def;
+  ASSERT_TRUE(root.ToSpec(&def).ok());
   SessionConfig config;
   config.device_filters = {"/job:ps", "/job:worker/task:0"};
   auto session = Session::Create(Target(0), config, def);

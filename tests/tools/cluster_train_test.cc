@@ -73,8 +73,8 @@ class ClusterTrainTest : public ::testing::Test {
   int64_t GlobalStep() {
     Scope root = Scope::NewRootScope();
     ops::Variable(root.WithOpName("global_step").WithDevice("/job:ps/task:0"), TensorShape({}), DataType::kInt64);
-    GraphDef def;
-    EXPECT_TRUE(root.ToGraphDef(&def).ok());
+    GraphSpec def;
+    EXPECT_TRUE(root.ToSpec(&def).ok());
     SessionConfig config;
     config.device_filters = {"/job:ps"};
     auto session = Session::Create("grpc://" + ps_address_, config, def);

@@ -13,7 +13,7 @@ namespace {
 using ::testing::HasSubstr;
 
 struct Model {
-  GraphDef def;
+  GraphSpec def;
   std::unique_ptr<Session> session;
 };
 
@@ -27,7 +27,7 @@ Model Trained() {
   ops::Identity(root.WithOpName("after_step"), step);
   ops::Variable(root.WithOpName("unused"), TensorShape({5}), DataType::kFloat);
   Model m;
-  EXPECT_TRUE(root.ToGraphDef(&m.def).ok());
+  EXPECT_TRUE(root.ToSpec(&m.def).ok());
   m.session = testing::MakeSession(root);
   std::vector<Tensor> out;
   EXPECT_TRUE(m.session->Run({}, {}, {"init", "step"}, &out).ok());  // w = [4, 0]
@@ -36,17 +36,17 @@ Model Trained() {
 
 TEST(FreezeTest, VariablesBecomeConstantsOfTheirValues) {
   Model m = Trained();
-  StatusOr<GraphDef> frozen = FreezeGraph(*m.session, {"y"});
+  StatusOr<GraphSpec> frozen = FreezeGraph(*m.session, {"y"});
   ASSERT_TRUE(frozen.ok()) << frozen.status();
   std::vector<std::string> ops;
-  for (const NodeDef& n : frozen->nodes) {
+  for (const NodeSpec& n : frozen->nodes) {
     ops.push_back(n.op);
     EXPECT_NE(n.name, "init");
     EXPECT_NE(n.name, "unused");
   }
   EXPECT_THAT(ops, ::testing::UnorderedElementsAre("Placeholder", "Const", "MatMul", "Relu"));
   // Through JSON and into a new session, with no initialisation.
-  StatusOr<GraphDef> loaded = GraphDefFromJson(GraphDefToJson(*frozen));
+  StatusOr<GraphSpec> loaded = GraphSpecFromJson(GraphSpecToJson(*frozen));
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   auto session = Session::Create({}, *loaded);
   ASSERT_TRUE(session.ok()) << session.status();

@@ -97,7 +97,7 @@ TEST(QueueRunnerTest, AnExhaustedSourceClosesTheQueueAfterTheLastThread) {
 TEST(QueueRunnerTest, AnErrorInOneThreadStopsAllAndJoinReturnsIt) {
   testing::RegisterTestOps();
   Pipeline p;
-  NodeDef fail;
+  NodeSpec fail;
   fail.op = "TestFail";
   fail.attrs = {{"message", "reader broke"}};
   ASSERT_NE(p.root.WithOpName("fail").AddNode(fail), nullptr);

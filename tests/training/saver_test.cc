@@ -24,7 +24,7 @@ struct Model {
   Output w, b, w_copy, y;
   Operation init;
   Saver saver;
-  GraphDef def;
+  GraphSpec def;
 };
 
 std::unique_ptr<Model> BuildModel(TensorShape w_shape = TensorShape({3, 2})) {
@@ -44,7 +44,7 @@ std::unique_ptr<Model> BuildModel(TensorShape w_shape = TensorShape({3, 2})) {
   StatusOr<Saver> saver = Saver::Create(root, {{"w", {m->w, m->w_copy}}, {"b", {m->b}}});
   EXPECT_TRUE(saver.ok()) << saver.status();
   if (saver.ok()) m->saver = *saver;
-  EXPECT_TRUE(root.ToGraphDef(&m->def).ok());
+  EXPECT_TRUE(root.ToSpec(&m->def).ok());
   return m;
 }
 

@@ -27,7 +27,7 @@ using testing::LoopbackAddress;
 // Worker `task`'s graph: w [2] and global_step on the ps; loss = sum(w * x) with x fed, so
 // the gradient of w is x. Plain SGD with learning rate 1.
 struct WorkerGraph {
-  GraphDef def;
+  GraphSpec def;
   std::string train, local_init, chief_init, init_tokens, sync, init;
 };
 
@@ -47,7 +47,7 @@ WorkerGraph BuildWorkerGraph(int task, const SyncReplicasOptions& options) {
   WorkerGraph g;
   if (!sync.ok()) return g;
   ops::NoOp(root.WithOpName("init").WithControlDependencies({init_w.op(), step.init, sync->init}));
-  EXPECT_TRUE(root.ToGraphDef(&g.def).ok()) << root.status();
+  EXPECT_TRUE(root.ToSpec(&g.def).ok()) << root.status();
   g.train = sync->train.name();
   g.local_init = sync->local_init.name();
   g.chief_init = sync->chief_init.name();

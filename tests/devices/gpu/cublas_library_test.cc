@@ -23,7 +23,7 @@ TEST(CublasLibraryTest, LoadedOnFirstUseOnly) {
   // A CPU session (no GPU device even where there is a GPU): the library does not come with it.
   SessionConfig config;
   config.device_count = {{"GPU", 0}};
-  auto session = Session::Create(config, GraphDef());
+  auto session = Session::Create(config, GraphSpec());
   ASSERT_TRUE(session.ok()) << session.status();
   EXPECT_FALSE(CublasIsMapped());
 

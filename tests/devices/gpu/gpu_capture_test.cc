@@ -194,7 +194,7 @@ TEST(GpuCaptureTest, AStepThatCannotBeRecordedFailsWithAStatusThenRunsNormally) 
   const Scope s = root.WithDevice("/device:GPU:0");
   auto v = ops::Variable(s.WithOpName("v"), TensorShape({4}), DataType::kFloat);
   ops::Assign(s.WithOpName("init"), v, ops::Const(s, Tensor::FromVector<float>({1, 2, 3, 4})));
-  NodeDef wait;
+  NodeSpec wait;
   wait.op = "TestWaitForGpu";
   wait.inputs = {v.name()};
   Operation waited(s.WithOpName("wait").AddNode(wait));

@@ -28,8 +28,8 @@ int CountGpus(const Session& session) {
 }
 
 StatusOr<std::unique_ptr<Session>> SessionFor(const Scope& root, const SessionConfig& config) {
-  GraphDef def;
-  RETURN_IF_ERROR(root.ToGraphDef(&def));
+  GraphSpec def;
+  RETURN_IF_ERROR(root.ToSpec(&def));
   return Session::Create(config, def);
 }
 
@@ -183,7 +183,7 @@ TEST(GpuDeviceTest, ACudaErrorFailsOnlyItsStep) {
   });
   Scope root = Scope::NewRootScope();
   Scope gpu = root.WithDevice("/device:GPU:0");
-  NodeDef fault_def;
+  NodeSpec fault_def;
   fault_def.op = "TestCudaFault";
   Operation fault(gpu.WithOpName("fault").AddNode(fault_def));
   auto y = ops::Mul(gpu, ops::Const(root, Tensor::Scalar(3.0f)), ops::Const(root, Tensor::Scalar(4.0f)));

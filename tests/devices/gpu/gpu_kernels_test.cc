@@ -303,8 +303,8 @@ TEST_F(GpuKernelsTest, FusedConvolutionAndMatMulLikeTheCpu) {
   std::vector<Tensor> values;
   ASSERT_TRUE(session->Run(options, {}, {out[0].name(), out[1].name(), out[2].name()}, {}, &values, &md).ok());
   std::multiset<std::string> fused;
-  for (const GraphDef& part : md.partition_graphs) {
-    for (const NodeDef& n : part.nodes) {
+  for (const GraphSpec& part : md.partition_graphs) {
+    for (const NodeSpec& n : part.nodes) {
       if (n.op.starts_with("_Fused") && n.device.find("GPU") != std::string::npos) fused.insert(n.op);
     }
   }

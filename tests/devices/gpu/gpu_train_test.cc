@@ -39,9 +39,9 @@ TEST(GpuTrainTest, EveryOpOfTheTrainingStepHasAGpuKernel) {
   Output loss = ops::Mean(s, xent[0], {0});
   RMSPropOptimizer optimizer({.learning_rate = 1e-3, .decay = 0.9, .momentum = 0.0, .epsilon = 1e-7});
   ASSERT_TRUE(optimizer.Minimize(s, loss, cnn.Variables()).ok());
-  GraphDef def;
-  ASSERT_TRUE(root.ToGraphDef(&def).ok());
-  StatusOr<std::unique_ptr<Graph>> g = Graph::FromGraphDef(def);
+  GraphSpec def;
+  ASSERT_TRUE(root.ToSpec(&def).ok());
+  StatusOr<std::unique_ptr<Graph>> g = Graph::FromSpec(def);
   ASSERT_TRUE(g.ok()) << g.status();
   std::vector<std::string> missing;
   for (const Node* n : (*g)->nodes()) {
@@ -70,9 +70,9 @@ TEST(GpuTrainTest, EveryOpOfAMirroredStepOverTwoGpusHasAGpuKernel) {
   RMSPropOptimizer optimizer({.learning_rate = 1e-3, .decay = 0.9, .momentum = 0.0, .epsilon = 1e-7});
   StatusOr<Replicated> rep = Replicate(root, options, model, optimizer);
   ASSERT_TRUE(rep.ok()) << rep.status();
-  GraphDef def;
-  ASSERT_TRUE(root.ToGraphDef(&def).ok());
-  StatusOr<std::unique_ptr<Graph>> g = Graph::FromGraphDef(def);
+  GraphSpec def;
+  ASSERT_TRUE(root.ToSpec(&def).ok());
+  StatusOr<std::unique_ptr<Graph>> g = Graph::FromSpec(def);
   ASSERT_TRUE(g.ok()) << g.status();
   std::vector<std::string> missing;
   int all_reduces = 0;
@@ -104,9 +104,9 @@ TEST(GpuTrainTest, TheTrainingStepOnOneGpuCanBeRecorded) {
   RMSPropOptimizer optimizer({.learning_rate = 1e-3, .decay = 0.9, .momentum = 0.0, .epsilon = 1e-7});
   StatusOr<Training> training = optimizer.Minimize(s, loss, cnn.Variables());
   ASSERT_TRUE(training.ok()) << training.status();
-  GraphDef def;
-  ASSERT_TRUE(root.ToGraphDef(&def).ok());
-  StatusOr<std::unique_ptr<Graph>> g = Graph::FromGraphDef(def);
+  GraphSpec def;
+  ASSERT_TRUE(root.ToSpec(&def).ok());
+  StatusOr<std::unique_ptr<Graph>> g = Graph::FromSpec(def);
   ASSERT_TRUE(g.ok()) << g.status();
   StatusOr<Subgraph> step = BuildSubgraph(**g, {}, {}, {training->train.name()});
   ASSERT_TRUE(step.ok()) << step.status();

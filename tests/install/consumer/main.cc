@@ -8,8 +8,8 @@ int main() {
   using namespace tessera;
   Scope root = Scope::NewRootScope();
   ops::Add(root.WithOpName("y"), 40.0f, 2.0f);
-  GraphDef def;
-  if (!root.ToGraphDef(&def).ok()) return 1;
+  GraphSpec def;
+  if (!root.ToSpec(&def).ok()) return 1;
   auto session = Session::Create(SessionConfig(), def);
   if (!session.ok()) return 1;
   std::vector<Tensor> out;

@@ -1,5 +1,7 @@
-// NodeDef and GraphDef: a graph as plain data, the form that JSON files, the Scope builder
-// and the session's executors exchange. A Graph (graph.h) is the validated, linked form.
+// NodeSpec and GraphSpec: a graph as plain data, the form that JSON files, the Scope builder,
+// sessions and cluster tasks exchange. A Graph (graph.h) is the validated, linked form.
+// TensorFlow's protobuf GraphDef and NodeDef play this part there; the importer reads those
+// into these (graph/serialize/tensorflow_graph.h).
 #pragma once
 
 #include <string>
@@ -11,7 +13,7 @@
 
 namespace tessera {
 
-struct NodeDef {
+struct NodeSpec {
   std::string name;
   std::string op;
   // "x" or "x:0" is output 0 of node x, "x:1" output 1, "^x" a control input. Data inputs
@@ -25,9 +27,13 @@ struct NodeDef {
   bool device_from_function = false;
 };
 
-struct GraphDef {
-  std::vector<NodeDef> nodes;
+struct GraphSpec {
+  std::vector<NodeSpec> nodes;
 };
+
+// The names before the remodel, which TensorFlow's messages have too; kept for one release.
+using NodeDef [[deprecated("NodeDef is NodeSpec")]] = NodeSpec;
+using GraphDef [[deprecated("GraphDef is GraphSpec")]] = GraphSpec;
 
 // One parsed input or fetch name: node "x", output `index`; index -1 for "^x".
 struct TensorId {

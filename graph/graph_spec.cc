@@ -1,4 +1,4 @@
-#include "graph/node_def.h"
+#include "graph/graph_spec.h"
 
 #include <charconv>
 
