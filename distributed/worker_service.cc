@@ -143,7 +143,7 @@ class WorkerService final : public rpc::WorkerService::WithRawCallbackMethod_Rec
     if (Status s = auth_.Check(*context, "RegisterGraph"); !s.ok()) return ToGrpc(s);
     auto partitions = DecodePartitions(*request);
     if (!partitions.ok()) return ToGrpc(partitions.status());
-    StatusOr<std::string> handle = graphs_->Register(*std::move(partitions));
+    StatusOr<std::string> handle = graphs_->Register(std::move(*partitions));
     if (!handle.ok()) return ToGrpc(handle.status());
     response->set_graph_handle(*handle);
     return grpc::Status::OK;

@@ -132,6 +132,8 @@ class [[nodiscard]] StatusOr {
   T&& value() && { return std::move(*value_); }
   T& operator*() & { return *value_; }
   const T& operator*() const& { return *value_; }
+  // `*std::move(s)` moves the value out, as `std::move(s).value()` does.
+  T&& operator*() && { return std::move(*value_); }
   T* operator->() { return &*value_; }
   const T* operator->() const { return &*value_; }
 

@@ -241,7 +241,7 @@ TEST(PartitionTest, EachPartitionKnowsItsTask) {
   ASSERT_TRUE(parts.ok()) << parts.status();
   EXPECT_EQ(parts->at(ps).task, "/job:ps/replica:0/task:0");
   EXPECT_EQ(parts->at(worker).task, "/job:worker/replica:0/task:1");
-  EXPECT_EQ(OfOp(parts->at(ps).graph->ToGraphDef(), "_Send").size(), 1u);
+  EXPECT_EQ(OfOp(parts->at(ps).graph->ToSpec(), "_Send").size(), 1u);
 }
 
 }  // namespace
