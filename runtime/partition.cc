@@ -30,41 +30,8 @@ class Partitioner {
     for (const Node* n : g_.nodes()) parts_[Device(*n)];
     RETURN_IF_ERROR(FindMemoryTypes());
     for (const Node* n : g_.nodes()) {
-      const std::string& dst = Device(*n);
-      NodePart part = NodePart::Copy(*n);
-      part.assigned_device = dst;
-      NodeSpec& def = part.def;
-      def.device = dst;
-      def.colocate_with.clear();
-      def.inputs.clear();
-      // The ring places of an AllReduce's group are its own attrs (AssignRingPlaces).
-      if (IsAllReduce(n->op())) def.attrs = n->attrs();
-      for (int i = 0; i < n->num_inputs(); ++i) {
-        const Edge* e = n->input_edge(i);
-        const MemoryType from = OutputMemory(*e->src, e->src_output);
-        const MemoryType to = InputMemory(*n, i);
-        if (Device(*e->src) == dst && from == to) {
-          def.inputs.push_back(StrCat(e->src->name(), ":", e->src_output));
-          continue;
-        }
-        if (n->input_is_ref(i)) {
-          return errors::InvalidArgument("Reference input ", i, " of ", n->DebugName(), " on ", dst,
-                                         " comes from ", e->src->DebugName(), " on ", Device(*e->src),
-                                         "; a variable and the ops that write it must share a device");
-        }
-        ASSIGN_OR_RETURN(std::string recv, RecvFor(*e->src, e->src_output, dst, from, to));
-        def.inputs.push_back(std::move(recv));
-      }
-      for (const Edge* e : n->control_inputs()) {
-        if (Device(*e->src) == dst) {
-          def.inputs.push_back(StrCat("^", e->src->name()));
-        } else {
-          ASSIGN_OR_RETURN(std::string recv,
-                           RecvFor(*e->src, kControlSlot, dst, MemoryType::kDevice, MemoryType::kDevice));
-          def.inputs.push_back(StrCat("^", recv));
-        }
-      }
-      parts_[dst].push_back(std::move(part));
+      ASSIGN_OR_RETURN(NodePart part, CopyToItsDevice(*n));
+      parts_[Device(*n)].push_back(std::move(part));
     }
     std::vector<NodeSpec*> all;
     for (auto& [device, parts] : parts_) {
@@ -82,6 +49,44 @@ class Partitioner {
   }
 
  private:
+  // `n` in its device's partition: each input from another device or memory a _Recv there.
+  StatusOr<NodePart> CopyToItsDevice(const Node& n) {
+    const std::string& dst = Device(n);
+    NodePart part = NodePart::Copy(n);
+    part.assigned_device = dst;
+    NodeSpec& def = part.def;
+    def.device = dst;
+    def.colocate_with.clear();
+    def.inputs.clear();
+    // The ring places of an AllReduce's group are its own attrs (AssignRingPlaces).
+    if (IsAllReduce(n.op())) def.attrs = n.attrs();
+    for (int i = 0; i < n.num_inputs(); ++i) {
+      const Edge* e = n.input_edge(i);
+      const MemoryType from = OutputMemory(*e->src, e->src_output);
+      const MemoryType to = InputMemory(n, i);
+      if (Device(*e->src) == dst && from == to) {
+        def.inputs.push_back(StrCat(e->src->name(), ":", e->src_output));
+        continue;
+      }
+      if (n.input_is_ref(i)) {
+        return errors::InvalidArgument("Reference input ", i, " of ", n.DebugName(), " on ", dst, " comes from ",
+                                       e->src->DebugName(), " on ", Device(*e->src),
+                                       "; a variable and the ops that write it must share a device");
+      }
+      ASSIGN_OR_RETURN(std::string recv, RecvFor(*e->src, e->src_output, dst, from, to));
+      def.inputs.push_back(std::move(recv));
+    }
+    for (const Edge* e : n.control_inputs()) {
+      if (Device(*e->src) == dst) {
+        def.inputs.push_back(StrCat("^", e->src->name()));
+      } else {
+        ASSIGN_OR_RETURN(std::string recv, RecvFor(*e->src, kControlSlot, dst, MemoryType::kDevice, MemoryType::kDevice));
+        def.inputs.push_back(StrCat("^", recv));
+      }
+    }
+    return part;
+  }
+
   // Where each node's inputs and outputs live, for the nodes on device types that keep some
   // arguments in host memory; on the others (the CPU) everything is device memory.
   Status FindMemoryTypes() {

@@ -215,6 +215,58 @@ NodeSpec PoolGradient(const Chain& c, const NodeSpec& conv, const NodeSpec& pool
   return grad;
 }
 
+// Chain `c` as fused nodes by the names they take over (into `fused`), and the names of the
+// nodes they replace (into `removed`).
+void Fuse(const Chain& c, std::map<std::string, NodeSpec, std::less<>>& fused,
+          std::set<std::string, std::less<>>& removed) {
+  const Node* last = c.max_pool != nullptr ? c.max_pool : c.relu != nullptr ? c.relu : c.bias_add;
+  NodeSpec conv = c.conv->ToSpec();
+  NodeSpec bias_add = c.bias_add->ToSpec();
+  NodeSpec node;
+  node.name = last->name();
+  node.op = c.conv->op() == "MatMul" ? "_FusedMatMul" : c.max_pool != nullptr ? "_FusedConv2DMaxPool" : "_FusedConv2D";
+  node.device = conv.device;
+  node.attrs = conv.attrs;
+  node.attrs["num_args"] = int64_t{1};
+  node.attrs["fused_ops"] = std::string(c.relu != nullptr ? "BiasAdd,Relu" : "BiasAdd");
+  node.inputs = {conv.inputs[0], conv.inputs[1], bias_add.inputs[1]};
+  std::vector<NodeSpec> parts = {conv, bias_add};
+  if (c.relu != nullptr) parts.push_back(c.relu->ToSpec());
+  if (c.max_pool != nullptr) {
+    NodeSpec pool = c.max_pool->ToSpec();
+    node.attrs["ksize"] = pool.attrs.at("ksize");
+    node.attrs["pool_strides"] = pool.attrs.at("strides");
+    node.attrs["pool_padding"] = pool.attrs.at("padding");
+    parts.push_back(std::move(pool));
+  }
+  TakeOver(node, parts, removed);
+  if (c.max_pool_grad != nullptr) {
+    node.op = "_FusedConv2DMaxPoolWithArgmax";
+    NodeSpec grad = PoolGradient(c, conv, node);
+    std::vector<NodeSpec> grad_parts = {c.max_pool_grad->ToSpec()};
+    if (c.relu_grad != nullptr) grad_parts.push_back(c.relu_grad->ToSpec());
+    if (c.backprop_filter != nullptr) {
+      grad.op = "_FusedConv2DMaxPoolBackpropFilter";
+      grad.name = c.backprop_filter->name();
+      grad_parts.push_back(c.backprop_filter->ToSpec());
+    }
+    TakeOver(grad, grad_parts, removed);
+    if (c.bias_add_grad != nullptr) {
+      // The gradient node sums the bias's gradient too; the BiasAddGrad's name hands it on.
+      NodeSpec bias_grad;
+      bias_grad.name = c.bias_add_grad->name();
+      bias_grad.op = "Identity";
+      bias_grad.device = grad.device;
+      bias_grad.attrs["T"] = DataType::kFloat;
+      bias_grad.inputs = {grad.name + ":1"};
+      TakeOver(bias_grad, {c.bias_add_grad->ToSpec()}, removed);
+      fused.emplace(bias_grad.name, std::move(bias_grad));
+    }
+    fused.emplace(grad.name, std::move(grad));
+  }
+  fused.emplace(node.name, std::move(node));
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<Graph>> Remap(std::unique_ptr<Graph> graph) {
@@ -223,54 +275,7 @@ StatusOr<std::unique_ptr<Graph>> Remap(std::unique_ptr<Graph> graph) {
 
   std::map<std::string, NodeSpec, std::less<>> fused;  // by the name it takes over
   std::set<std::string, std::less<>> removed;
-  for (const Chain& c : chains) {
-    const Node* last = c.max_pool != nullptr ? c.max_pool : c.relu != nullptr ? c.relu : c.bias_add;
-    NodeSpec conv = c.conv->ToSpec();
-    NodeSpec bias_add = c.bias_add->ToSpec();
-    NodeSpec node;
-    node.name = last->name();
-    node.op = c.conv->op() == "MatMul" ? "_FusedMatMul" : c.max_pool != nullptr ? "_FusedConv2DMaxPool" : "_FusedConv2D";
-    node.device = conv.device;
-    node.attrs = conv.attrs;
-    node.attrs["num_args"] = int64_t{1};
-    node.attrs["fused_ops"] = std::string(c.relu != nullptr ? "BiasAdd,Relu" : "BiasAdd");
-    node.inputs = {conv.inputs[0], conv.inputs[1], bias_add.inputs[1]};
-    std::vector<NodeSpec> parts = {conv, bias_add};
-    if (c.relu != nullptr) parts.push_back(c.relu->ToSpec());
-    if (c.max_pool != nullptr) {
-      NodeSpec pool = c.max_pool->ToSpec();
-      node.attrs["ksize"] = pool.attrs.at("ksize");
-      node.attrs["pool_strides"] = pool.attrs.at("strides");
-      node.attrs["pool_padding"] = pool.attrs.at("padding");
-      parts.push_back(std::move(pool));
-    }
-    TakeOver(node, parts, removed);
-    if (c.max_pool_grad != nullptr) {
-      node.op = "_FusedConv2DMaxPoolWithArgmax";
-      NodeSpec grad = PoolGradient(c, conv, node);
-      std::vector<NodeSpec> grad_parts = {c.max_pool_grad->ToSpec()};
-      if (c.relu_grad != nullptr) grad_parts.push_back(c.relu_grad->ToSpec());
-      if (c.backprop_filter != nullptr) {
-        grad.op = "_FusedConv2DMaxPoolBackpropFilter";
-        grad.name = c.backprop_filter->name();
-        grad_parts.push_back(c.backprop_filter->ToSpec());
-      }
-      TakeOver(grad, grad_parts, removed);
-      if (c.bias_add_grad != nullptr) {
-        // The gradient node sums the bias's gradient too; the BiasAddGrad's name hands it on.
-        NodeSpec bias_grad;
-        bias_grad.name = c.bias_add_grad->name();
-        bias_grad.op = "Identity";
-        bias_grad.device = grad.device;
-        bias_grad.attrs["T"] = DataType::kFloat;
-        bias_grad.inputs = {grad.name + ":1"};
-        TakeOver(bias_grad, {c.bias_add_grad->ToSpec()}, removed);
-        fused.emplace(bias_grad.name, std::move(bias_grad));
-      }
-      fused.emplace(grad.name, std::move(grad));
-    }
-    fused.emplace(node.name, std::move(node));
-  }
+  for (const Chain& c : chains) Fuse(c, fused, removed);
   std::vector<NodePart> parts;
   parts.reserve(graph->nodes().size());
   for (const Node* n : graph->nodes()) {
@@ -282,8 +287,7 @@ StatusOr<std::unique_ptr<Graph>> Remap(std::unique_ptr<Graph> graph) {
       parts.push_back({std::move(it->second), nullptr, n->assigned_device()});
     }
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<Graph> rewritten, Graph::Assemble(parts, graph->op_registry()));
-  return rewritten;
+  return Graph::Assemble(parts, graph->op_registry());
 }
 
 }  // namespace tessera
