@@ -2,6 +2,7 @@
 // GradientRegistry::Global() by name, following TensorFlow's math_grad.
 #include "graph/builder/gradients.h"
 #include "graph/builder/ops.h"
+#include "graph/op_kinds.h"
 
 namespace tessera {
 namespace {
@@ -153,7 +154,7 @@ StatusOr<Output> SpreadOverReducedAxes(const Scope& s, const Operation& op, cons
   Output x = In(op, 0), axes = In(op, 1);
   const TensorShape sx = StaticShape(x);
   const Tensor* axes_value = nullptr;
-  if (axes.node->op() == "Const") axes_value = axes.node->attrs().find("value")->second.get_if<Tensor>();
+  if (IsConstant(axes.node->op())) axes_value = axes.node->attrs().find("value")->second.get_if<Tensor>();
   if (axes_value == nullptr || sx.unknown_rank()) {
     return errors::Unimplemented("The gradient of ", op.node()->op(),
                                  " needs constant reduction axes and an input of known rank");
@@ -222,7 +223,7 @@ Status ConcatGrad(const Scope& s, const Operation& op, const std::vector<Output>
   const Output axis_input = In(op, n);
   Tensor axis_value;
   const TensorShape first = StaticShape(In(op, 0));
-  if (axis_input.node->op() != "Const" || !axis_input.node->GetAttr("value", &axis_value).ok() ||
+  if (!IsConstant(axis_input.node->op()) || !axis_input.node->GetAttr("value", &axis_value).ok() ||
       first.unknown_rank()) {
     return errors::Unimplemented("The gradient of ConcatV2 '", op.name(), "' needs a constant axis and inputs of known rank");
   }
