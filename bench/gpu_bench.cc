@@ -11,7 +11,6 @@
 
 #include "bench/gpu_bench_util.h"
 #include "devices/device_factory.h"
-#include "devices/gpu/gpu_provider.h"
 #include "devices/gpu/launch.h"
 #include "runtime/session.h"
 #include "training/fashion_cnn.h"
@@ -240,13 +239,4 @@ BENCHMARK(BM_CnnInference_Gpu)->UseRealTime()->Unit(benchmark::kMillisecond);
 }  // namespace
 }  // namespace tessera
 
-// The program's composition point registers the GPU provider, as every program that runs on
-// GPUs does.
-int main(int argc, char** argv) {
-  tessera::RegisterGpuProvider();
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}
+int main(int argc, char** argv) { return tessera::bench::GpuBenchmarkMain(argc, argv); }

@@ -1,5 +1,5 @@
-// What the GPU benchmarks share: skipping without a GPU, random inputs, and timing a run of
-// steps whose results stay on the GPU, as PyTorch's side keeps them there.
+// What the GPU benchmarks share: their main, skipping without a GPU, random inputs, and
+// timing a run of steps whose results stay on the GPU, as PyTorch's side keeps them there.
 #pragma once
 
 #include <benchmark/benchmark.h>
@@ -9,10 +9,22 @@
 #include <vector>
 
 #include "devices/device_factory.h"
+#include "devices/gpu/gpu_provider.h"
 #include "devices/linked/linked_providers.h"
 #include "runtime/session.h"
 
 namespace tessera::bench {
+
+// A GPU benchmark's main: the program's composition point registers the GPU provider, as
+// every program that runs on GPUs does, then runs the benchmarks.
+inline int GpuBenchmarkMain(int argc, char** argv) {
+  RegisterGpuProvider();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
 
 // Marks the benchmark skipped, saying why, on a machine without a GPU.
 inline bool SkipWithoutGpu(benchmark::State& state) {
