@@ -31,8 +31,9 @@ def main():
     parser.add_argument("old")
     parser.add_argument("new")
     parser.add_argument("benches", nargs="+")
-    args, extra = parser.parse_known_args()
-    extra = [e for e in extra if e != "--"]
+    argv = sys.argv[1:]
+    extra = argv[argv.index("--") + 1:] if "--" in argv else []
+    args = parser.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
     times = {}  # (bench, name) -> {"old": [...], "new": [...]}
     for r in range(args.rounds):
         for side, root in (("old", args.old), ("new", args.new)):
