@@ -113,7 +113,7 @@ T FromProtoValue(const V& v) {
 StatusOr<Tensor> TensorFromProto(const pb::TensorProto& p, const GraphDefImportOptions& options) {
   ASSIGN_OR_RETURN(DataType dtype, DataTypeFromProto(p.dtype()));
   if (dtype == DataType::kVariant || dtype == DataType::kResource) {
-    return errors::InvalidArgument("a ", DataTypeName(dtype), " tensor cannot be read from a GraphSpec");
+    return errors::InvalidArgument("a ", DataTypeName(dtype), " tensor cannot be read from a GraphDef");
   }
   ASSIGN_OR_RETURN(TensorShape shape, ShapeFromProto(p.tensor_shape(), false));
   const int64_t n = shape.num_elements();
@@ -245,9 +245,9 @@ StatusOr<AttrValue> AttrFromProto(const pb::AttrValue& v, AttrType type, const G
       }
       break;
     case AttrType::kFunc:
-      return errors::Unimplemented("function attrs from a GraphSpec are not supported; Tessera reads them from JSON");
+      return errors::Unimplemented("function attrs from a GraphDef are not supported; Tessera reads them from JSON");
   }
-  return errors::InvalidArgument("the GraphSpec gives a ", ValueCaseName(v), ", the op declares ", AttrTypeName(type));
+  return errors::InvalidArgument("the GraphDef gives a ", ValueCaseName(v), ", the op declares ", AttrTypeName(type));
 }
 
 Status AttrToProto(const AttrValue& value, const std::string& node, pb::AttrValue* p) {
@@ -269,7 +269,7 @@ Status AttrToProto(const AttrValue& value, const std::string& node, pb::AttrValu
         } else if constexpr (std::is_same_v<T, Tensor>) {
           if (x.dtype() == DataType::kVariant || x.dtype() == DataType::kResource) {
             return errors::InvalidArgument("node '", node, "' holds a ", DataTypeName(x.dtype()),
-                                           " tensor, which a GraphSpec cannot");
+                                           " tensor, which a GraphDef cannot");
           }
           TensorToProto(x, p->mutable_tensor());
         } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
@@ -315,7 +315,7 @@ class DroppedAttrs {
     for (const auto& [attr, e] : seen_) {
       std::string ops;
       for (const std::string& op : e.ops) ops += StrCat(ops.empty() ? "" : ", ", op);
-      tessera::Log(LogSeverity::kInfo, StrCat("GraphSpec import: ignoring attr '", attr, "' on ", e.count,
+      tessera::Log(LogSeverity::kInfo, StrCat("GraphDef import: ignoring attr '", attr, "' on ", e.count,
                                               e.count == 1 ? " node" : " nodes", " (", ops, "; first '",
                                               e.first_node, "'): Tessera's ops do not use it"));
     }
@@ -398,25 +398,25 @@ Status LocateBinaryError(std::string_view bytes) {
     const uint32_t tag = in.ReadTag();
     if (tag == 0) {
       if (in.CurrentPosition() == static_cast<int>(bytes.size())) break;
-      return errors::InvalidArgument("malformed GraphSpec: bad field tag at byte offset ", offset);
+      return errors::InvalidArgument("malformed GraphDef: bad field tag at byte offset ", offset);
     }
     if (WireFormatLite::GetTagFieldNumber(tag) == pb::GraphDef::kNodeFieldNumber &&
         WireFormatLite::GetTagWireType(tag) == WireFormatLite::WIRETYPE_LENGTH_DELIMITED) {
       uint32_t length;
       if (!in.ReadVarint32(&length) || length > bytes.size() - static_cast<size_t>(in.CurrentPosition())) {
-        return errors::InvalidArgument("malformed GraphSpec: node #", node_index, " at byte offset ", offset,
+        return errors::InvalidArgument("malformed GraphDef: node #", node_index, " at byte offset ", offset,
                                        " is truncated");
       }
       pb::NodeDef node;
       const size_t body = static_cast<size_t>(in.CurrentPosition());
       if (!node.ParseFromArray(bytes.data() + body, static_cast<int>(length))) {
-        return errors::InvalidArgument("malformed GraphSpec: node #", node_index, " at byte offset ", offset,
+        return errors::InvalidArgument("malformed GraphDef: node #", node_index, " at byte offset ", offset,
                                        " does not parse", node.name().empty() ? "" : StrCat(" (node '", node.name(), "')"));
       }
       in.Skip(static_cast<int>(length));
       ++node_index;
     } else if (!WireFormatLite::SkipField(&in, tag)) {
-      return errors::InvalidArgument("malformed GraphSpec: field ", WireFormatLite::GetTagFieldNumber(tag),
+      return errors::InvalidArgument("malformed GraphDef: field ", WireFormatLite::GetTagFieldNumber(tag),
                                      " at byte offset ", offset, " is truncated or malformed");
     }
   }
@@ -433,13 +433,13 @@ StatusOr<pb::GraphDef> ParseProto(std::string_view bytes, TensorFlowFormat forma
     parser.AllowUnknownField(true);
     parser.SetRecursionLimit(kMaxProtoDepth);
     if (!parser.ParseFromString(std::string(bytes), &proto)) {
-      return errors::InvalidArgument("malformed GraphSpec text: ",
+      return errors::InvalidArgument("malformed GraphDef text: ",
                                      errors.error().empty() ? "it does not parse" : errors.error());
     }
     return proto;
   }
   if (bytes.size() > static_cast<size_t>(INT32_MAX)) {
-    return errors::InvalidArgument("a binary GraphSpec is limited to 2 GiB, this one has ", bytes.size(), " bytes");
+    return errors::InvalidArgument("a binary GraphDef is limited to 2 GiB, this one has ", bytes.size(), " bytes");
   }
   google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
                                             static_cast<int>(bytes.size()));
@@ -472,7 +472,7 @@ StatusOr<GraphSpec> GraphSpecFromTensorFlow(std::string_view bytes, TensorFlowFo
   }
   dropped.Log();
   if (!functions.empty()) {
-    Log(LogSeverity::kInfo, StrCat("GraphSpec import: ignoring the library's ", functions.size(),
+    Log(LogSeverity::kInfo, StrCat("GraphDef import: ignoring the library's ", functions.size(),
                                    " functions, which no node calls"));
   }
   return def;
@@ -513,7 +513,7 @@ StatusOr<std::unique_ptr<Graph>> ImportGraphDef(std::string_view bytes, const Gr
 }
 
 StatusOr<std::unique_ptr<Graph>> ImportGraphDefFile(const std::string& path, const GraphDefImportOptions& options) {
-  ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(path, "GraphSpec"));
+  ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(path, "GraphDef"));
   StatusOr<std::unique_ptr<Graph>> graph = ImportGraphDef(bytes, options);
   if (!graph.ok()) return graph.status().WithSuffix(StrCat(" (in '", path, "')"));
   return graph;

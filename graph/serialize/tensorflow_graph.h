@@ -9,7 +9,7 @@
 // does not declare (TensorFlow's `_output_shapes`, `use_cudnn_on_gpu`, ...) are dropped
 // with one log line per op and attr; `_class = ["loc:@x"]` becomes colocation with x. An
 // unknown op is NotFound naming the node; an attr of the wrong type, a tensor whose values
-// do not fit its shape, a dtype Tessera lacks, a call into the GraphSpec's function library
+// do not fit its shape, a dtype Tessera lacks, a call into the GraphDef's function library
 // and every other malformed input are InvalidArgument (Unimplemented for what Tessera does
 // not run) naming the node and attr; a binary file that does not parse names the byte
 // offset of the first node or field that does not, a text file the line and column.
@@ -52,11 +52,11 @@ StatusOr<std::string> GraphSpecToTensorFlow(const GraphSpec& def, TensorFlowForm
   return GraphSpecToTensorFlow(def, format);
 }
 
-// Binary or text, told apart by the bytes: a binary GraphSpec starts with a field tag, text
+// Binary or text, told apart by the bytes: a binary GraphDef starts with a field tag, text
 // with a field name or comment.
 TensorFlowFormat SniffTensorFlowFormat(std::string_view bytes);
 
-// A validated Graph from GraphSpec bytes (either format) or a file of them.
+// A validated Graph from GraphDef bytes (either format) or a file of them.
 StatusOr<std::unique_ptr<Graph>> ImportGraphDef(std::string_view bytes, const GraphDefImportOptions& options = {});
 StatusOr<std::unique_ptr<Graph>> ImportGraphDefFile(const std::string& path,
                                                     const GraphDefImportOptions& options = {});
