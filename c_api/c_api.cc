@@ -37,6 +37,9 @@ struct tessera_tensor {
   void* deallocator_arg = nullptr;
   tessera::DataType dtype = tessera::DataType::kInvalid;
   tessera::TensorShape shape;
+  size_t byte_size = 0;  // of the elements; 0 for strings
+  // A session's result: its buffer is its own (never a feed's or the engine's) and read-only.
+  bool fetched = false;
 };
 
 struct tessera_graph {
@@ -124,6 +127,17 @@ StatusOr<tessera::TensorShape> ShapeFromC(const int64_t* dims, int num_dims) {
 
 Status NullArgument(const char* what) { return errors::InvalidArgument(what, " is NULL"); }
 
+// The bytes of `shape`'s elements of `dtype`; InvalidArgument when that does not fit a size_t.
+StatusOr<size_t> ElementBytes(DataType dtype, const tessera::TensorShape& shape) {
+  const int64_t n = shape.num_elements();
+  size_t bytes = 0;
+  if (n < 0 || __builtin_mul_overflow(static_cast<uint64_t>(n), tessera::DataTypeSize(dtype), &bytes)) {
+    return errors::InvalidArgument("a ", tessera::DataTypeName(dtype), " tensor of shape ", shape.DebugString(),
+                                   " has more bytes than a size_t holds");
+  }
+  return bytes;
+}
+
 // The engine tensor a C tensor feeds: its own, or a copy of the borrowed bytes.
 StatusOr<tessera::Tensor> EngineTensor(const tessera_tensor* t) {
   if (t->borrowed == nullptr) return t->tensor;
@@ -192,6 +206,7 @@ tessera_tensor* tessera_tensor_new(tessera_dtype dtype, const int64_t* dims, int
     auto* out = new tessera_tensor;
     out->dtype = *dt;
     out->shape = *shape;
+    out->byte_size = tessera::DataTypeHoldsStrings(*dt) ? 0 : t->TotalBytes();
     out->tensor = std::move(*t);
     Set(status, Status::OK());
     return out;
@@ -207,12 +222,11 @@ tessera_tensor* tessera_tensor_from_buffer(tessera_dtype dtype, const int64_t* d
     Status s = shape.status();
     if (s.ok() && *dt == DataType::kString) s = errors::InvalidArgument("a string tensor cannot borrow a buffer");
     if (s.ok() && data == nullptr) s = NullArgument("data");
-    if (s.ok()) {
-      const size_t need = static_cast<size_t>(shape->num_elements()) * tessera::DataTypeSize(*dt);
-      if (length != need) {
-        s = errors::InvalidArgument("a ", tessera::DataTypeName(*dt), " tensor of shape ", shape->DebugString(),
-                                    " needs ", need, " bytes, the buffer has ", length);
-      }
+    StatusOr<size_t> need = s.ok() ? ElementBytes(*dt, *shape) : s;
+    s = need.status();
+    if (s.ok() && length != *need) {
+      s = errors::InvalidArgument("a ", tessera::DataTypeName(*dt), " tensor of shape ", shape->DebugString(),
+                                  " needs ", *need, " bytes, the buffer has ", length);
     }
     if (!s.ok()) {
       Set(status, s);
@@ -221,6 +235,7 @@ tessera_tensor* tessera_tensor_from_buffer(tessera_dtype dtype, const int64_t* d
     auto* out = new tessera_tensor;
     out->dtype = *dt;
     out->shape = *shape;
+    out->byte_size = length;
     out->borrowed = data;
     out->borrowed_length = length;
     out->deallocator = deallocator;
@@ -249,10 +264,7 @@ int64_t tessera_tensor_dim(const tessera_tensor* tensor, int index) {
 int64_t tessera_tensor_num_elements(const tessera_tensor* tensor) {
   return tensor == nullptr ? 0 : tensor->shape.num_elements();
 }
-size_t tessera_tensor_byte_size(const tessera_tensor* tensor) {
-  if (tensor == nullptr) return 0;
-  return static_cast<size_t>(tensor->shape.num_elements()) * tessera::DataTypeSize(tensor->dtype);
-}
+size_t tessera_tensor_byte_size(const tessera_tensor* tensor) { return tensor == nullptr ? 0 : tensor->byte_size; }
 void* tessera_tensor_data(const tessera_tensor* tensor) {
   if (tensor == nullptr || tessera::DataTypeHoldsStrings(tensor->dtype)) return nullptr;
   return tensor->borrowed != nullptr ? tensor->borrowed : tensor->tensor.raw_data();
@@ -285,6 +297,8 @@ void tessera_tensor_set_string(tessera_tensor* tensor, int64_t index, const char
       s = errors::InvalidArgument("the tensor holds ", tessera::DataTypeName(tensor->dtype), ", not strings");
     } else if (index < 0 || index >= tensor->shape.num_elements()) {
       s = errors::OutOfRange("string index ", index, " is outside [0, ", tensor->shape.num_elements(), ")");
+    } else if (tensor->fetched) {
+      s = errors::FailedPrecondition("the tensor is a session's result, which is read-only");
     } else {
       tensor->tensor.data<std::string>()[index].assign(bytes == nullptr ? "" : bytes, length);
     }
@@ -407,11 +421,17 @@ void tessera_session_run(tessera_session* session, const char* const* feed_names
     std::vector<tessera::Tensor> out;
     Status s = session->session->Run(in, out_names, target_names, &out);
     if (!s.ok()) return fail(s);
+    in.clear();
     for (int i = 0; i < num_fetches; ++i) {
+      // A result may share its buffer with a feed (an Identity), a variable or another
+      // result: the caller gets one of its own.
+      tessera::Tensor value = out[i].BufferIsUnshared() ? std::move(out[i]) : out[i].DeepCopy();
       auto* t = new tessera_tensor;
-      t->dtype = out[i].dtype();
-      t->shape = out[i].shape();
-      t->tensor = std::move(out[i]);
+      t->dtype = value.dtype();
+      t->shape = value.shape();
+      t->byte_size = tessera::DataTypeHoldsStrings(t->dtype) ? 0 : value.TotalBytes();
+      t->tensor = std::move(value);
+      t->fetched = true;
       fetches[i] = t;
     }
     Set(status, Status::OK());

@@ -91,10 +91,11 @@ TESSERA_EXPORT const char* tessera_status_message(const tessera_status* status);
 /* A tensor with its own zeroed buffer (empty strings for TESSERA_STRING). */
 TESSERA_EXPORT tessera_tensor* tessera_tensor_new(tessera_dtype dtype, const int64_t* dims, int num_dims,
                                                   tessera_status* status);
-/* A tensor over the caller's buffer, which must hold exactly the elements' bytes, row-major.
- * The buffer is borrowed: when the tensor is deleted, `deallocator(data, length, arg)` is
- * called if it is not NULL. Tessera copies it where a step needs its own (a fed value is
- * copied once per run). Not for TESSERA_STRING. */
+/* A tensor over the caller's buffer, which must hold exactly the elements' bytes, row-major
+ * (INVALID_ARGUMENT when their number does not fit a size_t). The buffer is borrowed: when
+ * the tensor is deleted, `deallocator(data, length, arg)` is called if it is not NULL.
+ * Tessera copies it where a step needs its own (a fed value is copied once per run). Not for
+ * TESSERA_STRING. */
 TESSERA_EXPORT tessera_tensor* tessera_tensor_from_buffer(tessera_dtype dtype, const int64_t* dims, int num_dims,
                                                           void* data, size_t length,
                                                           void (*deallocator)(void* data, size_t length, void* arg),
@@ -109,11 +110,15 @@ TESSERA_EXPORT int64_t tessera_tensor_num_elements(const tessera_tensor* tensor)
 /* The bytes of a numeric tensor's elements; 0 for strings. */
 TESSERA_EXPORT size_t tessera_tensor_byte_size(const tessera_tensor* tensor);
 /* The elements, row-major; NULL for strings or a NULL tensor. Writable for tensors made
- * by tessera_tensor_new or _from_buffer; a fetched tensor's data is read-only. */
+ * by tessera_tensor_new or _from_buffer; a fetched tensor's data is read-only. A fetched
+ * tensor's buffer is its own: never a feed's, another fetch's or the engine's (a result that
+ * shares one, such as an Identity of a feed or a variable's value, is copied), so nothing
+ * done to it reaches a feed or a variable, and nothing done to a feed reaches it. */
 TESSERA_EXPORT void* tessera_tensor_data(const tessera_tensor* tensor);
 /* String elements: the bytes of element `index` and their number in *length. */
 TESSERA_EXPORT const char* tessera_tensor_string(const tessera_tensor* tensor, int64_t index, size_t* length,
                                                  tessera_status* status);
+/* FAILED_PRECONDITION on a fetched tensor, which is read-only. */
 TESSERA_EXPORT void tessera_tensor_set_string(tessera_tensor* tensor, int64_t index, const char* bytes,
                                               size_t length, tessera_status* status);
 

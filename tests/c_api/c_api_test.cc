@@ -129,6 +129,64 @@ TEST_F(CApiTest, BorrowedBuffersAreFedAndFreedOnce) {
   tessera_session_delete(session);
 }
 
+// A result that is a feed's own tensor (an Identity) comes back as a copy: rewriting the
+// feed afterwards leaves the result alone, and the result cannot be written.
+TEST_F(CApiTest, FetchedTensorsNeverAliasTheirFeeds) {
+  const char* graph = R"({"nodes": [
+    {"name": "x", "op": "Placeholder", "attrs": {"dtype": "float32", "shape": [2]}},
+    {"name": "s", "op": "Placeholder", "attrs": {"dtype": "string", "shape": [1]}},
+    {"name": "xi", "op": "Identity", "inputs": ["x"]},
+    {"name": "si", "op": "Identity", "inputs": ["s"]}]})";
+  tessera_graph* g = tessera_graph_import_json(graph, std::strlen(graph), s_);
+  ASSERT_NE(g, nullptr) << message();
+  tessera_session* session = tessera_session_new(g, nullptr, s_);
+  tessera_graph_delete(g);
+  ASSERT_NE(session, nullptr) << message();
+  const int64_t two[1] = {2}, one[1] = {1};
+  tessera_tensor* feeds[2] = {tessera_tensor_new(TESSERA_FLOAT, two, 1, s_), tessera_tensor_new(TESSERA_STRING, one, 1, s_)};
+  ASSERT_NE(feeds[0], nullptr);
+  ASSERT_NE(feeds[1], nullptr);
+  float* x = static_cast<float*>(tessera_tensor_data(feeds[0]));
+  x[0] = 1, x[1] = 2;
+  tessera_tensor_set_string(feeds[1], 0, "fed", 3, s_);
+  ASSERT_EQ(code(), TESSERA_OK) << message();
+  const char* feed_names[] = {"x", "s"};
+  const char* fetch_names[] = {"xi", "si", "xi"};
+  tessera_tensor* out[3];
+  tessera_session_run(session, feed_names, feeds, 2, fetch_names, out, 3, nullptr, 0, s_);
+  ASSERT_EQ(code(), TESSERA_OK) << message();
+  EXPECT_NE(tessera_tensor_data(out[0]), x);
+  EXPECT_NE(tessera_tensor_data(out[0]), tessera_tensor_data(out[2]));
+  x[0] = 99;
+  tessera_tensor_set_string(feeds[1], 0, "changed", 7, s_);
+  EXPECT_EQ(static_cast<const float*>(tessera_tensor_data(out[0]))[0], 1.0f);
+  size_t length = 0;
+  const char* fetched = tessera_tensor_string(out[1], 0, &length, s_);
+  EXPECT_EQ(std::string(fetched, length), "fed");
+  tessera_tensor_set_string(out[1], 0, "written", 7, s_);
+  EXPECT_EQ(code(), TESSERA_FAILED_PRECONDITION);
+  EXPECT_THAT(message(), HasSubstr("read-only"));
+  fetched = tessera_tensor_string(feeds[1], 0, &length, s_);
+  EXPECT_EQ(std::string(fetched, length), "changed");
+  for (tessera_tensor* t : out) tessera_tensor_delete(t);
+  for (tessera_tensor* t : feeds) tessera_tensor_delete(t);
+  tessera_session_delete(session);
+}
+
+// 2^61 doubles are 2^64 bytes, which a size_t cannot count: refused, not a buffer of 0.
+TEST_F(CApiTest, ASizeThatDoesNotFitIsRefused) {
+  double one = 0;
+  const int64_t dims[1] = {int64_t{1} << 61};
+  tessera_tensor* t = tessera_tensor_from_buffer(TESSERA_DOUBLE, dims, 1, &one, 0, nullptr, nullptr, s_);
+  EXPECT_EQ(t, nullptr);
+  EXPECT_EQ(code(), TESSERA_INVALID_ARGUMENT);
+  EXPECT_THAT(message(), HasSubstr("more bytes than a size_t holds"));
+  const int64_t halves[2] = {int64_t{1} << 31, int64_t{1} << 31};
+  t = tessera_tensor_new(TESSERA_DOUBLE, halves, 2, s_);
+  EXPECT_EQ(t, nullptr);
+  EXPECT_NE(code(), TESSERA_OK);
+}
+
 TEST_F(CApiTest, NullHandlesAreInvalidArgumentsNotCrashes) {
   EXPECT_EQ(tessera_status_code(nullptr), TESSERA_INVALID_ARGUMENT);
   EXPECT_STREQ(tessera_status_message(nullptr), "status is NULL");
