@@ -19,7 +19,7 @@ class MapCallFrame final : public CallFrame {
   }
   Status SetRetval(int index, const Tensor& value) override {
     std::lock_guard<std::mutex> lock(mu_);
-    retvals_[index] = value;
+    if (!retvals_.emplace(index, value).second) return errors::Internal("Retval[", index, "] has already been set");
     return Status::OK();
   }
   std::map<int, Tensor> TakeRetvals() { return std::move(retvals_); }

@@ -427,7 +427,17 @@ Status AssignFrames(const Graph& graph, Executor::Impl* impl) {
   for (size_t i = 0; i < impl->frames.size(); ++i) index.emplace(impl->frames[i].name, static_cast<int>(i));
   for (const Node* n : graph.nodes()) {
     FlowItem& f = impl->flow[n->id()];
-    FrameInfo& frame = impl->frames[index.at(found.input_frame[n->id()])];
+    const std::string& frame_name = found.input_frame[n->id()];
+    if (f.is_retval && !frame_name.empty()) {
+      // TensorFlow refuses this when the graph is built: a tensor of a loop's body has a
+      // value per iteration, and none once the loop ends.
+      const Edge* in = n->num_inputs() > 0 ? n->input_edge(0) : nullptr;
+      return errors::InvalidArgument("Cannot fetch '", in != nullptr ? in->src->name() : n->name(),
+                                     "': it is inside the while loop of frame '", frame_name,
+                                     "', where it has a value per iteration; fetch what the loop gives out (an Exit) "
+                                     "instead");
+    }
+    FrameInfo& frame = impl->frames[index.at(frame_name)];
     const NodeItem& item = impl->item(n->id());
     const int num_control = static_cast<int>(n->control_inputs().size());
     f.local_id = static_cast<int>(frame.initial_pending.size());

@@ -112,6 +112,36 @@ TEST(ControlFlowTest, AnErrorInsideAnIterationFailsTheStepAndNamesTheNode) {
   EXPECT_EQ(RunScalar<int32_t>(*s, "faulty_sum", {{"n", Tensor::Scalar(20)}}), -2);
 }
 
+// A tensor of a loop's body has a value per iteration: fetching it is refused, saying so
+// (TensorFlow refuses it when the graph is built), rather than a dead value's message.
+TEST(ControlFlowTest, FetchingATensorInsideALoopSaysItIsInALoop) {
+  auto s = Load("tf_control_flow_cases.pbtxt");
+  ASSERT_NE(s, nullptr);
+  Status status;
+  RunScalar<int32_t>(*s, "count/add", {{"n", Tensor::Scalar(3)}}, &status);
+  EXPECT_EQ(status.code(), Code::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("Cannot fetch 'count/add': it is inside the while loop of frame 'count/"));
+  EXPECT_THAT(status.message(), ::testing::Not(HasSubstr("branch that was not taken")));
+  EXPECT_EQ(RunScalar<int32_t>(*s, "count_to_n", {{"n", Tensor::Scalar(3)}}), 3);
+}
+
+// A malformed graph whose fetched node fires twice (a Merge fed back through a
+// NextIteration without an Enter) is an error, as in TensorFlow, not its last value.
+TEST(ControlFlowTest, AValueReturnedTwiceIsAnErrorNotTheLastValue) {
+  auto def = GraphSpecFromJson(R"({"nodes": [
+    {"name": "c", "op": "Const", "attrs": {"dtype": "float32", "value": {"dtype": "float32", "shape": [], "data": [1]}}},
+    {"name": "m", "op": "Merge", "inputs": ["c", "n"]},
+    {"name": "a", "op": "Add", "inputs": ["m", "c"]},
+    {"name": "n", "op": "NextIteration", "inputs": ["a"]}]})");
+  ASSERT_TRUE(def.ok()) << def.status();
+  auto session = Session::Create({}, *def);
+  ASSERT_TRUE(session.ok()) << session.status();
+  Status status;
+  RunScalar<float>(**session, "m", {}, &status);
+  EXPECT_EQ(status.code(), Code::kInternal) << status;
+  EXPECT_THAT(status.message(), HasSubstr("Retval[0] has already been set"));
+}
+
 TEST(ControlFlowTest, ManyIterationsInFlight) {
   for (int threads : {1, 4}) {
     auto s = Load("tf_control_flow_cases.pbtxt", threads);
