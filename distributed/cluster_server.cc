@@ -46,6 +46,8 @@ struct ClusterServer::Impl {
 StatusOr<std::unique_ptr<ClusterServer>> ClusterServer::Create(const ClusterSpec& cluster, std::string_view job,
                                                                int task, ClusterServerOptions options) {
   ASSIGN_OR_RETURN(std::string address, cluster.TaskAddress(job, task));
+  // A token that cannot ride in a call would start a server no call reaches.
+  if (!options.token.empty()) RETURN_IF_ERROR(CheckClusterToken(options.token));
   std::unique_ptr<ClusterServer> s(new ClusterServer());
   s->task_name_ = TaskName(job, task);
   ASSIGN_OR_RETURN(s->local_, Server::CreateForTask(options.config, job, task));
@@ -121,6 +123,20 @@ void ClusterServer::Stop(std::chrono::milliseconds grace) {
 void ClusterServer::Join() {
   std::unique_lock<std::mutex> lock(impl_->mu);
   impl_->cv.wait(lock, [this] { return impl_->stopped; });
+}
+
+Status CheckClusterToken(std::string_view token) {
+  if (token.empty() || token.size() > kMaxClusterTokenBytes) {
+    return errors::InvalidArgument("the cluster token has ", token.size(), " bytes; it must have 1 to ",
+                                   kMaxClusterTokenBytes);
+  }
+  for (size_t i = 0; i < token.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(token[i]);
+    if (c < 0x20 || c > 0x7e) {
+      return errors::InvalidArgument("the cluster token's byte ", i, " is not a printable ASCII character");
+    }
+  }
+  return Status::OK();
 }
 
 StatusOr<TaskStatus> GetTaskStatus(std::string_view address, const std::string& token,

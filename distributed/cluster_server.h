@@ -66,6 +66,13 @@ class ClusterServer {
   std::unique_ptr<Impl> impl_;
 };
 
+// The longest cluster token: it rides in every call's metadata, which gRPC caps at 8 KiB.
+inline constexpr size_t kMaxClusterTokenBytes = 1024;
+
+// A cluster token is 1 to kMaxClusterTokenBytes printable ASCII characters (what gRPC's
+// metadata carries); InvalidArgument saying which rule another breaks, never quoting it.
+Status CheckClusterToken(std::string_view token);
+
 // What a task's GetStatus says: its name and devices.
 struct TaskStatus {
   std::string task;

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <set>
 
+#include "distributed/cluster_server.h"
 #include "distributed/protos/master_service.grpc.pb.h"
 #include "distributed/rpc_util.h"
 #include "distributed/worker_channels.h"
@@ -31,6 +32,9 @@ class GrpcSession final : public Session {
  public:
   static StatusOr<std::unique_ptr<Session>> Create(const std::string& target, const SessionConfig& config,
                                                    const GraphSpec& def) {
+    if (const std::string token = TokenFromEnvironment(); !token.empty()) {
+      RETURN_IF_ERROR(CheckClusterToken(token).WithPrefix("TESSERA_CLUSTER_TOKEN: "));
+    }
     std::unique_ptr<GrpcSession> s(new GrpcSession(target, config));
     ASSIGN_OR_RETURN(s->graph_, Graph::FromSpec(def));
     rpc::CreateSessionRequest request;

@@ -95,6 +95,24 @@ TEST(ClusterServerTest, TheTokenIsRequiredOnEveryRequestAndRefusalsAreLogged) {
   EXPECT_TRUE(right.ok()) << right.status();
 }
 
+// gRPC caps a call's metadata at 8 KiB and refuses control characters in it: a token it
+// could not carry would start a server that no call reaches.
+TEST(ClusterServerTest, ATokenThatCannotRideInACallIsRefusedAtStart) {
+  for (const std::string& token : {std::string(8000, 'x'), std::string("line\nbreak"), std::string("\x01")}) {
+    ClusterServerOptions options;
+    options.token = token;
+    auto server = ClusterServer::Create(TwoTasks(FreePort(), FreePort()), "ps", 0, options);
+    EXPECT_EQ(server.status().code(), Code::kInvalidArgument) << token.size();
+    EXPECT_THAT(std::string(server.status().message()), HasSubstr("the cluster token"));
+    EXPECT_THAT(std::string(server.status().message()), ::testing::Not(HasSubstr(token)));
+  }
+  ClusterServerOptions options;
+  options.token = std::string(kMaxClusterTokenBytes, 't');
+  auto server = ClusterServer::Create(TwoTasks(FreePort(), FreePort()), "ps", 0, options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  EXPECT_TRUE(GetTaskStatus((*server)->target(), options.token, kTimeout).ok());
+}
+
 TEST(ClusterServerTest, NobodyListeningIsUnavailableWithinTheDeadline) {
   const auto start = std::chrono::steady_clock::now();
   StatusOr<TaskStatus> status = GetTaskStatus(LoopbackAddress(FreePort()), "", std::chrono::milliseconds(500));
