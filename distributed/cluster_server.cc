@@ -6,6 +6,7 @@
 #include <mutex>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "distributed/authenticator.h"
 #include "distributed/graph_mgr.h"
@@ -85,6 +86,9 @@ StatusOr<std::unique_ptr<ClusterServer>> ClusterServer::Create(const ClusterSpec
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, kHeartbeatIntervalMs / 2);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(NewAnsweredMarker());
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   s->impl_->server = builder.BuildAndStart();
   if (s->impl_->server == nullptr || port == 0) {
     return errors::Unavailable(s->task_name_, " cannot listen on ", address,
@@ -145,7 +149,7 @@ StatusOr<TaskStatus> GetTaskStatus(std::string_view address, const std::string& 
   auto context = NewCallContext(token, timeout);
   rpc::GetStatusRequest request;
   rpc::GetStatusResponse response;
-  RETURN_IF_ERROR(FromGrpc(stub->GetStatus(context.get(), request, &response), StrCat("task at ", address)));
+  RETURN_IF_ERROR(FromGrpc(stub->GetStatus(context.get(), request, &response), *context, StrCat("task at ", address)));
   TaskStatus status;
   status.task = response.task();
   for (const rpc::DeviceAttributes& a : response.devices()) status.devices.push_back(DecodeDevice(a));

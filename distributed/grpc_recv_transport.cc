@@ -60,7 +60,7 @@ class GrpcRecvTransport::Call final : public Recv,
   }
 
   void OnDone(const grpc::Status& s) override {
-    if (!delivered_) Assembled(assembled_.ok() ? FromGrpc(s, peer_) : assembled_);
+    if (!delivered_) Assembled(assembled_.ok() ? FromGrpc(s, *context_, peer_) : assembled_);
     self_.reset();  // may be the last hold on this
   }
 

@@ -2,6 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
 #include <set>
@@ -42,8 +43,14 @@ class GrpcSession final : public Session {
     request.set_allow_soft_placement(config.allow_soft_placement);
     for (const std::string& f : config.device_filters) request.add_device_filters(f);
     rpc::CreateSessionResponse response;
-    auto context = NewCallContext(TokenFromEnvironment(), kControlTimeout);
-    RETURN_IF_ERROR(FromGrpc(s->stub_->CreateSession(context.get(), request, &response), s->Who()));
+    // The master waits for the cluster's tasks while this call lasts: the user's timeout
+    // bounds that wait too, as it does in TensorFlow.
+    const std::chrono::milliseconds timeout =
+        config.operation_timeout_in_ms > 0 ? std::min<std::chrono::milliseconds>(
+                                                 kControlTimeout, std::chrono::milliseconds(config.operation_timeout_in_ms))
+                                           : kControlTimeout;
+    auto context = NewCallContext(TokenFromEnvironment(), timeout);
+    RETURN_IF_ERROR(FromGrpc(s->stub_->CreateSession(context.get(), request, &response), *context, s->Who()));
     s->handle_ = response.session_handle();
     for (const rpc::PlacedNode& p : response.placement()) {
       s->placement_.push_back(
@@ -107,7 +114,7 @@ class GrpcSession final : public Session {
     if (called.error_code() == grpc::StatusCode::CANCELLED && IsClosed()) {
       return errors::Cancelled("Session has been closed.");
     }
-    RETURN_IF_ERROR(FromGrpc(called, Who()));
+    RETURN_IF_ERROR(FromGrpc(called, *context, Who()));
     if (response.tensors_size() != static_cast<int>(fetches.size())) {
       return errors::Internal(Who(), " answered ", response.tensors_size(), " tensors for ", fetches.size(), " fetches");
     }
@@ -145,7 +152,7 @@ class GrpcSession final : public Session {
     for (const std::string& c : containers) request.add_containers(c);
     rpc::ResetResponse response;
     auto context = NewCallContext(token, kControlTimeout);
-    return FromGrpc(stub.Reset(context.get(), request, &response), who);
+    return FromGrpc(stub.Reset(context.get(), request, &response), *context, who);
   }
 
  private:

@@ -61,7 +61,7 @@ StatusOr<std::vector<RemoteDevice>> GrpcWorker::GetDevices(std::chrono::millisec
     grpc::Status st = stub_->stub->GetStatus(context.get(), rpc::GetStatusRequest(), &response);
     if (st.ok()) break;
     if (st.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED || left <= kDiscoveryLogInterval) {
-      return FromGrpc(st, task());
+      return FromGrpc(st, *context, task());
     }
     Log(LogSeverity::kInfo, StrCat("CreateSession still waiting for response from task: ", task()));
   }
@@ -75,7 +75,7 @@ StatusOr<std::vector<RemoteDevice>> GrpcWorker::GetDevices(std::chrono::millisec
 }
 
 StatusOr<std::string> GrpcWorker::RegisterGraph(
-    std::vector<std::pair<std::string, std::unique_ptr<Graph>>> partitions) {
+    std::vector<std::pair<std::string, std::unique_ptr<Graph>>> partitions, std::chrono::milliseconds timeout) {
   rpc::RegisterGraphRequest request;
   for (auto& [device, graph] : partitions) {
     rpc::PartitionGraph* p = request.add_partitions();
@@ -84,8 +84,8 @@ StatusOr<std::string> GrpcWorker::RegisterGraph(
     graph.reset();
   }
   rpc::RegisterGraphResponse response;
-  auto context = channels_->NewContext(kControlTimeout);
-  RETURN_IF_ERROR(FromGrpc(stub_->stub->RegisterGraph(context.get(), request, &response), task()));
+  auto context = channels_->NewContext(timeout.count() > 0 ? std::min(timeout, kControlTimeout) : kControlTimeout);
+  RETURN_IF_ERROR(FromGrpc(stub_->stub->RegisterGraph(context.get(), request, &response), *context, task()));
   return response.graph_handle();
 }
 
@@ -119,7 +119,7 @@ std::unique_ptr<RunGraphCall> GrpcWorker::RunGraphAsync(RunGraphRequest request,
   stub_->stub->async()->RunGraph(
       state->context.get(), &state->request, &state->response,
       [this, state, done = std::move(done)](const grpc::Status& st) {
-        Status s = FromGrpc(st, task());
+        Status s = FromGrpc(st, *state->context, task());
         std::map<int, Tensor> retvals;
         for (const rpc::IndexedTensor& r : state->response.retvals()) {
           if (!s.ok()) break;
@@ -170,7 +170,7 @@ Status GrpcWorker::ResetContainers(const std::vector<std::string>& containers) {
   for (const std::string& c : containers) request.add_containers(c);
   rpc::ResetContainersResponse response;
   auto context = channels_->NewContext(std::chrono::milliseconds(10000));
-  return FromGrpc(stub_->stub->ResetContainers(context.get(), request, &response), task());
+  return FromGrpc(stub_->stub->ResetContainers(context.get(), request, &response), *context, task());
 }
 
 }  // namespace tessera

@@ -21,7 +21,7 @@ StatusOr<std::vector<RemoteDevice>> LocalWorker::GetDevices(std::chrono::millise
 }
 
 StatusOr<std::string> LocalWorker::RegisterGraph(
-    std::vector<std::pair<std::string, std::unique_ptr<Graph>>> partitions) {
+    std::vector<std::pair<std::string, std::unique_ptr<Graph>>> partitions, std::chrono::milliseconds) {
   return graphs_->Register(std::move(partitions));
 }
 

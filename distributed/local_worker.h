@@ -15,7 +15,8 @@ class LocalWorker final : public WorkerInterface {
   LocalWorker(std::string task, std::shared_ptr<Server> local, std::shared_ptr<GraphMgr> graphs);
 
   StatusOr<std::vector<RemoteDevice>> GetDevices(std::chrono::milliseconds timeout) override;
-  StatusOr<std::string> RegisterGraph(std::vector<std::pair<std::string, std::unique_ptr<Graph>>> partitions) override;
+  StatusOr<std::string> RegisterGraph(std::vector<std::pair<std::string, std::unique_ptr<Graph>>> partitions,
+                                      std::chrono::milliseconds timeout) override;
   void DeregisterGraph(const std::string& handle) override;
   std::unique_ptr<RunGraphCall> RunGraphAsync(RunGraphRequest request, RunGraphDone done) override;
   void DeferCleanup(int64_t step_id) override;

@@ -221,7 +221,7 @@ MasterSession::~MasterSession() {
 
 StatusOr<std::shared_ptr<const MasterSession::Plan>> MasterSession::GetOrCreatePlan(
     const std::vector<std::pair<std::string, Tensor>>& feeds, const std::vector<std::string>& fetches,
-    const std::vector<std::string>& targets) {
+    const std::vector<std::string>& targets, std::chrono::milliseconds timeout) {
   const std::string key = StepSignature(feeds, fetches, targets);
   std::lock_guard<std::mutex> lock(plans_mu_);  // one registration at a time: they are rare
   auto found = plans_.find(key);
@@ -239,11 +239,11 @@ StatusOr<std::shared_ptr<const MasterSession::Plan>> MasterSession::GetOrCreateP
     return it == incarnations.end() ? uint64_t{0} : it->second;
   };
   ASSIGN_OR_RETURN(StepPlan step, BuildStepPlan(*graph_, placement_, feed_names, fetches, targets, options));
-  ASSIGN_OR_RETURN(std::shared_ptr<const Plan> plan, Register(std::move(step)));
+  ASSIGN_OR_RETURN(std::shared_ptr<const Plan> plan, Register(std::move(step), timeout));
   return plans_.emplace(key, std::move(plan)).first->second;
 }
 
-StatusOr<std::shared_ptr<const MasterSession::Plan>> MasterSession::Register(StepPlan step) {
+StatusOr<std::shared_ptr<const MasterSession::Plan>> MasterSession::Register(StepPlan step, std::chrono::milliseconds timeout) {
   std::map<std::string, std::vector<std::pair<std::string, std::unique_ptr<Graph>>>> by_task;
   for (auto& [device, part] : step.partitions) by_task[part.task].emplace_back(device, std::move(part.graph));
   auto plan = std::make_shared<Plan>();
@@ -258,7 +258,7 @@ StatusOr<std::shared_ptr<const MasterSession::Plan>> MasterSession::Register(Ste
     }
     Plan::Part part{worker->second.get(), "", {}};
     StatusOr<std::vector<int>> args = ArgIndices(parts);
-    StatusOr<std::string> handle = args.ok() ? part.worker->RegisterGraph(std::move(parts)) : args.status();
+    StatusOr<std::string> handle = args.ok() ? part.worker->RegisterGraph(std::move(parts), timeout) : args.status();
     if (!handle.ok()) {
       status = Status(handle.status().code(),
                       StrCat("registering the step's graph on ", task, ": ", handle.status().message()));
@@ -282,11 +282,11 @@ StatusOr<std::shared_ptr<const MasterSession::Plan>> MasterSession::Register(Ste
 Status MasterSession::Run(const RunOptions& options, const std::vector<std::pair<std::string, Tensor>>& feeds,
                           const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
                           std::vector<Tensor>* outputs, const std::function<bool()>& abandoned) {
-  ASSIGN_OR_RETURN(std::shared_ptr<const Plan> plan, GetOrCreatePlan(feeds, fetches, targets));
-  for (size_t i = 0; i < feeds.size(); ++i) RETURN_IF_ERROR(CheckFeed(feeds[i].first, feeds[i].second, plan->feeds[i]));
-  const int64_t step_id = RandomStepId();
   const std::chrono::milliseconds timeout(options.timeout_in_ms > 0 ? options.timeout_in_ms
                                                                     : config_.operation_timeout_in_ms);
+  ASSIGN_OR_RETURN(std::shared_ptr<const Plan> plan, GetOrCreatePlan(feeds, fetches, targets, timeout));
+  for (size_t i = 0; i < feeds.size(); ++i) RETURN_IF_ERROR(CheckFeed(feeds[i].first, feeds[i].second, plan->feeds[i]));
+  const int64_t step_id = RandomStepId();
   StepCalls calls(plan->parts.size(), fetches.size());
   for (const Plan::Part& part : plan->parts) {
     RunGraphRequest request;

@@ -62,11 +62,13 @@ class MasterSession {
  private:
   struct Plan;
   MasterSession() = default;
+  // `timeout` (0: none) bounds the registration a new plan needs.
   StatusOr<std::shared_ptr<const Plan>> GetOrCreatePlan(const std::vector<std::pair<std::string, Tensor>>& feeds,
                                                         const std::vector<std::string>& fetches,
-                                                        const std::vector<std::string>& targets);
+                                                        const std::vector<std::string>& targets,
+                                                        std::chrono::milliseconds timeout);
   // Registers each task's partitions of `step` with its worker.
-  StatusOr<std::shared_ptr<const Plan>> Register(StepPlan step);
+  StatusOr<std::shared_ptr<const Plan>> Register(StepPlan step, std::chrono::milliseconds timeout);
 
   Environment env_;
   SessionConfig config_;

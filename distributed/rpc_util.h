@@ -3,9 +3,12 @@
 // gRPC's). Internal to distributed/.
 #pragma once
 
+#include <grpcpp/client_context.h>
+#include <grpcpp/support/server_interceptor.h>
 #include <grpcpp/support/status.h>
 
 #include <algorithm>
+#include <memory>
 #include <string_view>
 
 #include "graph/platform/status.h"
@@ -35,14 +38,14 @@ inline grpc::Status ToGrpc(const Status& s) {
   return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
 }
 
-// `peer` names who was asked, for the errors that mean it did not answer.
-inline Status FromGrpc(const grpc::Status& s, std::string_view peer) {
-  if (s.ok()) return Status::OK();
-  const Code code = static_cast<Code>(s.error_code());
-  if (code == Code::kUnavailable || code == Code::kDeadlineExceeded) {
-    return Status(code, StrCat(peer, " did not answer: ", s.error_message()));
-  }
-  return Status(code, s.error_message());
-}
+// Marks every failed call's trailers with kAnsweredHeader, so that a caller can tell an
+// Unavailable or DeadlineExceeded the server relayed (naming the task that failed) from
+// one that means the server itself did not answer. Every cluster server installs it.
+std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> NewAnsweredMarker();
+inline constexpr char kAnsweredHeader[] = "tessera-answered";
+
+// The call's status as ours. `peer` names who was asked: an Unavailable or
+// DeadlineExceeded it did not answer itself says "<peer> did not answer".
+Status FromGrpc(const grpc::Status& s, const grpc::ClientContext& context, std::string_view peer);
 
 }  // namespace tessera

@@ -5,7 +5,7 @@
 //
 //   std::unique_ptr<WorkerInterface> worker = ...;
 //   ASSIGN_OR_RETURN(std::vector<RemoteDevice> devices, worker->GetDevices(wait));
-//   ASSIGN_OR_RETURN(std::string handle, worker->RegisterGraph(std::move(partitions)));
+//   ASSIGN_OR_RETURN(std::string handle, worker->RegisterGraph(std::move(partitions), timeout));
 //   auto call = worker->RunGraphAsync({.handle = handle, .step_id = id, ...}, done);
 //   ... call->Cancel() on an error elsewhere ...
 //   worker->DeferCleanup(id);   // once every task of the step is done
@@ -64,8 +64,10 @@ class WorkerInterface {
   virtual StatusOr<std::vector<RemoteDevice>> GetDevices(std::chrono::milliseconds timeout) = 0;
 
   // Hands the task its partitions of a step plan (device full name, graph); the handle runs
-  // them. The errors are the task's: a device it lacks, a node it cannot run.
-  virtual StatusOr<std::string> RegisterGraph(std::vector<std::pair<std::string, std::unique_ptr<Graph>>> partitions) = 0;
+  // them. The errors are the task's: a device it lacks, a node it cannot run. `timeout`
+  // (0: the transport's own) is the step's: registering is part of its first run.
+  virtual StatusOr<std::string> RegisterGraph(std::vector<std::pair<std::string, std::unique_ptr<Graph>>> partitions,
+                                              std::chrono::milliseconds timeout) = 0;
   // Best effort: a task that is gone has nothing left to forget.
   virtual void DeregisterGraph(const std::string& handle) = 0;
 

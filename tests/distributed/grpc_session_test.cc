@@ -109,6 +109,33 @@ TEST_F(GrpcSessionTest, AMasterThatIsGoneIsUnavailableNamingIt) {
   EXPECT_FALSE(again.ok());
 }
 
+// The master answers for a task that does not: the error names that task, and the user's
+// operation timeout bounds the master's wait for it (it used to wait 59 s whatever was set).
+TEST(GrpcSessionDeadTaskTest, ATaskThatNeverCameUpIsNamedWithinTheOperationTimeout) {
+  RegisterGrpcSessionFactory();
+  unsetenv("TESSERA_CLUSTER_TOKEN");
+  auto cluster = ClusterSpec::FromJson(StrCat(R"({"worker": [")", LoopbackAddress(FreePort()), R"(", ")",
+                                              LoopbackAddress(FreePort()), R"("]})"));
+  ASSERT_TRUE(cluster.ok());
+  auto master = ClusterServer::Create(*cluster, "worker", 0, {});
+  ASSERT_TRUE(master.ok()) << master.status();
+  Scope root = Scope::NewRootScope();
+  ops::Neg(root.WithOpName("far").WithDevice("/job:worker/task:1"), ops::Const(root, Tensor::Scalar(1.0f)));
+  GraphSpec def;
+  ASSERT_TRUE(root.ToSpec(&def).ok());
+  SessionConfig config;
+  config.operation_timeout_in_ms = 2000;
+  const auto start = std::chrono::steady_clock::now();
+  auto session = Session::Create((*master)->target(), config, def);
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(session.ok());
+  EXPECT_TRUE(session.status().code() == Code::kDeadlineExceeded || session.status().code() == Code::kUnavailable)
+      << session.status();
+  EXPECT_THAT(std::string(session.status().message()), HasSubstr("/job:worker/replica:0/task:1 did not answer"));
+  EXPECT_THAT(std::string(session.status().message()), ::testing::Not(HasSubstr("the master at")));
+  EXPECT_LT(took, std::chrono::seconds(20));
+}
+
 class GrpcSessionWithTokenTest : public GrpcSessionTest {
  protected:
   GrpcSessionWithTokenTest() { token_ = "clients-too"; }

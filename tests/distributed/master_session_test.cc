@@ -51,8 +51,10 @@ class FakeWorker final : public WorkerInterface {
     return std::vector<RemoteDevice>{{device_, "CPU", 0, "fake", 1}};
   }
 
-  StatusOr<std::string> RegisterGraph(std::vector<std::pair<std::string, std::unique_ptr<Graph>>> parts) override {
+  StatusOr<std::string> RegisterGraph(std::vector<std::pair<std::string, std::unique_ptr<Graph>>> parts,
+                                      std::chrono::milliseconds timeout) override {
     std::lock_guard<std::mutex> lock(mu_);
+    register_timeouts_.push_back(timeout);
     for (const auto& [device, graph] : parts) {
       devices_.push_back(device);
       for (const Node* n : graph->nodes()) {
@@ -125,6 +127,10 @@ class FakeWorker final : public WorkerInterface {
     std::lock_guard<std::mutex> lock(mu_);
     return args_;
   }
+  std::vector<std::chrono::milliseconds> register_timeouts() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return register_timeouts_;
+  }
   int64_t step_id() {
     std::lock_guard<std::mutex> lock(mu_);
     return step_ids_.empty() ? -1 : step_ids_.back();
@@ -145,6 +151,7 @@ class FakeWorker final : public WorkerInterface {
   std::vector<int> retvals_;          // guarded by mu_
   std::map<int, Tensor> args_;        // guarded by mu_
   std::vector<int64_t> step_ids_;     // guarded by mu_
+  std::vector<std::chrono::milliseconds> register_timeouts_;  // guarded by mu_
   bool cancelled_ = false;            // guarded by mu_
   std::thread answerer_;
 };
@@ -245,6 +252,19 @@ TEST_F(MasterSessionTest, ClosingTheSessionDeregistersEveryTasksGraph) {
   session.reset();
   EXPECT_EQ(a_log_->Lines().back(), "deregister /job:a/replica:0/task:0/graph");
   EXPECT_EQ(b_log_->Lines().back(), "deregister /job:b/replica:0/task:0/graph");
+}
+
+// Registering is part of a new step's run: a task that does not answer it must not hold the
+// step past the user's deadline.
+TEST_F(MasterSessionTest, TheStepsTimeoutBoundsTheRegistrationOfItsGraph) {
+  auto session = Open(Behaviour::kAnswer, Behaviour::kAnswer);
+  ASSERT_NE(session, nullptr);
+  RunOptions options;
+  options.timeout_in_ms = 1234;
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session->Run(options, {{"x", Tensor::Scalar(1.0f)}}, {"z"}, {}, &out, nullptr).ok());
+  EXPECT_THAT(a_->register_timeouts(), ElementsAre(std::chrono::milliseconds(1234)));
+  EXPECT_THAT(b_->register_timeouts(), ElementsAre(std::chrono::milliseconds(1234)));
 }
 
 }  // namespace
