@@ -62,7 +62,7 @@ struct Options {
   std::string config_path;
   std::string trace_path;
   std::string master;  // grpc://host:port; empty: this process
-  std::map<std::string, std::string> tls_flags;  // --tls-cert, --tls-key, --tls-ca
+  TlsFlagValues tls_flags;
   bool log_device_placement = false;
   bool allow_soft_placement = false;
   bool show_partitions = false;

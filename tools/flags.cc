@@ -24,6 +24,14 @@ Flags& Flags::String(std::string name, std::string* out) {
   return *this;
 }
 
+Flags& Flags::String(std::string name, std::optional<std::string>* out) {
+  flags_[std::move(name)] = {true, [out](const std::string& v) {
+                               *out = v;
+                               return Status::OK();
+                             }};
+  return *this;
+}
+
 Flags& Flags::List(std::string name, std::vector<std::string>* out) {
   flags_[std::move(name)] = {true, [out](const std::string& v) {
                                for (std::string& part : SplitCommas(v)) out->push_back(std::move(part));

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,6 +30,8 @@ namespace tessera {
 class Flags {
  public:
   Flags& String(std::string name, std::string* out);
+  // Stays nullopt unless the flag is given: "--x ''" is given and empty.
+  Flags& String(std::string name, std::optional<std::string>* out);
   // Every occurrence, each split at its commas ("--fetch y,z:1").
   Flags& List(std::string name, std::vector<std::string>* out);
   // Every occurrence, as given.

@@ -27,7 +27,7 @@ StatusOr<std::string> ReadToken(const std::string& path) {
 
 StatusOr<ServeArgs> Parse(const std::vector<std::string>& args) {
   std::string cluster, job, task, config, token_file;
-  std::map<std::string, std::string> tls_flags;
+  TlsFlagValues tls_flags;
   Flags flags;
   flags.String("--cluster", &cluster).String("--job", &job).String("--task", &task).String("--config", &config)
       .String("--token-file", &token_file);
@@ -69,19 +69,20 @@ StatusOr<ServeArgs> Parse(const std::vector<std::string>& args) {
 
 }  // namespace
 
-void AddTlsFlags(Flags& flags, std::map<std::string, std::string>* values) {
+void AddTlsFlags(Flags& flags, TlsFlagValues* values) {
   for (const char* flag : {"--tls-cert", "--tls-key", "--tls-ca"}) flags.String(flag, &(*values)[flag]);
 }
 
-StatusOr<std::optional<TlsFiles>> TlsFromFlags(const std::map<std::string, std::string>& flags) {
+StatusOr<std::optional<TlsFiles>> TlsFromFlags(const TlsFlagValues& flags) {
   TlsFiles files;
   int given = 0;
   for (auto [flag, field] : {std::pair{"--tls-cert", &files.cert_file}, {"--tls-key", &files.key_file},
                              {"--tls-ca", &files.ca_file}}) {
-    if (auto it = flags.find(flag); it != flags.end() && !it->second.empty()) {
-      *field = it->second;
-      ++given;
-    }
+    auto it = flags.find(flag);
+    if (it == flags.end() || !it->second) continue;
+    if (it->second->empty()) return errors::InvalidArgument(flag, " needs a file, got ''");
+    *field = *it->second;
+    ++given;
   }
   if (given == 0) return std::optional<TlsFiles>();
   if (given != 3) return errors::InvalidArgument("TLS needs all of --tls-cert, --tls-key and --tls-ca");

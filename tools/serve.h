@@ -20,11 +20,13 @@
 
 namespace tessera {
 
-// Declares --tls-cert, --tls-key and --tls-ca, whose values go to `values` by flag name.
-void AddTlsFlags(Flags& flags, std::map<std::string, std::string>* values);
+// The values of --tls-cert, --tls-key and --tls-ca, by flag name; nullopt when not given.
+using TlsFlagValues = std::map<std::string, std::optional<std::string>>;
+// Declares --tls-cert, --tls-key and --tls-ca.
+void AddTlsFlags(Flags& flags, TlsFlagValues* values);
 // The TLS files of those flags: none of them (no TLS) or all three; InvalidArgument for some
-// but not all.
-StatusOr<std::optional<TlsFiles>> TlsFromFlags(const std::map<std::string, std::string>& flags);
+// but not all, or for one given empty (an unset shell variable must not turn TLS off).
+StatusOr<std::optional<TlsFiles>> TlsFromFlags(const TlsFlagValues& flags);
 
 // args[0] is "server". Returns 0 after a clean stop by signal, 1 for an error (bad
 // arguments, a malformed cluster, a task out of range, a port in use), said on `err`.

@@ -18,7 +18,7 @@ StatusOr<TrainOptions> ParseTrainArgs(const std::vector<std::string>& args) {
   TrainOptions o;
   std::string learning_rate, job;
   bool no_progress = false;
-  std::map<std::string, std::string> tls_flags;
+  TlsFlagValues tls_flags;
   Flags flags;
   flags.Int("--batch", &o.batch).Int("--seed", &o.seed).Int("--train-limit", &o.train_limit)
       .Int("--test-limit", &o.test_limit).Int("--epochs", &o.epochs).Int("--devices", &o.devices)

@@ -105,7 +105,11 @@ TEST(ServerCliTest, BadClustersTasksAndPortsExitWithOne) {
        "task index 1 is out of range"},
       {{"server", "--cluster", Cluster(FreePort(), port), "--job", "worker", "--task", "0"}, "cannot listen on"},
       {{"server", "--cluster", Cluster(FreePort(), FreePort()), "--job", "worker"}, "--cluster needs --job and --task"},
-      {{"server", "--bogus"}, "unexpected argument '--bogus'"}};
+      {{"server", "--bogus"}, "unexpected argument '--bogus'"},
+      // Unset shell variables must not start the server without TLS.
+      {{"server", "--cluster", Cluster(FreePort(), FreePort()), "--job", "worker", "--task", "0", "--tls-cert", "",
+        "--tls-key", "", "--tls-ca", ""},
+       "--tls-cert needs a file, got ''"}};
   for (const auto& [args, why] : cases) {
     std::ostringstream out, err;
     EXPECT_EQ(RunCli(args, out, err), 1) << why;
