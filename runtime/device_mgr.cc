@@ -1,6 +1,9 @@
 #include "runtime/device_mgr.h"
 
+#include <mutex>
+
 #include "devices/device_factory.h"
+#include "graph/platform/logging.h"
 #include "kernels/kernel_registry.h"
 
 namespace tessera {
@@ -22,7 +25,18 @@ StatusOr<std::unique_ptr<DeviceMgr>> DeviceMgr::CreateForTask(std::string_view j
       return errors::InvalidArgument("device_count for ", type, " must be >= 0, got ", count);
     }
     if (DeviceFactory::Find(type) == nullptr) {
-      if (type == kDeviceGpu) continue;
+      // As in TensorFlow, a build without GPUs takes a GPU count and has none; but a CUDA
+      // build whose program never registered the GPU provider would be CPU-only silently.
+      if (type == kDeviceGpu) {
+        static std::once_flag said;
+        if (count > 0) {
+          std::call_once(said, [] {
+            Log(LogSeverity::kInfo, "device_count asks for GPUs, but no GPU provider is registered in this process "
+                                    "(a CPU-only build, or a program that did not call RegisterLinkedProviders())");
+          });
+        }
+        continue;
+      }
       std::string known;
       for (const std::string& t : DeviceFactory::Types()) known += (known.empty() ? "" : ", ") + t;
       return errors::InvalidArgument("Unknown device type '", type, "' in device_count; this build has ", known);
