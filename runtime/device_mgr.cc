@@ -25,7 +25,7 @@ StatusOr<std::unique_ptr<DeviceMgr>> DeviceMgr::CreateForTask(std::string_view j
       return errors::InvalidArgument("device_count for ", type, " must be >= 0, got ", count);
     }
     if (DeviceFactory::Find(type) == nullptr) {
-      // As in TensorFlow, a build without GPUs takes a GPU count and has none; but a CUDA
+      // As in TensorFlow, a build without GPUs takes a GPU count and has none; but a GPU-enabled
       // build whose program never registered the GPU provider would be CPU-only silently.
       if (type == kDeviceGpu) {
         static std::once_flag said;
