@@ -15,7 +15,7 @@ Status Authenticator::Check(const grpc::ServerContextBase& context, std::string_
     return Status::OK();
   }
   const char* why = it == metadata.end() ? "without the cluster token" : "with a wrong cluster token";
-  Log(LogSeverity::kWarning, StrCat(task_name_, ": refused ", method, " from ", context.peer(), " ", why));
+  refusals_.Log(LogSeverity::kWarning, StrCat(task_name_, ": refused ", method, " from ", context.peer(), " ", why));
   return errors::Unauthenticated(task_name_, " refused ", method, ": the request came ", why,
                                  " (TESSERA_CLUSTER_TOKEN)");
 }

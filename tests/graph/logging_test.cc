@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
 #include <vector>
+
+#include "graph/platform/rate_limited_log.h"
 
 namespace tessera {
 namespace {
@@ -29,6 +32,21 @@ TEST(LoggingTest, SinkAndSeverityCanBeChangedByApi) {
   SetLogSink(nullptr);
   Log(LogSeverity::kInfo, "to stderr, not the capture");
   EXPECT_EQ(sink.lines, (std::vector<std::string>{"2:kept", "0:now kept"}));
+}
+
+// A peer can cause a refusal line at any rate: one is written per interval, and the next
+// says how many were held back.
+TEST(LoggingTest, ARateLimitedLineIsWrittenOncePerIntervalAndCountsTheRest) {
+  Capture sink;
+  SetLogSink(&sink);
+  RateLimitedLog refused(std::chrono::milliseconds(200));
+  for (int i = 0; i < 1000; ++i) refused.Log(LogSeverity::kWarning, "refused");
+  EXPECT_EQ(sink.lines, (std::vector<std::string>{"1:refused"}));
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  refused.Log(LogSeverity::kWarning, "refused again");
+  SetLogSink(nullptr);
+  EXPECT_EQ(sink.lines, (std::vector<std::string>{"1:refused",
+                                                  "1:refused again (and 999 more like it since the last such line)"}));
 }
 
 }  // namespace
