@@ -6,6 +6,8 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/rendezvous_mgr.h"
+
 namespace tessera {
 namespace {
 
@@ -107,6 +109,48 @@ TEST(IntraProcessRendezvousTest, ConcurrentSendersAndReceiversEachGetTheirTensor
   sender.join();
   receiver.join();
   for (int i = 0; i < kKeys; ++i) EXPECT_EQ(got[i].load(), i);
+}
+
+// A peer may ask for steps that never run here: each is forgotten after the timeout, its
+// receivers told why, and no more than the cap wait at once.
+TEST(RendezvousMgrTest, StepsOnlyPeersAskedForExpireAndAreCapped) {
+  IntraProcessRendezvousMgr mgr({.max_unclaimed_steps = 3, .unclaimed_timeout = std::chrono::milliseconds(100)});
+  std::atomic<int> aborted{0};
+  for (int64_t step = 1; step <= 3; ++step) {
+    auto r = mgr.FindForPeer(step);
+    ASSERT_TRUE(r.ok()) << r.status();
+    (*r)->RecvAsync("k", [&aborted](const Status& s, const Tensor&) {
+      if (s.code() == Code::kAborted) ++aborted;
+    });
+  }
+  auto again = mgr.FindForPeer(2);  // one already there is no new one
+  ASSERT_TRUE(again.ok());
+  auto fourth = mgr.FindForPeer(4);
+  EXPECT_EQ(fourth.status().code(), Code::kResourceExhausted) << fourth.status();
+  EXPECT_EQ(mgr.LiveSteps(), 3u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  EXPECT_EQ(mgr.LiveSteps(), 0u);
+  EXPECT_EQ(aborted.load(), 3);
+  EXPECT_TRUE(mgr.FindForPeer(4).ok());
+}
+
+// The same peer receive before the step starts here is the normal order of a cluster: a
+// step its local run claims does not expire, and the receive gets the sent tensor.
+TEST(RendezvousMgrTest, AStepThatStartsHereIsClaimedAndDoesNotExpire) {
+  IntraProcessRendezvousMgr mgr({.max_unclaimed_steps = 1, .unclaimed_timeout = std::chrono::milliseconds(50)});
+  auto early = mgr.FindForPeer(7);
+  ASSERT_TRUE(early.ok());
+  Status got = errors::Unknown("not called");
+  (*early)->RecvAsync("k", [&got](const Status& s, const Tensor&) { got = s; });
+  std::shared_ptr<Rendezvous> run = mgr.Find(7);
+  EXPECT_EQ(run, *early);
+  EXPECT_TRUE(mgr.FindForPeer(8).ok());  // 7 no longer counts against the cap
+  std::this_thread::sleep_for(std::chrono::milliseconds(80));
+  EXPECT_EQ(mgr.LiveSteps(), 1u);  // 8 expired; 7 stays until its cleanup
+  ASSERT_TRUE(run->Send("k", Tensor::Scalar(1.0f)).ok());
+  EXPECT_TRUE(got.ok()) << got;
+  mgr.Cleanup(7);
+  EXPECT_EQ(mgr.LiveSteps(), 0u);
 }
 
 }  // namespace

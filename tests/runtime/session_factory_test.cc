@@ -76,6 +76,7 @@ class CountingRendezvousMgr final : public RendezvousMgr {
     found.insert(step_id);
     return inner.Find(step_id);
   }
+  StatusOr<std::shared_ptr<Rendezvous>> FindForPeer(int64_t step_id) override { return inner.FindForPeer(step_id); }
   void Cleanup(int64_t step_id) override {
     std::lock_guard<std::mutex> lock(mu);
     cleaned.insert(step_id);
