@@ -65,7 +65,8 @@ StatusOr<std::unique_ptr<ClusterServer>> ClusterServer::Create(const ClusterSpec
   auto channels = std::make_shared<WorkerChannels>(cluster, options.token);
   s->impl_->graphs = std::make_shared<GraphMgr>(s->local_, std::string(job), task, channels, s->impl_->pool.get());
   s->impl_->auth = std::make_unique<Authenticator>(s->task_name_, std::move(options.token));
-  s->impl_->worker = NewWorkerService(s->task_name_, s->local_, s->impl_->graphs, *s->impl_->auth);
+  s->impl_->worker = NewWorkerService(s->task_name_, s->local_, s->impl_->graphs, *s->impl_->auth,
+                                       options.limits.max_pending_receives);
   s->impl_->master = NewMasterService(
       MasterSession::Environment{std::string(job), task, s->local_, s->impl_->graphs, channels, nullptr}, options.config,
       *s->impl_->auth);
@@ -96,7 +97,8 @@ StatusOr<std::unique_ptr<ClusterServer>> ClusterServer::Create(const ClusterSpec
   }
   if (options.same_host_transport && !TlsInUse()) {
     StatusOr<std::unique_ptr<SameHostServer>> same_host =
-        SameHostServer::Start(address, s->task_name_, s->local_->rendezvous(), s->impl_->auth->token());
+        SameHostServer::Start(address, s->task_name_, s->local_->rendezvous(), s->impl_->auth->token(),
+                              options.limits);
     // Tasks on this machine then use gRPC, as those elsewhere do.
     if (same_host.ok()) s->impl_->same_host = std::move(*same_host);
     else Log(LogSeverity::kWarning, same_host.status().message());
@@ -149,7 +151,8 @@ StatusOr<TaskStatus> GetTaskStatus(std::string_view address, const std::string& 
   auto context = NewCallContext(token, timeout);
   rpc::GetStatusRequest request;
   rpc::GetStatusResponse response;
-  RETURN_IF_ERROR(FromGrpc(stub->GetStatus(context.get(), request, &response), *context, StrCat("task at ", address)));
+  RETURN_IF_ERROR(FromGrpc(SendTheRequest(stub->GetStatus(context.get(), &response), request), *context,
+                           StrCat("task at ", address)));
   TaskStatus status;
   status.task = response.task();
   for (const rpc::DeviceAttributes& a : response.devices()) status.devices.push_back(DecodeDevice(a));

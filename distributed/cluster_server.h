@@ -20,6 +20,7 @@
 
 #include "distributed/cluster_spec.h"
 #include "distributed/remote_device.h"
+#include "distributed/server_limits.h"
 #include "runtime/server.h"
 #include "runtime/session_options.h"
 
@@ -33,6 +34,8 @@ struct ClusterServerOptions {
   // Tasks on this machine fetch tensors over a Unix socket (same_host_transport.h) rather
   // than gRPC. Off under TLS, whose peers are known by certificate, not by user.
   bool same_host_transport = true;
+  // What peers may hold of this task: connections, receives (server_limits.h).
+  ServerLimits limits;
 };
 
 class ClusterServer {

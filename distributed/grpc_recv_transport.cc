@@ -73,13 +73,16 @@ class GrpcRecvTransport::Call final : public Recv,
       status = tensor.status();
       if (tensor.ok()) value = *std::move(tensor);
     }
-    done_(status, value);
+    // Released now, not when the stream ends: what it holds belongs to a step that may
+    // be over before the status arrives.
+    Rendezvous::DoneCallback done = std::move(done_);
+    done(status, value);
   }
 
   const std::shared_ptr<grpc::Channel> channel_;
   const std::unique_ptr<grpc::ClientContext> context_;
   const std::string peer_;
-  const Rendezvous::DoneCallback done_;
+  Rendezvous::DoneCallback done_;  // until called
   std::shared_ptr<Call> self_;  // from Start to OnDone
   grpc::ByteBuffer request_;
   grpc::ByteBuffer part_;

@@ -50,7 +50,7 @@ class GrpcSession final : public Session {
                                                  kControlTimeout, std::chrono::milliseconds(config.operation_timeout_in_ms))
                                            : kControlTimeout;
     auto context = NewCallContext(TokenFromEnvironment(), timeout);
-    RETURN_IF_ERROR(FromGrpc(s->stub_->CreateSession(context.get(), request, &response), *context, s->Who()));
+    RETURN_IF_ERROR(FromGrpc(SendTheRequest(s->stub_->CreateSession(context.get(), &response), request), *context, s->Who()));
     s->handle_ = response.session_handle();
     for (const rpc::PlacedNode& p : response.placement()) {
       s->placement_.push_back(
@@ -76,7 +76,7 @@ class GrpcSession final : public Session {
     rpc::CloseSessionResponse response;
     auto context = NewCallContext(TokenFromEnvironment(), std::chrono::milliseconds(5000));
     // Best effort: a master that is gone has nothing left to close.
-    (void)stub_->CloseSession(context.get(), request, &response);
+    (void)SendTheRequest(stub_->CloseSession(context.get(), &response), request);
   }
 
   using Session::Run;
@@ -105,7 +105,7 @@ class GrpcSession final : public Session {
       if (closed_) return errors::Cancelled("Session has been closed.");
       steps_.insert(context.get());
     }
-    grpc::Status called = stub_->RunStep(context.get(), request, &response);
+    grpc::Status called = SendTheRequest(stub_->RunStep(context.get(), &response), request);
     {
       std::lock_guard<std::mutex> lock(steps_mu_);
       steps_.erase(context.get());
@@ -152,7 +152,7 @@ class GrpcSession final : public Session {
     for (const std::string& c : containers) request.add_containers(c);
     rpc::ResetResponse response;
     auto context = NewCallContext(token, kControlTimeout);
-    return FromGrpc(stub.Reset(context.get(), request, &response), *context, who);
+    return FromGrpc(SendTheRequest(stub.Reset(context.get(), &response), request), *context, who);
   }
 
  private:

@@ -58,7 +58,7 @@ StatusOr<std::vector<RemoteDevice>> GrpcWorker::GetDevices(std::chrono::millisec
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(give_up - std::chrono::steady_clock::now());
     auto context = channels_->NewContext(std::min(left, kDiscoveryLogInterval));
     context->set_wait_for_ready(true);
-    grpc::Status st = stub_->stub->GetStatus(context.get(), rpc::GetStatusRequest(), &response);
+    grpc::Status st = SendTheRequest(stub_->stub->GetStatus(context.get(), &response), rpc::GetStatusRequest());
     if (st.ok()) break;
     if (st.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED || left <= kDiscoveryLogInterval) {
       return FromGrpc(st, *context, task());
@@ -85,7 +85,7 @@ StatusOr<std::string> GrpcWorker::RegisterGraph(
   }
   rpc::RegisterGraphResponse response;
   auto context = channels_->NewContext(timeout.count() > 0 ? std::min(timeout, kControlTimeout) : kControlTimeout);
-  RETURN_IF_ERROR(FromGrpc(stub_->stub->RegisterGraph(context.get(), request, &response), *context, task()));
+  RETURN_IF_ERROR(FromGrpc(SendTheRequest(stub_->stub->RegisterGraph(context.get(), &response), request), *context, task()));
   return response.graph_handle();
 }
 
@@ -94,7 +94,7 @@ void GrpcWorker::DeregisterGraph(const std::string& handle) {
   request.set_graph_handle(handle);
   rpc::DeregisterGraphResponse response;
   auto context = channels_->NewContext(std::chrono::milliseconds(5000));
-  (void)stub_->stub->DeregisterGraph(context.get(), request, &response);
+  (void)SendTheRequest(stub_->stub->DeregisterGraph(context.get(), &response), request);
 }
 
 std::unique_ptr<RunGraphCall> GrpcWorker::RunGraphAsync(RunGraphRequest request, RunGraphDone done) {
@@ -116,9 +116,8 @@ std::unique_ptr<RunGraphCall> GrpcWorker::RunGraphAsync(RunGraphRequest request,
   }
   for (int64_t id : TakeDeferredCleanups()) state->request.add_cleanup_step_ids(id);
   auto call = std::make_unique<Call>(state);
-  stub_->stub->async()->RunGraph(
-      state->context.get(), &state->request, &state->response,
-      [this, state, done = std::move(done)](const grpc::Status& st) {
+  auto* rpc = new OneRequestCall<rpc::RunGraphRequest>(
+      &state->request, [this, state, done = std::move(done)](const grpc::Status& st) {
         Status s = FromGrpc(st, *state->context, task());
         std::map<int, Tensor> retvals;
         for (const rpc::IndexedTensor& r : state->response.retvals()) {
@@ -133,6 +132,8 @@ std::unique_ptr<RunGraphCall> GrpcWorker::RunGraphAsync(RunGraphRequest request,
         }
         done(s, std::move(retvals));
       });
+  stub_->stub->async()->RunGraph(state->context.get(), &state->response, rpc);
+  rpc->Start();
   return call;
 }
 
@@ -161,8 +162,9 @@ void GrpcWorker::CleanupSteps(std::vector<int64_t> step_ids) {
   };
   auto* call = new Call{stub_->stub, channels_->NewContext(kControlTimeout), {}, {}};
   call->request.mutable_step_ids()->Add(step_ids.begin(), step_ids.end());
-  call->stub->async()->CleanupStep(call->context.get(), &call->request, &call->response,
-                                   [call](const grpc::Status&) { delete call; });
+  auto* rpc = new OneRequestCall<rpc::CleanupStepRequest>(&call->request, [call](const grpc::Status&) { delete call; });
+  call->stub->async()->CleanupStep(call->context.get(), &call->response, rpc);
+  rpc->Start();
 }
 
 Status GrpcWorker::ResetContainers(const std::vector<std::string>& containers) {
@@ -170,7 +172,7 @@ Status GrpcWorker::ResetContainers(const std::vector<std::string>& containers) {
   for (const std::string& c : containers) request.add_containers(c);
   rpc::ResetContainersResponse response;
   auto context = channels_->NewContext(std::chrono::milliseconds(10000));
-  return FromGrpc(stub_->stub->ResetContainers(context.get(), request, &response), *context, task());
+  return FromGrpc(SendTheRequest(stub_->stub->ResetContainers(context.get(), &response), request), *context, task());
 }
 
 }  // namespace tessera

@@ -25,14 +25,16 @@ class MasterService final : public rpc::MasterService::Service {
   MasterService(MasterSession::Environment env, SessionConfig config, const Authenticator& auth)
       : env_(std::move(env)), task_name_(TaskName(env_.job, env_.task)), config_(std::move(config)), auth_(auth) {}
 
-  grpc::Status CreateSession(grpc::ServerContext* context, const rpc::CreateSessionRequest* request,
+  grpc::Status CreateSession(grpc::ServerContext* context, grpc::ServerReader<rpc::CreateSessionRequest>* reader,
                              rpc::CreateSessionResponse* response) override {
     if (Status s = auth_.Check(*context, "CreateSession"); !s.ok()) return ToGrpc(s);
-    StatusOr<GraphSpec> def = GraphSpecFromJson(request->graph_json());
+    rpc::CreateSessionRequest request;
+    if (grpc::Status read = ReadTheRequest(reader, &request); !read.ok()) return read;
+    StatusOr<GraphSpec> def = GraphSpecFromJson(request.graph_json());
     if (!def.ok()) return ToGrpc(def.status());
     SessionConfig config = config_;
-    config.allow_soft_placement = request->allow_soft_placement();
-    config.device_filters = {request->device_filters().begin(), request->device_filters().end()};
+    config.allow_soft_placement = request.allow_soft_placement();
+    config.device_filters = {request.device_filters().begin(), request.device_filters().end()};
     // Tasks not up yet are waited for while the client still waits for the answer.
     auto discovery = kDefaultDiscoveryTimeout;
     if (context->deadline() != std::chrono::system_clock::time_point::max()) {
@@ -59,22 +61,24 @@ class MasterService final : public rpc::MasterService::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status RunStep(grpc::ServerContext* context, const rpc::RunStepRequest* request,
+  grpc::Status RunStep(grpc::ServerContext* context, grpc::ServerReader<rpc::RunStepRequest>* reader,
                        rpc::RunStepResponse* response) override {
     if (Status s = auth_.Check(*context, "RunStep"); !s.ok()) return ToGrpc(s);
-    StatusOr<std::shared_ptr<MasterSession>> session = Find(request->session_handle());
+    rpc::RunStepRequest request;
+    if (grpc::Status read = ReadTheRequest(reader, &request); !read.ok()) return read;
+    StatusOr<std::shared_ptr<MasterSession>> session = Find(request.session_handle());
     if (!session.ok()) return ToGrpc(session.status());
     std::vector<std::pair<std::string, Tensor>> feeds;
-    for (const rpc::NamedTensor& f : request->feeds()) {
+    for (const rpc::NamedTensor& f : request.feeds()) {
       StatusOr<Tensor> t = DecodeTensor(f.tensor());
       if (!t.ok()) return ToGrpc(Status(t.status().code(), StrCat("feed '", f.name(), "': ", t.status().message())));
       feeds.emplace_back(f.name(), *std::move(t));
     }
     RunOptions options;
-    options.timeout_in_ms = request->timeout_in_ms();
+    options.timeout_in_ms = request.timeout_in_ms();
     std::vector<Tensor> outputs;
-    Status s = (*session)->Run(options, feeds, {request->fetches().begin(), request->fetches().end()},
-                               {request->targets().begin(), request->targets().end()}, &outputs,
+    Status s = (*session)->Run(options, feeds, {request.fetches().begin(), request.fetches().end()},
+                               {request.targets().begin(), request.targets().end()}, &outputs,
                                [context] { return context->IsCancelled(); });
     if (!s.ok()) return ToGrpc(s);
     for (const Tensor& t : outputs) {
@@ -85,14 +89,16 @@ class MasterService final : public rpc::MasterService::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status CloseSession(grpc::ServerContext* context, const rpc::CloseSessionRequest* request,
+  grpc::Status CloseSession(grpc::ServerContext* context, grpc::ServerReader<rpc::CloseSessionRequest>* reader,
                             rpc::CloseSessionResponse*) override {
     if (Status s = auth_.Check(*context, "CloseSession"); !s.ok()) return ToGrpc(s);
+    rpc::CloseSessionRequest request;
+    if (grpc::Status read = ReadTheRequest(reader, &request); !read.ok()) return read;
     std::shared_ptr<MasterSession> closing;  // destroyed outside the lock: it deregisters its graphs
     {
       std::lock_guard<std::mutex> lock(mu_);
-      auto it = sessions_.find(request->session_handle());
-      if (it == sessions_.end()) return ToGrpc(NoSession(request->session_handle()));
+      auto it = sessions_.find(request.session_handle());
+      if (it == sessions_.end()) return ToGrpc(NoSession(request.session_handle()));
       closing = std::move(it->second);
       sessions_.erase(it);
     }
@@ -100,9 +106,11 @@ class MasterService final : public rpc::MasterService::Service {
   }
 
   // Every task of the cluster drops the containers, the master's own last.
-  grpc::Status Reset(grpc::ServerContext* context, const rpc::ResetRequest* request, rpc::ResetResponse*) override {
+  grpc::Status Reset(grpc::ServerContext* context, grpc::ServerReader<rpc::ResetRequest>* reader, rpc::ResetResponse*) override {
     if (Status s = auth_.Check(*context, "Reset"); !s.ok()) return ToGrpc(s);
-    const std::vector<std::string> containers(request->containers().begin(), request->containers().end());
+    rpc::ResetRequest request;
+    if (grpc::Status read = ReadTheRequest(reader, &request); !read.ok()) return read;
+    const std::vector<std::string> containers(request.containers().begin(), request.containers().end());
     for (const auto& [job, addresses] : env_.channels->cluster().jobs()) {
       for (int i = 0; i < static_cast<int>(addresses.size()); ++i) {
         if (job == env_.job && i == env_.task) continue;

@@ -4,10 +4,13 @@
 #pragma once
 
 #include <grpcpp/client_context.h>
+#include <grpcpp/support/client_callback.h>
 #include <grpcpp/support/server_interceptor.h>
 #include <grpcpp/support/status.h>
+#include <grpcpp/support/sync_stream.h>
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <string_view>
 
@@ -37,6 +40,47 @@ inline grpc::Status ToGrpc(const Status& s) {
   if (s.ok()) return grpc::Status::OK;
   return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
 }
+
+// Every call's request is a stream of one message (worker_service.proto says why): the
+// handler checks the token, then reads it with ReadTheRequest; a client sends it with
+// SendTheRequest, or OneRequestCall from a callback.
+template <typename Request>
+grpc::Status ReadTheRequest(grpc::ServerReader<Request>* reader, Request* request) {
+  if (!reader->Read(request)) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the call carried no request");
+  return grpc::Status::OK;
+}
+
+// `writer` is the call a stub started, e.g. stub->GetStatus(&context, &response).
+template <typename Request>
+grpc::Status SendTheRequest(std::unique_ptr<grpc::ClientWriter<Request>> writer, const Request& request) {
+  // A refusal ends the call before the request is written: Finish says why.
+  (void)writer->Write(request, grpc::WriteOptions().set_last_message());
+  return writer->Finish();
+}
+
+// A call of a stub's async() that sends `request` and calls `done` on gRPC's thread with its
+// status; it deletes itself then. `request` must live until `done`.
+//   auto* call = new OneRequestCall<rpc::RunGraphRequest>(&state->request, done);
+//   stub->async()->RunGraph(context, &state->response, call);
+//   call->Start();
+template <typename Request>
+class OneRequestCall final : public grpc::ClientWriteReactor<Request> {
+ public:
+  OneRequestCall(const Request* request, std::function<void(const grpc::Status&)> done)
+      : request_(request), done_(std::move(done)) {}
+  void Start() {
+    this->StartWrite(request_, grpc::WriteOptions().set_last_message());
+    this->StartCall();
+  }
+  void OnDone(const grpc::Status& status) override {
+    done_(status);
+    delete this;
+  }
+
+ private:
+  const Request* const request_;
+  const std::function<void(const grpc::Status&)> done_;
+};
 
 // Marks every failed call's trailers with kAnsweredHeader, so that a caller can tell an
 // Unavailable or DeadlineExceeded the server relayed (naming the task that failed) from

@@ -1,18 +1,13 @@
 #include "distributed/same_host_transport.h"
 
 #include <sys/socket.h>
-#include <sys/uio.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <bit>
-#include <chrono>
 #include <cerrno>
-#include <condition_variable>
+#include <chrono>
 #include <cstring>
-#include <deque>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -20,80 +15,18 @@
 #include <unordered_map>
 #include <vector>
 
-#include "distributed/rpc_util.h"
-#include "graph/platform/logging.h"
+#include "distributed/same_host_io.h"
 #include "graph/serialize/tensor_codec.h"
 
 namespace tessera {
 namespace {
 
-static_assert(std::endian::native == std::endian::little, "the frames are written as the machine stores them");
+using namespace same_host;
 
-constexpr uint32_t kMagic = 0x54534854;  // "THST"
-constexpr uint32_t kVersion = 1;
-constexpr size_t kMaxTokenBytes = 4096;
-// A peer that connects has this long to say who it is.
-constexpr std::chrono::milliseconds kHelloTimeout{10000};
 // How often a client's reader looks for receives past their deadlines.
 constexpr std::chrono::milliseconds kDeadlineTick{50};
 // As protobuf caps a message, and so gRPC's path a string tensor.
 constexpr uint64_t kMaxStringTensorBytes = uint64_t{2} << 30;
-// Room for a few pieces of a ring all-reduce in flight, so the writer seldom waits.
-constexpr int kSocketBufferBytes = 4 << 20;
-
-template <typename T>
-void Put(std::string* out, T value) {
-  out->append(reinterpret_cast<const char*>(&value), sizeof(value));
-}
-template <typename T>
-T Get(std::string_view bytes, size_t offset) {
-  T value;
-  std::memcpy(&value, bytes.data() + offset, sizeof(value));
-  return value;
-}
-
-// Writes every byte of `parts`, resuming after partial writes; false when the peer is gone.
-bool WriteAll(int fd, std::vector<iovec> parts) {
-  size_t first = 0;
-  while (first < parts.size()) {
-    msghdr message{};
-    message.msg_iov = parts.data() + first;
-    message.msg_iovlen = std::min<size_t>(parts.size() - first, IOV_MAX);
-    const ssize_t n = ::sendmsg(fd, &message, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    size_t left = static_cast<size_t>(n);
-    while (first < parts.size() && left >= parts[first].iov_len) left -= parts[first++].iov_len;
-    if (left > 0) {
-      parts[first].iov_base = static_cast<char*>(parts[first].iov_base) + left;
-      parts[first].iov_len -= left;
-    }
-  }
-  return true;
-}
-
-// Reads exactly `n` bytes; false at the end of the stream or on an error. On a socket with
-// a receive timeout, `idle` is called each time it passes with nothing read.
-bool ReadAll(int fd, void* to, size_t n, const std::function<void()>& idle = nullptr) {
-  char* p = static_cast<char*>(to);
-  while (n > 0) {
-    const ssize_t got = ::recv(fd, p, n, MSG_WAITALL);
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && idle != nullptr) {
-      idle();
-      continue;
-    }
-    if (got <= 0) return false;
-    p += got;
-    n -= static_cast<size_t>(got);
-  }
-  return true;
-}
-
-bool ReadString(int fd, size_t n, std::string* out, const std::function<void()>& idle = nullptr) {
-  out->resize(n);
-  return ReadAll(fd, out->data(), n, idle);
-}
 
 bool Discard(int fd, uint64_t n, const std::function<void()>& idle) {
   char scratch[64 << 10];
@@ -103,29 +36,6 @@ bool Discard(int fd, uint64_t n, const std::function<void()>& idle) {
     n -= chunk;
   }
   return true;
-}
-
-sockaddr_un SocketAddress(std::string_view address, socklen_t* length) {
-  sockaddr_un a{};
-  a.sun_family = AF_UNIX;
-  const std::string name = SameHostSocketName(address);
-  const size_t n = std::min(name.size(), sizeof(a.sun_path));
-  std::memcpy(a.sun_path, name.data(), n);
-  *length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + n);
-  return a;
-}
-
-void SetBuffers(int fd) {
-  const int bytes = kSocketBufferBytes;
-  (void)::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
-  (void)::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
-}
-
-void SetReceiveTimeout(int fd, std::chrono::milliseconds timeout) {
-  timeval t{};
-  t.tv_sec = timeout.count() / 1000;
-  t.tv_usec = (timeout.count() % 1000) * 1000;
-  (void)::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &t, sizeof(t));
 }
 
 }  // namespace
@@ -176,249 +86,6 @@ StatusOr<SameHostAnswerHead> ParseSameHostAnswerHead(std::string_view bytes) {
   }
   return h;
 }
-
-// ---------------------------------------------------------------------------------------
-// The server.
-
-struct SameHostServer::State {
-  std::string task_name;
-  std::string token;
-  std::shared_ptr<RendezvousMgr> rendezvous;
-  int listen_fd = -1;
-  std::thread acceptor;
-  std::mutex mu;
-  std::vector<std::shared_ptr<Connection>> connections;  // guarded by mu
-  bool stopping = false;                                  // guarded by mu
-};
-
-// One peer's connection: a thread reads its requests and asks the rendezvous, another
-// writes the answers as the rendezvous gives them, from the tensors' own memory.
-class SameHostServer::Connection : public std::enable_shared_from_this<Connection> {
- public:
-  Connection(int fd, State* server) : fd_(fd), server_(server) {}
-  ~Connection() { ::close(fd_); }
-
-  void Start() { reader_ = std::thread([this] { Read(); }); }
-  void Shutdown() {
-    ::shutdown(fd_, SHUT_RDWR);
-    Close();
-  }
-  void Join() {
-    if (reader_.joinable()) reader_.join();
-    if (writer_.joinable()) writer_.join();
-  }
-  bool finished() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return read_done_;
-  }
-
- private:
-  struct Answer {
-    uint64_t id;
-    Status status;
-    Tensor value;
-  };
-
-  void Read() {
-    if (Hello()) {
-      writer_ = std::thread([this] { Write(); });
-      ServeRequests();
-    }
-    Close();
-    std::lock_guard<std::mutex> lock(mu_);
-    read_done_ = true;
-  }
-
-  // The peer is this user's process and knows the token; it is told yes or no.
-  bool Hello() {
-    ucred peer{};
-    socklen_t length = sizeof(peer);
-    const bool same_user = ::getsockopt(fd_, SOL_SOCKET, SO_PEERCRED, &peer, &length) == 0 && peer.uid == ::geteuid();
-    SetReceiveTimeout(fd_, kHelloTimeout);
-    std::string head;
-    std::string token;
-    bool admitted = false;
-    if (ReadString(fd_, 12, &head) && Get<uint32_t>(head, 0) == kMagic && Get<uint32_t>(head, 4) == kVersion) {
-      const uint32_t token_bytes = Get<uint32_t>(head, 8);
-      admitted = token_bytes <= kMaxTokenBytes && ReadString(fd_, token_bytes, &token) && same_user &&
-                 (server_->token.empty() || SameToken(token, server_->token));
-    }
-    if (!admitted) {
-      Log(LogSeverity::kWarning, StrCat(server_->task_name, " refused a same-host connection from process ", peer.pid,
-                                        same_user ? " that did not present the cluster token" : " of another user"));
-    }
-    SetReceiveTimeout(fd_, std::chrono::milliseconds(0));
-    std::string answer;
-    Put<uint32_t>(&answer, admitted ? 0 : 1);
-    return WriteAll(fd_, {{answer.data(), answer.size()}}) && admitted;
-  }
-
-  void ServeRequests() {
-    std::string head;
-    std::string key;
-    while (ReadString(fd_, kSameHostRequestFixedBytes, &head)) {
-      StatusOr<SameHostRequestHead> request = ParseSameHostRequestHead(head);
-      if (!request.ok() || !ReadString(fd_, request->key_bytes, &key)) return;
-      std::weak_ptr<Connection> self = weak_from_this();
-      const uint64_t id = request->id;
-      server_->rendezvous->Find(request->step_id)->RecvAsync(key, [self, id](const Status& s, const Tensor& value) {
-        if (std::shared_ptr<Connection> connection = self.lock()) connection->Queue({id, s, value});
-      });
-    }
-  }
-
-  void Queue(Answer answer) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (closed_) return;
-    answers_.push_back(std::move(answer));
-    cv_.notify_one();
-  }
-
-  void Close() {
-    std::lock_guard<std::mutex> lock(mu_);
-    closed_ = true;
-    answers_.clear();
-    cv_.notify_one();
-  }
-
-  void Write() {
-    for (;;) {
-      Answer answer;
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [this] { return closed_ || !answers_.empty(); });
-        if (closed_) return;
-        answer = std::move(answers_.front());
-        answers_.pop_front();
-      }
-      if (!WriteAnswer(answer)) {
-        ::shutdown(fd_, SHUT_RDWR);
-        Close();
-        return;
-      }
-    }
-  }
-
-  bool WriteAnswer(const Answer& answer) {
-    Status status = answer.status;
-    std::string header;
-    std::string strings;  // a string tensor's elements, which are not one block of memory
-    const char* elements = nullptr;
-    size_t element_bytes = 0;
-    if (status.ok() && answer.value.IsInitialized()) {
-      const bool is_string = DataTypeHoldsStrings(answer.value.dtype());
-      StatusOr<std::string> h = EncodeTensorHeader(answer.value);
-      if (h.ok() && is_string) {
-        StatusOr<std::string> whole = EncodeTensor(answer.value);
-        if (whole.ok()) strings = whole->substr(h->size());
-        else h = whole.status();
-      }
-      if (h.ok()) {
-        header = *std::move(h);
-        elements = is_string ? strings.data() : static_cast<const char*>(answer.value.raw_data());
-        element_bytes = is_string ? strings.size() : answer.value.TotalBytes();
-      } else {
-        status = h.status();
-      }
-    }
-    std::string message = status.ok() ? "" : status.message().substr(0, kSameHostMaxMessageBytes);
-    std::string head;
-    Put<uint64_t>(&head, answer.id);
-    Put<uint32_t>(&head, static_cast<uint32_t>(status.code()));
-    Put<uint32_t>(&head, static_cast<uint32_t>(message.size()));
-    Put<uint32_t>(&head, static_cast<uint32_t>(header.size()));
-    Put<uint64_t>(&head, element_bytes);
-    std::vector<iovec> parts{{head.data(), head.size()}};
-    if (!message.empty()) parts.push_back({message.data(), message.size()});
-    if (!header.empty()) parts.push_back({header.data(), header.size()});
-    if (element_bytes > 0) parts.push_back({const_cast<char*>(elements), element_bytes});
-    return WriteAll(fd_, std::move(parts));
-  }
-
-  const int fd_;
-  State* const server_;
-  std::thread reader_;
-  std::thread writer_;  // started by the reader once the peer is admitted
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Answer> answers_;  // guarded by mu_
-  bool closed_ = false;         // guarded by mu_: nothing more is written
-  bool read_done_ = false;      // guarded by mu_: the reader has ended
-};
-
-StatusOr<std::unique_ptr<SameHostServer>> SameHostServer::Start(std::string_view address, std::string task_name,
-                                                                 std::shared_ptr<RendezvousMgr> rendezvous,
-                                                                 std::string token) {
-  auto state = std::make_shared<State>();
-  state->task_name = std::move(task_name);
-  state->token = std::move(token);
-  state->rendezvous = std::move(rendezvous);
-  state->listen_fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (state->listen_fd < 0) return errors::Unavailable(state->task_name, ": no Unix socket: ", std::strerror(errno));
-  socklen_t length = 0;
-  sockaddr_un a = SocketAddress(address, &length);
-  if (::bind(state->listen_fd, reinterpret_cast<sockaddr*>(&a), length) != 0 || ::listen(state->listen_fd, 64) != 0) {
-    const int error = errno;
-    ::close(state->listen_fd);
-    return errors::Unavailable(state->task_name, " cannot serve same-host peers for ", address, ": ",
-                               std::strerror(error));
-  }
-  std::unique_ptr<SameHostServer> server(new SameHostServer(std::move(state)));
-  server->state_->acceptor = std::thread([s = server.get()] { s->AcceptLoop(); });
-  return server;
-}
-
-SameHostServer::SameHostServer(std::shared_ptr<State> state) : state_(std::move(state)) {}
-
-SameHostServer::~SameHostServer() {
-  std::vector<std::shared_ptr<Connection>> connections;
-  {
-    std::lock_guard<std::mutex> lock(state_->mu);
-    state_->stopping = true;
-    connections.swap(state_->connections);
-  }
-  // Wakes the acceptor: accept on a socket shut down returns at once.
-  ::shutdown(state_->listen_fd, SHUT_RDWR);
-  state_->acceptor.join();
-  ::close(state_->listen_fd);
-  for (const auto& c : connections) c->Shutdown();
-  for (const auto& c : connections) c->Join();
-}
-
-void SameHostServer::AcceptLoop() {
-  for (;;) {
-    const int fd = ::accept4(state_->listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) {
-      if (errno == EINTR || errno == ECONNABORTED) continue;
-      std::lock_guard<std::mutex> lock(state_->mu);
-      if (state_->stopping) return;
-      // Out of descriptors or memory: wait a moment rather than spin.
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      continue;
-    }
-    SetBuffers(fd);
-    auto connection = std::make_shared<Connection>(fd, state_.get());
-    std::vector<std::shared_ptr<Connection>> ended;
-    {
-      std::lock_guard<std::mutex> lock(state_->mu);
-      if (state_->stopping) return;  // the connection's destructor closes fd
-      // Connections whose peers left are joined here, so that they do not pile up.
-      auto gone = std::stable_partition(state_->connections.begin(), state_->connections.end(),
-                                        [](const std::shared_ptr<Connection>& c) { return !c->finished(); });
-      ended.assign(gone, state_->connections.end());
-      state_->connections.erase(gone, state_->connections.end());
-      state_->connections.push_back(connection);
-      connection->Start();
-    }
-    for (const auto& c : ended) {
-      c->Shutdown();
-      c->Join();
-    }
-  }
-}
-
-// ---------------------------------------------------------------------------------------
-// The client.
 
 class SameHostClient::Impl : public std::enable_shared_from_this<Impl> {
  public:

@@ -14,8 +14,10 @@
 //   auto client = SameHostClient::Connect("127.0.0.1:2222", "/job:ps/replica:0/task:0", token);
 //   uint64_t id = (*client)->Recv(step_id, key, [](const Status& s, const Tensor& t) { ... });
 //
-// Who may connect: a process of the same user (the kernel's SO_PEERCRED says so) that
-// presents the cluster's token, compared in constant time; others are refused and logged.
+// Who may connect: a process of the same user (the kernel's SO_PEERCRED says so, before
+// anything is read) that presents the cluster's token within the hello timeout, compared in
+// constant time; others are refused, and logged once a minute. Connections are capped in
+// all and per process, and only an admitted one gets threads (ServerLimits).
 // A client likewise sends the token only to a server of its own user.
 // A connection carries any number of receives at once; answers come in the order their
 // tensors are sent. Everything a peer writes is checked before it is used (lengths, the
@@ -31,6 +33,7 @@
 #include <string_view>
 
 #include "distributed/recv_transport.h"
+#include "distributed/server_limits.h"
 #include "kernels/rendezvous.h"
 #include "runtime/rendezvous_mgr.h"
 
@@ -42,9 +45,11 @@ std::string SameHostSocketName(std::string_view address);
 // Answers the receives of same-host tasks from this task's rendezvous.
 class SameHostServer {
  public:
-  // Unavailable when the socket cannot be made (its name is taken).
+  // Unavailable when the socket cannot be made (its name is taken). `limits` bound the
+  // connections, their hellos and the receives they may leave waiting.
   static StatusOr<std::unique_ptr<SameHostServer>> Start(std::string_view address, std::string task_name,
-                                                         std::shared_ptr<RendezvousMgr> rendezvous, std::string token);
+                                                         std::shared_ptr<RendezvousMgr> rendezvous, std::string token,
+                                                         ServerLimits limits = {});
   // Closes every connection; receives still waiting here end when their steps do.
   ~SameHostServer();
   SameHostServer(const SameHostServer&) = delete;
@@ -52,9 +57,16 @@ class SameHostServer {
 
  private:
   class Connection;
+  struct Greeting;
   struct State;
   explicit SameHostServer(std::shared_ptr<State> state);
+  // The acceptor thread's: it alone touches the greetings and connections while it runs.
   void AcceptLoop();
+  bool AcceptPending();  // false when out of descriptors with none to spare
+  void Greet(size_t i);
+  void Admit(const Greeting& g);
+  void ExpireGreetings(std::chrono::steady_clock::time_point now);
+  void Reap();
   std::shared_ptr<State> state_;
 };
 

@@ -18,8 +18,10 @@ class Service;
 
 namespace tessera {
 
-// `auth` is borrowed and must outlive the service.
+// `auth` is borrowed and must outlive the service. RecvTensor calls still waiting for their
+// tensors past `max_pending_receives` are refused with ResourceExhausted.
 std::unique_ptr<grpc::Service> NewWorkerService(std::string task_name, std::shared_ptr<Server> local,
-                                                std::shared_ptr<GraphMgr> graphs, const Authenticator& auth);
+                                                std::shared_ptr<GraphMgr> graphs, const Authenticator& auth,
+                                                size_t max_pending_receives);
 
 }  // namespace tessera

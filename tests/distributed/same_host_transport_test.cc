@@ -16,6 +16,7 @@
 #include "distributed/cluster_server.h"
 #include "graph/serialize/tensor_codec.h"
 #include "tests/distributed/free_port.h"
+#include "tests/distributed/process_stats.h"
 
 namespace tessera {
 namespace {
@@ -208,6 +209,119 @@ TEST_F(SameHostTransportTest, WrongTokensAndGarbageAreTurnedAwayAndTheServerKeep
   ASSERT_TRUE(status.ok()) << status;
   EXPECT_EQ(value.data<int64_t>()[0], 42);
   ::close(silent);
+}
+
+// Whether the server has closed `fd`: a read sees the end of the stream (or a refusal).
+bool ClosedByServer(int fd) {
+  return testing::Eventually([fd] {
+    char byte;
+    const ssize_t n = ::recv(fd, &byte, 1, MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+  });
+}
+
+// A peer is given no thread before it proved its token, and one that says nothing is
+// closed when the hello's time is up: silence holds nothing for long.
+TEST(SameHostServerLimitsTest, SilentPeersGetNoThreadAndAreClosedAfterTheHelloTimeout) {
+  const std::string address = testing::LoopbackAddress(testing::FreePort());
+  ServerLimits limits;
+  limits.hello_timeout = std::chrono::milliseconds(300);
+  auto server = SameHostServer::Start(address, kPeer, std::make_shared<IntraProcessRendezvousMgr>(), "s3cret", limits);
+  ASSERT_TRUE(server.ok()) << server.status();
+  const int64_t threads = testing::ThreadCount();
+  std::vector<int> silent;
+  for (int i = 0; i < 12; ++i) silent.push_back(RawSocket(address, false));
+  const std::string half_hello = Bytes({0x54534854, 1, 6}, {4, 4, 4}) + "s3c";  // the token never finishes
+  ASSERT_EQ(::write(silent[0], half_hello.data(), half_hello.size()), static_cast<ssize_t>(half_hello.size()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(testing::ThreadCount(), threads);
+  for (int fd : silent) {
+    ASSERT_GE(fd, 0);
+    EXPECT_TRUE(ClosedByServer(fd));
+    ::close(fd);
+  }
+}
+
+// Past the cap a process's next connection is closed at once; the others keep theirs, and
+// a slot comes back when its connection ends.
+TEST(SameHostServerLimitsTest, ConnectionsAreCappedPerProcessAndInAll) {
+  const std::string address = testing::LoopbackAddress(testing::FreePort());
+  ServerLimits limits;
+  limits.max_same_host_connections_per_process = 3;
+  auto rendezvous = std::make_shared<IntraProcessRendezvousMgr>();
+  auto server = SameHostServer::Start(address, kPeer, rendezvous, "s3cret", limits);
+  ASSERT_TRUE(server.ok()) << server.status();
+  std::vector<std::shared_ptr<SameHostClient>> clients;
+  for (int i = 0; i < 3; ++i) {
+    auto client = SameHostClient::Connect(address, kPeer, "s3cret");
+    ASSERT_TRUE(client.ok()) << client.status();
+    clients.push_back(*client);
+  }
+  EXPECT_EQ(SameHostClient::Connect(address, kPeer, "s3cret").status().code(), Code::kNotFound);
+  clients.pop_back();
+  ASSERT_TRUE(testing::Eventually([&] { return SameHostClient::Connect(address, kPeer, "s3cret").ok(); }));
+
+  const std::string other = testing::LoopbackAddress(testing::FreePort());
+  limits.max_same_host_connections = 2;
+  auto small = SameHostServer::Start(other, kPeer, rendezvous, "s3cret", limits);
+  ASSERT_TRUE(small.ok()) << small.status();
+  const int first = RawSocket(other, false);
+  const int second = RawSocket(other, false);
+  const int third = RawSocket(other, false);
+  EXPECT_TRUE(ClosedByServer(third));
+  for (int fd : {first, second, third}) ::close(fd);
+}
+
+// A connection's descriptor and threads are given back when its peer leaves, not when the
+// next peer comes (the server used to close it only at its next accept).
+TEST(SameHostServerLimitsTest, APeerThatLeavesGivesBackItsDescriptorAndThreads) {
+  const std::string address = testing::LoopbackAddress(testing::FreePort());
+  auto rendezvous = std::make_shared<IntraProcessRendezvousMgr>();
+  auto server = SameHostServer::Start(address, kPeer, rendezvous, "s3cret");
+  ASSERT_TRUE(server.ok()) << server.status();
+  const int64_t descriptors = testing::DescriptorCount();
+  const int64_t threads = testing::ThreadCount();
+  {
+    std::vector<std::shared_ptr<SameHostClient>> clients;
+    for (int i = 0; i < 10; ++i) {
+      auto client = SameHostClient::Connect(address, kPeer, "s3cret");
+      ASSERT_TRUE(client.ok()) << client.status();
+      clients.push_back(*client);
+    }
+    EXPECT_GE(testing::ThreadCount(), threads + 20);  // a reader and a writer each, and the clients' readers
+  }
+  EXPECT_TRUE(testing::Eventually([&] { return testing::DescriptorCount() == descriptors; }))
+      << testing::DescriptorCount() << " descriptors, " << descriptors << " before";
+  EXPECT_TRUE(testing::Eventually([&] { return testing::ThreadCount() == threads; }))
+      << testing::ThreadCount() << " threads, " << threads << " before";
+}
+
+// Receives waiting for tensors hold memory on the server: past the cap the next is refused
+// at once, and one that is answered makes room.
+TEST(SameHostServerLimitsTest, PendingReceivesAreCapped) {
+  const std::string address = testing::LoopbackAddress(testing::FreePort());
+  ServerLimits limits;
+  limits.max_pending_receives = 3;
+  auto rendezvous = std::make_shared<IntraProcessRendezvousMgr>();
+  auto server = SameHostServer::Start(address, kPeer, rendezvous, "s3cret", limits);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto client = SameHostClient::Connect(address, kPeer, "s3cret");
+  ASSERT_TRUE(client.ok()) << client.status();
+  std::vector<std::future<std::pair<Status, Tensor>>> waiting;
+  auto recv = [&](const std::string& key) {
+    auto got = std::make_shared<std::promise<std::pair<Status, Tensor>>>();
+    (*client)->Recv(9, key, kNoTimeout, Tensor(), [got](const Status& s, const Tensor& t) { got->set_value({s, t}); });
+    return got->get_future();
+  };
+  for (int i = 0; i < 3; ++i) waiting.push_back(recv(StrCat("k", i)));
+  auto refused = Wait(recv("k3"));
+  EXPECT_EQ(refused.first.code(), Code::kResourceExhausted) << refused.first;
+  ASSERT_TRUE(rendezvous->Find(9)->Send("k0", Tensor::Scalar(1.0f)).ok());
+  EXPECT_TRUE(Wait(std::move(waiting[0])).first.ok());
+  auto sent_later = recv("k4");
+  ASSERT_TRUE(rendezvous->Find(9)->Send("k4", Tensor::Scalar(2.0f)).ok());
+  EXPECT_TRUE(Wait(std::move(sent_later)).first.ok());
+  rendezvous->Cleanup(9);
 }
 
 TEST_F(SameHostTransportTest, ATakenNameIsUnavailableForAServerButAClusterTaskStillStarts) {

@@ -76,7 +76,9 @@ TEST(TlsTest, TasksAndClientsWithCertificatesTalkAndPlaintextIsTurnedAway) {
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
   rpc::GetStatusRequest request;
   rpc::GetStatusResponse response;
-  grpc::Status refused = plaintext->GetStatus(&context, request, &response);
+  auto call = plaintext->GetStatus(&context, &response);
+  (void)call->Write(request, grpc::WriteOptions().set_last_message());
+  grpc::Status refused = call->Finish();
   EXPECT_FALSE(refused.ok());
 }
 

@@ -1,0 +1,23 @@
+// ServerLimits: the most a cluster task gives its peers, so that no peer, with the token or
+// without it, can use up the task's descriptors, threads or memory. A peer over a limit is
+// refused, the refusal is logged once a minute at most, and the task goes on serving the
+// others. The defaults suit clusters of up to hundreds of tasks; see README's SECURITY.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+
+namespace tessera {
+
+struct ServerLimits {
+  // Same-host connections (same_host_transport.h), in all and from one process. A peer is
+  // given a thread only once it proved its user and token.
+  size_t max_same_host_connections = 256;
+  size_t max_same_host_connections_per_process = 16;
+  // How long a new connection has to say who it is (the same-host hello).
+  std::chrono::milliseconds hello_timeout{5000};
+  // Peers' receives waiting here for their tensors, per transport (gRPC, same-host).
+  size_t max_pending_receives = 16384;
+};
+
+}  // namespace tessera
