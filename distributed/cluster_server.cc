@@ -1,8 +1,12 @@
 #include "distributed/cluster_server.h"
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/resource_quota.h>
+#include <sys/resource.h>
 
+#include <cerrno>
 #include <condition_variable>
+#include <cstring>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -22,6 +26,22 @@
 
 namespace tessera {
 namespace {
+
+// A task holds a descriptor per peer connection, and gRPC 1.51's listener stops for good
+// once accept fails with EMFILE (grpc/grpc#20418): the common soft limit of 1,024 is a
+// few hundred idle connections from the wedge. The hard limit is the task's to take.
+void RaiseDescriptorLimit() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    rlimit limit{};
+    if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
+    limit.rlim_cur = limit.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) {
+      Log(LogSeverity::kWarning,
+          StrCat("cannot raise the descriptor limit to ", limit.rlim_max, ": ", std::strerror(errno)));
+    }
+  });
+}
 
 bool IsLoopback(std::string_view address) {
   const std::string_view host = address.substr(0, address.rfind(':'));
@@ -49,6 +69,7 @@ StatusOr<std::unique_ptr<ClusterServer>> ClusterServer::Create(const ClusterSpec
   ASSIGN_OR_RETURN(std::string address, cluster.TaskAddress(job, task));
   // A token that cannot ride in a call would start a server no call reaches.
   if (!options.token.empty()) RETURN_IF_ERROR(CheckClusterToken(options.token));
+  RaiseDescriptorLimit();
   std::unique_ptr<ClusterServer> s(new ClusterServer());
   s->task_name_ = TaskName(job, task);
   ASSIGN_OR_RETURN(s->local_, Server::CreateForTask(options.config, job, task));
@@ -87,6 +108,13 @@ StatusOr<std::unique_ptr<ClusterServer>> ClusterServer::Create(const ClusterSpec
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, kHeartbeatIntervalMs / 2);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  // Bounds on what a peer holds before and after its token is checked (server_limits.h).
+  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
+                             static_cast<int>(options.limits.hello_timeout.count()));
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.limits.max_calls_per_connection);
+  grpc::ResourceQuota quota(StrCat(s->task_name_, " calls"));
+  quota.SetMaxThreads(options.limits.max_rpc_threads);
+  builder.SetResourceQuota(quota);
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   interceptors.push_back(NewAnsweredMarker());
   builder.experimental().SetInterceptorCreators(std::move(interceptors));

@@ -14,8 +14,13 @@ struct ServerLimits {
   // given a thread only once it proved its user and token.
   size_t max_same_host_connections = 256;
   size_t max_same_host_connections_per_process = 16;
-  // How long a new connection has to say who it is (the same-host hello).
+  // How long a new connection has to say who it is: the same-host hello, gRPC's HTTP/2 (and
+  // TLS) handshake. A peer that connects and says nothing is closed then.
   std::chrono::milliseconds hello_timeout{5000};
+  // gRPC calls at once on one connection (more wait in the peer's queue), and threads
+  // running calls in all (more wait for one to finish).
+  int max_calls_per_connection = 1024;
+  int max_rpc_threads = 1024;
   // Peers' receives waiting here for their tensors, per transport (gRPC, same-host).
   size_t max_pending_receives = 16384;
 };
