@@ -128,7 +128,10 @@ class SameHostServer::Connection : public std::enable_shared_from_this<Connectio
     std::thread writer;
     try {
       writer = std::thread([this] { Write(); });
-      ServeRequests();
+      // Admitted only now that both its threads run: a peer told yes is served.
+      std::string yes;
+      Put<uint32_t>(&yes, 0);
+      if (WriteAll(fd_, {{yes.data(), yes.size()}})) ServeRequests();
     } catch (const std::system_error& e) {
       server_->overloaded.Log(LogSeverity::kWarning, StrCat(server_->task_name, " ended a same-host connection from process ",
                                                             pid_, ": no thread for its answers (", e.what(), ")"));
@@ -398,10 +401,6 @@ void SameHostServer::Admit(const Greeting& g) {
   State& s = *state_;
   SetBlocking(g.fd);
   SetBuffers(g.fd);
-  // Told before its reader starts, which may end and close the socket at any time after.
-  std::string yes;
-  Put<uint32_t>(&yes, 0);
-  (void)::send(g.fd, yes.data(), yes.size(), MSG_NOSIGNAL);
   auto connection = std::make_shared<Connection>(g.fd, g.pid, &s);
   try {
     connection->Start();
