@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -16,7 +17,9 @@ namespace tessera::testing {
 
 class Child {
  public:
-  Child(const std::vector<std::string>& args, const std::string& tf_config) {
+  // `in_child`, when given, runs in the child before the exec (to set its limits or user).
+  Child(const std::vector<std::string>& args, const std::string& tf_config,
+        const std::function<void()>& in_child = nullptr) {
     int fds[2];
     if (pipe(fds) != 0) return;
     pid_ = fork();
@@ -29,6 +32,7 @@ class Child {
       } else {
         setenv("TF_CONFIG", tf_config.c_str(), 1);
       }
+      if (in_child) in_child();
       std::vector<char*> argv = {const_cast<char*>(TESSERA_CLI)};
       for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
       argv.push_back(nullptr);
