@@ -4,9 +4,11 @@
 // RunGraph request's arguments are decoded; a RecvTensor stream is assembled from messages
 // framed by a length byte each (and each cut in two slices), and what assembles must
 // survive its own round trip. A first byte of 0xff instead makes the rest what a same-host
-// task answers a client's two receives (ids 1 and 2) with, over a real Unix socket. Nothing
-// may crash, leak or hang.
+// task answers a client's two receives (ids 1 and 2) with, over a real Unix socket; 0xfe,
+// what a peer sends a same-host server (a hello with the token "t0ken", then requests).
+// Nothing may crash, leak or hang.
 #include <algorithm>
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -20,6 +22,7 @@
 #include "distributed/graph_mgr.h"
 #include "distributed/recv_tensor_wire.h"
 #include "distributed/rpc_decode.h"
+#include "distributed/same_host_io.h"
 #include "distributed/same_host_transport.h"
 #include "graph/serialize/tensor_codec.h"
 
@@ -77,6 +80,44 @@ void AnswerSameHostClient(const char* answers, size_t size) {
   ::close(fd);
 }
 
+constexpr uint8_t kSameHostRequests = 0xfe;
+
+// Plays a same-host peer: sends `bytes` to a real server, whose step 1 holds one tensor
+// under "a", closes its side, and reads until the server hangs up, as it must soon.
+void SendToSameHostServer(const char* bytes, size_t size) {
+  using namespace tessera;
+  static const std::string address = StrCat("fuzz-server-", getpid());
+  static auto* rendezvous =
+      new std::shared_ptr<IntraProcessRendezvousMgr>(std::make_shared<IntraProcessRendezvousMgr>());
+  static SameHostServer* server = [] {
+    ServerLimits limits;
+    // Finished connections are reaped once a second; the fuzzer makes many more than that.
+    limits.max_same_host_connections = limits.max_same_host_connections_per_process = size_t{1} << 20;
+    auto started = SameHostServer::Start(address, "/job:worker/replica:0/task:0", *rendezvous, "t0ken", limits);
+    if (!started.ok()) std::abort();
+    return started->release();
+  }();
+  (void)server;
+  if (!(*rendezvous)->Find(1)->Send("a", Tensor::Scalar(1.0f)).ok()) std::abort();
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  socklen_t length = 0;
+  const sockaddr_un a = same_host::SocketAddress(address, &length);
+  const timeval patience{10, 0};
+  if (fd < 0 || ::connect(fd, reinterpret_cast<const sockaddr*>(&a), length) != 0 ||
+      ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &patience, sizeof(patience)) != 0) {
+    std::abort();
+  }
+  (void)::send(fd, bytes, size, MSG_NOSIGNAL);
+  ::shutdown(fd, SHUT_WR);
+  char answer[4096];
+  ssize_t got;
+  while ((got = ::recv(fd, answer, sizeof(answer), 0)) > 0) {
+  }
+  if (got < 0 && errno != ECONNRESET) std::abort();  // the server kept a finished peer waiting
+  ::close(fd);
+  (*rendezvous)->Cleanup(1);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -86,6 +127,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const int body_size = static_cast<int>(size - 1);
   if (data[0] == kSameHostAnswers) {
     AnswerSameHostClient(body, body_size);
+  } else if (data[0] == kSameHostRequests) {
+    SendToSameHostServer(body, body_size);
   } else if (data[0] % 3 == 2) {
     // The assembler allocates what a header announces: bounded here so that a short input
     // cannot ask for more than the fuzzer lets a process allocate.
