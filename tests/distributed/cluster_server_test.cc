@@ -3,12 +3,18 @@
 #include "distributed/cluster_server.h"
 
 #include <gmock/gmock.h>
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <thread>
+#include <utility>
+#include <vector>
 
+#include "distributed/grpc_recv_transport.h"
 #include "graph/platform/logging.h"
 #include "tests/distributed/free_port.h"
+#include "tests/distributed/process_stats.h"
 
 namespace tessera {
 namespace {
@@ -129,6 +135,60 @@ TEST(ClusterServerTest, StopFromAnotherThreadEndsJoin) {
   (*server)->Join();
   stopper.join();
   EXPECT_FALSE(GetTaskStatus((*server)->target(), "", std::chrono::milliseconds(500)).ok());
+}
+
+// Servers of one process stopped in every order, at once or with grace, while calls between
+// them are in flight (receives waiting on each, status calls arriving): a program that stops
+// a server must never crash, under ASan included.
+TEST(ClusterServerTest, ServersOfOneProcessStopInAnyOrderWithCallsInFlight) {
+  for (int round = 0; round < 6; ++round) {
+    StatusOr<ClusterSpec> cluster =
+        ClusterSpec::FromJson(StrCat(R"({"ps": [")", LoopbackAddress(FreePort()), R"("], "worker": [")",
+                                     LoopbackAddress(FreePort()), R"(", ")", LoopbackAddress(FreePort()), R"("]})"));
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    ClusterServerOptions options;
+    options.token = "t0ken";
+    options.same_host_transport = round % 2 == 1;
+    const std::vector<std::pair<std::string, int>> tasks = {{"ps", 0}, {"worker", 0}, {"worker", 1}};
+    std::vector<std::unique_ptr<ClusterServer>> servers;
+    std::vector<std::string> addresses;
+    for (const auto& [job, task] : tasks) {
+      auto server = ClusterServer::Create(*cluster, job, task, options);
+      ASSERT_TRUE(server.ok()) << server.status();
+      servers.push_back(std::move(*server));
+      addresses.push_back(*cluster->TaskAddress(job, task));
+    }
+    auto ended = std::make_shared<std::atomic<int>>(0);
+    std::vector<std::shared_ptr<GrpcRecvTransport>> transports;
+    std::vector<std::shared_ptr<RecvTransport::Recv>> receives;
+    for (size_t t = 0; t < tasks.size(); ++t) {
+      transports.push_back(std::make_shared<GrpcRecvTransport>(
+          grpc::CreateChannel(addresses[t], grpc::InsecureChannelCredentials()), servers[t]->task_name(), "t0ken"));
+      for (int i = 0; i < 4; ++i) {
+        const std::string key = Rendezvous::CreateKey(StrCat(servers[t]->task_name(), "/device:CPU:0"), 1,
+                                                      "/job:worker/replica:0/task:9/device:CPU:0", StrCat("k", i, ":0"));
+        receives.push_back(transports[t]->NewRecv(100 + i, key, std::chrono::milliseconds(0), Tensor(),
+                                                  [ended](const Status&, const Tensor&) { ++*ended; }));
+        receives.back()->Start();
+      }
+    }
+    std::atomic<bool> stop{false};
+    std::thread asker([&] {
+      for (size_t i = 0; !stop; ++i) (void)GetTaskStatus(addresses[i % addresses.size()], "t0ken", kTimeout / 25);
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    // Stopped at once (calls in flight cancelled), or by the destructor's grace period.
+    const bool at_once = round / 2 % 2 == 0;
+    for (size_t k = 0; k < servers.size(); ++k) {
+      std::unique_ptr<ClusterServer>& server = servers[(round + k) % servers.size()];
+      if (at_once) server->Stop(std::chrono::milliseconds(0));
+      server.reset();
+    }
+    stop = true;
+    asker.join();
+    EXPECT_TRUE(testing::Eventually([&] { return *ended == static_cast<int>(receives.size()); }))
+        << *ended << " of " << receives.size() << " receives ended";
+  }
 }
 
 }  // namespace
