@@ -11,6 +11,7 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -320,8 +321,13 @@ StatusOr<std::shared_ptr<SameHostClient>> SameHostClient::Connect(std::string_vi
     return errors::NotFound(peer, " turned away a same-host connection");
   }
   SetReceiveTimeout(fd, kDeadlineTick);
-  auto impl = std::make_shared<Impl>(fd, std::move(peer), max_tensor_bytes);
-  impl->Start();
+  auto impl = std::make_shared<Impl>(fd, peer, max_tensor_bytes);
+  try {
+    impl->Start();
+  } catch (const std::system_error& e) {
+    // Out of threads (a process limit): gRPC, which needs none per peer, is the way.
+    return errors::NotFound("no thread for a same-host connection to ", peer, ": ", e.what());
+  }
   return std::shared_ptr<SameHostClient>(new SameHostClient(std::move(impl)));
 }
 

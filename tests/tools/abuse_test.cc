@@ -536,5 +536,29 @@ TEST(ProcessLimitTest, AServerWithNoThreadsToSpareTurnsPeersAwayAndLives) {
   EXPECT_TRUE(server.alive());
 }
 
+// A client process out of threads (the same limit, on the receiving side) is told so, and
+// its task takes gRPC to that peer instead; it used to abort.
+TEST(ProcessLimitTest, AClientWithNoThreadToSpareIsToldSoInsteadOfAborting) {
+  if (!CanBeAnotherUser()) GTEST_SKIP() << "needs root (CI runs as root) to run the client as uid " << kStranger;
+  ServerSetup setup;
+  setup.uid = kStranger;
+  ServerProcess server(setup);
+  ASSERT_TRUE(server.started());
+  const pid_t client = ::fork();
+  if (client == 0) {
+    BecomeUser(kStranger);
+    const rlimit none{1, 1};
+    ::setrlimit(RLIMIT_NPROC, &none);
+    const StatusOr<std::shared_ptr<SameHostClient>> connected = SameHostClient::Connect(server.address(), kWorker, kToken);
+    const bool told = connected.status().code() == Code::kNotFound &&
+                      connected.status().message().find("no thread") != std::string_view::npos;
+    _exit(told ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(client, &status, 0), client);
+  ASSERT_TRUE(WIFEXITED(status)) << "the client died of signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "Connect did not say it had no thread";
+}
+
 }  // namespace
 }  // namespace tessera
