@@ -18,7 +18,7 @@ struct ServerLimits {
   // TLS) handshake. A peer that connects and says nothing is closed then.
   std::chrono::milliseconds hello_timeout{5000};
   // gRPC calls at once on one connection (more wait in the peer's queue), and threads
-  // running calls in all (more wait for one to finish).
+  // running calls in all (a call that finds none is refused as ResourceExhausted).
   int max_calls_per_connection = 1024;
   int max_rpc_threads = 1024;
   // Peers' receives waiting here for their tensors, per transport (gRPC, same-host).
