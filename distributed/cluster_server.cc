@@ -115,9 +115,6 @@ StatusOr<std::unique_ptr<ClusterServer>> ClusterServer::Create(const ClusterSpec
   grpc::ResourceQuota quota(StrCat(s->task_name_, " calls"));
   quota.SetMaxThreads(options.limits.max_rpc_threads);
   builder.SetResourceQuota(quota);
-  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
-  interceptors.push_back(NewAnsweredMarker());
-  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   s->impl_->server = builder.BuildAndStart();
   if (s->impl_->server == nullptr || port == 0) {
     return errors::Unavailable(s->task_name_, " cannot listen on ", address,

@@ -27,6 +27,7 @@ class MasterService final : public rpc::MasterService::Service {
 
   grpc::Status CreateSession(grpc::ServerContext* context, grpc::ServerReader<rpc::CreateSessionRequest>* reader,
                              rpc::CreateSessionResponse* response) override {
+    MarkAnswered(context);
     if (Status s = auth_.Check(*context, "CreateSession"); !s.ok()) return ToGrpc(s);
     rpc::CreateSessionRequest request;
     if (grpc::Status read = ReadTheRequest(reader, &request); !read.ok()) return read;
@@ -63,6 +64,7 @@ class MasterService final : public rpc::MasterService::Service {
 
   grpc::Status RunStep(grpc::ServerContext* context, grpc::ServerReader<rpc::RunStepRequest>* reader,
                        rpc::RunStepResponse* response) override {
+    MarkAnswered(context);
     if (Status s = auth_.Check(*context, "RunStep"); !s.ok()) return ToGrpc(s);
     rpc::RunStepRequest request;
     if (grpc::Status read = ReadTheRequest(reader, &request); !read.ok()) return read;
@@ -91,6 +93,7 @@ class MasterService final : public rpc::MasterService::Service {
 
   grpc::Status CloseSession(grpc::ServerContext* context, grpc::ServerReader<rpc::CloseSessionRequest>* reader,
                             rpc::CloseSessionResponse*) override {
+    MarkAnswered(context);
     if (Status s = auth_.Check(*context, "CloseSession"); !s.ok()) return ToGrpc(s);
     rpc::CloseSessionRequest request;
     if (grpc::Status read = ReadTheRequest(reader, &request); !read.ok()) return read;
@@ -107,6 +110,7 @@ class MasterService final : public rpc::MasterService::Service {
 
   // Every task of the cluster drops the containers, the master's own last.
   grpc::Status Reset(grpc::ServerContext* context, grpc::ServerReader<rpc::ResetRequest>* reader, rpc::ResetResponse*) override {
+    MarkAnswered(context);
     if (Status s = auth_.Check(*context, "Reset"); !s.ok()) return ToGrpc(s);
     rpc::ResetRequest request;
     if (grpc::Status read = ReadTheRequest(reader, &request); !read.ok()) return read;

@@ -1,31 +1,6 @@
 #include "distributed/rpc_util.h"
 
 namespace tessera {
-namespace {
-
-class AnsweredMarker final : public grpc::experimental::Interceptor {
- public:
-  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
-    if (methods->QueryInterceptionHookPoint(grpc::experimental::InterceptionHookPoints::PRE_SEND_STATUS) &&
-        !methods->GetSendStatus().ok()) {
-      methods->GetSendTrailingMetadata()->emplace(kAnsweredHeader, "1");
-    }
-    methods->Proceed();
-  }
-};
-
-class AnsweredMarkerFactory final : public grpc::experimental::ServerInterceptorFactoryInterface {
- public:
-  grpc::experimental::Interceptor* CreateServerInterceptor(grpc::experimental::ServerRpcInfo*) override {
-    return new AnsweredMarker();
-  }
-};
-
-}  // namespace
-
-std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> NewAnsweredMarker() {
-  return std::make_unique<AnsweredMarkerFactory>();
-}
 
 Status FromGrpc(const grpc::Status& s, const grpc::ClientContext& context, std::string_view peer) {
   if (s.ok()) return Status::OK();

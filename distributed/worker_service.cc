@@ -134,6 +134,7 @@ class WorkerService final : public rpc::WorkerService::WithRawCallbackMethod_Rec
 
   grpc::Status GetStatus(grpc::ServerContext* context, grpc::ServerReader<rpc::GetStatusRequest>* reader,
                          rpc::GetStatusResponse* response) override {
+    MarkAnswered(context);
     if (Status s = auth_.Check(*context, "GetStatus"); !s.ok()) return ToGrpc(s);
     rpc::GetStatusRequest request;
     if (grpc::Status read = ReadTheRequest(reader, &request); !read.ok()) return read;
@@ -149,6 +150,7 @@ class WorkerService final : public rpc::WorkerService::WithRawCallbackMethod_Rec
                                                                      Rendezvous::DoneCallback answer) {
       Ask(peer, request, std::move(answer));
     });
+    MarkAnswered(context);
     if (Status s = auth_.Check(*context, "RecvTensor"); !s.ok()) {
       call->OnTensor()(s, Tensor());
       return call;
@@ -159,6 +161,7 @@ class WorkerService final : public rpc::WorkerService::WithRawCallbackMethod_Rec
 
   grpc::Status RegisterGraph(grpc::ServerContext* context, grpc::ServerReader<rpc::RegisterGraphRequest>* reader,
                              rpc::RegisterGraphResponse* response) override {
+    MarkAnswered(context);
     if (Status s = auth_.Check(*context, "RegisterGraph"); !s.ok()) return ToGrpc(s);
     rpc::RegisterGraphRequest request;
     if (grpc::Status read = ReadTheRequest(reader, &request); !read.ok()) return read;
@@ -172,6 +175,7 @@ class WorkerService final : public rpc::WorkerService::WithRawCallbackMethod_Rec
 
   grpc::Status DeregisterGraph(grpc::ServerContext* context, grpc::ServerReader<rpc::DeregisterGraphRequest>* reader,
                                rpc::DeregisterGraphResponse*) override {
+    MarkAnswered(context);
     if (Status s = auth_.Check(*context, "DeregisterGraph"); !s.ok()) return ToGrpc(s);
     rpc::DeregisterGraphRequest request;
     if (grpc::Status read = ReadTheRequest(reader, &request); !read.ok()) return read;
@@ -180,6 +184,7 @@ class WorkerService final : public rpc::WorkerService::WithRawCallbackMethod_Rec
 
   grpc::Status RunGraph(grpc::ServerContext* context, grpc::ServerReader<rpc::RunGraphRequest>* reader,
                         rpc::RunGraphResponse* response) override {
+    MarkAnswered(context);
     if (Status s = auth_.Check(*context, "RunGraph"); !s.ok()) return ToGrpc(s);
     rpc::RunGraphRequest request;
     if (grpc::Status read = ReadTheRequest(reader, &request); !read.ok()) return read;
@@ -204,6 +209,7 @@ class WorkerService final : public rpc::WorkerService::WithRawCallbackMethod_Rec
 
   grpc::Status CleanupStep(grpc::ServerContext* context, grpc::ServerReader<rpc::CleanupStepRequest>* reader,
                            rpc::CleanupStepResponse*) override {
+    MarkAnswered(context);
     if (Status s = auth_.Check(*context, "CleanupStep"); !s.ok()) return ToGrpc(s);
     rpc::CleanupStepRequest request;
     if (grpc::Status read = ReadTheRequest(reader, &request); !read.ok()) return read;
@@ -213,6 +219,7 @@ class WorkerService final : public rpc::WorkerService::WithRawCallbackMethod_Rec
 
   grpc::Status ResetContainers(grpc::ServerContext* context, grpc::ServerReader<rpc::ResetContainersRequest>* reader,
                                rpc::ResetContainersResponse*) override {
+    MarkAnswered(context);
     if (Status s = auth_.Check(*context, "ResetContainers"); !s.ok()) return ToGrpc(s);
     rpc::ResetContainersRequest request;
     if (grpc::Status read = ReadTheRequest(reader, &request); !read.ok()) return read;
