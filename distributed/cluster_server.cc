@@ -70,6 +70,7 @@ StatusOr<std::unique_ptr<ClusterServer>> ClusterServer::Create(const ClusterSpec
   // A token that cannot ride in a call would start a server no call reaches.
   if (!options.token.empty()) RETURN_IF_ERROR(CheckClusterToken(options.token));
   RaiseDescriptorLimit();
+  HoldGrpcCallbackQueue();
   std::unique_ptr<ClusterServer> s(new ClusterServer());
   s->task_name_ = TaskName(job, task);
   ASSIGN_OR_RETURN(s->local_, Server::CreateForTask(options.config, job, task));

@@ -89,6 +89,13 @@ class OneRequestCall final : public grpc::ClientWriteReactor<Request> {
 inline constexpr char kAnsweredHeader[] = "tessera-answered";
 inline void MarkAnswered(grpc::ServerContextBase* context) { context->AddTrailingMetadata(kAnsweredHeader, "1"); }
 
+// gRPC 1.51 runs callback calls on one queue for the process, made when the first channel or
+// server needs it and freed when the last lets go; when that happens on one of the queue's
+// own threads (a channel whose last holder is a call that just ended there), the queue is
+// freed twice. A channel that never goes, once it has made a callback call, holds the queue
+// for good. Called wherever channels or servers are made; only the first call does anything.
+void HoldGrpcCallbackQueue();
+
 // The call's status as ours. `peer` names who was asked: an Unavailable or
 // DeadlineExceeded it did not answer itself says "<peer> did not answer".
 Status FromGrpc(const grpc::Status& s, const grpc::ClientContext& context, std::string_view peer);

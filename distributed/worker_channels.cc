@@ -9,6 +9,7 @@
 namespace tessera {
 
 std::shared_ptr<grpc::Channel> NewWorkerChannel(std::string_view address) {
+  HoldGrpcCallbackQueue();
   if (address.starts_with("grpc://")) address.remove_prefix(sizeof("grpc://") - 1);
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
