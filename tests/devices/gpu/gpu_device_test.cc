@@ -129,19 +129,19 @@ TEST(GpuDeviceTest, RunMetadataReportsTheGpuAllocator) {
 
 TEST(GpuDeviceTest, OutOfMemoryNamesTheNodeShapeAndDevice) {
   TESSERA_SKIP_WITHOUT_GPU();
-  SessionConfig config;
-  config.gpu_options.per_process_gpu_memory_fraction = 0.01;  // under 1 GiB on any current GPU
+  // 256 GiB, more than any GPU has: a process's first session fixes its GPUs' memory, so a
+  // memory fraction set here would not hold when another test of this binary ran first.
   Scope root = Scope::NewRootScope();
   auto big = ops::Fill(root.WithDevice("/device:GPU:0").WithOpName("too_big"),
-                       ops::Const(root, Tensor::FromVector<int32_t>({1 << 15, 1 << 15}, TensorShape({2}))), 1.0f);
-  auto session = SessionFor(root, config);
+                       ops::Const(root, Tensor::FromVector<int32_t>({1 << 18, 1 << 18}, TensorShape({2}))), 1.0f);
+  auto session = SessionFor(root, SessionConfig());
   ASSERT_TRUE(session.ok()) << session.status();
   std::vector<Tensor> out;
   Status s = (*session)->Run({}, {big.name()}, {}, &out);
   ASSERT_EQ(s.code(), Code::kResourceExhausted) << s;
   EXPECT_THAT(std::string(s.message()), HasSubstr("too_big"));
   EXPECT_THAT(std::string(s.message()),
-              HasSubstr("OOM when allocating tensor with shape [32768,32768] and type float32 on "
+              HasSubstr("OOM when allocating tensor with shape [262144,262144] and type float32 on "
                         "/job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc"));
   EXPECT_THAT(std::string(s.message()), HasSubstr(" in use (peak "));
   EXPECT_THAT(std::string(s.message()), HasSubstr("its largest free chunk is "));
