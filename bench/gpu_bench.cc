@@ -2,12 +2,14 @@
 //   MatMul 4096 fp32 through a Session   vs  cublasSgemm called directly;
 //   a chain of 1,000 small ops           vs  1,000 bare launches of the same kernel;
 //   64 MiB CPU -> GPU -> CPU by _Send/_Recv  vs  pinned cudaMemcpy both ways;
+//   a chain of 100 convolutions (the CNN's second, at batch 64) vs  cuDNN called directly;
 // and the seeds' CNN at batch 128 with its data on the GPU, its training step also recorded
 // once and replayed (gpu_options.capture_steps; bench/torch_cnn_gpu.py is the PyTorch side,
 // eager and replaying a CUDA graph). Every benchmark skips, saying why, without a GPU.
 #include <benchmark/benchmark.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <cudnn.h>
 
 #include "bench/gpu_bench_util.h"
 #include "devices/device_factory.h"
@@ -139,6 +141,93 @@ void BM_OpChain1000_BareLaunch(benchmark::State& state) {
   cudaFree(x);
 }
 
+// A convolution's host cost beside cuDNN's own: 100 3x3 SAME convolutions of [64, 13, 13, 32]
+// chained, the CNN's second at half its batch (one tower of two), as the mirrored step runs
+// it; the last fetched.
+constexpr int kConvChain = 100;
+constexpr int kConvBatch = 64, kConvSide = 13, kConvChannels = 32;
+
+void BM_ConvChain100_Session(benchmark::State& state) {
+  if (SkipWithoutGpu(state)) return;
+  Scope root = Scope::NewRootScope();
+  Scope gpu = root.WithDevice("/device:GPU:0");
+  Output x = ops::Const(gpu, RandomTensor(TensorShape({kConvBatch, kConvSide, kConvSide, kConvChannels}), 8));
+  Output w = ops::Const(gpu, RandomTensor(TensorShape({3, 3, kConvChannels, kConvChannels}), 9));
+  for (int i = 0; i < kConvChain; ++i) x = ops::Conv2D(gpu, x, w, {1, 1, 1, 1}, "SAME");
+  Output check = ops::Sum(gpu.WithOpName("check"), x, {0, 1, 2, 3});
+  auto session = MakeSession(root, state);
+  if (session == nullptr) return;
+  std::vector<Tensor> out;
+  if (!Ok(session->Run({}, {check.name()}, {}, &out), state)) return;
+  for (auto _ : state) {
+    if (!Ok(session->Run({}, {check.name()}, {}, &out), state)) return;
+  }
+  state.counters["us/op"] = benchmark::Counter(static_cast<double>(kConvChain) * 1e-6,
+                                               benchmark::Counter::kIsIterationInvariantRate |
+                                                   benchmark::Counter::kInvert);
+}
+
+// The same 100 convolutions by cudnnConvolutionForward in NCHW, the fastest algorithm
+// cuDNN times, between two buffers; then one small copy to the host.
+void BM_ConvChain100_Cudnn(benchmark::State& state) {
+  if (SkipWithoutGpu(state)) return;
+  cudnnHandle_t h = nullptr;
+  cudaStream_t stream = nullptr;
+  cudnnTensorDescriptor_t xd = nullptr;
+  cudnnFilterDescriptor_t wd = nullptr;
+  cudnnConvolutionDescriptor_t cd = nullptr;
+  float *a = nullptr, *b = nullptr, *w = nullptr, *ws = nullptr;
+  const size_t elements = size_t{kConvBatch} * kConvSide * kConvSide * kConvChannels, ws_bytes = size_t{64} << 20;
+  int found = 0;
+  cudnnConvolutionFwdAlgoPerf_t best;
+  const bool ready =
+      cudaStreamCreate(&stream) == cudaSuccess && cudnnCreate(&h) == CUDNN_STATUS_SUCCESS &&
+      cudnnSetStream(h, stream) == CUDNN_STATUS_SUCCESS && cudnnCreateTensorDescriptor(&xd) == CUDNN_STATUS_SUCCESS &&
+      cudnnCreateFilterDescriptor(&wd) == CUDNN_STATUS_SUCCESS &&
+      cudnnCreateConvolutionDescriptor(&cd) == CUDNN_STATUS_SUCCESS &&
+      cudnnSetTensor4dDescriptor(xd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, kConvBatch, kConvChannels, kConvSide,
+                                 kConvSide) == CUDNN_STATUS_SUCCESS &&
+      cudnnSetFilter4dDescriptor(wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, kConvChannels, kConvChannels, 3, 3) ==
+          CUDNN_STATUS_SUCCESS &&
+      cudnnSetConvolution2dDescriptor(cd, 1, 1, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT) ==
+          CUDNN_STATUS_SUCCESS &&
+      cudnnSetConvolutionMathType(cd, CUDNN_FMA_MATH) == CUDNN_STATUS_SUCCESS &&
+      cudaMalloc(&a, elements * sizeof(float)) == cudaSuccess && cudaMalloc(&b, elements * sizeof(float)) == cudaSuccess &&
+      cudaMalloc(&w, 9 * kConvChannels * kConvChannels * sizeof(float)) == cudaSuccess &&
+      cudaMalloc(&ws, ws_bytes) == cudaSuccess &&
+      cudnnFindConvolutionForwardAlgorithmEx(h, xd, a, wd, w, cd, xd, b, 1, &found, &best, ws, ws_bytes) ==
+          CUDNN_STATUS_SUCCESS &&
+      found == 1;
+  if (!ready) {
+    state.SkipWithError("cuDNN setup failed");
+  } else {
+    cudaMemsetAsync(a, 0, elements * sizeof(float), stream);
+    cudaMemsetAsync(w, 0, 9 * kConvChannels * kConvChannels * sizeof(float), stream);
+    const float one = 1, zero = 0;
+    float host[256];
+    for (auto _ : state) {
+      for (int i = 0; i < kConvChain; ++i) {
+        cudnnConvolutionForward(h, &one, xd, i % 2 ? b : a, wd, w, cd, best.algo, ws, best.memory, &zero, xd,
+                                i % 2 ? a : b);
+      }
+      cudaMemcpyAsync(host, a, sizeof host, cudaMemcpyDeviceToHost, stream);
+      cudaStreamSynchronize(stream);
+    }
+    state.counters["us/op"] = benchmark::Counter(static_cast<double>(kConvChain) * 1e-6,
+                                                 benchmark::Counter::kIsIterationInvariantRate |
+                                                     benchmark::Counter::kInvert);
+  }
+  cudaFree(a);
+  cudaFree(b);
+  cudaFree(w);
+  cudaFree(ws);
+  if (cd != nullptr) cudnnDestroyConvolutionDescriptor(cd);
+  if (wd != nullptr) cudnnDestroyFilterDescriptor(wd);
+  if (xd != nullptr) cudnnDestroyTensorDescriptor(xd);
+  if (h != nullptr) cudnnDestroy(h);
+  if (stream != nullptr) cudaStreamDestroy(stream);
+}
+
 constexpr int64_t kTransferFloats = int64_t{16} << 20;  // 64 MiB
 
 // A CPU tensor to the GPU and back: _Send/_Recv each way, the bytes counted once per way.
@@ -230,6 +319,8 @@ BENCHMARK(BM_MatMul4096_Session)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MatMul4096_Cublas)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_OpChain1000_Session)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_OpChain1000_BareLaunch)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ConvChain100_Session)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ConvChain100_Cudnn)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Transfer64MiB_SendRecv)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Transfer64MiB_PinnedMemcpy)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_CnnTrainStep_Gpu)->UseRealTime()->Unit(benchmark::kMillisecond);
