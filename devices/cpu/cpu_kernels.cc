@@ -44,6 +44,7 @@ void RegisterCpuKernels(KernelRegistry& r) {
   cpu::RegisterRandomKernels(r);
   cpu::RegisterConvKernels(r);
   RegisterConcatSplitKernels(r, kDeviceCpu, false, {}, CopyRowsOnHost);
+  cpu::RegisterBundleKernels(r);
   cpu::RegisterCheckpointKernels(r);
 }
 

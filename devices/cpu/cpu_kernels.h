@@ -26,6 +26,7 @@ void RegisterGatherKernels(KernelRegistry& r);
 void RegisterTrainingKernels(KernelRegistry& r);
 void RegisterRandomKernels(KernelRegistry& r);
 void RegisterConvKernels(KernelRegistry& r);
+void RegisterBundleKernels(KernelRegistry& r);
 void RegisterCheckpointKernels(KernelRegistry& r);
 
 // The int32 arithmetic of shapes (Add, Sub, Mul, Div, Maximum, Minimum, Neg, Square) for a

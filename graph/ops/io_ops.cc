@@ -1,4 +1,4 @@
-// Schemas of checkpoints and CSV records.
+// Schemas of checkpoints, checkpoint file names and CSV records.
 #include "graph/ops/core_ops.h"
 #include "graph/shape_inference.h"
 
@@ -8,6 +8,21 @@ namespace {
 // Every column has the shape of the records.
 Status DecodeCsvShape(InferenceContext& c) {
   for (int i = 0; i < c.num_outputs(); ++i) c.set_output(i, c.input(0));
+  return Status::OK();
+}
+
+// StringJoin's inputs are scalars or tensors of one shape, which the output has.
+Status StringJoinShape(InferenceContext& c) {
+  TensorShape out;
+  for (int i = 0; i < c.num_inputs(); ++i) {
+    if (c.input(i).rank() == 0) continue;
+    if (out.rank() == 0) {
+      out = c.input(i);
+    } else {
+      ASSIGN_OR_RETURN(out, InferenceContext::Merge(out, c.input(i)));
+    }
+  }
+  c.set_output(0, out);
   return Status::OK();
 }
 
@@ -22,6 +37,26 @@ void RegisterIoOps(OpRegistry& r) {
   RegisterCoreOp(r, OpDefBuilder("RestoreTensors").Input("filename: string").Input("tensor_names: string")
                   .Output("tensors: dtypes").Attr("dtypes: list(type) >= 1").Attr("shapes: list(shape) = []")
                   .SetIsStateful());
+
+  // TensorFlow's checkpoints, tensor bundles (graph/serialize/tensor_bundle.h), as its savers
+  // write them: SaveV2 writes one bundle; a sharded save writes each shard to a temporary
+  // prefix named by ShardedFilename and StringJoin, then MergeV2Checkpoints makes them one.
+  // shape_and_slices entries must be "" (whole tensors).
+  RegisterCoreOp(r, OpDefBuilder("SaveV2").Input("prefix: string").Input("tensor_names: string")
+                  .Input("shape_and_slices: string").Input("tensors: dtypes").Attr("dtypes: list(type)")
+                  .SetIsStateful());
+  RegisterCoreOp(r, OpDefBuilder("RestoreV2").Input("prefix: string").Input("tensor_names: string")
+                  .Input("shape_and_slices: string").Output("tensors: dtypes").Attr("dtypes: list(type)")
+                  .SetIsStateful().SetShapeFn(UnknownShape));
+  RegisterCoreOp(r, OpDefBuilder("MergeV2Checkpoints").Input("checkpoint_prefixes: string")
+                  .Input("destination_prefix: string").Attr("delete_old_dirs: bool = true")
+                  .Attr("allow_missing_files: bool = false").SetIsStateful());
+  RegisterCoreOp(r, OpDefBuilder("ShardedFilename").Input("basename: string").Input("shard: int32")
+                  .Input("num_shards: int32").Output("filename: string").SetShapeFn(ScalarShape));
+  RegisterCoreOp(r, OpDefBuilder("ShardedFilespec").Input("basename: string").Input("num_shards: int32")
+                  .Output("filename: string").SetShapeFn(ScalarShape));
+  RegisterCoreOp(r, OpDefBuilder("StringJoin").Input("inputs: N * string").Output("output: string")
+                  .Attr("N: int >= 0").Attr("separator: string = \"\"").SetShapeFn(StringJoinShape));
 
   // tf.io.decode_csv: each record string becomes one value per column, of the column's
   // record_default dtype; an empty default makes the column required.
