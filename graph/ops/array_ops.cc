@@ -434,6 +434,15 @@ void RegisterArrayOps(OpRegistry& r) {
   RegisterCoreOp(r, OpDefBuilder("Identity").Input("input: T").Output("output: T").Attr("T: type")
                   .SetShapeFn(UnchangedShape));
   RegisterCoreOp(r, OpDefBuilder("NoOp").SetShapeFn(ScalarShape));
+  // Identity that fails unless the input's shape is compatible with `shape`.
+  RegisterCoreOp(r, OpDefBuilder("EnsureShape").Input("input: T").Output("output: T").Attr("shape: shape")
+                  .Attr("T: type").SetShapeFn([](InferenceContext& c) -> Status {
+                    TensorShape shape;
+                    RETURN_IF_ERROR(c.GetAttr("shape", &shape));
+                    ASSIGN_OR_RETURN(TensorShape merged, InferenceContext::Merge(c.input(0), shape));
+                    c.set_output(0, merged);
+                    return Status::OK();
+                  }));
   // Identity to the forward pass; gradients stop here.
   RegisterCoreOp(r, OpDefBuilder("StopGradient").Input("input: T").Output("output: T").Attr("T: type")
                   .SetShapeFn(UnchangedShape));

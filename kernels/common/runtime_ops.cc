@@ -19,6 +19,26 @@ class IdentityOp : public OpKernel {
   bool IsExpensive() const override { return false; }
 };
 
+// TensorFlow's EnsureShape; the executor names the node in its error.
+class EnsureShapeOp : public OpKernel {
+ public:
+  explicit EnsureShapeOp(OpKernelConstruction* c) : OpKernel(c) {
+    Status s = c->GetAttr("shape", &shape_);
+    if (!s.ok()) c->SetStatus(s);
+  }
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& in = ctx->input(0);
+    OP_REQUIRES(ctx, shape_.IsCompatibleWith(in.shape()),
+                errors::InvalidArgument("Shape of tensor ", in.shape().DebugString(),
+                                        " is not compatible with expected shape ", shape_.DebugString(), "."));
+    ctx->set_output(0, in);
+  }
+  bool IsExpensive() const override { return false; }
+
+ private:
+  TensorShape shape_;
+};
+
 class NoOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
@@ -160,6 +180,7 @@ void RegisterSplitByType(KernelRegistry& r, const char* op, const std::string& d
 void RegisterRuntimeKernels(KernelRegistry& r, const std::string& device_type) {
   r.Register<NoOp>(KernelDefBuilder("NoOp").Device(device_type));
   r.Register<IdentityOp>(KernelDefBuilder("Identity").Device(device_type));
+  r.Register<EnsureShapeOp>(KernelDefBuilder("EnsureShape").Device(device_type));
   r.Register<IdentityOp>(KernelDefBuilder("StopGradient").Device(device_type));
   r.Register<IdentityOp>(KernelDefBuilder("PlaceholderWithDefault").Device(device_type));
   r.Register<PlaceholderOp>(KernelDefBuilder("Placeholder").Device(device_type));
