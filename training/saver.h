@@ -1,5 +1,8 @@
-// Saver: tf.train.Saver for graphs built with Scope. It adds ops that write variables to a
-// checkpoint file (kernels/util/checkpoint_file.h documents the format) and read them back.
+// Saver: tf.train.Saver for graphs built with Scope. It adds the ops TensorFlow's sharded
+// Saver adds (SaveV2 under a temporary prefix, MergeV2Checkpoints into place, RestoreV2), so
+// that a checkpoint is TensorFlow's format (graph/serialize/tensor_bundle.h: PATH.index and
+// PATH.data-00000-of-00001), which tf.train.load_checkpoint reads; a checkpoint in Tessera's
+// earlier format (one file at PATH, kernels/util/checkpoint_file.h) still restores.
 //
 //   StatusOr<Saver> saver = Saver::Create(root, {{"w", {w}}, {"b", {b}}});
 //   // ... a session on root's graph ...
@@ -7,8 +10,8 @@
 //   s = saver->Restore(*other_session, "/tmp/model.ckpt");   // same graph, new session
 //
 // A name may stand for several copies of one variable (mirrored training's, one per
-// device): the first copy is saved and every copy restored. Saving writes a temporary file
-// and renames it, so a failed or interrupted save leaves the previous checkpoint whole.
+// device): the first copy is saved and every copy restored. Saving writes a temporary bundle
+// and moves it into place, so a failed save leaves the previous checkpoint whole.
 // Create builds graph nodes (one thread per graph, like every builder); Save and Restore
 // are Session::Run calls and may run concurrently as Run may.
 #pragma once
@@ -29,10 +32,13 @@ class Saver {
   static StatusOr<Saver> Create(const Scope& scope, const std::map<std::string, std::vector<Output>>& variables);
 
   Status Save(Session& session, const std::string& path) const;
-  // Errors name the checkpoint and the tensor: NotFound, DataLoss for a damaged file,
-  // InvalidArgument for a dtype or shape that differs from the variable's. The variables
-  // keep their values when any tensor fails.
+  // Errors name the checkpoint and the tensor (or its shape check, save/NAME/shape_check):
+  // NotFound, DataLoss for a damaged file, InvalidArgument for a dtype or shape that differs
+  // from the variable's. The variables keep their values when any tensor fails.
   Status Restore(Session& session, const std::string& path) const;
+
+  // Whether a checkpoint is at `path`: a bundle (PATH.index) or a file of the earlier format.
+  static bool CheckpointExists(const std::string& path);
 
   // The nodes behind Save and Restore, to run by hand: feed the path to filename_tensor,
   // then run save_op or restore_op as a target.

@@ -388,7 +388,7 @@ Status InitializeOrWait(Session& session, const TrainGraph& g, const TrainOption
     log << "the ps hold the variables at global step " << out[0].data<int64_t>()[0] << "\n";
     return Status::OK();
   }
-  if (!o.checkpoint_path.empty() && std::filesystem::exists(o.checkpoint_path)) {
+  if (!o.checkpoint_path.empty() && Saver::CheckpointExists(o.checkpoint_path)) {
     RETURN_IF_ERROR(session.Run({}, {}, {g.init_variables}, &out));
     RETURN_IF_ERROR(g.saver.Restore(session, o.checkpoint_path));
     RETURN_IF_ERROR(session.Run({}, {g.global_step}, {}, &out));

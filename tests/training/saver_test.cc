@@ -1,6 +1,6 @@
 // Saver: a restored session computes bit-identical outputs, mirrored copies all restore,
-// and a damaged or mismatched checkpoint is a clear error that leaves the variables as
-// they were.
+// checkpoints are TensorFlow's bundles (Tessera's old files still restore), and a damaged or
+// mismatched checkpoint is a clear error that leaves the variables as they were.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -9,6 +9,8 @@
 #include <fstream>
 
 #include "graph/builder/initializers.h"
+#include "graph/serialize/tensor_bundle.h"
+#include "kernels/util/checkpoint_file.h"
 #include "tests/test_util.h"
 #include "training/saver.h"
 
@@ -63,12 +65,14 @@ bool BitIdentical(const Tensor& a, const Tensor& b) {
 class SaverTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    path_ = (fs::temp_directory_path() /
-             ("tessera_saver_" + std::to_string(::getpid()) + "_" +
-              ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".ckpt"))
-                .string();
+    dir_ = fs::temp_directory_path() / ("tessera_saver_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    path_ = (dir_ / "model.ckpt").string();
   }
-  void TearDown() override { fs::remove(path_); }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
   std::string path_;
 };
 
@@ -93,23 +97,24 @@ TEST_F(SaverTest, DamagedOrMismatchedCheckpointsLeaveTheVariablesAlone) {
   auto other = Start(*m);
   const Tensor before = testing::Fetch(*other, "y");
 
+  const std::string data = path_ + ".data-00000-of-00001";
   std::string bytes;
   {
-    std::ifstream in(path_, std::ios::binary);
+    std::ifstream in(data, std::ios::binary);
     bytes.assign(std::istreambuf_iterator<char>(in), {});
   }
   std::string flipped = bytes;
   flipped.back() ^= 1;
-  std::ofstream(path_, std::ios::binary) << flipped;
+  std::ofstream(data, std::ios::binary) << flipped;
   Status st = m->saver.Restore(*other, path_);
   EXPECT_EQ(st.code(), Code::kDataLoss);
   EXPECT_THAT(st.message(), HasSubstr("fails its checksum"));
   EXPECT_TRUE(BitIdentical(testing::Fetch(*other, "y"), before));
 
-  std::ofstream(path_, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  std::ofstream(data, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
   st = m->saver.Restore(*other, path_);
   EXPECT_EQ(st.code(), Code::kDataLoss);
-  EXPECT_THAT(st.message(), HasSubstr("truncated"));
+  EXPECT_THAT(st.message(), HasSubstr(data));
   EXPECT_TRUE(BitIdentical(testing::Fetch(*other, "y"), before));
 
   EXPECT_EQ(m->saver.Restore(*other, path_ + ".missing").code(), Code::kNotFound);
@@ -120,11 +125,45 @@ TEST_F(SaverTest, DamagedOrMismatchedCheckpointsLeaveTheVariablesAlone) {
   ASSERT_TRUE(wider->saver.Save(*wide_session, path_).ok());
   st = m->saver.Restore(*other, path_);
   EXPECT_EQ(st.code(), Code::kInvalidArgument);
-  EXPECT_THAT(st.message(), HasSubstr("Tensor 'w'"));
+  EXPECT_THAT(st.message(), HasSubstr("save/w/shape_check"));
   EXPECT_THAT(st.message(), HasSubstr("[4,2]"));
   EXPECT_TRUE(BitIdentical(testing::Fetch(*other, "y"), before));
   // The session still works, and a good checkpoint still restores.
   ASSERT_TRUE(m->saver.Save(*session, path_).ok());
+  ASSERT_TRUE(m->saver.Restore(*other, path_).ok());
+  EXPECT_TRUE(BitIdentical(testing::Fetch(*other, "y"), testing::Fetch(*session, "y")));
+}
+
+TEST_F(SaverTest, ACheckpointIsATensorFlowBundleAndAFailedSaveKeepsTheLastOne) {
+  auto m = BuildModel();
+  auto session = Start(*m);
+  ASSERT_TRUE(m->saver.Save(*session, path_).ok());
+  StatusOr<std::unique_ptr<BundleReader>> r = BundleReader::Open(path_);
+  ASSERT_TRUE(r.ok()) << r.status();
+  StatusOr<Tensor> w = (*r)->Read("w", CpuAllocator());
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_TRUE(BitIdentical(*w, testing::Fetch(*session, "w")));
+  // Only the checkpoint's two files are left: the temporary bundle's folder is gone.
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 2);
+
+  // A save that fails (its variables were never initialized) leaves the checkpoint there.
+  const std::string index = path_ + ".index";
+  const auto before = fs::last_write_time(index);
+  auto uninitialized = Session::Create(SessionConfig(), m->def);
+  ASSERT_TRUE(uninitialized.ok());
+  EXPECT_FALSE(m->saver.Save(**uninitialized, path_).ok());
+  EXPECT_EQ(fs::last_write_time(index), before);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 2);
+  auto other = Start(*m);
+  ASSERT_TRUE(m->saver.Restore(*other, path_).ok());
+  EXPECT_TRUE(BitIdentical(testing::Fetch(*other, "y"), testing::Fetch(*session, "y")));
+}
+
+TEST_F(SaverTest, ACheckpointInTesserasEarlierFormatStillRestores) {
+  auto m = BuildModel();
+  auto session = Start(*m);
+  ASSERT_TRUE(WriteCheckpoint(path_, {{"w", testing::Fetch(*session, "w")}, {"b", testing::Fetch(*session, "b")}}).ok());
+  auto other = Start(*m);
   ASSERT_TRUE(m->saver.Restore(*other, path_).ok());
   EXPECT_TRUE(BitIdentical(testing::Fetch(*other, "y"), testing::Fetch(*session, "y")));
 }

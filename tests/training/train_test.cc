@@ -11,7 +11,7 @@
 
 #include "devices/device_factory.h"
 #include "devices/linked/linked_providers.h"
-#include "kernels/util/checkpoint_file.h"
+#include "graph/serialize/tensor_bundle.h"
 #include "tests/test_util.h"
 #include "tools/cli.h"
 #include "training/trainer.h"
@@ -38,11 +38,13 @@ TEST(TrainTest, TheCnnLearnsFromTwoThousandImages) {
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_EQ(r->epochs.size(), 2u);
   // The checkpoint holds the trained variables, bit for bit.
-  StatusOr<std::vector<Tensor>> saved = ReadCheckpoint(o.checkpoint_path, {"conv2d/kernel", "dense_1/bias"});
+  StatusOr<std::unique_ptr<BundleReader>> saved = BundleReader::Open(o.checkpoint_path);
   ASSERT_TRUE(saved.ok()) << saved.status();
+  StatusOr<Tensor> saved_kernel = (*saved)->Read("conv2d/kernel", CpuAllocator());
+  ASSERT_TRUE(saved_kernel.ok()) << saved_kernel.status();
   const Tensor& kernel = r->variables.at("conv2d/kernel");
-  EXPECT_EQ(std::memcmp((*saved)[0].raw_data(), kernel.raw_data(), kernel.TotalBytes()), 0);
-  EXPECT_EQ((*saved)[1].shape(), TensorShape({10}));
+  EXPECT_EQ(std::memcmp(saved_kernel->raw_data(), kernel.raw_data(), kernel.TotalBytes()), 0);
+  EXPECT_EQ((*saved)->Find("dense_1/bias")->shape, TensorShape({10}));
   // The trace shows the step's kernels.
   std::ifstream trace(o.trace_path);
   const std::string trace_text((std::istreambuf_iterator<char>(trace)), {});
