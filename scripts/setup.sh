@@ -14,6 +14,8 @@ packages=(cmake ninja-build g++ clang libclang-rt-dev ccache
           # the cluster's RPCs: gRPC, protobuf and their code generators; gRPC's CMake package
           # finds re2 through pkg-config
           libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc pkg-config
+          # regular expressions of string ops (StaticRegexFullMatch), TensorFlow's engine
+          libre2-dev
           dataset-fashion-mnist
           # tests/fresh_machine/fresh_debian.sh
           debootstrap)

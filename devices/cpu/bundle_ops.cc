@@ -1,8 +1,8 @@
 // TensorFlow's checkpoint ops over tensor bundles (graph/serialize/tensor_bundle.h): SaveV2,
 // RestoreV2 (which also reads Tessera's own checkpoint files, kernels/util/
 // checkpoint_file.h, so that checkpoints saved before the bundle format still restore),
-// MergeV2Checkpoints, and the name ops TensorFlow's savers put beside them: ShardedFilename,
-// ShardedFilespec, StringJoin.
+// MergeV2Checkpoints, and the name ops TensorFlow's savers put beside them: ShardedFilename and
+// ShardedFilespec (StringJoin is in string_ops.cc).
 #include <sys/stat.h>
 
 #include <cstdio>
@@ -182,41 +182,6 @@ class ShardedFilenameOp : public OpKernel {
   }
 };
 
-// Joins its inputs element by element; scalars stand for every element.
-class StringJoinOp : public OpKernel {
- public:
-  explicit StringJoinOp(OpKernelConstruction* c) : OpKernel(c) {
-    Status s = c->GetAttr("separator", &separator_);
-    if (!s.ok()) c->SetStatus(s);
-  }
-  void Compute(OpKernelContext* ctx) override {
-    TensorShape shape;
-    for (int i = 0; i < ctx->num_inputs(); ++i) {
-      const Tensor& t = ctx->input(i);
-      OP_REQUIRES(ctx, t.dtype() == DataType::kString,
-                  errors::InvalidArgument("StringJoin's input ", i, " is ", DataTypeName(t.dtype())));
-      if (t.rank() == 0) continue;
-      OP_REQUIRES(ctx, shape.rank() == 0 || shape == t.shape(),
-                  errors::InvalidArgument("StringJoin's inputs must be scalars or of one shape: ",
-                                          shape.DebugString(), " and ", t.shape().DebugString()));
-      shape = t.shape();
-    }
-    Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, shape, &out));
-    std::string* o = out->data<std::string>();
-    for (int64_t e = 0; e < out->NumElements(); ++e) {
-      for (int i = 0; i < ctx->num_inputs(); ++i) {
-        const Tensor& t = ctx->input(i);
-        if (i > 0) o[e] += separator_;
-        o[e] += t.data<std::string>()[t.rank() == 0 ? 0 : e];
-      }
-    }
-  }
-
- private:
-  std::string separator_;
-};
-
 }  // namespace
 
 void RegisterBundleKernels(KernelRegistry& r) {
@@ -225,7 +190,6 @@ void RegisterBundleKernels(KernelRegistry& r) {
   r.Register<MergeV2CheckpointsOp>(KernelDefBuilder("MergeV2Checkpoints").Device(kDeviceCpu));
   r.Register<ShardedFilenameOp>(KernelDefBuilder("ShardedFilename").Device(kDeviceCpu));
   r.Register<ShardedFilenameOp>(KernelDefBuilder("ShardedFilespec").Device(kDeviceCpu));
-  r.Register<StringJoinOp>(KernelDefBuilder("StringJoin").Device(kDeviceCpu));
 }
 
 }  // namespace tessera::cpu

@@ -46,6 +46,7 @@ void RegisterCpuKernels(KernelRegistry& r) {
   RegisterConcatSplitKernels(r, kDeviceCpu, false, {}, CopyRowsOnHost);
   cpu::RegisterBundleKernels(r);
   cpu::RegisterCheckpointKernels(r);
+  cpu::RegisterStringKernels(r);
 }
 
 }  // namespace tessera

@@ -30,6 +30,7 @@ void RegisterCoreOps(OpRegistry& r) {
   RegisterRandomOps(r);
   RegisterTrainingOps(r);
   RegisterIoOps(r);
+  RegisterStringOps(r);
   RegisterDataFlowOps(r);
   RegisterSendrecvOps(r);
   RegisterCollectiveOps(r);

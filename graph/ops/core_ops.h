@@ -25,6 +25,7 @@ void RegisterArrayOps(OpRegistry& registry);
 void RegisterStateOps(OpRegistry& registry);
 void RegisterMathOps(OpRegistry& registry);
 void RegisterNnOps(OpRegistry& registry);
+void RegisterStringOps(OpRegistry& registry);
 void RegisterRandomOps(OpRegistry& registry);
 void RegisterTrainingOps(OpRegistry& registry);
 void RegisterIoOps(OpRegistry& registry);

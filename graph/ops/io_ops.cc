@@ -11,21 +11,6 @@ Status DecodeCsvShape(InferenceContext& c) {
   return Status::OK();
 }
 
-// StringJoin's inputs are scalars or tensors of one shape, which the output has.
-Status StringJoinShape(InferenceContext& c) {
-  TensorShape out;
-  for (int i = 0; i < c.num_inputs(); ++i) {
-    if (c.input(i).rank() == 0) continue;
-    if (out.rank() == 0) {
-      out = c.input(i);
-    } else {
-      ASSIGN_OR_RETURN(out, InferenceContext::Merge(out, c.input(i)));
-    }
-  }
-  c.set_output(0, out);
-  return Status::OK();
-}
-
 }  // namespace
 
 void RegisterIoOps(OpRegistry& r) {
@@ -40,7 +25,8 @@ void RegisterIoOps(OpRegistry& r) {
 
   // TensorFlow's checkpoints, tensor bundles (graph/serialize/tensor_bundle.h), as its savers
   // write them: SaveV2 writes one bundle; a sharded save writes each shard to a temporary
-  // prefix named by ShardedFilename and StringJoin, then MergeV2Checkpoints makes them one.
+  // prefix named by ShardedFilename and StringJoin (string_ops.cc), then MergeV2Checkpoints
+  // makes them one.
   // shape_and_slices entries must be "" (whole tensors).
   RegisterCoreOp(r, OpDefBuilder("SaveV2").Input("prefix: string").Input("tensor_names: string")
                   .Input("shape_and_slices: string").Input("tensors: dtypes").Attr("dtypes: list(type)")
@@ -55,8 +41,6 @@ void RegisterIoOps(OpRegistry& r) {
                   .Input("num_shards: int32").Output("filename: string").SetShapeFn(ScalarShape));
   RegisterCoreOp(r, OpDefBuilder("ShardedFilespec").Input("basename: string").Input("num_shards: int32")
                   .Output("filename: string").SetShapeFn(ScalarShape));
-  RegisterCoreOp(r, OpDefBuilder("StringJoin").Input("inputs: N * string").Output("output: string")
-                  .Attr("N: int >= 0").Attr("separator: string = \"\"").SetShapeFn(StringJoinShape));
 
   // tf.io.decode_csv: each record string becomes one value per column, of the column's
   // record_default dtype; an empty default makes the column required.
