@@ -434,6 +434,12 @@ void RegisterArrayOps(OpRegistry& r) {
   RegisterCoreOp(r, OpDefBuilder("Identity").Input("input: T").Output("output: T").Attr("T: type")
                   .SetShapeFn(UnchangedShape));
   RegisterCoreOp(r, OpDefBuilder("NoOp").SetShapeFn(ScalarShape));
+  // Identity of a list: what an inlined function call leaves under the call's name.
+  RegisterCoreOp(r, OpDefBuilder("IdentityN").Input("input: T").Output("output: T").Attr("T: list(type) >= 1")
+                  .SetShapeFn([](InferenceContext& c) -> Status {
+                    for (int i = 0; i < c.num_outputs(); ++i) c.set_output(i, c.input(i));
+                    return Status::OK();
+                  }));
   // Identity that fails unless the input's shape is compatible with `shape`.
   RegisterCoreOp(r, OpDefBuilder("EnsureShape").Input("input: T").Output("output: T").Attr("shape: shape")
                   .Attr("T: type").SetShapeFn([](InferenceContext& c) -> Status {

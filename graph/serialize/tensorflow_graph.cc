@@ -14,6 +14,7 @@
 #include "graph/platform/logging.h"
 #include "graph/protos/tensorflow_graph.pb.h"
 #include "graph/serialize/tensorflow_dtypes.h"
+#include "graph/serialize/tensorflow_functions.h"
 
 namespace tessera {
 namespace {
@@ -297,18 +298,13 @@ class DroppedAttrs {
   std::map<std::string, Entry> seen_;
 };
 
-StatusOr<NodeSpec> NodeFromProto(const pb::NodeDef& p, const std::set<std::string>& functions,
-                                const GraphDefImportOptions& options, DroppedAttrs* dropped) {
+StatusOr<NodeSpec> NodeFromProto(const pb::NodeDef& p, const GraphDefImportOptions& options, DroppedAttrs* dropped) {
   NodeSpec def;
   def.name = p.name();
   def.op = p.op();
   def.device = p.device();
   def.inputs.assign(p.input().begin(), p.input().end());
   const std::string where = StrCat("node '", def.name, "' (", def.op, ")");
-  if (functions.count(def.op) != 0) {
-    return errors::Unimplemented(where, " calls function '", def.op,
-                                 "' of the GraphDef's library; Tessera does not run TensorFlow functions");
-  }
   const OpDef* op = options.ops->Find(def.op);
   if (op == nullptr) return errors::NotFound("Op type not registered '", def.op, "' (node '", def.name, "')");
   // Sorted, so that the log and any error are the same from run to run; a key given twice
@@ -428,20 +424,15 @@ TensorFlowFormat SniffTensorFlowFormat(std::string_view bytes) {
 
 StatusOr<GraphSpec> GraphSpecFromTensorFlow(std::string_view bytes, TensorFlowFormat format,
                                           const GraphDefImportOptions& options) {
-  ASSIGN_OR_RETURN(pb::GraphDef proto, ParseProto(bytes, format));
-  std::set<std::string> functions;
-  for (const auto& f : proto.library().function()) functions.insert(f.signature().name());
+  ASSIGN_OR_RETURN(pb::GraphDef parsed, ParseProto(bytes, format));
+  ASSIGN_OR_RETURN(pb::GraphDef proto, InlineTensorFlowFunctions(parsed, *options.ops));
   GraphSpec def;
   DroppedAttrs dropped;
   for (const pb::NodeDef& n : proto.node()) {
-    ASSIGN_OR_RETURN(NodeSpec node, NodeFromProto(n, functions, options, &dropped));
+    ASSIGN_OR_RETURN(NodeSpec node, NodeFromProto(n, options, &dropped));
     def.nodes.push_back(std::move(node));
   }
   dropped.Log();
-  if (!functions.empty()) {
-    Log(LogSeverity::kInfo, StrCat("GraphDef import: ignoring the library's ", functions.size(),
-                                   " functions, which no node calls"));
-  }
   return def;
 }
 

@@ -5,12 +5,14 @@
 //   StatusOr<std::unique_ptr<Graph>> g = ImportGraphDefFile("frozen.pb");
 //   StatusOr<GraphSpec> def = GraphSpecFromTensorFlow(bytes, TensorFlowFormat::kBinary);
 //
-// Reading maps each node's attrs by the type Tessera's op declares for them. Attrs the op
+// Reading first inlines every call into the GraphDef's function library and lowers TF2's If
+// and While to v1 control flow (graph/serialize/tensorflow_functions.h), then maps each
+// node's attrs by the type Tessera's op declares for them. Attrs the op
 // does not declare (TensorFlow's `_output_shapes`, `use_cudnn_on_gpu`, ...) are dropped
 // with one log line per op and attr; `_class = ["loc:@x"]` becomes colocation with x. An
 // unknown op is NotFound naming the node; an attr of the wrong type, a tensor whose values
-// do not fit its shape, a dtype Tessera lacks, a call into the GraphDef's function library
-// and every other malformed input are InvalidArgument (Unimplemented for what Tessera does
+// do not fit its shape, a dtype Tessera lacks, a call that does not fit its function and
+// every other malformed input are InvalidArgument (Unimplemented for what Tessera does
 // not run) naming the node and attr; a binary file that does not parse names the byte
 // offset of the first node or field that does not, a text file the line and column.
 // Every function here is thread-safe.

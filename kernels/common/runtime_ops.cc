@@ -19,6 +19,15 @@ class IdentityOp : public OpKernel {
   bool IsExpensive() const override { return false; }
 };
 
+class IdentityNOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    for (int i = 0; i < ctx->num_inputs(); ++i) ctx->set_output(i, ctx->input(i));
+  }
+  bool IsExpensive() const override { return false; }
+};
+
 // TensorFlow's EnsureShape; the executor names the node in its error.
 class EnsureShapeOp : public OpKernel {
  public:
@@ -181,6 +190,7 @@ void RegisterRuntimeKernels(KernelRegistry& r, const std::string& device_type) {
   r.Register<NoOp>(KernelDefBuilder("NoOp").Device(device_type));
   r.Register<IdentityOp>(KernelDefBuilder("Identity").Device(device_type));
   r.Register<EnsureShapeOp>(KernelDefBuilder("EnsureShape").Device(device_type));
+  r.Register<IdentityNOp>(KernelDefBuilder("IdentityN").Device(device_type));
   r.Register<IdentityOp>(KernelDefBuilder("StopGradient").Device(device_type));
   r.Register<IdentityOp>(KernelDefBuilder("PlaceholderWithDefault").Device(device_type));
   r.Register<PlaceholderOp>(KernelDefBuilder("Placeholder").Device(device_type));

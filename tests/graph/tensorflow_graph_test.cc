@@ -235,13 +235,15 @@ node { name: "b" op: "Identity" input: "a" attr { key: "T" value { type: DT_FLOA
   EXPECT_THAT(graph.status().message(), HasSubstr("cycle"));
 }
 
-TEST(TensorFlowGraphTest, FunctionCallsAreUnimplementedNamingTheNode) {
+// Calls are inlined (tests/graph/tensorflow_functions_test.cc); one that does not fit its
+// function is an error naming the node.
+TEST(TensorFlowGraphTest, AFunctionCallOfTheWrongArityNamesTheNode) {
   auto def = FromText(R"(
 library { function { signature { name: "my_fn" input_arg { name: "x" type: DT_FLOAT } } } }
 node { name: "call" op: "my_fn" })");
   ASSERT_FALSE(def.ok());
-  EXPECT_EQ(def.status().code(), Code::kUnimplemented);
-  EXPECT_THAT(def.status().message(), HasSubstr("node 'call' (my_fn) calls function 'my_fn'"));
+  EXPECT_EQ(def.status().code(), Code::kInvalidArgument);
+  EXPECT_THAT(def.status().message(), HasSubstr("node 'call' (my_fn) calling function 'my_fn' passes 0 inputs"));
 }
 
 TEST(TensorFlowGraphTest, ColocationMustNameANode) {
