@@ -13,7 +13,8 @@
 
 namespace tessera {
 
-inline bool IsSwitch(std::string_view op) { return op == "Switch" || op == "RefSwitch"; }
+// _SwitchN is the switch of a lowered Case: one live output of N.
+inline bool IsSwitch(std::string_view op) { return op == "Switch" || op == "RefSwitch" || op == "_SwitchN"; }
 inline bool IsMerge(std::string_view op) { return op == "Merge" || op == "RefMerge"; }
 inline bool IsEnter(std::string_view op) { return op == "Enter" || op == "RefEnter"; }
 inline bool IsExit(std::string_view op) { return op == "Exit" || op == "RefExit"; }

@@ -54,6 +54,14 @@ void RegisterControlFlowOps(OpRegistry& r) {
                       .SetShapeFn(UnchangedShape));
     }
   }
+  // The switch of a lowered Case: `data` to output `output_index`, or to the last output when
+  // the index is out of range, as TensorFlow's.
+  RegisterCoreOp(r, OpDefBuilder("_SwitchN").Input("data: T").Input("output_index: int32")
+                  .Output("outputs: num_outs * T").Attr("num_outs: int >= 1").Attr("T: type")
+                  .SetShapeFn([](InferenceContext& c) -> Status {
+                    for (int i = 0; i < c.num_outputs(); ++i) c.set_output(i, c.input(0));
+                    return Status::OK();
+                  }));
   RegisterCoreOp(r, OpDefBuilder("LoopCond").Input("input: bool").Output("output: bool").SetShapeFn(UnchangedShape));
   // Runs, and lets its successors run, even when its inputs are dead.
   RegisterCoreOp(r, OpDefBuilder("ControlTrigger").SetShapeFn(ScalarShape));

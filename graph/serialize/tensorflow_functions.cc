@@ -160,9 +160,7 @@ class Inliner {
     if (library_.count(n.op()) != 0) return Inline(p, n.op(), ToMap(n.attr()));
     if (n.op() == "If" || n.op() == "StatelessIf") return LowerIf(p);
     if (n.op() == "While" || n.op() == "StatelessWhile") return LowerWhile(p);
-    if (n.op() == "Case" || n.op() == "StatelessCase") {
-      return errors::Unimplemented(Where(n), ": Case is not lowered yet; If and While are");
-    }
+    if (n.op() == "Case" || n.op() == "StatelessCase") return LowerCase(p);
     *out_.add_node() = std::move(p.node);
     return Status::OK();
   }
@@ -459,6 +457,69 @@ class Inliner {
     SetAttr(&executed, "T", TypeValue(pb::DT_BOOL));
     SetAttr(&executed, "N", IntValue(2));
     Push(std::move(executed), p.stack);
+    outputs.push_back("^" + X + "/branch_executed");
+    Push(Result(X, outputs, tout, x.device()), p.stack);
+    return Status::OK();
+  }
+
+  // Case X: as If, with _SwitchN routing each input to the branch the index names (the last
+  // for an index out of range).
+  Status LowerCase(const Pending& p) {
+    const pb::NodeDef& x = p.node;
+    const std::string& X = x.name();
+    std::vector<std::string> data, controls;
+    for (const std::string& in : x.input()) (IsControl(in) ? controls : data).push_back(in);
+    const pb::AttrValue* branches = Find(x.attr(), "branches");
+    if (data.empty() || branches == nullptr || branches->list().func_size() == 0) {
+      return errors::InvalidArgument(Where(x), " has no branch index or no branches");
+    }
+    const int n = branches->list().func_size();
+    const std::vector<int> tin = TypeList(x, "Tin"), tout = TypeList(x, "Tout");
+    if (tin.size() != data.size() - 1) {
+      return errors::InvalidArgument(Where(x), " has ", data.size() - 1, " inputs and ", tin.size(), " Tin");
+    }
+    const std::string& index = data[0];
+    std::vector<std::string> switch_inputs = {index, index};
+    switch_inputs.insert(switch_inputs.end(), controls.begin(), controls.end());
+    pb::NodeDef sw = Node(X + "/branch_index", "_SwitchN", switch_inputs, x.device());
+    SetAttr(&sw, "T", TypeValue(pb::DT_INT32));
+    SetAttr(&sw, "num_outs", IntValue(n));
+    Push(std::move(sw), p.stack);
+    std::vector<std::vector<std::string>> branch_in(n);
+    std::vector<std::string> pivots;
+    for (int b = 0; b < n; ++b) {
+      pb::NodeDef pivot = Node(StrCat(X, "/pivot_", b), "Identity", {Output(X + "/branch_index", b)}, x.device());
+      SetAttr(&pivot, "T", TypeValue(pb::DT_INT32));
+      pivots.push_back(pivot.name());
+      Push(std::move(pivot), p.stack);
+    }
+    for (size_t k = 0; k < tin.size(); ++k) {
+      pb::NodeDef s = Node(StrCat(X, "/input_", k), "_SwitchN", {data[k + 1], index});
+      SetAttr(&s, "T", TypeValue(tin[k]));
+      SetAttr(&s, "num_outs", IntValue(n));
+      for (int b = 0; b < n; ++b) branch_in[b].push_back(Output(s.name(), b));
+      Push(std::move(s), p.stack);
+    }
+    std::vector<std::string> executed = pivots;
+    for (int b = 0; b < n; ++b) {
+      branch_in[b].push_back("^" + pivots[b]);
+      Push(Call(StrCat(X, "/branch", b), branches->list().func(b), branch_in[b], x.device()), p.stack);
+      executed.push_back(StrCat("^", X, "/branch", b));
+    }
+    std::vector<std::string> outputs;
+    for (size_t i = 0; i < tout.size(); ++i) {
+      std::vector<std::string> ins;
+      for (int b = 0; b < n; ++b) ins.push_back(Output(StrCat(X, "/branch", b), static_cast<int64_t>(i)));
+      pb::NodeDef m = Node(StrCat(X, "/merge_", i), "Merge", ins);
+      SetAttr(&m, "T", TypeValue(tout[i]));
+      SetAttr(&m, "N", IntValue(n));
+      outputs.push_back(m.name());
+      Push(std::move(m), p.stack);
+    }
+    pb::NodeDef done = Node(X + "/branch_executed", "Merge", executed, x.device());
+    SetAttr(&done, "T", TypeValue(pb::DT_INT32));
+    SetAttr(&done, "N", IntValue(n));
+    Push(std::move(done), p.stack);
     outputs.push_back("^" + X + "/branch_executed");
     Push(Result(X, outputs, tout, x.device()), p.stack);
     return Status::OK();

@@ -10,6 +10,7 @@
 //     C               IdentityN of f's results, after f's control outputs (so "C:1" and
 //                     "^C" mean what they meant)
 //   If / StatelessIf X:        Switch, a call of each branch, Merge per output (X/...)
+//   Case / StatelessCase X:    _SwitchN to the indexed branch (the last when out of range)
 //   While / StatelessWhile W:  Enter, Merge, a call of cond, LoopCond, Switch, a call of
 //                              body, NextIteration, Exit (frame "W", parallel_iterations kept)
 //

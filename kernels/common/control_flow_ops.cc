@@ -29,6 +29,21 @@ class SwitchOp : public OpKernel {
   bool IsExpensive() const override { return false; }
 };
 
+class SwitchNOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& index = ctx->input(1);
+    OP_REQUIRES(ctx, index.dtype() == DataType::kInt32 && index.NumElements() == 1,
+                errors::InvalidArgument("_SwitchN's output_index must be an int32 scalar, it has shape ",
+                                        index.shape().DebugString()));
+    int32_t out = index.data<int32_t>()[0];
+    if (out < 0 || out >= num_outputs()) out = num_outputs() - 1;
+    ctx->set_output(out, ctx->input(0));
+  }
+  bool IsExpensive() const override { return false; }
+};
+
 // The executor runs a Merge once one input is alive (absent inputs are empty); it forwards
 // the first live one and its index.
 class MergeOp : public OpKernel {
@@ -70,6 +85,9 @@ void RegisterControlFlowKernels(KernelRegistry& r, const std::string& device_typ
       r.Register<ForwardOp>(KernelDefBuilder(prefix + op).Device(device_type));
     }
   }
+  KernelDefBuilder switch_n("_SwitchN");
+  if (own_memory) switch_n.HostMemory("output_index");
+  r.Register<SwitchNOp>(switch_n.Device(device_type));
   KernelDefBuilder loop_cond("LoopCond");
   if (own_memory) loop_cond.HostMemory("input").HostMemory("output");
   r.Register<ForwardOp>(loop_cond.Device(device_type));

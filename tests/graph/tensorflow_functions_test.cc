@@ -1,5 +1,5 @@
 // GraphDefs whose nodes call their function library, as tf.function writes them: nested
-// PartitionedCalls, StatelessIf and StatelessWhile (tests/testdata/tf_functions, made by
+// PartitionedCalls, StatelessIf, StatelessWhile and StatelessCase (tests/testdata/tf_functions, made by
 // TensorFlow 2.21 with the outputs it computed), imported, inlined, lowered and run; and
 // libraries that cannot be: a function that calls itself, a While whose body changes its
 // loop variables' types, a call of a function the library lacks.
@@ -42,10 +42,12 @@ Tensor FromJson(const nlohmann::json& j, DataType dtype) {
   return t;
 }
 
-// Runs NAME.pbtxt on NAME.json's feeds; checks TensorFlow's outputs.
-void RunAndCompare(const std::string& name, const std::map<std::string, DataType>& feed_types) {
+// Runs GRAPH.pbtxt (NAME.pbtxt by default) on NAME.json's feeds; checks TensorFlow's outputs.
+void RunAndCompare(const std::string& name, const std::map<std::string, DataType>& feed_types,
+                   const std::string& graph_name = "") {
   const std::string dir = std::string(TESSERA_TEST_DATA_DIR) + "/tf_functions/";
-  StatusOr<GraphSpec> graph = GraphSpecFromTensorFlow(Read(dir + name + ".pbtxt"), TensorFlowFormat::kText);
+  StatusOr<GraphSpec> graph =
+      GraphSpecFromTensorFlow(Read(dir + (graph_name.empty() ? name : graph_name) + ".pbtxt"), TensorFlowFormat::kText);
   ASSERT_TRUE(graph.ok()) << graph.status();
   const nlohmann::json expected = nlohmann::json::parse(Read(dir + name + ".json"));
   StatusOr<std::unique_ptr<Session>> session = Session::Create(SessionConfig(), *graph);
@@ -71,6 +73,13 @@ TEST(TensorFlowFunctionsTest, NestedCallsAreInlinedAndGiveTensorFlowsOutputs) {
 
 TEST(TensorFlowFunctionsTest, StatelessIfAndWhileAreLoweredAndGiveTensorFlowsOutputs) {
   RunAndCompare("control_flow", {{"x", DataType::kFloat}, {"n", DataType::kInt32}});
+}
+
+TEST(TensorFlowFunctionsTest, ACaseRunsTheIndexedBranchAndTheLastForAnIndexOutOfRange) {
+  for (const char* run : {"case_0", "case_1", "case_2", "case_7"}) {
+    SCOPED_TRACE(run);
+    RunAndCompare(run, {{"i", DataType::kInt32}, {"x", DataType::kFloat}}, "case");
+  }
 }
 
 // A library of one function `f(x) = g(x)`, where g's body is `body`.

@@ -11,11 +11,12 @@ import tensorflow as tf
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def write(name, fn, feeds):
+def write(name, fn, feeds, graph_name=None):
+    """NAME.json for these feeds; GRAPH.pbtxt (NAME's by default) for the graph."""
     concrete = fn.get_concrete_function(*[tf.TensorSpec(v.shape, tf.as_dtype(v.dtype), name=k)
                                           for k, v in feeds.items()])
     graph = concrete.graph.as_graph_def()
-    with open(os.path.join(HERE, name + ".pbtxt"), "w") as f:
+    with open(os.path.join(HERE, (graph_name or name) + ".pbtxt"), "w") as f:
         f.write(str(graph))
     outputs = concrete(*feeds.values())
     outputs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
@@ -54,3 +55,12 @@ def control_flow(x, n):
 
 write("calls", calls, {"x": np.array([1.5, -2.0, 0.25], np.float32)})
 write("control_flow", control_flow, {"x": np.array([[1.0, -0.5], [2.0, 0.0]], np.float32), "n": np.int32(5)})
+
+
+@tf.function
+def case(i, x):
+    return tf.switch_case(i, [lambda: x + 1.0, lambda: x * 10.0, lambda: -x])
+
+
+for index in (0, 1, 2, 7):
+    write(f"case_{index}", case, {"i": np.int32(index), "x": np.array([1.0, 2.0], np.float32)}, graph_name="case")
