@@ -2,6 +2,8 @@
 // time is linear in the input whatever the pattern).
 #include <re2/re2.h>
 
+#include <algorithm>
+
 #include "devices/cpu/cpu_kernels.h"
 
 namespace tessera::cpu {
@@ -40,6 +42,31 @@ class StringJoinOp : public OpKernel {
 
  private:
   std::string separator_;
+};
+
+class StringLengthOp : public OpKernel {
+ public:
+  explicit StringLengthOp(OpKernelConstruction* c) : OpKernel(c) {
+    std::string unit;
+    Status s = c->GetAttr("unit", &unit);
+    if (s.ok() && unit != "BYTE" && unit != "UTF8_CHAR") s = errors::InvalidArgument("unknown unit '", unit, "'");
+    if (!s.ok()) c->SetStatus(s);
+    utf8_ = unit == "UTF8_CHAR";
+  }
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& in = ctx->input(0);
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, in.shape(), &out));
+    for (int64_t i = 0; i < in.NumElements(); ++i) {
+      const std::string& s = in.data<std::string>()[i];
+      int64_t n = static_cast<int64_t>(s.size());
+      if (utf8_) n = std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<uint8_t>(c) & 0xc0) != 0x80; });
+      out->data<int32_t>()[i] = static_cast<int32_t>(n);
+    }
+  }
+
+ private:
+  bool utf8_ = false;
 };
 
 Status CompilePattern(const std::string& pattern, std::unique_ptr<RE2>* out) {
@@ -90,6 +117,7 @@ class RegexFullMatchOp : public OpKernel {
 
 void RegisterStringKernels(KernelRegistry& r) {
   r.Register<StringJoinOp>(KernelDefBuilder("StringJoin").Device(kDeviceCpu));
+  r.Register<StringLengthOp>(KernelDefBuilder("StringLength").Device(kDeviceCpu));
   r.Register<StaticRegexFullMatchOp>(KernelDefBuilder("StaticRegexFullMatch").Device(kDeviceCpu));
   r.Register<RegexFullMatchOp>(KernelDefBuilder("RegexFullMatch").Device(kDeviceCpu));
 }

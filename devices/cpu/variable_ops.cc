@@ -181,9 +181,18 @@ class VarIsInitializedOp : public OpKernel {
   bool IsExpensive() const override { return false; }
 };
 
+// Tessera's reads never copy on a later write's account: nothing to disable.
+class DisableCopyOnReadOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext*) override {}
+  bool IsExpensive() const override { return false; }
+};
+
 }  // namespace
 
 void RegisterVariableKernels(KernelRegistry& r) {
+  r.Register<DisableCopyOnReadOp>(KernelDefBuilder("DisableCopyOnRead").Device(kDeviceCpu));
   r.Register<AssignOp>(KernelDefBuilder("Assign").Device(kDeviceCpu));
   r.Register<IsVariableInitializedOp>(KernelDefBuilder("IsVariableInitialized").Device(kDeviceCpu));
   r.Register<VarHandleOp>(KernelDefBuilder("VarHandleOp").Device(kDeviceCpu));

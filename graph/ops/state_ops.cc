@@ -47,6 +47,8 @@ void RegisterStateOps(OpRegistry& r) {
     RegisterCoreOp(r, OpDefBuilder(op).Input("resource: resource").Input("value: dtype")
                     .Attr("dtype: {float32, float64, int32, int64}").SetIsStateful());
   }
+  // TensorFlow's hint that reads need not copy; TF2's savers read variables after it.
+  RegisterCoreOp(r, OpDefBuilder("DisableCopyOnRead").Input("resource: resource").SetIsStateful());
   RegisterCoreOp(r, OpDefBuilder("VarIsInitializedOp").Input("resource: resource").Output("is_initialized: bool")
                   .SetIsStateful().SetShapeFn(ScalarShape));
 }

@@ -25,6 +25,9 @@ Status StringJoinShape(InferenceContext& c) {
 void RegisterStringOps(OpRegistry& r) {
   RegisterCoreOp(r, OpDefBuilder("StringJoin").Input("inputs: N * string").Output("output: string")
                   .Attr("N: int >= 0").Attr("separator: string = \"\"").SetShapeFn(StringJoinShape));
+  // Each string's length in bytes, or in UTF-8 characters with unit "UTF8_CHAR".
+  RegisterCoreOp(r, OpDefBuilder("StringLength").Input("input: string").Output("output: int32")
+                  .Attr("unit: string = \"BYTE\"").SetShapeFn(UnchangedShape));
   // Whether each string matches the whole of an RE2 pattern (TensorFlow's regex syntax).
   RegisterCoreOp(r, OpDefBuilder("StaticRegexFullMatch").Input("input: string").Output("output: bool")
                   .Attr("pattern: string").SetShapeFn(UnchangedShape));
