@@ -1,0 +1,78 @@
+// TensorFlow's SavedModels (a directory of saved_model.pb, variables/ and assets/), loaded
+// into a Session as tensorflow/cc/saved_model/loader.cc loads them: the MetaGraph whose tags
+// are the ones asked for, its graph imported (calls into its function library inlined, TF2
+// control flow lowered: graph/serialize/tensorflow_functions.h), the variables restored by
+// running the graph's own saver (TF1's save/restore_all, TF2's traced restore function) on
+// variables/variables, then its init op (`__saved_model_init_op`, `main_op` or
+// `legacy_init_op`), with each asset's path fed where the graph reads it.
+//
+//   ASSIGN_OR_RETURN(auto model, LoadSavedModel("/models/resnet", {"serve"}));
+//   std::vector<Tensor> out;
+//   RETURN_IF_ERROR(model->Run("serving_default", {{"input_1", images}}, {"predictions"}, &out));
+//
+// Errors name the directory and what is wrong: a tag set or signature that is not there
+// lists those that are (NotFound); a saved_model.pb that does not parse names the byte
+// offset of the part that does not (DataLoss); a damaged variables/ is the checkpoint
+// reader's DataLoss. Load never crashes on a hostile directory. A loaded model's Run may be
+// called from any number of threads at once, as Session::Run may.
+#pragma once
+
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runtime/session.h"
+
+namespace tessera {
+
+// A signature's input or output: its key, the graph tensor behind it, its dtype and shape
+// (unknown dimensions -1; unknown rank where the SavedModel gives none).
+struct SignatureTensor {
+  std::string key;
+  std::string tensor;
+  DataType dtype = DataType::kInvalid;
+  std::string tf_dtype;  // TensorFlow's name, also for a dtype Tessera lacks ("DT_INT8")
+  TensorShape shape;
+};
+
+struct SignatureInfo {
+  std::string key;
+  std::string method_name;
+  std::vector<SignatureTensor> inputs, outputs;  // sorted by key
+};
+
+struct MetaGraphInfo {
+  std::set<std::string> tags;
+  std::vector<SignatureInfo> signatures;  // sorted by key; the init op's is left out
+};
+
+// Every MetaGraph of the SavedModel in `dir`, without loading its graph, for
+// `tessera inspect` (as `saved_model_cli show --all`).
+StatusOr<std::vector<MetaGraphInfo>> InspectSavedModel(const std::string& dir);
+
+class SavedModelBundle {
+ public:
+  Session& session() const { return *session_; }
+  const MetaGraphInfo& meta_graph() const { return info_; }
+  // NotFound listing the signatures there are.
+  StatusOr<const SignatureInfo*> Signature(const std::string& key) const;
+  // Feeds `inputs` by the signature's input keys and fetches `output_keys` (every output, in
+  // key order, when empty). InvalidArgument for an unknown or missing key, or a feed whose
+  // dtype differs from the signature's, naming the key.
+  Status Run(const std::string& signature, const std::vector<std::pair<std::string, Tensor>>& inputs,
+             const std::vector<std::string>& output_keys, std::vector<Tensor>* outputs) const;
+
+ private:
+  friend StatusOr<std::unique_ptr<SavedModelBundle>> LoadSavedModel(const std::string&, const std::set<std::string>&,
+                                                                    const SessionConfig&);
+  std::string dir_;
+  MetaGraphInfo info_;
+  std::unique_ptr<Session> session_;
+};
+
+StatusOr<std::unique_ptr<SavedModelBundle>> LoadSavedModel(const std::string& dir, const std::set<std::string>& tags,
+                                                           const SessionConfig& config = SessionConfig());
+
+}  // namespace tessera
