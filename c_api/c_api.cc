@@ -9,6 +9,7 @@
 #include <mutex>
 #include <new>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "graph/serialize/tensorflow_graph.h"
 #include "placement/placement_record.h"
 #include "runtime/session.h"
+#include "saved_model/saved_model.h"
 
 static_assert(sizeof(tessera_dtype) == sizeof(int), "tessera_dtype is read as an int");
 
@@ -45,6 +47,10 @@ struct tessera_tensor {
 struct tessera_graph {
   tessera::GraphSpec def;
   int num_nodes = 0;
+};
+
+struct tessera_saved_model {
+  std::unique_ptr<tessera::SavedModelBundle> bundle;
 };
 
 struct tessera_session {
@@ -350,6 +356,30 @@ tessera_graph* tessera_graph_import_file(const char* path, tessera_status* statu
   });
 }
 
+namespace {
+
+// A result may share its buffer with a feed (an Identity), a variable or another result:
+// the caller gets one of its own.
+tessera_tensor* Result(tessera::Tensor&& out) {
+  tessera::Tensor value = out.BufferIsUnshared() ? std::move(out) : out.DeepCopy();
+  auto* t = new tessera_tensor;
+  t->dtype = value.dtype();
+  t->shape = value.shape();
+  t->byte_size = tessera::DataTypeHoldsStrings(t->dtype) ? 0 : value.TotalBytes();
+  t->tensor = std::move(value);
+  t->fetched = true;
+  return t;
+}
+
+StatusOr<tessera::SessionConfig> Config(const char* config_json) {
+  if (config_json == nullptr) return tessera::SessionConfig();
+  StatusOr<tessera::SessionConfig> parsed = tessera::SessionConfig::FromJson(config_json);
+  if (!parsed.ok()) return parsed.status().WithPrefix("session config: ");
+  return parsed;
+}
+
+}  // namespace
+
 void tessera_graph_delete(tessera_graph* graph) { delete graph; }
 int tessera_graph_num_nodes(const tessera_graph* graph) { return graph == nullptr ? 0 : graph->num_nodes; }
 
@@ -359,18 +389,14 @@ tessera_session* tessera_session_new(const tessera_graph* graph, const char* con
       Set(status, NullArgument("graph"));
       return nullptr;
     }
-    tessera::SessionConfig config;
-    if (config_json != nullptr) {
-      StatusOr<tessera::SessionConfig> parsed = tessera::SessionConfig::FromJson(config_json);
-      if (!parsed.ok()) {
-        Set(status, parsed.status().WithPrefix("session config: "));
-        return nullptr;
-      }
-      config = *parsed;
+    StatusOr<tessera::SessionConfig> config = Config(config_json);
+    if (!config.ok()) {
+      Set(status, config.status());
+      return nullptr;
     }
     // The C API is its callers' composition point: every provider this library links.
     tessera::RegisterLinkedProviders();
-    StatusOr<std::unique_ptr<tessera::Session>> session = tessera::Session::Create(config, graph->def);
+    StatusOr<std::unique_ptr<tessera::Session>> session = tessera::Session::Create(*config, graph->def);
     if (!session.ok()) {
       Set(status, session.status());
       return nullptr;
@@ -422,18 +448,7 @@ void tessera_session_run(tessera_session* session, const char* const* feed_names
     Status s = session->session->Run(in, out_names, target_names, &out);
     if (!s.ok()) return fail(s);
     in.clear();
-    for (int i = 0; i < num_fetches; ++i) {
-      // A result may share its buffer with a feed (an Identity), a variable or another
-      // result: the caller gets one of its own.
-      tessera::Tensor value = out[i].BufferIsUnshared() ? std::move(out[i]) : out[i].DeepCopy();
-      auto* t = new tessera_tensor;
-      t->dtype = value.dtype();
-      t->shape = value.shape();
-      t->byte_size = tessera::DataTypeHoldsStrings(t->dtype) ? 0 : value.TotalBytes();
-      t->tensor = std::move(value);
-      t->fetched = true;
-      fetches[i] = t;
-    }
+    for (int i = 0; i < num_fetches; ++i) fetches[i] = Result(std::move(out[i]));
     Set(status, Status::OK());
     return 0;
   });
@@ -486,3 +501,78 @@ void tessera_set_log_sink(tessera_log_fn fn, void* arg) {
 }
 
 }  // extern "C"
+
+tessera_saved_model* tessera_saved_model_load(const char* dir, const char* const* tags, int num_tags,
+                                              const char* config_json, tessera_status* status) {
+  return Guard<tessera_saved_model*>(status, nullptr, [&]() -> tessera_saved_model* {
+    if (dir == nullptr || num_tags < 0 || (num_tags > 0 && tags == nullptr)) {
+      Set(status, NullArgument("dir or tags"));
+      return nullptr;
+    }
+    std::set<std::string> tag_set;
+    for (int i = 0; i < num_tags; ++i) {
+      if (tags[i] == nullptr) {
+        Set(status, NullArgument(tessera::StrCat("tag ", i).c_str()));
+        return nullptr;
+      }
+      tag_set.insert(tags[i]);
+    }
+    if (num_tags == 0) tag_set = {"serve"};
+    StatusOr<tessera::SessionConfig> config = Config(config_json);
+    if (!config.ok()) {
+      Set(status, config.status());
+      return nullptr;
+    }
+    tessera::RegisterLinkedProviders();
+    StatusOr<std::unique_ptr<tessera::SavedModelBundle>> bundle = tessera::LoadSavedModel(dir, tag_set, *config);
+    if (!bundle.ok()) {
+      Set(status, bundle.status());
+      return nullptr;
+    }
+    auto* out = new tessera_saved_model;
+    out->bundle = std::move(*bundle);
+    Set(status, Status::OK());
+    return out;
+  });
+}
+
+void tessera_saved_model_run(const tessera_saved_model* model, const char* signature, const char* const* input_keys,
+                             tessera_tensor* const* inputs, int num_inputs, const char* const* output_keys,
+                             tessera_tensor** outputs, int num_outputs, tessera_status* status) {
+  Guard<int>(status, 0, [&] {
+    auto fail = [&](Status s) {
+      Set(status, std::move(s));
+      return 0;
+    };
+    if (model == nullptr || signature == nullptr) return fail(NullArgument("model or signature"));
+    if (num_inputs < 0 || num_outputs < 0) return fail(errors::InvalidArgument("a count is negative"));
+    if ((num_inputs > 0 && (input_keys == nullptr || inputs == nullptr)) ||
+        (num_outputs > 0 && (output_keys == nullptr || outputs == nullptr))) {
+      return fail(NullArgument("a keys or tensors array with a non-zero count"));
+    }
+    for (int i = 0; i < num_outputs; ++i) outputs[i] = nullptr;
+    std::vector<std::pair<std::string, tessera::Tensor>> in;
+    for (int i = 0; i < num_inputs; ++i) {
+      if (input_keys[i] == nullptr || inputs[i] == nullptr) {
+        return fail(NullArgument(tessera::StrCat("input ", i).c_str()));
+      }
+      StatusOr<tessera::Tensor> t = EngineTensor(inputs[i]);
+      if (!t.ok()) return fail(t.status());
+      in.emplace_back(input_keys[i], std::move(*t));
+    }
+    std::vector<std::string> keys;
+    for (int i = 0; i < num_outputs; ++i) {
+      if (output_keys[i] == nullptr) return fail(NullArgument(tessera::StrCat("output ", i).c_str()));
+      keys.emplace_back(output_keys[i]);
+    }
+    if (keys.empty()) return fail(errors::InvalidArgument("name at least one output key"));
+    std::vector<tessera::Tensor> out;
+    Status s = model->bundle->Run(signature, in, keys, &out);
+    if (!s.ok()) return fail(s);
+    for (int i = 0; i < num_outputs; ++i) outputs[i] = Result(std::move(out[i]));
+    Set(status, Status::OK());
+    return 0;
+  });
+}
+
+void tessera_saved_model_delete(tessera_saved_model* model) { delete model; }

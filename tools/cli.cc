@@ -1,6 +1,7 @@
 #include "tools/cli.h"
 
 #include <charconv>
+#include <filesystem>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -24,6 +25,7 @@
 #include "runtime/session.h"
 #include "runtime/timeline.h"
 #include "tools/flags.h"
+#include "tools/saved_model_commands.h"
 #include "tools/serve.h"
 #include "tools/train.h"
 
@@ -37,6 +39,9 @@ constexpr const char* kUsage =
     "              [--config CONFIG.json] [--log-device-placement] [--allow-soft-placement]\n"
     "              [--trace OUT.json] [--show-partitions] [--master grpc://HOST:PORT]\n"
     "              [--tls-cert PEM --tls-key PEM --tls-ca PEM]\n"
+    "  tessera run SAVED_MODEL_DIR [--tag serve] [--signature serving_default] [--feed KEY=JSON]...\n"
+    "              [--fetch KEY[,KEY]] [--config CONFIG.json]   (a signature, by its input and output keys)\n"
+    "  tessera inspect SAVED_MODEL_DIR     (every tag set and signature, as saved_model_cli show --all)\n"
     "  tessera place GRAPH [--config CONFIG.json] [--allow-soft-placement]\n"
     "  tessera dot GRAPH [--config CONFIG.json] [--allow-soft-placement]\n"
     "  tessera export GRAPH                (the graph as JSON, with every attr filled in)\n"
@@ -268,6 +273,15 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
   RegisterLinkedProviders();
   if (!args.empty() && args[0] == "train") return RunTrainCommand(args, out, err, kUsage);
   if (!args.empty() && args[0] == "server") return ServeClusterTask(args, out, err);
+  if (!args.empty() && args[0] == "inspect") return InspectSavedModelCommand(args, out, err);
+  // `run` on a directory runs a SavedModel's signature.
+  if (args.size() > 1 && args[0] == "run" && std::filesystem::is_directory(args[1])) {
+    StreamSink sink(err);
+    SetLogSink(&sink);
+    const int code = RunSavedModelCommand(args, out, err);
+    SetLogSink(nullptr);
+    return code;
+  }
   if (!args.empty() && args[0] == "convert") {
     std::string in, out_path;
     Flags flags;

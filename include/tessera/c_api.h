@@ -75,6 +75,7 @@ typedef struct tessera_status tessera_status;
 typedef struct tessera_tensor tessera_tensor;
 typedef struct tessera_graph tessera_graph;
 typedef struct tessera_session tessera_session;
+typedef struct tessera_saved_model tessera_saved_model;
 
 /* "0.1.0". */
 TESSERA_EXPORT const char* tessera_version(void);
@@ -156,6 +157,23 @@ TESSERA_EXPORT const char* tessera_session_placement_node(const tessera_session*
 TESSERA_EXPORT const char* tessera_session_placement_op(const tessera_session* session, int index);
 TESSERA_EXPORT const char* tessera_session_placement_device(const tessera_session* session, int index);
 TESSERA_EXPORT const char* tessera_session_placement_reason(const tessera_session* session, int index);
+
+/* ---- SavedModels ---- */
+/* Loads the SavedModel in `dir`: the MetaGraph tagged exactly `tags` ("serve" when
+ * num_tags is 0), its variables restored and its init op run (see saved_model/saved_model.h).
+ * A missing tag set is TESSERA_NOT_FOUND naming those the SavedModel has. */
+TESSERA_EXPORT tessera_saved_model* tessera_saved_model_load(const char* dir, const char* const* tags, int num_tags,
+                                                             const char* config_json, tessera_status* status);
+/* Runs signature `signature` ("serving_default"): feeds `inputs[i]` to input key
+ * `input_keys[i]`, computes the outputs named by `output_keys` (at least one) into
+ * `outputs` (new tensors the caller deletes). An unknown key, a missing input or a feed of
+ * the wrong dtype is TESSERA_INVALID_ARGUMENT naming the key. May be called concurrently on
+ * one model; _delete must not race with a run. */
+TESSERA_EXPORT void tessera_saved_model_run(const tessera_saved_model* model, const char* signature,
+                                            const char* const* input_keys, tessera_tensor* const* inputs,
+                                            int num_inputs, const char* const* output_keys, tessera_tensor** outputs,
+                                            int num_outputs, tessera_status* status);
+TESSERA_EXPORT void tessera_saved_model_delete(tessera_saved_model* model);
 
 /* ---- logging ---- */
 /* severity: 0 info, 1 warning, 2 error. `message` is valid during the call only. */

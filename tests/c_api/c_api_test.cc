@@ -372,4 +372,65 @@ TEST_F(CApiTest, ConcurrentRunsOnOneSession) {
   tessera_session_delete(session);
 }
 
+const std::string kSavedModels = std::string(TESSERA_TEST_DATA_DIR) + "/saved_models/";
+
+TEST_F(CApiTest, ASavedModelsSignatureRunsByKeysFromManyThreads) {
+  tessera_saved_model* model = tessera_saved_model_load((kSavedModels + "tf2_module").c_str(), nullptr, 0, nullptr, s_);
+  ASSERT_EQ(code(), TESSERA_OK) << message();
+  auto run = [&](tessera_status* s, float first, float* total) {
+    const int64_t dims[2] = {1, 3};
+    tessera_tensor* x = tessera_tensor_new(TESSERA_FLOAT, dims, 2, s);
+    const float values[3] = {first, 2, 3};
+    std::memcpy(tessera_tensor_data(x), values, sizeof values);
+    const char* in = "x";
+    const char* out = "total";
+    tessera_tensor* result = nullptr;
+    tessera_saved_model_run(model, "serving_default", &in, &x, 1, &out, &result, 1, s);
+    tessera_tensor_delete(x);
+    if (result != nullptr) *total = static_cast<const float*>(tessera_tensor_data(result))[0];
+    tessera_tensor_delete(result);
+  };
+  float total = 0;
+  run(s_, 1, &total);
+  ASSERT_EQ(code(), TESSERA_OK) << message();
+  EXPECT_FLOAT_EQ(total, 18.0f);  // TensorFlow's, tests/testdata/saved_models/tf2_module.json
+  std::vector<std::thread> threads;
+  std::vector<float> totals(8);
+  std::vector<int> codes(8);
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      tessera_status* s = tessera_status_new();
+      for (int i = 0; i < 20; ++i) run(s, 1, &totals[t]);
+      codes[t] = tessera_status_code(s);
+      tessera_status_delete(s);
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 8; ++t) {
+    EXPECT_EQ(codes[t], TESSERA_OK);
+    EXPECT_FLOAT_EQ(totals[t], 18.0f);
+  }
+  tessera_saved_model_delete(model);
+}
+
+TEST_F(CApiTest, SavedModelErrorsNameWhatIsMissing) {
+  const char* tags[] = {"train"};
+  EXPECT_EQ(tessera_saved_model_load((kSavedModels + "tf2_module").c_str(), tags, 1, nullptr, s_), nullptr);
+  EXPECT_EQ(code(), TESSERA_NOT_FOUND);
+  EXPECT_THAT(message(), ::testing::HasSubstr("it has {serve}"));
+  EXPECT_EQ(tessera_saved_model_load(nullptr, nullptr, 0, nullptr, s_), nullptr);
+  EXPECT_EQ(code(), TESSERA_INVALID_ARGUMENT);
+  tessera_saved_model* model = tessera_saved_model_load((kSavedModels + "tf2_module").c_str(), nullptr, 0, nullptr, s_);
+  ASSERT_EQ(code(), TESSERA_OK) << message();
+  const char* out = "nope";
+  tessera_tensor* result = nullptr;
+  tessera_saved_model_run(model, "serving_default", nullptr, nullptr, 0, &out, &result, 1, s_);
+  EXPECT_EQ(code(), TESSERA_INVALID_ARGUMENT);
+  EXPECT_EQ(result, nullptr);
+  tessera_saved_model_run(nullptr, "serving_default", nullptr, nullptr, 0, &out, &result, 1, s_);
+  EXPECT_EQ(code(), TESSERA_INVALID_ARGUMENT);
+  tessera_saved_model_delete(model);
+  tessera_saved_model_delete(nullptr);
+}
+
 }  // namespace
