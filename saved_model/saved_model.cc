@@ -286,7 +286,9 @@ Status SavedModelBundle::Run(const std::string& signature, const std::vector<std
   ASSIGN_OR_RETURN(const SignatureInfo* sig, Signature(signature));
   std::vector<std::pair<std::string, Tensor>> feeds;
   std::set<std::string> fed;
-  for (const auto& [key, tensor] : inputs) {
+  for (const auto& input : inputs) {
+    const std::string& key = input.first;
+    const Tensor& tensor = input.second;
     auto it = std::find_if(sig->inputs.begin(), sig->inputs.end(), [&](const SignatureTensor& t) { return t.key == key; });
     if (it == sig->inputs.end()) {
       return errors::InvalidArgument("Signature '", signature, "' has no input '", key, "'; its inputs are ",

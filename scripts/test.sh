@@ -42,6 +42,7 @@ if [ "${TESSERA_QUICK:-0}" != 1 ]; then
   fuzz idx_fuzzer idx_corpus "${TESSERA_IDX_FUZZ_SECONDS:-10}" 4096
   fuzz checkpoint_fuzzer checkpoint_corpus "${TESSERA_CKPT_FUZZ_SECONDS:-10}" 4096
   fuzz bundle_fuzzer bundle_corpus "${TESSERA_BUNDLE_FUZZ_SECONDS:-15}" 4096
+  fuzz saved_model_fuzzer saved_model_corpus "${TESSERA_SAVED_MODEL_FUZZ_SECONDS:-20}" 65536
   fuzz tensor_codec_fuzzer tensor_corpus "${TESSERA_TENSOR_FUZZ_SECONDS:-10}" 1024
   fuzz rpc_request_fuzzer rpc_corpus "${TESSERA_RPC_FUZZ_SECONDS:-15}" 4096
 
