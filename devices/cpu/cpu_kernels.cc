@@ -47,6 +47,7 @@ void RegisterCpuKernels(KernelRegistry& r) {
   cpu::RegisterBundleKernels(r);
   cpu::RegisterCheckpointKernels(r);
   cpu::RegisterStringKernels(r);
+  cpu::RegisterListKernels(r);
 }
 
 }  // namespace tessera

@@ -31,6 +31,7 @@ void RegisterCoreOps(OpRegistry& r) {
   RegisterTrainingOps(r);
   RegisterIoOps(r);
   RegisterStringOps(r);
+  RegisterListOps(r);
   RegisterDataFlowOps(r);
   RegisterSendrecvOps(r);
   RegisterCollectiveOps(r);

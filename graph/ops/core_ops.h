@@ -26,6 +26,7 @@ void RegisterStateOps(OpRegistry& registry);
 void RegisterMathOps(OpRegistry& registry);
 void RegisterNnOps(OpRegistry& registry);
 void RegisterStringOps(OpRegistry& registry);
+void RegisterListOps(OpRegistry& registry);
 void RegisterRandomOps(OpRegistry& registry);
 void RegisterTrainingOps(OpRegistry& registry);
 void RegisterIoOps(OpRegistry& registry);

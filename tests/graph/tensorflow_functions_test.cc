@@ -75,6 +75,10 @@ TEST(TensorFlowFunctionsTest, StatelessIfAndWhileAreLoweredAndGiveTensorFlowsOut
   RunAndCompare("control_flow", {{"x", DataType::kFloat}, {"n", DataType::kInt32}});
 }
 
+TEST(TensorFlowFunctionsTest, TensorArraysInWhileLoopsRideOnTensorLists) {
+  RunAndCompare("tensor_lists", {{"x", DataType::kFloat}});
+}
+
 TEST(TensorFlowFunctionsTest, ACaseRunsTheIndexedBranchAndTheLastForAnIndexOutOfRange) {
   for (const char* run : {"case_0", "case_1", "case_2", "case_7"}) {
     SCOPED_TRACE(run);

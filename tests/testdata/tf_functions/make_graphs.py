@@ -64,3 +64,19 @@ def case(i, x):
 
 for index in (0, 1, 2, 7):
     write(f"case_{index}", case, {"i": np.int32(index), "x": np.array([1.0, 2.0], np.float32)}, graph_name="case")
+
+
+@tf.function
+def tensor_lists(x):
+    n = tf.shape(x)[0]
+    written = tf.TensorArray(tf.float32, size=n, element_shape=[3])
+    for i in tf.range(n):
+        written = written.write(i, x[i] * tf.cast(i, tf.float32))
+    grown = tf.TensorArray(tf.float32, size=0, dynamic_size=True)
+    for i in tf.range(n):
+        grown = grown.write(i, tf.reduce_sum(x[i]) + 1.0)
+    read = tf.TensorArray(tf.float32, size=n).unstack(x)
+    return written.stack(), grown.stack(), read.read(2), written.size()
+
+
+write("tensor_lists", tensor_lists, {"x": np.arange(15, dtype=np.float32).reshape(5, 3)})
