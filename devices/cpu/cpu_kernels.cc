@@ -48,6 +48,8 @@ void RegisterCpuKernels(KernelRegistry& r) {
   cpu::RegisterCheckpointKernels(r);
   cpu::RegisterStringKernels(r);
   cpu::RegisterListKernels(r);
+  cpu::RegisterBatchMatMulKernels(r);
+  cpu::RegisterDepthwiseConvKernels(r);
 }
 
 }  // namespace tessera

@@ -168,6 +168,8 @@ TESSERA_BINARY_FUNCTOR(LessF, x < y, x < y, 1, false)
 TESSERA_BINARY_FUNCTOR(NotEqualF, x != y, x != y, 1, false)
 TESSERA_BINARY_FUNCTOR(GreaterEqualF, x >= y, x >= y, 1, false)
 TESSERA_BINARY_FUNCTOR(LessEqualF, x <= y, x <= y, 1, false)
+TESSERA_BINARY_FUNCTOR(SquaredDifferenceF, Wrap<T>((U<T>(x) - U<T>(y)) * (U<T>(x) - U<T>(y))), (x - y) * (x - y), 2,
+                       false)
 TESSERA_BINARY_FUNCTOR(LogicalAndF, x && y, x && y, 1, false)
 TESSERA_BINARY_FUNCTOR(LogicalOrF, x || y, x || y, 1, false)
 // x: the forward output, y: the gradient (floating types only).
@@ -218,9 +220,14 @@ class UnaryOp : public OpKernel {
 TESSERA_UNARY_FUNCTOR(NegF, Wrap<T>(U<T>(0) - U<T>(x)), -x, 1)
 TESSERA_UNARY_FUNCTOR(SquareF, Wrap<T>(U<T>(x) * U<T>(x)), x.square(), 1)
 TESSERA_UNARY_FUNCTOR(SqrtF, x, x.sqrt(), 8)
+TESSERA_UNARY_FUNCTOR(RsqrtF, x, x.rsqrt(), 8)
 TESSERA_UNARY_FUNCTOR(ExpF, x, x.exp(), 16)
+TESSERA_UNARY_FUNCTOR(ErfF, x, x.unaryExpr([](typename A::Scalar v) { return std::erf(v); }), 24)
+TESSERA_UNARY_FUNCTOR(ErfcF, x, x.unaryExpr([](typename A::Scalar v) { return std::erfc(v); }), 24)
 TESSERA_UNARY_FUNCTOR(LogF, x, x.log(), 16)
 TESSERA_UNARY_FUNCTOR(ReluF, x > 0 ? x : T(0), x.max(typename A::Scalar(0)), 1)
+TESSERA_UNARY_FUNCTOR(Relu6F, x > 6 ? T(6) : x > 0 ? x : T(0),
+                      x.max(typename A::Scalar(0)).min(typename A::Scalar(6)), 1)
 TESSERA_UNARY_FUNCTOR(SigmoidF, x, x.logistic(), 24)
 TESSERA_UNARY_FUNCTOR(TanhF, x, x.tanh(), 24)
 TESSERA_UNARY_FUNCTOR(SinF, x, x.sin(), 16)
@@ -294,6 +301,7 @@ void RegisterCwiseKernels(KernelRegistry& r) {
   RegisterBinary<FloorModF, float, double, int32_t, int64_t>(r, "FloorMod");
   RegisterBinary<MaxF, float, double, int32_t, int64_t>(r, "Maximum");
   RegisterBinary<MinF, float, double, int32_t, int64_t>(r, "Minimum");
+  RegisterBinary<SquaredDifferenceF, float, double, int32_t, int64_t>(r, "SquaredDifference");
   RegisterBinary<EqualF, float, double, int32_t, int64_t, bool, std::string>(r, "Equal");
   RegisterBinary<GreaterF, float, double, int32_t, int64_t>(r, "Greater");
   RegisterBinary<LessF, float, double, int32_t, int64_t>(r, "Less");
@@ -315,6 +323,9 @@ void RegisterCwiseKernels(KernelRegistry& r) {
   RegisterUnary<NegF, float, double, int32_t, int64_t>(r, "Neg");
   RegisterUnary<SquareF, float, double, int32_t, int64_t>(r, "Square");
   RegisterUnary<SqrtF, float, double>(r, "Sqrt");
+  RegisterUnary<RsqrtF, float, double>(r, "Rsqrt");
+  RegisterUnary<ErfF, float, double>(r, "Erf");
+  RegisterUnary<ErfcF, float, double>(r, "Erfc");
   RegisterUnary<ExpF, float, double>(r, "Exp");
   RegisterUnary<LogF, float, double>(r, "Log");
   RegisterUnary<SigmoidF, float, double>(r, "Sigmoid");
@@ -322,6 +333,7 @@ void RegisterCwiseKernels(KernelRegistry& r) {
   RegisterUnary<SinF, float, double>(r, "Sin");
   RegisterUnary<CosF, float, double>(r, "Cos");
   RegisterUnary<ReluF, float, double, int32_t, int64_t>(r, "Relu");
+  RegisterUnary<Relu6F, float, double, int32_t, int64_t>(r, "Relu6");
 }
 
 void RegisterHostInt32CwiseKernels(KernelRegistry& r, const std::string& device_type) {

@@ -119,7 +119,7 @@ Status UnsortedSegmentShape(InferenceContext& c) {
 
 void RegisterMathOps(OpRegistry& r) {
   // AddV2 is what TensorFlow 2 emits for `+`; it differs from Add only for strings.
-  for (const char* op : {"Add", "AddV2", "Sub", "Mul", "Div", "Maximum", "Minimum"}) {
+  for (const char* op : {"Add", "AddV2", "Sub", "Mul", "Div", "Maximum", "Minimum", "SquaredDifference"}) {
     RegisterCoreOp(r, OpDefBuilder(op).Input("x: T").Input("y: T").Output("z: T").Attr(kNumeric)
                     .SetShapeFn(BroadcastBinaryShape));
   }
@@ -170,13 +170,22 @@ void RegisterMathOps(OpRegistry& r) {
   // `/` on floating tensors.
   RegisterCoreOp(r, OpDefBuilder("RealDiv").Input("x: T").Input("y: T").Output("z: T").Attr(kFloating)
                   .SetShapeFn(BroadcastBinaryShape));
-  for (const char* op : {"Sqrt", "Exp", "Log", "Sigmoid", "Tanh", "Sin", "Cos"}) {
+  for (const char* op : {"Sqrt", "Rsqrt", "Exp", "Log", "Sigmoid", "Tanh", "Sin", "Cos", "Erf", "Erfc"}) {
     RegisterCoreOp(r, OpDefBuilder(op).Input("x: T").Output("y: T").Attr(kFloating)
                     .SetShapeFn(UnchangedShape));
   }
   RegisterCoreOp(r, OpDefBuilder("MatMul").Input("a: T").Input("b: T").Output("product: T").Attr(kNumeric)
                   .Attr("transpose_a: bool = false").Attr("transpose_b: bool = false")
                   .SetShapeFn(MatMulShape));
+  // Matrix products over the leading (batch) dimensions, which broadcast in V2.
+  for (const char* op : {"BatchMatMul", "BatchMatMulV2"}) {
+    RegisterCoreOp(r, OpDefBuilder(op).Input("x: T").Input("y: T").Output("output: T").Attr(kFloating)
+                    .Attr("adj_x: bool = false").Attr("adj_y: bool = false").SetShapeFn(UnknownShape));
+  }
+  // Two operands' product as an equation names it ("abc,cde->abde"), as Keras's attention
+  // writes it: no ellipsis, no label twice in one operand.
+  RegisterCoreOp(r, OpDefBuilder("Einsum").Input("inputs: N * T").Output("output: T").Attr("equation: string")
+                  .Attr("N: int >= 1").Attr(kFloating).SetShapeFn(UnknownShape));
   // Runtime-internal, TensorFlow's name: MatMul then BiasAdd (then Relu) as one node
   // (runtime/remapper.h); args are the bias; fused_ops "BiasAdd" or "BiasAdd,Relu".
   RegisterCoreOp(r, OpDefBuilder("_FusedMatMul").Input("a: T").Input("b: T").Input("args: num_args * T")

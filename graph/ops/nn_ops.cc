@@ -58,6 +58,14 @@ Status Conv2DShape(InferenceContext& c) {
   return WindowedShape(c, f.dim(0), f.dim(1), f.dim(3));
 }
 
+// DepthwiseConv2dNative: filter [KH, KW, C, M], C * M output channels.
+Status DepthwiseConv2dShape(InferenceContext& c) {
+  const TensorShape& f = c.input(1);
+  if (!f.unknown_rank() && f.rank() != 4) return errors::InvalidArgument("filter must be 4-D, got ", f.DebugString());
+  if (f.unknown_rank() || f.dim(2) < 0 || f.dim(3) < 0) return WindowedShape(c, -1, -1, -1);
+  return WindowedShape(c, f.dim(0), f.dim(1), f.dim(2) * f.dim(3));
+}
+
 Status PoolShape(InferenceContext& c) {
   std::vector<int64_t> ksize;
   RETURN_IF_ERROR(c.GetAttr("ksize", &ksize));
@@ -142,6 +150,8 @@ Status BiasAddShape(InferenceContext& c) {
 void RegisterNnOps(OpRegistry& r) {
   RegisterCoreOp(r, OpDefBuilder("Relu").Input("features: T").Output("activations: T").Attr(kNumeric)
                   .SetShapeFn(UnchangedShape));
+  RegisterCoreOp(r, OpDefBuilder("Relu6").Input("features: T").Output("activations: T").Attr(kNumeric)
+                  .SetShapeFn(UnchangedShape));
   RegisterCoreOp(r, OpDefBuilder("Softmax").Input("logits: T").Output("softmax: T").Attr(kFloating)
                   .SetShapeFn(SoftmaxShape));
   RegisterCoreOp(r, OpDefBuilder("LogSoftmax").Input("logits: T").Output("logsoftmax: T").Attr(kFloating)
@@ -157,6 +167,11 @@ void RegisterNnOps(OpRegistry& r) {
   RegisterCoreOp(r, OpDefBuilder("Conv2D").Input("input: T").Input("filter: T").Output("output: T").Attr(kFloating)
                   .Attr("strides: list(int)").Attr("padding: string").Attr("data_format: string = \"NHWC\"")
                   .Attr("dilations: list(int) = [1, 1, 1, 1]").SetShapeFn(Conv2DShape));
+  // Each input channel convolved with its own M filters (MobileNet's and EfficientNet's).
+  RegisterCoreOp(r, OpDefBuilder("DepthwiseConv2dNative").Input("input: T").Input("filter: T").Output("output: T")
+                  .Attr(kFloating).Attr("strides: list(int)").Attr("padding: string")
+                  .Attr("data_format: string = \"NHWC\"").Attr("dilations: list(int) = [1, 1, 1, 1]")
+                  .SetShapeFn(DepthwiseConv2dShape));
   // Conv2D with the ops that followed it applied as it writes, made by the remapper
   // (runtime/remapper.h); args are the bias. fused_ops is TensorFlow's list comma-joined,
   // "BiasAdd" or "BiasAdd,Relu": Tessera's attrs have no list(string).

@@ -1,0 +1,84 @@
+// DepthwiseConv2dNative on the CPU, NHWC: output channel c * M + m is input channel c
+// convolved with filter [:, :, c, m]. One output row of one image per unit of work; the
+// innermost loop runs over the channels, contiguous in both input and filter.
+#include "devices/cpu/cpu_kernels.h"
+#include "kernels/util/conv_geometry.h"
+
+namespace tessera::cpu {
+namespace {
+
+template <typename T>
+class DepthwiseConv2dOp : public OpKernel {
+ public:
+  explicit DepthwiseConv2dOp(OpKernelConstruction* c) : OpKernel(c), attrs_(ReadConvAttrs(c)) {
+    std::string format;
+    std::vector<int64_t> dilations;
+    Status s = c->GetAttr("data_format", &format);
+    if (s.ok()) s = c->GetAttr("dilations", &dilations);
+    if (s.ok() && format != "NHWC") s = errors::Unimplemented("DepthwiseConv2dNative in ", format, "; Tessera runs NHWC");
+    for (int64_t d : dilations) {
+      if (s.ok() && d != 1) s = errors::Unimplemented("DepthwiseConv2dNative with dilations other than 1");
+    }
+    if (!s.ok()) c->SetStatus(s);
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& in = ctx->input(0);
+    const Tensor& f = ctx->input(1);
+    OP_REQUIRES(ctx, in.rank() == 4 && f.rank() == 4,
+                errors::InvalidArgument("DepthwiseConv2dNative takes a 4-D input and filter, got ",
+                                        in.shape().DebugString(), " and ", f.shape().DebugString()));
+    OP_REQUIRES(ctx, in.dim(3) == f.dim(2),
+                errors::InvalidArgument("input depth must match filter depth: ", in.dim(3), " vs ", f.dim(2)));
+    StatusOr<Geometry> g = MakeGeometry(in.shape(), f.dim(0), f.dim(1), attrs_.strides, attrs_.padding);
+    OP_REQUIRES_OK(ctx, g.status());
+    const int64_t channels = in.dim(3), m = f.dim(3), out_c = channels * m;
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, g->output_shape(out_c), &out));
+    const T* x = in.data<T>();
+    const T* w = f.data<T>();
+    T* y = out->data<T>();
+    const Geometry geo = *g;
+    ctx->ParallelFor(geo.n * geo.oh, geo.ow * geo.kh * geo.kw * out_c, [&](int64_t begin, int64_t end) {
+      std::vector<T> acc(static_cast<size_t>(out_c));
+      for (int64_t row = begin; row < end; ++row) {
+        const int64_t b = row / geo.oh, oy = row % geo.oh;
+        for (int64_t ox = 0; ox < geo.ow; ++ox) {
+          std::fill(acc.begin(), acc.end(), T(0));
+          for (int64_t ky = 0; ky < geo.kh; ++ky) {
+            const int64_t iy = oy * geo.sh + ky - geo.pad_top;
+            if (iy < 0 || iy >= geo.h) continue;
+            for (int64_t kx = 0; kx < geo.kw; ++kx) {
+              const int64_t ix = ox * geo.sw + kx - geo.pad_left;
+              if (ix < 0 || ix >= geo.w) continue;
+              const T* xp = x + ((b * geo.h + iy) * geo.w + ix) * channels;
+              const T* wp = w + (ky * geo.kw + kx) * out_c;
+              if (m == 1) {
+                for (int64_t c = 0; c < channels; ++c) acc[c] += xp[c] * wp[c];
+              } else {
+                for (int64_t c = 0; c < channels; ++c) {
+                  for (int64_t j = 0; j < m; ++j) acc[c * m + j] += xp[c] * wp[c * m + j];
+                }
+              }
+            }
+          }
+          std::copy(acc.begin(), acc.end(), y + ((b * geo.oh + oy) * geo.ow + ox) * out_c);
+        }
+      }
+    });
+  }
+
+ private:
+  const ConvAttrs attrs_;
+};
+
+}  // namespace
+
+void RegisterDepthwiseConvKernels(KernelRegistry& r) {
+  r.Register<DepthwiseConv2dOp<float>>(
+      KernelDefBuilder("DepthwiseConv2dNative").Device(kDeviceCpu).TypeConstraint<float>("T"));
+  r.Register<DepthwiseConv2dOp<double>>(
+      KernelDefBuilder("DepthwiseConv2dNative").Device(kDeviceCpu).TypeConstraint<double>("T"));
+}
+
+}  // namespace tessera::cpu
