@@ -29,13 +29,12 @@ Status RunTarget(const Scope& root, const Output& target) {
 TEST(StringOpsTest, ShardedNamesAreTensorFlows) {
   Scope root = Scope::NewRootScope();
   Output base = ops::Const(root, Tensor::Scalar<std::string>("/m/ckpt_temp/part"));
-  Output name = ops::Build(root, "ShardedFilename",
-                           {base, ops::Const(root, Tensor::Scalar<int32_t>(3)), ops::Const(root, Tensor::Scalar<int32_t>(8))});
-  Output spec = ops::Build(root, "ShardedFilespec", {base, ops::Const(root, Tensor::Scalar<int32_t>(8))});
+  const Output three = ops::Const(root, Tensor::Scalar<int32_t>(3)), eight = ops::Const(root, Tensor::Scalar<int32_t>(8));
+  Output name = ops::Build(root, "ShardedFilename", {base, three, eight});
+  Output spec = ops::Build(root, "ShardedFilespec", {base, eight});
   EXPECT_EQ(testing::Eval(root, name).data<std::string>()[0], "/m/ckpt_temp/part-00003-of-00008");
   EXPECT_EQ(testing::Eval(root, spec).data<std::string>()[0], "/m/ckpt_temp/part-\?\?\?\?\?-of-00008");
-  Output bad = ops::Build(root, "ShardedFilename",
-                          {base, ops::Const(root, Tensor::Scalar<int32_t>(8)), ops::Const(root, Tensor::Scalar<int32_t>(8))});
+  Output bad = ops::Build(root, "ShardedFilename", {base, eight, eight});
   auto s = testing::MakeSession(root);
   std::vector<Tensor> out;
   EXPECT_EQ(s->Run({}, {bad.name()}, {}, &out).code(), Code::kInvalidArgument);

@@ -1,0 +1,143 @@
+// The ops Keras models export beyond the CNN's, against references written out here: Rsqrt,
+// Relu6, Erf, Erfc, SquaredDifference, DepthwiseConv2dNative, BatchMatMulV2 (broadcast) and
+// Einsum; and the equations Einsum refuses.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "graph/builder/op_builder.h"
+#include "tests/test_util.h"
+
+namespace tessera {
+namespace {
+
+using ::testing::HasSubstr;
+
+Tensor Random(TensorShape shape, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  Tensor t(DataType::kFloat, shape);
+  for (int64_t i = 0; i < t.NumElements(); ++i) t.data<float>()[i] = u(rng);
+  return t;
+}
+
+void ExpectNear(const Tensor& got, const Tensor& want, float tolerance = 1e-5f) {
+  ASSERT_EQ(got.shape(), want.shape());
+  for (int64_t i = 0; i < want.NumElements(); ++i) {
+    EXPECT_NEAR(got.data<float>()[i], want.data<float>()[i], tolerance) << "element " << i;
+  }
+}
+
+TEST(ModelOpsTest, ElementwiseOpsMatchTheStandardLibrary) {
+  Scope root = Scope::NewRootScope();
+  const std::vector<float> v = {-7.5f, -0.5f, 0.25f, 2.0f, 6.5f};
+  Output x = ops::Const(root, Tensor::FromVector<float>(v));
+  Output y = ops::Const(root, Tensor::FromVector<float>({1, 1, 1, 1, 1}));
+  auto eval = [&](const char* op, std::vector<Input> in) { return testing::Eval(root, ops::Build(root, op, in)); };
+  const Tensor relu6 = eval("Relu6", {x}), erf = eval("Erf", {x}), erfc = eval("Erfc", {x});
+  const Tensor sqdiff = eval("SquaredDifference", {x, y});
+  const Tensor rsqrt = eval("Rsqrt", {ops::Const(root, Tensor::FromVector<float>({0.25f, 4.0f}))});
+  for (size_t i = 0; i < v.size(); ++i) {
+    EXPECT_EQ(relu6.data<float>()[i], std::min(std::max(v[i], 0.0f), 6.0f));
+    EXPECT_NEAR(erf.data<float>()[i], std::erf(v[i]), 1e-6);
+    EXPECT_NEAR(erfc.data<float>()[i], std::erfc(v[i]), 1e-6);
+    EXPECT_EQ(sqdiff.data<float>()[i], (v[i] - 1) * (v[i] - 1));
+  }
+  EXPECT_FLOAT_EQ(rsqrt.data<float>()[0], 2.0f);
+  EXPECT_FLOAT_EQ(rsqrt.data<float>()[1], 0.5f);
+}
+
+TEST(ModelOpsTest, DepthwiseConvolutionMatchesItsDefinition) {
+  for (const char* padding : {"SAME", "VALID"}) {
+    SCOPED_TRACE(padding);
+    const int64_t n = 2, h = 7, w = 6, c = 3, m = 2, k = 3, stride = 2;
+    const Tensor in = Random({n, h, w, c}, 1), f = Random({k, k, c, m}, 2);
+    Scope root = Scope::NewRootScope();
+    Output y = ops::Build(root, "DepthwiseConv2dNative", {ops::Const(root, in), ops::Const(root, f)},
+                          {{"strides", std::vector<int64_t>{1, stride, stride, 1}}, {"padding", std::string(padding)}});
+    const Tensor got = testing::Eval(root, y);
+    const bool same = std::string(padding) == "SAME";
+    const int64_t oh = same ? (h + stride - 1) / stride : (h - k) / stride + 1;
+    const int64_t ow = same ? (w + stride - 1) / stride : (w - k) / stride + 1;
+    const int64_t pad_t = same ? std::max<int64_t>((oh - 1) * stride + k - h, 0) / 2 : 0;
+    const int64_t pad_l = same ? std::max<int64_t>((ow - 1) * stride + k - w, 0) / 2 : 0;
+    Tensor want(DataType::kFloat, TensorShape({n, oh, ow, c * m}));
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t oy = 0; oy < oh; ++oy)
+        for (int64_t ox = 0; ox < ow; ++ox)
+          for (int64_t ch = 0; ch < c; ++ch)
+            for (int64_t j = 0; j < m; ++j) {
+              float sum = 0;
+              for (int64_t ky = 0; ky < k; ++ky)
+                for (int64_t kx = 0; kx < k; ++kx) {
+                  const int64_t iy = oy * stride + ky - pad_t, ix = ox * stride + kx - pad_l;
+                  if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
+                  sum += in.data<float>()[((b * h + iy) * w + ix) * c + ch] *
+                         f.data<float>()[((ky * k + kx) * c + ch) * m + j];
+                }
+              want.data<float>()[((b * oh + oy) * ow + ox) * c * m + ch * m + j] = sum;
+            }
+    ExpectNear(got, want);
+  }
+}
+
+TEST(ModelOpsTest, BatchMatMulV2BroadcastsTheBatchDimensions) {
+  const Tensor x = Random({2, 1, 2, 3}, 3), y = Random({4, 3, 5}, 4);
+  Scope root = Scope::NewRootScope();
+  const Tensor got = testing::Eval(root, ops::Build(root, "BatchMatMulV2", {ops::Const(root, x), ops::Const(root, y)}));
+  Tensor want(DataType::kFloat, TensorShape({2, 4, 2, 5}));
+  for (int64_t a = 0; a < 2; ++a)
+    for (int64_t b = 0; b < 4; ++b)
+      for (int64_t i = 0; i < 2; ++i)
+        for (int64_t j = 0; j < 5; ++j) {
+          float sum = 0;
+          for (int64_t k = 0; k < 3; ++k) {
+            sum += x.data<float>()[(a * 2 + i) * 3 + k] * y.data<float>()[(b * 3 + k) * 5 + j];
+          }
+          want.data<float>()[((a * 4 + b) * 2 + i) * 5 + j] = sum;
+        }
+  ExpectNear(got, want);
+}
+
+TEST(ModelOpsTest, EinsumAsAttentionWritesIt) {
+  // Attention's scores: "aecd,abcd->acbe" (a batch, b/e positions, c heads, d depth).
+  const Tensor q = Random({2, 3, 4, 5}, 5), kt = Random({2, 6, 4, 5}, 6);
+  Scope root = Scope::NewRootScope();
+  const Tensor got = testing::Eval(root, ops::Build(root, "Einsum", {ops::Const(root, kt), ops::Const(root, q)},
+                                                    {{"equation", std::string("aecd,abcd->acbe")}}));
+  Tensor want(DataType::kFloat, TensorShape({2, 4, 3, 6}));
+  for (int64_t a = 0; a < 2; ++a)
+    for (int64_t c = 0; c < 4; ++c)
+      for (int64_t b = 0; b < 3; ++b)
+        for (int64_t e = 0; e < 6; ++e) {
+          float sum = 0;
+          for (int64_t d = 0; d < 5; ++d) {
+            sum += kt.data<float>()[((a * 6 + e) * 4 + c) * 5 + d] * q.data<float>()[((a * 3 + b) * 4 + c) * 5 + d];
+          }
+          want.data<float>()[((a * 4 + c) * 3 + b) * 6 + e] = sum;
+        }
+  ExpectNear(got, want);
+}
+
+TEST(ModelOpsTest, EinsumRefusesWhatItDoesNotRunNamingTheEquation) {
+  for (const char* eq : {"...ab,bc->...ac", "aab,bc->ac", "ab->ba"}) {
+    Scope root = Scope::NewRootScope();
+    Output a = ops::Const(root, Random({2, 2}, 7));
+    std::vector<Input> in = {a};
+    if (std::string(eq).find(',') != std::string::npos) in.push_back(a);
+    Output y = ops::Build(root.WithOpName("einsum"), "Einsum", in, {{"equation", std::string(eq)}});
+    auto session = Session::Create(SessionConfig(), [&] {
+      GraphSpec def;
+      EXPECT_TRUE(root.ToSpec(&def).ok());
+      return def;
+    }());
+    std::vector<Tensor> out;
+    Status s = session.ok() ? (*session)->Run({}, {y.name()}, {}, &out) : session.status();
+    EXPECT_EQ(s.code(), Code::kUnimplemented) << eq << ": " << s;
+  }
+}
+
+}  // namespace
+}  // namespace tessera
