@@ -45,7 +45,9 @@ Status Locate(std::string_view bytes, const std::string& file) {
     const int field = WireFormatLite::GetTagFieldNumber(tag);
     if (field != pb::SavedModel::kMetaGraphsFieldNumber ||
         WireFormatLite::GetTagWireType(tag) != WireFormatLite::WIRETYPE_LENGTH_DELIMITED) {
-      if (!WireFormatLite::SkipField(&in, tag)) return damaged("field ", field, " at byte offset ", offset, " is truncated");
+      if (!WireFormatLite::SkipField(&in, tag)) {
+        return damaged("field ", field, " at byte offset ", offset, " is truncated");
+      }
       continue;
     }
     uint32_t length;
@@ -289,7 +291,8 @@ Status SavedModelBundle::Run(const std::string& signature, const std::vector<std
   for (const auto& input : inputs) {
     const std::string& key = input.first;
     const Tensor& tensor = input.second;
-    auto it = std::find_if(sig->inputs.begin(), sig->inputs.end(), [&](const SignatureTensor& t) { return t.key == key; });
+    auto it = std::find_if(sig->inputs.begin(), sig->inputs.end(),
+                           [&](const SignatureTensor& t) { return t.key == key; });
     if (it == sig->inputs.end()) {
       return errors::InvalidArgument("Signature '", signature, "' has no input '", key, "'; its inputs are ",
                                      Keys(sig->inputs));
@@ -306,14 +309,17 @@ Status SavedModelBundle::Run(const std::string& signature, const std::vector<std
     feeds.emplace_back(it->tensor, tensor);
   }
   for (const SignatureTensor& t : sig->inputs) {
-    if (fed.count(t.key) == 0) return errors::InvalidArgument("Input '", t.key, "' of signature '", signature, "' is not fed");
+    if (fed.count(t.key) == 0) {
+      return errors::InvalidArgument("Input '", t.key, "' of signature '", signature, "' is not fed");
+    }
   }
   std::vector<std::string> fetches;
   if (output_keys.empty()) {
     for (const SignatureTensor& t : sig->outputs) fetches.push_back(t.tensor);
   }
   for (const std::string& key : output_keys) {
-    auto it = std::find_if(sig->outputs.begin(), sig->outputs.end(), [&](const SignatureTensor& t) { return t.key == key; });
+    auto it = std::find_if(sig->outputs.begin(), sig->outputs.end(),
+                           [&](const SignatureTensor& t) { return t.key == key; });
     if (it == sig->outputs.end()) {
       return errors::InvalidArgument("Signature '", signature, "' has no output '", key, "'; its outputs are ",
                                      Keys(sig->outputs));

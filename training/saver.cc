@@ -48,12 +48,14 @@ StatusOr<Saver> Saver::Create(const Scope& scope, const std::map<std::string, st
   // as it was.
   Output temp = ops::Build(s.WithOpName("temp_prefix"), "StringJoin",
                            {filename, ops::Const(s, Tensor::Scalar(TempSuffix()))});
-  Output shard = ops::Build(s.WithOpName("sharded_filename"), "ShardedFilename",
-                            {temp, ops::Const(s, Tensor::Scalar<int32_t>(0)), ops::Const(s, Tensor::Scalar<int32_t>(1))});
+  const Output shard_index = ops::Const(s, Tensor::Scalar<int32_t>(0));
+  const Output num_shards = ops::Const(s, Tensor::Scalar<int32_t>(1));
+  Output shard = ops::Build(s.WithOpName("sharded_filename"), "ShardedFilename", {temp, shard_index, num_shards});
   std::vector<Input> save_inputs = {shard, tensor_names, slices};
   save_inputs.insert(save_inputs.end(), saved.begin(), saved.end());
   Output save = ops::Build(s.WithOpName("save_tensors"), "SaveV2", save_inputs, {{"dtypes", dtypes}});
-  Output shards = ops::Reshape(s.WithControlDependencies({save.op()}), shard, ops::Const(s, Tensor::FromVector<int32_t>({1})));
+  Output shards =
+      ops::Reshape(s.WithControlDependencies({save.op()}), shard, ops::Const(s, Tensor::FromVector<int32_t>({1})));
   Output merge = ops::Build(s.WithOpName("merge_checkpoints"), "MergeV2Checkpoints", {shards, filename});
 
   std::vector<Output> restored = ops::AllOutputs(

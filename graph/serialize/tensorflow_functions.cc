@@ -586,7 +586,8 @@ class Inliner {
         continue;
       }
       if (first < 0) first = static_cast<int>(i);
-      pb::NodeDef merge = Node(StrCat(W, "/merge_", i), "Merge", {StrCat(W, "/enter_", i), StrCat(W, "/next_iteration_", i)});
+      pb::NodeDef merge =
+          Node(StrCat(W, "/merge_", i), "Merge", {StrCat(W, "/enter_", i), StrCat(W, "/next_iteration_", i)});
       SetAttr(&merge, "T", TypeValue(types[i]));
       SetAttr(&merge, "N", IntValue(2));
       Push(std::move(merge), p.stack);
