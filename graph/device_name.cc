@@ -4,6 +4,8 @@
 #include <charconv>
 #include <vector>
 
+#include "graph/platform/str_split.h"
+
 namespace tessera {
 namespace {
 
@@ -27,17 +29,6 @@ std::string Upper(std::string_view s) {
   return u;
 }
 
-std::vector<std::string_view> Split(std::string_view s, char sep) {
-  std::vector<std::string_view> parts;
-  size_t start = 0;
-  for (size_t i = 0; i <= s.size(); ++i) {
-    if (i == s.size() || s[i] == sep) {
-      parts.push_back(s.substr(start, i - start));
-      start = i + 1;
-    }
-  }
-  return parts;
-}
 
 }  // namespace
 
@@ -51,8 +42,8 @@ StatusOr<DeviceName> DeviceName::Parse(std::string_view spec) {
   std::string_view rest = spec;
   if (rest.starts_with("/")) rest.remove_prefix(1);
   if (rest.empty()) return d;
-  for (std::string_view part : Split(rest, '/')) {
-    std::vector<std::string_view> f = Split(part, ':');
+  for (std::string_view part : StrSplit(rest, '/')) {
+    std::vector<std::string_view> f = StrSplit(part, ':');
     std::string key = f.empty() ? std::string() : Upper(f[0]);
     if (key == "JOB" && f.size() == 2) {
       if (f[1].empty() || !IsTypeName(f[1])) return bad("bad job name");

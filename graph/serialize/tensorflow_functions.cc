@@ -4,6 +4,8 @@
 #include <map>
 #include <set>
 
+#include "graph/platform/str_split.h"
+
 namespace tessera {
 namespace {
 
@@ -64,18 +66,6 @@ pb::NodeDef Node(const std::string& name, const std::string& op, std::vector<std
 
 // "name:k" for output k, "name" for output 0, as a GraphDef writes them.
 std::string Output(const std::string& node, int64_t k) { return k == 0 ? node : StrCat(node, ":", k); }
-
-std::vector<std::string> Split(const std::string& s, char sep) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  for (size_t i = 0; i <= s.size(); ++i) {
-    if (i == s.size() || s[i] == sep) {
-      parts.push_back(s.substr(start, i - start));
-      start = i + 1;
-    }
-  }
-  return parts;
-}
 
 bool IsControl(const std::string& input) { return !input.empty() && input[0] == '^'; }
 
@@ -296,7 +286,8 @@ class Inliner {
     // or a whole list "node:out_arg".
     auto translate = [&](const std::string& ref) -> StatusOr<std::vector<std::string>> {
       if (IsControl(ref)) return std::vector<std::string>{"^" + prefix + ref.substr(1)};
-      const std::vector<std::string> parts = Split(ref, ':');
+      std::vector<std::string> parts;
+      for (std::string_view part : StrSplit(ref, ':')) parts.emplace_back(part);
       if (auto a = arg_tensors.find(parts[0]); a != arg_tensors.end() && parts.size() <= 2) {
         if (parts.size() == 1) return a->second;
         const int64_t k = std::atoll(parts[1].c_str());
