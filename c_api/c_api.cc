@@ -183,6 +183,26 @@ CallbackSink& Sink() {
   return *sink;
 }
 
+// A result may share its buffer with a feed (an Identity), a variable or another result:
+// the caller gets one of its own.
+tessera_tensor* Result(tessera::Tensor&& out) {
+  tessera::Tensor value = out.BufferIsUnshared() ? std::move(out) : out.DeepCopy();
+  auto* t = new tessera_tensor;
+  t->dtype = value.dtype();
+  t->shape = value.shape();
+  t->byte_size = tessera::DataTypeHoldsStrings(t->dtype) ? 0 : value.TotalBytes();
+  t->tensor = std::move(value);
+  t->fetched = true;
+  return t;
+}
+
+StatusOr<tessera::SessionConfig> Config(const char* config_json) {
+  if (config_json == nullptr) return tessera::SessionConfig();
+  StatusOr<tessera::SessionConfig> parsed = tessera::SessionConfig::FromJson(config_json);
+  if (!parsed.ok()) return parsed.status().WithPrefix("session config: ");
+  return parsed;
+}
+
 }  // namespace
 
 extern "C" {
@@ -356,29 +376,6 @@ tessera_graph* tessera_graph_import_file(const char* path, tessera_status* statu
   });
 }
 
-namespace {
-
-// A result may share its buffer with a feed (an Identity), a variable or another result:
-// the caller gets one of its own.
-tessera_tensor* Result(tessera::Tensor&& out) {
-  tessera::Tensor value = out.BufferIsUnshared() ? std::move(out) : out.DeepCopy();
-  auto* t = new tessera_tensor;
-  t->dtype = value.dtype();
-  t->shape = value.shape();
-  t->byte_size = tessera::DataTypeHoldsStrings(t->dtype) ? 0 : value.TotalBytes();
-  t->tensor = std::move(value);
-  t->fetched = true;
-  return t;
-}
-
-StatusOr<tessera::SessionConfig> Config(const char* config_json) {
-  if (config_json == nullptr) return tessera::SessionConfig();
-  StatusOr<tessera::SessionConfig> parsed = tessera::SessionConfig::FromJson(config_json);
-  if (!parsed.ok()) return parsed.status().WithPrefix("session config: ");
-  return parsed;
-}
-
-}  // namespace
 
 void tessera_graph_delete(tessera_graph* graph) { delete graph; }
 int tessera_graph_num_nodes(const tessera_graph* graph) { return graph == nullptr ? 0 : graph->num_nodes; }
