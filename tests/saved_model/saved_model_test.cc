@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "saved_model/saved_model.h"
+#include "training/freeze.h"
 
 namespace tessera {
 namespace {
@@ -66,6 +67,31 @@ TEST(SavedModelTest, ATf1BuildersModelRestoresRunsItsInitOpAndGivesTensorFlowsOu
   LoadRunAndCompare("tf1_builder");
 }
 TEST(SavedModelTest, AKerasExportGivesTensorFlowsOutputs) { LoadRunAndCompare("keras_export"); }
+
+// A TF2 SavedModel's resource variables frozen into constants: the frozen graph alone, in a
+// session of its own that restores nothing, gives the signature's outputs.
+TEST(SavedModelTest, AFrozenTf2SignatureNeedsNoVariables) {
+  StatusOr<std::unique_ptr<SavedModelBundle>> model = LoadSavedModel(kDir + "tf2_module", {"serve"});
+  ASSERT_TRUE(model.ok()) << model.status();
+  StatusOr<const SignatureInfo*> sig = (*model)->Signature("serving_default");
+  ASSERT_TRUE(sig.ok());
+  std::vector<std::string> fetches;
+  for (const SignatureTensor& t : (*sig)->outputs) fetches.push_back(t.tensor);
+  StatusOr<GraphSpec> frozen = FreezeGraph((*model)->session(), fetches);
+  ASSERT_TRUE(frozen.ok()) << frozen.status();
+  for (const NodeSpec& n : frozen->nodes) {
+    EXPECT_NE(n.op, "VarHandleOp") << n.name;
+    EXPECT_NE(n.op, "ReadVariableOp") << n.name;
+  }
+  StatusOr<std::unique_ptr<Session>> session = Session::Create(SessionConfig(), *frozen);
+  ASSERT_TRUE(session.ok()) << session.status();
+  const Tensor x = Tensor::FromVector<float>({1, 2, 3, -1, 0.5f, 0}, TensorShape({2, 3}));
+  std::vector<Tensor> frozen_out, live_out;
+  ASSERT_TRUE((*session)->Run({{(*sig)->inputs[0].tensor, x}}, fetches, {}, &frozen_out).ok());
+  ASSERT_TRUE((*model)->Run("serving_default", {{"x", x}}, {}, &live_out).ok());
+  ASSERT_EQ(frozen_out.size(), live_out.size());
+  for (size_t i = 0; i < live_out.size(); ++i) EXPECT_TRUE(frozen_out[i].Equals(live_out[i])) << fetches[i];
+}
 
 TEST(SavedModelTest, InspectListsTagSetsAndSignaturesWithTheirTensors) {
   StatusOr<std::vector<MetaGraphInfo>> info = InspectSavedModel(kDir + "tf2_module");
