@@ -25,6 +25,7 @@
 #include "runtime/session.h"
 #include "runtime/timeline.h"
 #include "tools/flags.h"
+#include "tools/run_inputs.h"
 #include "tools/saved_model_commands.h"
 #include "tools/serve.h"
 #include "tools/train.h"
@@ -121,10 +122,7 @@ StatusOr<Options> ParseArgs(const std::vector<std::string>& args) {
 StatusOr<std::unique_ptr<Session>> MakeSession(const Options& o) {
   SessionConfig config;
   if (!o.config_path.empty()) {
-    ASSIGN_OR_RETURN(std::string text, ReadFileToString(o.config_path, "session config"));
-    StatusOr<SessionConfig> parsed = SessionConfig::FromJson(text);
-    if (!parsed.ok()) return parsed.status().WithSuffix(StrCat(" (in '", o.config_path, "')"));
-    config = *parsed;
+    ASSIGN_OR_RETURN(config, ReadSessionConfigFile(o.config_path));
   }
   config.log_device_placement |= o.log_device_placement;
   config.allow_soft_placement |= o.allow_soft_placement;
@@ -200,13 +198,8 @@ Status Execute(const Options& o, std::ostream& out, std::ostream& err) {
   }
   std::vector<std::pair<std::string, Tensor>> feeds;
   for (const auto& [name, source] : o.feeds) {
-    std::string text = source;
-    if (!source.starts_with("{")) {
-      ASSIGN_OR_RETURN(text, ReadFileToString(source, StrCat("the feed for '", name, "'")));
-    }
-    StatusOr<Tensor> t = TensorFromJsonText(text);
-    if (!t.ok()) return t.status().WithSuffix(StrCat(" (feed '", name, "')"));
-    feeds.emplace_back(name, std::move(*t));
+    ASSIGN_OR_RETURN(Tensor t, ReadFeedValue(name, source));
+    feeds.emplace_back(name, std::move(t));
   }
   RunOptions run_options;
   if (!o.trace_path.empty()) run_options.trace_level = RunOptions::TraceLevel::kFullTrace;
@@ -235,8 +228,7 @@ Status ListDevices(const std::vector<std::string>& args, std::ostream& out) {
   RETURN_IF_ERROR(flags.Parse(args));
   SessionConfig config;
   if (flags.Given("--config")) {
-    ASSIGN_OR_RETURN(std::string text, ReadFileToString(config_path, "session config"));
-    ASSIGN_OR_RETURN(config, SessionConfig::FromJson(text));
+    ASSIGN_OR_RETURN(config, ReadSessionConfigFile(config_path));
   }
   ASSIGN_OR_RETURN(std::unique_ptr<ThreadPool> pool, ThreadPool::Create("devices", 1));
   ASSIGN_OR_RETURN(std::unique_ptr<DeviceMgr> devices, DeviceMgr::CreateLocal(config.device_count, pool.get(),

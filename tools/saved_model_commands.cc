@@ -2,10 +2,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "graph/platform/file_io.h"
 #include "graph/serialize/graph_json.h"
 #include "saved_model/saved_model.h"
 #include "tools/flags.h"
+#include "tools/run_inputs.h"
 
 namespace tessera {
 namespace {
@@ -54,21 +54,15 @@ Status RunSignature(const std::vector<std::string>& args, std::ostream& out) {
   if (tags.empty()) tags = {"serve"};
   SessionConfig config;
   if (!config_path.empty()) {
-    ASSIGN_OR_RETURN(std::string text, ReadFileToString(config_path, "session config"));
-    ASSIGN_OR_RETURN(config, SessionConfig::FromJson(text));
+    ASSIGN_OR_RETURN(config, ReadSessionConfigFile(config_path));
   }
   std::vector<std::pair<std::string, Tensor>> feeds;
   for (const std::string& v : feed_args) {
     const size_t eq = v.find('=');
     if (eq == std::string::npos || eq == 0) return errors::InvalidArgument("--feed takes KEY=JSON, got '", v, "'");
-    const std::string key = v.substr(0, eq), source = v.substr(eq + 1);
-    std::string text = source;
-    if (!source.starts_with("{")) {
-      ASSIGN_OR_RETURN(text, ReadFileToString(source, StrCat("the feed for '", key, "'")));
-    }
-    StatusOr<Tensor> t = TensorFromJsonText(text);
-    if (!t.ok()) return t.status().WithSuffix(StrCat(" (feed '", key, "')"));
-    feeds.emplace_back(key, std::move(*t));
+    const std::string key = v.substr(0, eq);
+    ASSIGN_OR_RETURN(Tensor t, ReadFeedValue(key, v.substr(eq + 1)));
+    feeds.emplace_back(key, std::move(t));
   }
   ASSIGN_OR_RETURN(std::unique_ptr<SavedModelBundle> model,
                    LoadSavedModel(dir, std::set<std::string>(tags.begin(), tags.end()), config));
