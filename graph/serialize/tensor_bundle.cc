@@ -203,6 +203,7 @@ StatusOr<std::unique_ptr<BundleReader>> BundleReader::Open(const std::string& pr
     e.crc = crc32c::Unmask(p.crc32c());
     r->by_name_[name] = r->entries_.size();
     r->entries_.push_back(std::move(e));
+    r->serialized_.push_back(std::move(table[i].second));
   }
   return r;
 }
@@ -291,19 +292,16 @@ Status MergeBundles(const std::vector<std::string>& prefixes, const std::string&
   int total_shards = 0;
   for (const std::string& prefix : prefixes) {
     ASSIGN_OR_RETURN(auto r, BundleReader::Open(prefix));
-    ASSIGN_OR_RETURN(std::string index, ReadFileToString(BundleIndexFile(prefix), "checkpoint index", kMaxIndexBytes));
-    ASSIGN_OR_RETURN(auto table, ReadSstable(index, BundleIndexFile(prefix)));
-    for (size_t i = 1; i < table.size(); ++i) {
-      pb::BundleEntryProto e;
-      if (!e.ParseFromString(table[i].second)) {
-        return errors::DataLoss("Checkpoint '", prefix, "': tensor '", table[i].first, "' does not parse");
-      }
-      if (entries.count(table[i].first) != 0) {
-        return errors::InvalidArgument("Tensor '", table[i].first, "' is in two of the checkpoints merged into '",
+    for (size_t i = 0; i < r->entries_.size(); ++i) {
+      const std::string& name = r->entries_[i].name;
+      if (entries.count(name) != 0) {
+        return errors::InvalidArgument("Tensor '", name, "' is in two of the checkpoints merged into '",
                                        merged_prefix, "'");
       }
+      pb::BundleEntryProto e;
+      e.ParseFromString(r->serialized_[i]);  // Open parsed it already
       e.set_shard_id(e.shard_id() + total_shards);
-      entries[table[i].first] = e.SerializeAsString();
+      entries[name] = e.SerializeAsString();
     }
     total_shards += r->num_shards();
     readers.push_back(std::move(r));

@@ -89,7 +89,8 @@ class BundleReader {
   std::vector<BundleEntry> entries_;
   std::map<std::string, size_t> by_name_;
   std::vector<std::unique_ptr<ReadableFile>> shards_;
-  std::string header_;  // the serialized BundleHeaderProto, for merging
+  std::string header_;                   // the serialized BundleHeaderProto, for merging
+  std::vector<std::string> serialized_;  // each entry's BundleEntryProto, parallel to entries_
   friend Status MergeBundles(const std::vector<std::string>& prefixes, const std::string& merged_prefix,
                              bool delete_old_dirs);
 };
