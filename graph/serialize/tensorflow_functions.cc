@@ -70,7 +70,7 @@ std::string Output(const std::string& node, int64_t k) { return k == 0 ? node : 
 bool IsControl(const std::string& input) { return !input.empty() && input[0] == '^'; }
 
 struct FlatArg {
-  std::string name;  // the arg's, or "NAME_k" for element k of a list
+  std::string arg;  // the signature arg it is (an element of, for a list arg)
   int dtype = 0;
 };
 
@@ -86,7 +86,7 @@ StatusOr<std::vector<FlatArg>> Flatten(const google::protobuf::RepeatedPtrField<
   for (const pb::ArgDef& a : args) {
     if (!a.type_list_attr().empty()) {
       ASSIGN_OR_RETURN(const pb::AttrValue* list, attr(a.type_list_attr()));
-      for (int k = 0; k < list->list().type_size(); ++k) out.push_back({StrCat(a.name(), "_", k), list->list().type(k)});
+      for (int k = 0; k < list->list().type_size(); ++k) out.push_back({a.name(), list->list().type(k)});
       continue;
     }
     int dtype = a.type();
@@ -100,7 +100,7 @@ StatusOr<std::vector<FlatArg>> Flatten(const google::protobuf::RepeatedPtrField<
     }
     ASSIGN_OR_RETURN(const pb::AttrValue* n, attr(a.number_attr()));
     if (n->i() < 0 || n->i() > 1 << 20) return errors::InvalidArgument(where, ": list arg '", a.name(), "' of ", n->i());
-    for (int64_t k = 0; k < n->i(); ++k) out.push_back({StrCat(a.name(), "_", k), dtype});
+    for (int64_t k = 0; k < n->i(); ++k) out.push_back({a.name(), dtype});
   }
   return out;
 }
@@ -179,13 +179,10 @@ class Inliner {
     std::map<std::string, std::pair<int64_t, int64_t>> out;
     const std::string where = StrCat("node '", n.name(), "' (", n.op(), ") of function '", function, "'");
     if (auto f = library_.find(n.op()); f != library_.end()) {
-      int64_t start = 0;
-      for (const pb::ArgDef& a : f->second->signature().output_arg()) {
-        google::protobuf::RepeatedPtrField<pb::ArgDef> one;
-        *one.Add() = a;
-        ASSIGN_OR_RETURN(std::vector<FlatArg> flat, Flatten(one, Instantiation(*f->second, ToMap(n.attr())), where));
-        out[a.name()] = {start, static_cast<int64_t>(flat.size())};
-        start += static_cast<int64_t>(flat.size());
+      ASSIGN_OR_RETURN(std::vector<FlatArg> flat, Flatten(f->second->signature().output_arg(),
+                                                          Instantiation(*f->second, ToMap(n.attr())), where));
+      for (int64_t k = 0; k < static_cast<int64_t>(flat.size()); ++k) {
+        ++out.emplace(flat[k].arg, std::pair<int64_t, int64_t>{k, 0}).first->second.second;
       }
       return out;
     }
@@ -266,22 +263,18 @@ class Inliner {
     }
     // The args, by name: an Identity each, which the body's references name.
     std::map<std::string, std::vector<std::string>> arg_tensors;
-    size_t i = 0;
-    for (const pb::ArgDef& a : f->signature().input_arg()) {
-      google::protobuf::RepeatedPtrField<pb::ArgDef> one;
-      *one.Add() = a;
-      ASSIGN_OR_RETURN(std::vector<FlatArg> elements, Flatten(one, attrs, where));
-      std::vector<std::string>& tensors = arg_tensors[a.name()];
-      for (size_t k = 0; k < elements.size(); ++k, ++i) {
-        pb::NodeDef id = Node(StrCat(helpers, "input/_", i), "Identity", {data[i]});
-        if (!gate.empty()) id.add_input("^" + gate);
-        SetAttr(&id, "T", TypeValue(args[i].dtype));
-        tensors.push_back(id.name());
-        Push(std::move(id), stack);
-      }
+    for (const pb::ArgDef& a : f->signature().input_arg()) arg_tensors[a.name()];  // an empty list too
+    for (size_t i = 0; i < args.size(); ++i) {
+      pb::NodeDef id = Node(StrCat(helpers, "input/_", i), "Identity", {data[i]});
+      if (!gate.empty()) id.add_input("^" + gate);
+      SetAttr(&id, "T", TypeValue(args[i].dtype));
+      arg_tensors[args[i].arg].push_back(id.name());
+      Push(std::move(id), stack);
     }
     std::map<std::string, const pb::NodeDef*> body;
     for (const pb::NodeDef& n : f->node_def()) body[n.name()] = &n;
+    // Each body node's output args, worked out once however often the body names them.
+    std::map<std::string, std::map<std::string, std::pair<int64_t, int64_t>>> output_args;
     // A reference inside the body, as GraphDef inputs: "arg", "arg:k", "node:out_arg:k",
     // or a whole list "node:out_arg".
     auto translate = [&](const std::string& ref) -> StatusOr<std::vector<std::string>> {
@@ -301,9 +294,14 @@ class Inliner {
         return errors::InvalidArgument(where, ": its body refers to '", ref, "', which is no node or arg of it");
       }
       if (parts.size() == 1) return std::vector<std::string>{prefix + parts[0]};
-      pb::NodeDef substituted = *n->second;
-      RETURN_IF_ERROR(Substitute(&substituted, attrs, name));
-      ASSIGN_OR_RETURN(auto outputs, OutputArgs(substituted, name));
+      auto known = output_args.find(parts[0]);
+      if (known == output_args.end()) {
+        pb::NodeDef substituted = *n->second;
+        RETURN_IF_ERROR(Substitute(&substituted, attrs, name));
+        ASSIGN_OR_RETURN(auto args_of_node, OutputArgs(substituted, name));
+        known = output_args.emplace(parts[0], std::move(args_of_node)).first;
+      }
+      const auto& outputs = known->second;
       auto arg = outputs.find(parts[1]);
       if (arg == outputs.end() && outputs.size() == 1) arg = outputs.begin();  // an op we name differently
       if (arg == outputs.end()) {
