@@ -62,7 +62,11 @@ void RunAndCompare(const std::string& name, const std::map<std::string, DataType
     const Tensor want = FromJson(expected["outputs"][i], out[i].dtype());
     ASSERT_EQ(out[i].shape(), want.shape()) << fetches[i];
     for (int64_t k = 0; k < want.NumElements(); ++k) {
-      EXPECT_NEAR(out[i].data<float>()[k], want.data<float>()[k], 1e-5) << fetches[i] << "[" << k << "]";
+      if (want.dtype() == DataType::kInt32) {
+        EXPECT_EQ(out[i].data<int32_t>()[k], want.data<int32_t>()[k]) << fetches[i] << "[" << k << "]";
+      } else {
+        EXPECT_NEAR(out[i].data<float>()[k], want.data<float>()[k], 1e-5) << fetches[i] << "[" << k << "]";
+      }
     }
   }
 }
