@@ -65,8 +65,7 @@ bool Exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
-// Each restored tensor must have the dtype the op declares for it; every entry is checked
-// before any data is read.
+// Each restored tensor must have the dtype the op declares for it.
 class RestoreV2Op : public OpKernel {
  public:
   using OpKernel::OpKernel;
@@ -79,39 +78,27 @@ class RestoreV2Op : public OpKernel {
     StatusOr<std::vector<std::string>> slices = Strings(ctx->input(2), n, "shape_and_slices");
     OP_REQUIRES_OK(ctx, slices.status());
     OP_REQUIRES_OK(ctx, WholeTensors(*slices, *names));
+    // A checkpoint of Tessera's earlier format is one file at the prefix.
     if (!Exists(BundleIndexFile(*prefix)) && Exists(*prefix)) {
-      RestoreTesseraCheckpoint(ctx, *prefix, *names);
-      return;
-    }
-    StatusOr<std::unique_ptr<BundleReader>> reader = BundleReader::Open(*prefix);
-    OP_REQUIRES_OK(ctx, reader.status());
-    for (int i = 0; i < n; ++i) {
-      StatusOr<BundleEntry> entry = (*reader)->Find((*names)[i]);
-      OP_REQUIRES_OK(ctx, entry.status());
-      OP_REQUIRES_OK(ctx, CheckDtype(ctx, i, (*names)[i], *prefix, entry->dtype));
-    }
-    for (int i = 0; i < n; ++i) {
-      StatusOr<Tensor> t = (*reader)->Read((*names)[i], ctx->device()->allocator());
-      OP_REQUIRES_OK(ctx, t.status());
-      ctx->set_output(i, std::move(*t));
+      Restore(ctx, CheckpointReader::Open(*prefix), *prefix, *names);
+    } else {
+      Restore(ctx, BundleReader::Open(*prefix), *prefix, *names);
     }
   }
 
  private:
-  Status CheckDtype(OpKernelContext* ctx, int i, const std::string& name, const std::string& prefix,
-                    DataType stored) {
-    if (stored == ctx->op_kernel().output_type(i)) return Status::OK();
-    return errors::InvalidArgument("Tensor '", name, "' in checkpoint '", prefix, "' is ", DataTypeName(stored),
-                                   ", expected ", DataTypeName(ctx->op_kernel().output_type(i)));
-  }
-
-  void RestoreTesseraCheckpoint(OpKernelContext* ctx, const std::string& path, const std::vector<std::string>& names) {
-    StatusOr<std::unique_ptr<CheckpointReader>> reader = CheckpointReader::Open(path);
+  // Every entry's dtype is checked before any data is read.
+  template <typename Reader>
+  static void Restore(OpKernelContext* ctx, StatusOr<std::unique_ptr<Reader>> reader, const std::string& prefix,
+                      const std::vector<std::string>& names) {
     OP_REQUIRES_OK(ctx, reader.status());
     for (size_t i = 0; i < names.size(); ++i) {
-      StatusOr<CheckpointEntry> entry = (*reader)->Find(names[i]);
+      auto entry = (*reader)->Find(names[i]);
       OP_REQUIRES_OK(ctx, entry.status());
-      OP_REQUIRES_OK(ctx, CheckDtype(ctx, static_cast<int>(i), names[i], path, entry->dtype));
+      const DataType want = ctx->op_kernel().output_type(static_cast<int>(i));
+      OP_REQUIRES(ctx, entry->dtype == want,
+                  errors::InvalidArgument("Tensor '", names[i], "' in checkpoint '", prefix, "' is ",
+                                          DataTypeName(entry->dtype), ", expected ", DataTypeName(want)));
     }
     for (size_t i = 0; i < names.size(); ++i) {
       StatusOr<Tensor> t = (*reader)->Read(names[i], ctx->device()->allocator());
