@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
+#include <list>
 #include <mutex>
 #include <new>
 
@@ -29,26 +31,68 @@ class AlignedCpuAllocator final : public Allocator {
   }
   void DeallocateRaw(void* ptr, size_t) override { std::free(ptr); }
 #else
-  // oneTBB's scalable allocator keeps freed large blocks for reuse, so a step that
-  // allocates the same big tensors as the last one does not fault their pages in afresh
-  // (glibc returns blocks over 32 MiB to the kernel on every free).
-  void* AllocateRaw(size_t bytes) override { return scalable_aligned_malloc(bytes == 0 ? 1 : bytes, kAlignment); }
-  void DeallocateRaw(void* ptr, size_t) override { scalable_aligned_free(ptr); }
+  // Blocks of 1 MiB and more - a step's activations - are kept when freed and handed out
+  // again for the same size (to 64 KiB): oneTBB gave the largest of them back to the kernel
+  // on every free, and faulting their pages in again took a tenth of an inference step.
+  // What is kept is bounded; the oldest goes back first.
+  void* AllocateRaw(size_t bytes) override {
+    if (bytes < kCachedFrom) return scalable_aligned_malloc(bytes == 0 ? 1 : bytes, kAlignment);
+    const size_t size = CachedSize(bytes);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto it = kept_.rbegin(); it != kept_.rend(); ++it) {
+        if (it->size != size) continue;
+        void* ptr = it->ptr;
+        kept_bytes_ -= size;
+        kept_.erase(std::next(it).base());
+        return ptr;
+      }
+    }
+    void* ptr = scalable_aligned_malloc(size, kAlignment);
+    if (ptr == nullptr && ReleaseKept(0)) ptr = scalable_aligned_malloc(size, kAlignment);
+    return ptr;
+  }
+  void DeallocateRaw(void* ptr, size_t bytes) override {
+    if (bytes < kCachedFrom) return scalable_aligned_free(ptr);
+    std::lock_guard<std::mutex> lock(mu_);
+    kept_.push_back({CachedSize(bytes), ptr});
+    kept_bytes_ += kept_.back().size;
+    ReleaseKeptLocked(kKeptLimit);
+  }
+
+ private:
+  static constexpr size_t kCachedFrom = size_t{1} << 20;
+  static constexpr size_t kKeptLimit = size_t{1} << 30;
+  static size_t CachedSize(size_t bytes) { return (bytes + 0xffff) & ~size_t{0xffff}; }
+  struct Block {
+    size_t size;
+    void* ptr;
+  };
+  // Frees kept blocks, oldest first, until at most `limit` bytes are kept; whether any was.
+  bool ReleaseKept(size_t limit) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return ReleaseKeptLocked(limit);
+  }
+  bool ReleaseKeptLocked(size_t limit) {
+    bool released = false;
+    while (kept_bytes_ > limit) {
+      scalable_aligned_free(kept_.front().ptr);
+      kept_bytes_ -= kept_.front().size;
+      kept_.pop_front();
+      released = true;
+    }
+    return released;
+  }
+  std::mutex mu_;
+  std::list<Block> kept_;  // in the order they were freed
+  size_t kept_bytes_ = 0;
 #endif
 };
 
 }  // namespace
 
 std::shared_ptr<Allocator> CpuAllocator() {
-  static auto* allocator = [] {
-#ifndef TESSERA_LIBC_MALLOC
-    // Blocks from 1 MiB up are cached with no age-based release: by default oneTBB gave a
-    // conv layer's 11 MiB activations back to the kernel between steps, and faulting them in
-    // again took a third of an inference step.
-    scalable_allocation_mode(TBBMALLOC_SET_HUGE_SIZE_THRESHOLD, intptr_t{1} << 20);
-#endif
-    return new std::shared_ptr<Allocator>(std::make_shared<AlignedCpuAllocator>());
-  }();
+  static auto* allocator = new std::shared_ptr<Allocator>(std::make_shared<AlignedCpuAllocator>());
   return *allocator;
 }
 

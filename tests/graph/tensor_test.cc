@@ -1,7 +1,9 @@
 #include "graph/tensor.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace tessera {
@@ -83,6 +85,44 @@ TEST(TensorTest, AllocationIsAlignedAndAccounted) {
   EXPECT_EQ(alloc->stats().bytes_in_use, 0);
   EXPECT_EQ(alloc->stats().peak_bytes_in_use, 80);
   EXPECT_EQ(alloc->stats().num_allocs, 1);
+}
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define TESSERA_TEST_LIBC_MALLOC
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define TESSERA_TEST_LIBC_MALLOC
+#endif
+
+int64_t MinorFaults() {
+  rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_minflt;
+}
+
+// A step's large tensors come back for the next step's of the same size with their pages
+// still mapped, instead of being faulted in again.
+TEST(TensorTest, ALargeBufferFreedIsReusedForTheSameSizeWithoutFaults) {
+#ifdef TESSERA_TEST_LIBC_MALLOC
+  GTEST_SKIP() << "sanitizer builds allocate with libc, which the sanitizer watches";
+#else
+  const TensorShape shape({3 << 20});  // 12 MiB of floats
+  const void* first;
+  {
+    Tensor t(DataType::kFloat, shape);
+    std::fill(t.data<float>(), t.data<float>() + t.NumElements(), 1.f);
+    first = t.raw_data();
+  }
+  const int64_t before = MinorFaults();
+  Tensor again(DataType::kFloat, shape);
+  std::fill(again.data<float>(), again.data<float>() + again.NumElements(), 2.f);
+  EXPECT_EQ(again.raw_data(), first);
+  EXPECT_LT(MinorFaults() - before, 64) << "12 MiB is 3072 pages";
+  Tensor other(DataType::kFloat, TensorShape({4 << 20}));
+  EXPECT_NE(other.raw_data(), first);
+#endif
 }
 
 TEST(TensorTest, AllocateRejectsUndefinedShape) {
