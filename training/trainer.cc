@@ -22,7 +22,7 @@
 #include "runtime/session.h"
 #include "runtime/timeline.h"
 #include "training/fashion_cnn.h"
-#include "training/freeze.h"
+#include "runtime/freeze.h"
 #include "training/optimizers.h"
 #include "training/replica_device_setter.h"
 #include "training/replicate.h"

@@ -5,7 +5,7 @@
 
 #include "graph/serialize/graph_json.h"
 #include "tests/test_util.h"
-#include "training/freeze.h"
+#include "runtime/freeze.h"
 
 namespace tessera {
 namespace {

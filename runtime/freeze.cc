@@ -1,4 +1,4 @@
-#include "training/freeze.h"
+#include "runtime/freeze.h"
 
 #include <map>
 #include <set>
