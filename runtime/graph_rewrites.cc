@@ -6,6 +6,7 @@
 #include "runtime/common_subexpression.h"
 #include "runtime/constant_folding.h"
 #include "runtime/remapper.h"
+#include "runtime/scale_folding.h"
 #include "runtime/session_options.h"
 
 namespace tessera {
@@ -26,6 +27,7 @@ StatusOr<std::unique_ptr<Graph>> RewriteStepGraph(std::unique_ptr<Graph> graph, 
     ASSIGN_OR_RETURN(graph, EliminateCommonSubexpressions(std::move(graph)));
   }
   if (options.remapping) {
+    ASSIGN_OR_RETURN(graph, FoldScalesIntoFilters(std::move(graph)));
     ASSIGN_OR_RETURN(graph, Remap(std::move(graph)));
   }
   return graph;

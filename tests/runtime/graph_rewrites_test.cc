@@ -1,5 +1,5 @@
-// The step graph's rewrites before partitioning: constant folding, arithmetic simplification
-// and common subexpressions, seen in the partition graphs RunMetadata returns, each giving
+// The step graph's rewrites before partitioning: constant folding, arithmetic simplification,
+// common subexpressions and scales folded into filters, seen in the partition graphs RunMetadata returns, each giving
 // the values of the graph without it, each turned off by its config switch.
 #include "runtime/graph_rewrites.h"
 
@@ -7,7 +7,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <random>
 
+#include "graph/builder/op_builder.h"
 #include "graph/builder/ops.h"
 #include "graph/serialize/graph_json.h"
 #include "runtime/constant_folding.h"
@@ -336,6 +339,57 @@ TEST(GraphRewritesTest, TheConfigSwitches) {
                   .status()
                   .message(),
               HasSubstr("'rewrite_options.arithmetic_optimization' must be DEFAULT, ON or OFF"));
+}
+
+Tensor Uniform(TensorShape shape, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  Tensor t(DataType::kFloat, shape);
+  for (float& v : t.flat<float>()) v = u(rng);
+  return t;
+}
+
+// A frozen Keras BatchNormalization after a convolution is x * scale + offset, one value per
+// channel: the scale goes into the constant filter and the offset becomes a BiasAdd, which the
+// remapper fuses (with the Relu) into the convolution; for depthwise convolutions and matrix
+// products too. A product read by anything besides the Mul stays as it is.
+TEST(GraphRewritesTest, PerChannelScalesAndOffsetsFoldIntoTheFilterBefore) {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DataType::kFloat);
+  auto v = ops::Placeholder(root.WithOpName("v"), DataType::kFloat);
+  auto conv = ops::Conv2D(root.WithOpName("conv"), x, ops::Const(root, Uniform({3, 3, 4, 6}, 1)), {1, 1, 1, 1}, "SAME");
+  auto scaled = ops::Mul(root.WithOpName("scaled"), conv, ops::Const(root, Uniform({6}, 2)));
+  auto shifted = ops::Add(root.WithOpName("shifted"), ops::Const(root, Uniform({1, 1, 1, 6}, 3)), scaled);
+  ops::Relu(root.WithOpName("conv_out"), shifted);
+  auto depthwise = ops::Build(root.WithOpName("depthwise"), "DepthwiseConv2dNative",
+                              {x, ops::Const(root, Uniform({3, 3, 4, 2}, 4))},
+                              {{"strides", std::vector<int64_t>{1, 2, 2, 1}}, {"padding", std::string("VALID")}});
+  ops::Add(root.WithOpName("depthwise_out"),
+           ops::Mul(root.WithOpName("depthwise_scaled"), ops::Const(root, Uniform({1, 1, 1, 8}, 5)), depthwise),
+           ops::Const(root, Uniform({8}, 6)));
+  auto product = ops::MatMul(root.WithOpName("product"), v, ops::Const(root, Uniform({5, 7}, 7)));
+  ops::Mul(root.WithOpName("product_out"), product, ops::Const(root, Uniform({7}, 8)));
+  auto shared = ops::Conv2D(root.WithOpName("shared"), x, ops::Const(root, Uniform({1, 1, 4, 3}, 9)), {1, 1, 1, 1},
+                            "SAME");
+  ops::Mul(root.WithOpName("shared_scaled"), shared, ops::Const(root, Uniform({3}, 10)));
+  const std::vector<std::string> fetches = {"conv_out", "depthwise_out", "product_out", "shared_scaled", "shared"};
+  const std::vector<std::pair<std::string, Tensor>> feeds = {{"x", Uniform({2, 9, 8, 4}, 11)},
+                                                             {"v", Uniform({3, 5}, 12)}};
+  const Step folded = RunStep(root, fetches, {}, feeds);
+  const Step plain = RunStep(root, fetches, NoRewrites(), feeds);
+  ASSERT_EQ(folded.values.size(), fetches.size());
+  ASSERT_EQ(plain.values.size(), fetches.size());
+  for (size_t i = 0; i < fetches.size(); ++i) {
+    SCOPED_TRACE(fetches[i]);
+    ASSERT_EQ(folded.values[i].shape(), plain.values[i].shape());
+    const std::vector<float> got = Floats(folded.values[i]), want = Floats(plain.values[i]);
+    for (size_t j = 0; j < want.size(); ++j) EXPECT_NEAR(got[j], want[j], 1e-5f * std::max(1.0f, std::abs(want[j])));
+  }
+  EXPECT_TRUE(Has(folded, "conv_out=_FusedConv2D")) << ::testing::PrintToString(folded.nodes);
+  EXPECT_TRUE(Has(folded, "depthwise_out=BiasAdd"));
+  EXPECT_TRUE(Has(folded, "product_out=MatMul"));
+  EXPECT_TRUE(Has(folded, "shared_scaled=Mul"));
+  for (const char* gone : {"scaled=Mul", "shifted=Add", "depthwise_scaled=Mul"}) EXPECT_FALSE(Has(folded, gone)) << gone;
 }
 
 }  // namespace
