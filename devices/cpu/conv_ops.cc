@@ -6,6 +6,7 @@
 // translation unit: the contraction is slow to compile.
 #include <algorithm>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <type_traits>
 
@@ -14,6 +15,7 @@
 #include "devices/cpu/dnnl_conv.h"
 #include "devices/cpu/pooling.h"
 #include "devices/cpu/small_conv.h"
+#include "graph/op_kinds.h"
 #include "kernels/util/conv_geometry.h"
 #include "kernels/util/eigen_tensor.h"
 #include "kernels/util/fused_ops.h"
@@ -90,10 +92,15 @@ void Col2Im(OpKernelContext* ctx, const Geometry& g, const T* patches, T* in) {
 
 class ConvBase : public OpKernel {
  public:
-  explicit ConvBase(OpKernelConstruction* c) : OpKernel(c), attrs_(ReadConvAttrs(c)) {}
+  explicit ConvBase(OpKernelConstruction* c) : OpKernel(c), attrs_(ReadConvAttrs(c)) {
+    const Edge* filter = c->node().input_edge(1);
+    if (filter != nullptr && IsConstant(filter->src->op())) packed_ = std::make_unique<PackedFilter>();
+  }
 
  protected:
   const ConvAttrs attrs_;
+  // Where the filter is a constant (a frozen model's), the filter as oneDNN wants it.
+  std::unique_ptr<PackedFilter> packed_;
 };
 
 template <typename T>
@@ -114,7 +121,8 @@ class Conv2DOp : public ConvBase {
       return;
     }
     if constexpr (std::is_same_v<T, float>) {
-      OP_REQUIRES_OK(ctx, DnnlConv2D(ctx, *g, o, in.data<float>(), f.data<float>(), out->data<float>()));
+      OP_REQUIRES_OK(ctx, DnnlConv2D(ctx, *g, o, in.data<float>(), f.data<float>(), out->data<float>(), {},
+                                     packed_.get()));
       return;
     }
     Tensor patches;
@@ -198,7 +206,7 @@ class FusedConv2DOp : public ConvBase {
       return;
     }
     OP_REQUIRES_OK(ctx, DnnlConv2D(ctx, *g, o, in.data<float>(), f.data<float>(), out->data<float>(),
-                                   {bias.data<float>(), relu_, pool ? &*pool : nullptr, argmax_data}));
+                                   {bias.data<float>(), relu_, pool ? &*pool : nullptr, argmax_data}, packed_.get()));
   }
 
  private:

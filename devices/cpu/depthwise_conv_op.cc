@@ -1,7 +1,13 @@
 // DepthwiseConv2dNative on the CPU, NHWC: output channel c * M + m is input channel c
-// convolved with filter [:, :, c, m]. One output row of one image per unit of work; the
-// innermost loop runs over the channels, contiguous in both input and filter.
+// convolved with filter [:, :, c, m]. float32 through oneDNN (dnnl_conv.h); double here, one
+// output row of one image per unit of work, the innermost loop over the channels,
+// contiguous in both input and filter.
+#include <memory>
+#include <type_traits>
+
 #include "devices/cpu/cpu_kernels.h"
+#include "devices/cpu/dnnl_conv.h"
+#include "graph/op_kinds.h"
 #include "kernels/util/conv_geometry.h"
 
 namespace tessera::cpu {
@@ -20,6 +26,8 @@ class DepthwiseConv2dOp : public OpKernel {
       if (s.ok() && d != 1) s = errors::Unimplemented("DepthwiseConv2dNative with dilations other than 1");
     }
     if (!s.ok()) c->SetStatus(s);
+    const Edge* filter = c->node().input_edge(1);
+    if (filter != nullptr && IsConstant(filter->src->op())) packed_ = std::make_unique<PackedFilter>();
   }
 
   void Compute(OpKernelContext* ctx) override {
@@ -35,6 +43,14 @@ class DepthwiseConv2dOp : public OpKernel {
     const int64_t channels = in.dim(3), m = f.dim(3), out_c = channels * m;
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, g->output_shape(out_c), &out));
+    if (out->NumElements() == 0) return;
+    if constexpr (std::is_same_v<T, float>) {
+      if (g->kh * g->kw * channels > 0) {
+        OP_REQUIRES_OK(ctx, DnnlDepthwiseConv2D(ctx, *g, m, in.data<float>(), f.data<float>(), out->data<float>(),
+                                                packed_.get()));
+        return;
+      }
+    }
     const T* x = in.data<T>();
     const T* w = f.data<T>();
     T* y = out->data<T>();
@@ -70,6 +86,7 @@ class DepthwiseConv2dOp : public OpKernel {
 
  private:
   const ConvAttrs attrs_;
+  std::unique_ptr<PackedFilter> packed_;  // where the filter is a constant
 };
 
 }  // namespace

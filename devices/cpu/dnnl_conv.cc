@@ -40,18 +40,25 @@ struct Primitive {
 
 // Everything a primitive depends on; the output size fixes the bottom and right padding.
 using Key = std::tuple<Kind, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-                       int64_t, int64_t, int64_t, int64_t, bool, bool>;
+                       int64_t, int64_t, int64_t, int64_t, bool, bool, int64_t>;
 
 // A forward primitive's epilogue: whether it adds a bias, whether it applies ReLU.
 struct Fusion {
   bool bias = false;
   bool relu = false;
+  // A depthwise convolution's channel multiplier (oneDNN's grouped convolution, a group per
+  // input channel); 0 for a full convolution.
+  int64_t depthwise = 0;
 };
 
 StatusOr<std::shared_ptr<const Primitive>> Build(Kind kind, const Geometry& g, int64_t n, int64_t o, Fusion fusion) {
   const memory::desc src({n, g.c, g.h, g.w}, kF32, Tag::nhwc);
   const memory::desc dst({n, o, g.oh, g.ow}, kF32, Tag::nhwc);
-  const memory::desc any_filter({o, g.c, g.kh, g.kw}, kF32, Tag::any);
+  // Grouped weights [C, multiplier, 1, KH, KW] for a depthwise convolution; TensorFlow's
+  // [KH, KW, C, multiplier] is oneDNN's hwigo.
+  const memory::desc any_filter = fusion.depthwise > 0
+                                      ? memory::desc({g.c, fusion.depthwise, 1, g.kh, g.kw}, kF32, Tag::any)
+                                      : memory::desc({o, g.c, g.kh, g.kw}, kF32, Tag::any);
   const memory::dims strides = {g.sh, g.sw}, pad_l = {g.pad_top, g.pad_left},
                      pad_r = {g.pad_bottom(), g.pad_right()};
   dnnl::primitive_attr attr;
@@ -68,7 +75,8 @@ StatusOr<std::shared_ptr<const Primitive>> Build(Kind kind, const Geometry& g, i
   }
   const memory::desc bias = fusion.bias ? memory::desc({o}, kF32, Tag::x) : memory::desc();
   auto p = std::make_shared<Primitive>();
-  p->user_filter = memory::desc({o, g.c, g.kh, g.kw}, kF32, Tag::hwio);
+  p->user_filter = fusion.depthwise > 0 ? memory::desc({g.c, fusion.depthwise, 1, g.kh, g.kw}, kF32, Tag::hwigo)
+                                       : memory::desc({o, g.c, g.kh, g.kw}, kF32, Tag::hwio);
   // oneDNN 3 (Debian 13) builds primitive descriptors directly; 2 (Debian 12) from op descriptors.
   // The backward kinds are never fused, so this is also their hint. An empty bias desc: none.
   const auto direct = dnnl::algorithm::convolution_direct;
@@ -86,7 +94,7 @@ StatusOr<std::shared_ptr<const Primitive>> Build(Kind kind, const Geometry& g, i
     // where oneDNN has it: about 1.5x the direct convolution's speed forward here (not
     // backward, which stays direct), for two reorders and rounding errors a few times
     // larger (~1e-6 relative, not 1e-7).
-    if (g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.c % 16 == 0 && o % 16 == 0) {
+    if (fusion.depthwise == 0 && g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.c % 16 == 0 && o % 16 == 0) {
       try {
         const memory::desc any_src({n, g.c, g.h, g.w}, kF32, Tag::any), any_dst({n, o, g.oh, g.ow}, kF32, Tag::any);
 #if DNNL_VERSION_MAJOR >= 3
@@ -148,7 +156,7 @@ StatusOr<std::shared_ptr<const Primitive>> Get(Kind kind, const Geometry& g, int
   static std::mutex mu;
   static auto* cache = new std::map<Key, std::shared_ptr<const Primitive>>();
   const Key key{kind, n, g.h, g.w, g.c, o, g.kh, g.kw, g.sh, g.sw, g.pad_top, g.pad_left, g.oh, g.ow, fusion.bias,
-                fusion.relu};
+                fusion.relu, fusion.depthwise};
   {
     std::lock_guard<std::mutex> lock(mu);
     if (auto it = cache->find(key); it != cache->end()) return it->second;
@@ -165,6 +173,37 @@ StatusOr<std::shared_ptr<const Primitive>> Get(Kind kind, const Geometry& g, int
   std::lock_guard<std::mutex> lock(mu);
   return cache->emplace(key, *p).first->second;
 }
+
+}  // namespace
+
+struct PackedFilter::Layouts {
+  // `user_filter` in layout `want`, reordered the first time it is asked for.
+  void* Get(const memory::desc& want, const memory& user_filter, dnnl::stream& stream) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (source != user_filter.get_data_handle()) {  // a kernel's constant is always the same buffer; if not, start over
+      made.clear();
+      source = user_filter.get_data_handle();
+    }
+    for (auto& [desc, tensor] : made) {
+      if (desc == want) return tensor.raw_data();
+    }
+    Tensor packed(DataType::kUInt8, TensorShape({static_cast<int64_t>(want.get_size())}));
+    memory to(want, Engine(), packed.raw_data());
+    dnnl::reorder(user_filter, to).execute(stream, const_cast<memory&>(user_filter), to);
+    stream.wait();
+    made.emplace_back(want, std::move(packed));
+    return made.back().second.raw_data();
+  }
+
+  std::mutex mu;
+  const void* source = nullptr;
+  std::vector<std::pair<memory::desc, Tensor>> made;
+};
+
+PackedFilter::PackedFilter() : layouts_(std::make_unique<Layouts>()) {}
+PackedFilter::~PackedFilter() = default;
+
+namespace {
 
 // Makes `buffer` at least `bytes` long, keeping it if it already is.
 Status Reserve(OpKernelContext* ctx, size_t bytes, Tensor* buffer) {
@@ -183,24 +222,27 @@ constexpr int64_t kPoolChunkBytes = 1536 << 10;
 // writes `out` directly; with one it makes a few images at a time, which the pool then
 // reads from cache.
 Status ForwardPart(OpKernelContext* ctx, const Geometry& g, int64_t o, const float* src, const float* filter,
-                   const ConvEpilogue& epilogue, int64_t first, int64_t n, float* out) {
+                   const ConvEpilogue& epilogue, int64_t depthwise, PackedFilter* packed, int64_t first, int64_t n,
+                   float* out) {
   const Geometry* pool = epilogue.max_pool;
   const int64_t image_bytes = g.oh * g.ow * o * static_cast<int64_t>(sizeof(float));
   const int64_t chunk =
       pool == nullptr ? n : std::clamp<int64_t>(kPoolChunkBytes / std::max<int64_t>(image_bytes, 1), 1, n);
-  const Fusion fusion{epilogue.bias != nullptr, epilogue.relu};
+  const Fusion fusion{epilogue.bias != nullptr, epilogue.relu, depthwise};
   Tensor buffer, filter_buffer, scratch, src_buffer, dst_buffer;
   try {
     dnnl::stream stream(Engine());
-    memory user_filter(memory::desc({o, g.c, g.kh, g.kw}, kF32, Tag::hwio), Engine(), const_cast<float*>(filter));
-    memory prim_filter;  // the filter as the current primitive wants it
+    memory user_filter, prim_filter;  // the filter as given, and as the current primitive wants it
     for (int64_t done = 0; done < n; done += chunk) {
       const int64_t m = std::min(chunk, n - done);
       ASSIGN_OR_RETURN(std::shared_ptr<const Primitive> p, Get(Kind::kForward, g, m, o, fusion));
+      if (!user_filter) user_filter = memory(p->user_filter, Engine(), const_cast<float*>(filter));
       // A partial last chunk's primitive may want another layout.
       if (!prim_filter || prim_filter.get_desc() != p->filter) {
         if (p->filter == p->user_filter) {
           prim_filter = user_filter;
+        } else if (packed != nullptr) {
+          prim_filter = memory(p->filter, Engine(), packed->layouts().Get(p->filter, user_filter, stream));
         } else {
           RETURN_IF_ERROR(ctx->allocate_temp(DataType::kUInt8,
                                              TensorShape({static_cast<int64_t>(p->filter.get_size())}), &filter_buffer));
@@ -261,16 +303,41 @@ Status ForwardPart(OpKernelContext* ctx, const Geometry& g, int64_t o, const flo
   return Status::OK();
 }
 
-// The forward convolution, the batch in parts, one per intra-op thread. (A batch of one
-// stays on one thread: cutting its output channels between two cost more in hand-offs
-// between threads than it saved, 330 against 125 us for the CNN here.)
+// Output rows of one image a thread makes at least, in multiply-adds: below this a slab's
+// hand-off between threads costs more than it saves (the Fashion-MNIST CNN's layers, ~1M
+// each, ran slower cut in two; MobileNetV2's at 224x224, 2-20M, ran 1.6-1.9x faster).
+constexpr int64_t kMinSlabMacs = int64_t{2} << 20;
+
+// The forward convolution, the batch in parts, one per intra-op thread; a single image, in
+// slabs of output rows, each a convolution of its own over the input rows its windows read.
 Status Forward(OpKernelContext* ctx, const Geometry& g, int64_t o, const float* src, const float* filter, float* out,
-               const ConvEpilogue& epilogue) {
+               const ConvEpilogue& epilogue, int64_t depthwise, PackedFilter* packed) {
+  const int64_t macs = g.oh * g.ow * o * g.kh * g.kw * (depthwise > 0 ? 1 : g.c);
+  const int64_t slabs =
+      std::min<int64_t>({ctx->intra_op_pool()->NumThreads(), g.oh, std::max<int64_t>(1, macs / kMinSlabMacs)});
+  if (g.n == 1 && epilogue.max_pool == nullptr && slabs > 1) {
+    std::vector<Status> status(slabs);
+    ctx->ParallelFor(slabs, int64_t{1} << 30, [&](int64_t begin, int64_t end) {
+      OneDnnOnThisThreadOnly();
+      for (int64_t slab = begin; slab < end; ++slab) {
+        const int64_t first = slab * g.oh / slabs, last = (slab + 1) * g.oh / slabs;
+        const int64_t top = first * g.sh - g.pad_top, bottom = (last - 1) * g.sh - g.pad_top + g.kh;
+        Geometry part = g;
+        part.pad_top = std::max<int64_t>(0, -top);
+        part.h = std::min(g.h, bottom) - std::max<int64_t>(0, top);
+        part.oh = last - first;
+        status[slab] = ForwardPart(ctx, part, o, src + std::max<int64_t>(0, top) * g.w * g.c, filter, epilogue,
+                                   depthwise, packed, 0, 1, out + first * g.ow * o);
+      }
+    });
+    for (const Status& s : status) RETURN_IF_ERROR(s);
+    return Status::OK();
+  }
   const BatchParts parts(ctx, g.n);
   std::vector<Status> status(parts.count());
   parts.ForEach([&](int64_t part, int64_t first, int64_t n) {
     OneDnnOnThisThreadOnly();
-    status[part] = ForwardPart(ctx, g, o, src, filter, epilogue, first, n, out);
+    status[part] = ForwardPart(ctx, g, o, src, filter, epilogue, depthwise, packed, first, n, out);
   });
   for (const Status& s : status) RETURN_IF_ERROR(s);
   return Status::OK();
@@ -342,8 +409,13 @@ Status RunBackward(OpKernelContext* ctx, Kind kind, const Geometry& g, int64_t o
 }  // namespace
 
 Status DnnlConv2D(OpKernelContext* ctx, const Geometry& g, int64_t o, const float* in, const float* filter, float* out,
-                  const ConvEpilogue& epilogue) {
-  return Forward(ctx, g, o, in, filter, out, epilogue);
+                  const ConvEpilogue& epilogue, PackedFilter* packed) {
+  return Forward(ctx, g, o, in, filter, out, epilogue, 0, packed);
+}
+
+Status DnnlDepthwiseConv2D(OpKernelContext* ctx, const Geometry& g, int64_t multiplier, const float* in,
+                           const float* filter, float* out, PackedFilter* packed) {
+  return Forward(ctx, g, g.c * multiplier, in, filter, out, {}, multiplier, packed);
 }
 
 Status DnnlConv2DBackpropInput(OpKernelContext* ctx, const Geometry& g, int64_t o, const float* filter,

@@ -1,5 +1,6 @@
 // float32 NHWC convolutions through oneDNN (the library PyTorch and TensorFlow use for
-// CPU convolutions): forward, and the gradients with respect to the input and the filter.
+// CPU convolutions): forward (full and depthwise), and the gradients with respect to the
+// input and the filter.
 // Filters are [KH, KW, C, O] as in TensorFlow. The batch is cut into one part per thread of
 // the intra-op pool, and each part runs single-threaded, so the engine's pools alone decide
 // how many cores a step uses (oneDNN's own OpenMP threads would compete with them).
@@ -7,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "kernels/op_kernel.h"
 #include "kernels/util/conv_geometry.h"
@@ -27,10 +29,31 @@ struct ConvEpilogue {
   uint8_t* argmax = nullptr;
 };
 
+// A filter that never changes (a Const's) in the layouts oneDNN's primitives want it, each
+// made on first use and kept: a kernel whose filter input is a constant holds one, so that a
+// frozen model's filters are reordered once rather than on every call. Thread-safe.
+class PackedFilter {
+ public:
+  PackedFilter();
+  ~PackedFilter();
+  PackedFilter(const PackedFilter&) = delete;
+  PackedFilter& operator=(const PackedFilter&) = delete;
+
+  struct Layouts;  // dnnl_conv.cc's
+  Layouts& layouts() { return *layouts_; }
+
+ private:
+  std::unique_ptr<Layouts> layouts_;
+};
+
 // out [N, OH, OW, O] = conv(in [N, H, W, C], filter), then the epilogue; with a max_pool,
-// out is the pooled [N, PH, PW, O].
+// out is the pooled [N, PH, PW, O]. With `packed`, `filter` must be the same every call.
 Status DnnlConv2D(OpKernelContext* ctx, const Geometry& g, int64_t o, const float* in, const float* filter, float* out,
-                  const ConvEpilogue& epilogue = {});
+                  const ConvEpilogue& epilogue = {}, PackedFilter* packed = nullptr);
+// out [N, OH, OW, C * multiplier] = DepthwiseConv2dNative(in [N, H, W, C], filter
+// [KH, KW, C, multiplier]).
+Status DnnlDepthwiseConv2D(OpKernelContext* ctx, const Geometry& g, int64_t multiplier, const float* in,
+                           const float* filter, float* out, PackedFilter* packed = nullptr);
 // d_in [N, H, W, C] from d_out [N, OH, OW, O].
 Status DnnlConv2DBackpropInput(OpKernelContext* ctx, const Geometry& g, int64_t o, const float* filter,
                                const float* d_out, float* d_in);

@@ -205,6 +205,34 @@ TEST(ConvOpsTest, AWinogradShapedConvolutionAgreesWithFloat64) {
   }
 }
 
+// One image on two threads is cut into slabs of output rows, each convolving the input rows
+// its windows reach (with the slab's own padding at the image's edges); a constant filter is
+// packed into oneDNN's layout once and reused by the second step.
+TEST(ConvOpsTest, OneLargeImageCutIntoSlabsMatchesTheDirectSumStepAfterStep) {
+  const Tensor in = RandomTensor({1, 41, 37, 32}, 7), f = RandomTensor({3, 3, 32, 48}, 8);
+  for (const Window w : {Window{3, 3, 1, 1, true}, Window{3, 3, 2, 2, true}, Window{3, 3, 2, 1, false}}) {
+    SCOPED_TRACE(StrCat("stride ", w.sh, "x", w.sw, w.same ? " SAME" : " VALID"));
+    Scope root = Scope::NewRootScope();
+    Tensor in32(DataType::kFloat, in.shape()), f32(DataType::kFloat, f.shape());
+    std::copy(in.data<double>(), in.data<double>() + in.NumElements(), in32.data<float>());
+    std::copy(f.data<double>(), f.data<double>() + f.NumElements(), f32.data<float>());
+    auto x = ops::Placeholder(root, DataType::kFloat);
+    auto y = ops::Conv2D(root, x, ops::Const(root, f32), {1, w.sh, w.sw, 1}, w.same ? "SAME" : "VALID");
+    SessionConfig config;
+    config.intra_op_parallelism_threads = 2;
+    auto s = testing::MakeSession(root, config);
+    const std::vector<double> want = DirectConv(in, f, w);
+    for (int step = 0; step < 2; ++step) {
+      std::vector<Tensor> got;
+      ASSERT_TRUE(s->Run({{x.name(), in32}}, {y.name()}, {}, &got).ok());
+      ASSERT_EQ(got[0].NumElements(), static_cast<int64_t>(want.size()));
+      for (size_t i = 0; i < want.size(); ++i) {
+        ASSERT_NEAR(got[0].data<float>()[i], want[i], 1e-4 * std::max(1.0, std::abs(want[i]))) << "element " << i;
+      }
+    }
+  }
+}
+
 TEST(ConvOpsTest, StaticShapesFollowSameAndValid) {
   Scope root = Scope::NewRootScope();
   auto x = ops::Placeholder(root, DataType::kFloat, TensorShape({-1, 28, 28, 1}));
