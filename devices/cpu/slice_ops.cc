@@ -46,6 +46,10 @@ void ForEachRow(const StridedWalk& w, Row row) {
 template <typename T>
 void CopyWalk(const T* in, const StridedWalk& w, T* out) {
   ForEachRow(w, [&](int64_t at, int64_t inner, int64_t stride) {
+    if (stride == 1) {  // a contiguous row: one copy the compiler makes a memcpy
+      out = std::copy(in + at, in + at + inner, out);
+      return;
+    }
     for (int64_t j = 0; j < inner; ++j) *out++ = in[at + j * stride];
   });
 }
@@ -54,6 +58,11 @@ void CopyWalk(const T* in, const StridedWalk& w, T* out) {
 template <typename T>
 void ScatterWalk(const T* in, const StridedWalk& w, T* out) {
   ForEachRow(w, [&](int64_t at, int64_t inner, int64_t stride) {
+    if (stride == 1) {
+      std::copy(in, in + inner, out + at);
+      in += inner;
+      return;
+    }
     for (int64_t j = 0; j < inner; ++j) out[at + j * stride] = *in++;
   });
 }
