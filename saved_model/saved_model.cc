@@ -10,6 +10,7 @@
 #include "graph/protos/saved_model.pb.h"
 #include "graph/serialize/tensorflow_dtypes.h"
 #include "graph/serialize/tensorflow_graph.h"
+#include "runtime/freeze.h"
 
 namespace tessera {
 namespace {
@@ -235,7 +236,7 @@ StatusOr<std::vector<MetaGraphInfo>> InspectSavedModel(const std::string& dir) {
 }
 
 StatusOr<std::unique_ptr<SavedModelBundle>> LoadSavedModel(const std::string& dir, const std::set<std::string>& tags,
-                                                           const SessionConfig& config) {
+                                                           const SessionConfig& config, const LoadOptions& options) {
   ASSIGN_OR_RETURN(pb::SavedModel model, ReadSavedModel(dir));
   const pb::MetaGraphDef* meta = nullptr;
   std::string available;
@@ -269,6 +270,18 @@ StatusOr<std::unique_ptr<SavedModelBundle>> LoadSavedModel(const std::string& di
   if (!init.empty()) {
     Status s = bundle->session_->Run(assets, {}, {OpName(init)}, &unused);
     if (!s.ok()) return s.WithPrefix(StrCat("SavedModel '", dir, "': its init op: "));
+  }
+  if (options.freeze_variables) {
+    std::vector<std::string> kept;
+    for (const SignatureInfo& signature : bundle->info_.signatures) {
+      for (const SignatureTensor& t : signature.inputs) kept.push_back(t.tensor);
+      for (const SignatureTensor& t : signature.outputs) kept.push_back(t.tensor);
+    }
+    // A model that updates a variable, or hands a variable's handle on where a constant
+    // cannot stand in for it (into a loop, through an IdentityN), stays as it is.
+    StatusOr<GraphSpec> frozen = FreezeGraph(*bundle->session_, kept);
+    if (frozen.ok()) session = Session::Create(config, *frozen);
+    if (frozen.ok() && session.ok()) bundle->session_ = std::move(*session);
   }
   return bundle;
 }

@@ -52,6 +52,17 @@ struct MetaGraphInfo {
 // `tessera inspect` (as `saved_model_cli show --all`).
 StatusOr<std::vector<MetaGraphInfo>> InspectSavedModel(const std::string& dir);
 
+struct LoadOptions {
+  // Once restored, the signatures' graph is frozen (runtime/freeze.h): each variable it only
+  // reads becomes a constant holding its value, and the bundle's session runs that graph
+  // alone, so that constant folding and the remapper fold normalisations into the
+  // convolutions before them and filters are packed once, as ONNX converters do ahead of
+  // time. A graph that updates a variable, or hands a variable's handle on where a constant
+  // cannot stand in for it (into a loop, as Keras's LSTM and GRU do), is kept as it is.
+  // Off: the session holds the variables, for a caller that runs more than signatures.
+  bool freeze_variables = true;
+};
+
 class SavedModelBundle {
  public:
   Session& session() const { return *session_; }
@@ -66,13 +77,14 @@ class SavedModelBundle {
 
  private:
   friend StatusOr<std::unique_ptr<SavedModelBundle>> LoadSavedModel(const std::string&, const std::set<std::string>&,
-                                                                    const SessionConfig&);
+                                                                    const SessionConfig&, const LoadOptions&);
   std::string dir_;
   MetaGraphInfo info_;
   std::unique_ptr<Session> session_;
 };
 
 StatusOr<std::unique_ptr<SavedModelBundle>> LoadSavedModel(const std::string& dir, const std::set<std::string>& tags,
-                                                           const SessionConfig& config = SessionConfig());
+                                                           const SessionConfig& config = SessionConfig(),
+                                                           const LoadOptions& options = LoadOptions());
 
 }  // namespace tessera

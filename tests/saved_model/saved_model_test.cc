@@ -7,12 +7,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "saved_model/saved_model.h"
-#include "training/freeze.h"
+#include "runtime/freeze.h"
 
 namespace tessera {
 namespace {
@@ -42,8 +43,10 @@ Tensor FloatsFromJson(const nlohmann::json& j) {
   return Tensor::FromVector<float>(flat, TensorShape(std::span<const int64_t>(dims)));
 }
 
-void LoadRunAndCompare(const std::string& name) {
-  StatusOr<std::unique_ptr<SavedModelBundle>> model = LoadSavedModel(kDir + name, {"serve"});
+void LoadRunAndCompare(const std::string& name, bool freeze) {
+  SCOPED_TRACE(freeze ? "frozen" : "variables live");
+  StatusOr<std::unique_ptr<SavedModelBundle>> model =
+      LoadSavedModel(kDir + name, {"serve"}, SessionConfig(), LoadOptions{.freeze_variables = freeze});
   ASSERT_TRUE(model.ok()) << model.status();
   const nlohmann::json expected = nlohmann::json::parse(Read(kDir + name + ".json"));
   std::vector<std::pair<std::string, Tensor>> inputs;
@@ -60,6 +63,31 @@ void LoadRunAndCompare(const std::string& name) {
       EXPECT_NEAR(out[i].data<float>()[k], want.data<float>()[k], 1e-5) << keys[i] << "[" << k << "]";
     }
   }
+}
+
+// Loaded frozen (the default) and with its variables live, the model gives TensorFlow's outputs.
+void LoadRunAndCompare(const std::string& name) {
+  LoadRunAndCompare(name, true);
+  LoadRunAndCompare(name, false);
+}
+
+int CountOps(const Session& session, std::string_view op) {
+  const GraphSpec def = session.graph().ToSpec();
+  return static_cast<int>(std::count_if(def.nodes.begin(), def.nodes.end(), [&](const NodeSpec& n) { return n.op == op; }));
+}
+
+// By default the loaded session runs the signatures' frozen graph: no variables, and nothing
+// of the saver; with freeze_variables off it holds them.
+TEST(SavedModelTest, LoadingFreezesTheVariablesUnlessToldNotTo) {
+  StatusOr<std::unique_ptr<SavedModelBundle>> frozen = LoadSavedModel(kDir + "keras_export", {"serve"});
+  StatusOr<std::unique_ptr<SavedModelBundle>> live =
+      LoadSavedModel(kDir + "keras_export", {"serve"}, SessionConfig(), LoadOptions{.freeze_variables = false});
+  ASSERT_TRUE(frozen.ok()) << frozen.status();
+  ASSERT_TRUE(live.ok()) << live.status();
+  EXPECT_EQ(CountOps((*frozen)->session(), "VarHandleOp"), 0);
+  EXPECT_EQ(CountOps((*frozen)->session(), "RestoreV2"), 0);
+  EXPECT_GT(CountOps((*live)->session(), "VarHandleOp"), 0);
+  EXPECT_EQ(CountOps((*live)->session(), "RestoreV2"), 1);
 }
 
 TEST(SavedModelTest, ATf2ModulesSignatureGivesTensorFlowsOutputs) { LoadRunAndCompare("tf2_module"); }
