@@ -34,7 +34,7 @@ class AlignedCpuAllocator final : public Allocator {
   // Blocks of 1 MiB and more - a step's activations - are kept when freed and handed out
   // again for the same size (to 64 KiB): oneTBB gave the largest of them back to the kernel
   // on every free, and faulting their pages in again took a tenth of an inference step.
-  // What is kept is bounded; the oldest goes back first.
+  // What is kept is bounded (kept_limit_); the oldest goes back first.
   void* AllocateRaw(size_t bytes) override {
     if (bytes < kCachedFrom) return scalable_aligned_malloc(bytes == 0 ? 1 : bytes, kAlignment);
     const size_t size = CachedSize(bytes);
@@ -57,12 +57,11 @@ class AlignedCpuAllocator final : public Allocator {
     std::lock_guard<std::mutex> lock(mu_);
     kept_.push_back({CachedSize(bytes), ptr});
     kept_bytes_ += kept_.back().size;
-    ReleaseKeptLocked(kKeptLimit);
+    ReleaseKeptLocked(kept_limit_);
   }
 
  private:
   static constexpr size_t kCachedFrom = size_t{1} << 20;
-  static constexpr size_t kKeptLimit = size_t{1} << 30;
   static size_t CachedSize(size_t bytes) { return (bytes + 0xffff) & ~size_t{0xffff}; }
   struct Block {
     size_t size;
@@ -86,6 +85,9 @@ class AlignedCpuAllocator final : public Allocator {
   std::mutex mu_;
   std::list<Block> kept_;  // in the order they were freed
   size_t kept_bytes_ = 0;
+  // A quarter of the memory the process may use: a step's activations at batch 32 (DenseNet's
+  // reach 2 GiB) are all kept from one step to the next, as ONNX Runtime's arena keeps them.
+  const size_t kept_limit_ = static_cast<size_t>(HostMemoryBytes() / 4);
 #endif
 };
 
