@@ -47,7 +47,7 @@ const Node* SoleConsumer(const Node& n, std::string_view op) {
 struct Chain {
   const Node* conv;  // a Conv2D or a MatMul
   const Node* bias_add;
-  const Node* relu;      // or nullptr
+  const Node* relu;      // a Relu, or on a CPU a Relu6 (then never a max_pool); or nullptr
   const Node* max_pool;  // or nullptr
   // In training, the pool's MaxPoolGrad and (with a Relu) the ReluGrad that reads its
   // result, or nullptr.
@@ -175,6 +175,12 @@ std::vector<Chain> FindChains(const Graph& graph) {
     const Node* bias_add = SoleConsumer(*conv, "BiasAdd");
     if (bias_add == nullptr || !IsNhwc(*bias_add)) continue;
     const Node* relu = SoleConsumer(*bias_add, "Relu");
+    if (relu == nullptr && OnCpu(*conv)) {
+      if (const Node* relu6 = SoleConsumer(*bias_add, "Relu6"); relu6 != nullptr) {
+        chains.push_back({conv, bias_add, relu6, nullptr});
+        continue;
+      }
+    }
     const Node* max_pool = OnCpu(*conv) ? SoleConsumer(relu != nullptr ? *relu : *bias_add, "MaxPool") : nullptr;
     if (max_pool != nullptr && !PoolsRowsAndColumns(*max_pool)) max_pool = nullptr;
     Chain chain{conv, bias_add, relu, max_pool};
@@ -228,7 +234,7 @@ void Fuse(const Chain& c, std::map<std::string, NodeSpec, std::less<>>& fused,
   node.device = conv.device;
   node.attrs = conv.attrs;
   node.attrs["num_args"] = int64_t{1};
-  node.attrs["fused_ops"] = std::string(c.relu != nullptr ? "BiasAdd,Relu" : "BiasAdd");
+  node.attrs["fused_ops"] = c.relu == nullptr ? std::string("BiasAdd") : StrCat("BiasAdd,", c.relu->op());
   node.inputs = {conv.inputs[0], conv.inputs[1], bias_add.inputs[1]};
   std::vector<NodeSpec> parts = {conv, bias_add};
   if (c.relu != nullptr) parts.push_back(c.relu->ToSpec());

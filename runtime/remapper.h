@@ -1,6 +1,6 @@
 // The remapper, TensorFlow's grappler pass of that name in small: in a placed step graph, a
 // float32 NHWC Conv2D (or a MatMul) whose one consumer is a BiasAdd (whose one consumer may be
-// a Relu), all on one CPU or GPU device, becomes a single _FusedConv2D (_FusedMatMul) named as the
+// a Relu, or for a Conv2D on a CPU a Relu6), all on one CPU or GPU device, becomes a single _FusedConv2D (_FusedMatMul) named as the
 // last node it replaces, so consumers and fetches find it unchanged; the bias and ReLU are
 // then applied as each block of the output is written (no second and third pass over the
 // tensor). A node that anything else

@@ -155,13 +155,16 @@ Status CheckArgmaxWindow(OpKernelConstruction* c, const PoolAttrs& pool) {
   return Status::OK();
 }
 
-// Conv2D then BiasAdd (then Relu), in one pass of oneDNN over the output; as
+// Conv2D then BiasAdd (then Relu or Relu6), in one pass of oneDNN over the output; as
 // _FusedConv2DMaxPool, then the MaxPool it fed alone, made and pooled a few images at a
 // time; as _FusedConv2DMaxPoolWithArgmax, the pool's argmax too (output 1).
 class FusedConv2DOp : public ConvBase {
  public:
   explicit FusedConv2DOp(OpKernelConstruction* c) : ConvBase(c) {
-    Status s = ReadFusedOps(c, &relu_);
+    Status s = ReadFusedOps(c, &relu_, &relu6_);
+    if (s.ok() && relu6_ && type_string() != "_FusedConv2D") {
+      s = errors::Unimplemented(type_string(), " of BiasAdd,Relu6: a pool follows only BiasAdd or BiasAdd,Relu");
+    }
     argmax_ = type_string() == "_FusedConv2DMaxPoolWithArgmax";
     pooled_ = argmax_ || type_string() == "_FusedConv2DMaxPool";
     if (s.ok() && pooled_) s = ReadFusedPoolAttrs(c, &pool_);
@@ -206,7 +209,8 @@ class FusedConv2DOp : public ConvBase {
       return;
     }
     OP_REQUIRES_OK(ctx, DnnlConv2D(ctx, *g, o, in.data<float>(), f.data<float>(), out->data<float>(),
-                                   {bias.data<float>(), relu_, pool ? &*pool : nullptr, argmax_data}, packed_.get()));
+                                   {bias.data<float>(), relu_, relu6_, pool ? &*pool : nullptr, argmax_data},
+                                   packed_.get()));
   }
 
  private:
@@ -215,12 +219,13 @@ class FusedConv2DOp : public ConvBase {
   void ConvolveNothing(int64_t count, int64_t o, const float* bias, float* out, uint8_t* argmax) const {
     for (int64_t i = 0; i < count; ++i) {
       const float v = bias[i % o];
-      out[i] = relu_ && v < 0 ? 0.f : v;
+      out[i] = relu6_ ? std::clamp(v, 0.f, 6.f) : relu_ && v < 0 ? 0.f : v;
       if (argmax != nullptr) argmax[i] = relu_ && !(v > 0) ? kNoGradient : 0;
     }
   }
 
   bool relu_ = false;
+  bool relu6_ = false;
   bool pooled_ = false;
   bool argmax_ = false;
   PoolAttrs pool_;

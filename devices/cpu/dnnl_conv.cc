@@ -40,12 +40,13 @@ struct Primitive {
 
 // Everything a primitive depends on; the output size fixes the bottom and right padding.
 using Key = std::tuple<Kind, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-                       int64_t, int64_t, int64_t, int64_t, bool, bool, int64_t>;
+                       int64_t, int64_t, int64_t, int64_t, bool, bool, bool, int64_t>;
 
 // A forward primitive's epilogue: whether it adds a bias, whether it applies ReLU.
 struct Fusion {
   bool bias = false;
   bool relu = false;
+  bool relu6 = false;
   // A depthwise convolution's channel multiplier (oneDNN's grouped convolution, a group per
   // input channel); 0 for a full convolution.
   int64_t depthwise = 0;
@@ -64,12 +65,14 @@ StatusOr<std::shared_ptr<const Primitive>> Build(Kind kind, const Geometry& g, i
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   dnnl::primitive_attr forward_attr = attr;
-  if (fusion.relu) {
+  if (fusion.relu || fusion.relu6) {
     dnnl::post_ops relu;
 #if DNNL_VERSION_MAJOR >= 3
-    relu.append_eltwise(dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+    if (fusion.relu6) relu.append_eltwise(dnnl::algorithm::eltwise_clip, 0.f, 6.f);
+    else relu.append_eltwise(dnnl::algorithm::eltwise_relu, 0.f, 0.f);
 #else
-    relu.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+    if (fusion.relu6) relu.append_eltwise(1.f, dnnl::algorithm::eltwise_bounded_relu, 6.f, 0.f);
+    else relu.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
 #endif
     forward_attr.set_post_ops(relu);
   }
@@ -156,7 +159,7 @@ StatusOr<std::shared_ptr<const Primitive>> Get(Kind kind, const Geometry& g, int
   static std::mutex mu;
   static auto* cache = new std::map<Key, std::shared_ptr<const Primitive>>();
   const Key key{kind, n, g.h, g.w, g.c, o, g.kh, g.kw, g.sh, g.sw, g.pad_top, g.pad_left, g.oh, g.ow, fusion.bias,
-                fusion.relu, fusion.depthwise};
+                fusion.relu, fusion.relu6, fusion.depthwise};
   {
     std::lock_guard<std::mutex> lock(mu);
     if (auto it = cache->find(key); it != cache->end()) return it->second;
@@ -228,7 +231,7 @@ Status ForwardPart(OpKernelContext* ctx, const Geometry& g, int64_t o, const flo
   const int64_t image_bytes = g.oh * g.ow * o * static_cast<int64_t>(sizeof(float));
   const int64_t chunk =
       pool == nullptr ? n : std::clamp<int64_t>(kPoolChunkBytes / std::max<int64_t>(image_bytes, 1), 1, n);
-  const Fusion fusion{epilogue.bias != nullptr, epilogue.relu, depthwise};
+  const Fusion fusion{epilogue.bias != nullptr, epilogue.relu, epilogue.relu6, depthwise};
   Tensor buffer, filter_buffer, scratch, src_buffer, dst_buffer;
   try {
     dnnl::stream stream(Engine());

@@ -20,6 +20,7 @@ namespace tessera::cpu {
 struct ConvEpilogue {
   const float* bias = nullptr;  // [O], or none
   bool relu = false;
+  bool relu6 = false;  // min(max(x, 0), 6) instead; never with a max_pool
   // The pool's windows over the convolution's output [N, OH, OW, O], or none. The output is
   // then made a few images at a time into a buffer that stays in cache, and pooled from
   // there: the full-size result never goes out to memory and back.

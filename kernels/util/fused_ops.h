@@ -8,13 +8,16 @@
 
 namespace tessera {
 
-// "BiasAdd", or "BiasAdd,Relu" (then *relu): TensorFlow's list, comma-joined. Anything else
-// is Unimplemented, naming the op.
-inline Status ReadFusedOps(OpKernelConstruction* c, bool* relu) {
+// "BiasAdd", or "BiasAdd,Relu" (then *relu): TensorFlow's list, comma-joined; for a kernel
+// that passes `relu6` (the CPU's convolution), "BiasAdd,Relu6" too (then *relu6). Anything
+// else is Unimplemented, naming the op.
+inline Status ReadFusedOps(OpKernelConstruction* c, bool* relu, bool* relu6 = nullptr) {
   std::string fused;
   RETURN_IF_ERROR(c->GetAttr("fused_ops", &fused));
-  if (fused != "BiasAdd" && fused != "BiasAdd,Relu") {
-    return errors::Unimplemented(c->node().op(), " of ", fused, ": only BiasAdd, and BiasAdd,Relu");
+  if (relu6 != nullptr) *relu6 = fused == "BiasAdd,Relu6";
+  if (fused != "BiasAdd" && fused != "BiasAdd,Relu" && !(relu6 != nullptr && *relu6)) {
+    return errors::Unimplemented(c->node().op(), " of ", fused, ": only BiasAdd, and BiasAdd,Relu",
+                                 relu6 != nullptr ? ", and BiasAdd,Relu6" : "");
   }
   *relu = fused == "BiasAdd,Relu";
   return Status::OK();

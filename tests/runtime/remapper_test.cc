@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "graph/builder/gradients.h"
+#include "graph/builder/op_builder.h"
 #include "graph/builder/ops.h"
 #include "runtime/session.h"
 #include "tests/test_util.h"
@@ -102,6 +103,26 @@ TEST(RemapperTest, ConvBiasAddReluBecomeOneNode) {
   float negative = 0;
   for (float v : plain.values[0].flat<float>()) negative = std::min(negative, v);
   EXPECT_EQ(negative, 0);
+}
+
+// MobileNet's activation: on a CPU, Relu6 joins the chain as Relu does, clipping at 6 too.
+TEST(RemapperTest, ConvBiasAddRelu6BecomeOneNodeOnTheCpu) {
+  Scope root = Scope::NewRootScope();
+  Tensor f = Random(TensorShape({3, 3, 3, 5}), 2);
+  for (float& v : f.flat<float>()) v *= 6;  // outputs well past 6 as well as below 0
+  auto conv = ops::Conv2D(root.WithOpName("conv"), ops::Const(root, Random(TensorShape({2, 7, 7, 3}), 1)),
+                          ops::Const(root, f), {1, 1, 1, 1}, "SAME");
+  auto bias = ops::BiasAdd(root.WithOpName("bias"), conv, ops::Const(root, Random(TensorShape({5}), 3)));
+  ops::Build(root.WithOpName("relu6"), "Relu6", {bias});
+  Step fused = RunStep(root, {"relu6"}, true);
+  Step plain = RunStep(root, {"relu6"}, false);
+  ASSERT_EQ(fused.values.size(), 1u);
+  ASSERT_EQ(plain.values.size(), 1u);
+  ExpectNear(fused.values[0], plain.values[0]);
+  EXPECT_TRUE(Has(fused, "relu6=_FusedConv2D(BiasAdd,Relu6)"));
+  const auto values = plain.values[0].flat<float>();
+  EXPECT_EQ(*std::max_element(values.begin(), values.end()), 6.f);
+  EXPECT_EQ(*std::min_element(values.begin(), values.end()), 0.f);
 }
 
 TEST(RemapperTest, ANodeSomethingElseReadsStays) {
