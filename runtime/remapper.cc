@@ -45,7 +45,7 @@ const Node* SoleConsumer(const Node& n, std::string_view op) {
 }
 
 struct Chain {
-  const Node* conv;  // a Conv2D or a MatMul
+  const Node* conv;  // a Conv2D, a MatMul, or on a CPU a DepthwiseConv2dNative
   const Node* bias_add;
   const Node* relu;      // a Relu, or on a CPU a Relu6 (then never a max_pool); or nullptr
   const Node* max_pool;  // or nullptr
@@ -169,9 +169,20 @@ std::vector<Chain> FindChains(const Graph& graph) {
       if (bias_add != nullptr && IsNhwc(*bias_add)) chains.push_back({conv, bias_add, SoleConsumer(*bias_add, "Relu"), nullptr});
       continue;
     }
-    if (conv->op() != "Conv2D" || !OnCpuOrGpu(*conv) || !IsFloat(*conv) || !IsNhwc(*conv)) continue;
+    const bool depthwise = conv->op() == "DepthwiseConv2dNative";
+    if (!(conv->op() == "Conv2D" || (depthwise && OnCpu(*conv))) || !OnCpuOrGpu(*conv) || !IsFloat(*conv) ||
+        !IsNhwc(*conv)) {
+      continue;
+    }
     std::vector<int64_t> dilations;
     if (!conv->GetAttr("dilations", &dilations).ok() || dilations != std::vector<int64_t>{1, 1, 1, 1}) continue;
+    if (depthwise) {
+      const Node* bias_add = SoleConsumer(*conv, "BiasAdd");
+      if (bias_add == nullptr || !IsNhwc(*bias_add)) continue;
+      const Node* relu = SoleConsumer(*bias_add, "Relu");
+      chains.push_back({conv, bias_add, relu != nullptr ? relu : SoleConsumer(*bias_add, "Relu6"), nullptr});
+      continue;
+    }
     const Node* bias_add = SoleConsumer(*conv, "BiasAdd");
     if (bias_add == nullptr || !IsNhwc(*bias_add)) continue;
     const Node* relu = SoleConsumer(*bias_add, "Relu");
@@ -230,7 +241,10 @@ void Fuse(const Chain& c, std::map<std::string, NodeSpec, std::less<>>& fused,
   NodeSpec bias_add = c.bias_add->ToSpec();
   NodeSpec node;
   node.name = last->name();
-  node.op = c.conv->op() == "MatMul" ? "_FusedMatMul" : c.max_pool != nullptr ? "_FusedConv2DMaxPool" : "_FusedConv2D";
+  node.op = c.conv->op() == "MatMul"                  ? "_FusedMatMul"
+            : c.conv->op() == "DepthwiseConv2dNative" ? "_FusedDepthwiseConv2dNative"
+            : c.max_pool != nullptr                   ? "_FusedConv2DMaxPool"
+                                                      : "_FusedConv2D";
   node.device = conv.device;
   node.attrs = conv.attrs;
   node.attrs["num_args"] = int64_t{1};

@@ -1,8 +1,10 @@
 // The remapper, TensorFlow's grappler pass of that name in small: in a placed step graph, a
 // float32 NHWC Conv2D (or a MatMul) whose one consumer is a BiasAdd (whose one consumer may be
-// a Relu, or for a Conv2D on a CPU a Relu6), all on one CPU or GPU device, becomes a single _FusedConv2D (_FusedMatMul) named as the
-// last node it replaces, so consumers and fetches find it unchanged; the bias and ReLU are
-// then applied as each block of the output is written (no second and third pass over the
+// a Relu, or for a Conv2D on a CPU a Relu6), all on one CPU or GPU device, becomes a single
+// _FusedConv2D (_FusedMatMul) named as the last node it replaces, so consumers and fetches
+// find it unchanged; on a CPU a DepthwiseConv2dNative, its BiasAdd and a Relu or Relu6 become
+// a _FusedDepthwiseConv2dNative the same way. The bias and activation are then applied as
+// each block of the output is written (no second and third pass over the
 // tensor). A node that anything else
 // reads, a fetch, or a dilated or NCHW convolution stays as it is. Gradients are untouched:
 // they read the Relu's output, which the fused node produces. A MaxPool that alone reads

@@ -1,5 +1,6 @@
 // DepthwiseConv2dNative on the CPU, NHWC: output channel c * M + m is input channel c
-// convolved with filter [:, :, c, m]. float32 through oneDNN (dnnl_conv.h); double here, one
+// convolved with filter [:, :, c, m]; as _FusedDepthwiseConv2dNative, then its bias and
+// Relu or Relu6 (runtime/remapper.h). float32 through oneDNN (dnnl_conv.h); double here, one
 // output row of one image per unit of work, the innermost loop over the channels,
 // contiguous in both input and filter.
 #include <memory>
@@ -9,6 +10,7 @@
 #include "devices/cpu/dnnl_conv.h"
 #include "graph/op_kinds.h"
 #include "kernels/util/conv_geometry.h"
+#include "kernels/util/fused_ops.h"
 
 namespace tessera::cpu {
 namespace {
@@ -25,6 +27,7 @@ class DepthwiseConv2dOp : public OpKernel {
     for (int64_t d : dilations) {
       if (s.ok() && d != 1) s = errors::Unimplemented("DepthwiseConv2dNative with dilations other than 1");
     }
+    if (s.ok() && fused_) s = ReadFusedOps(c, &relu_, &relu6_);
     if (!s.ok()) c->SetStatus(s);
     const Edge* filter = c->node().input_edge(1);
     if (filter != nullptr && IsConstant(filter->src->op())) packed_ = std::make_unique<PackedFilter>();
@@ -41,15 +44,20 @@ class DepthwiseConv2dOp : public OpKernel {
     StatusOr<Geometry> g = MakeGeometry(in.shape(), f.dim(0), f.dim(1), attrs_.strides, attrs_.padding);
     OP_REQUIRES_OK(ctx, g.status());
     const int64_t channels = in.dim(3), m = f.dim(3), out_c = channels * m;
+    ConvEpilogue epilogue;
+    if (fused_) {
+      OP_REQUIRES(ctx, num_inputs() == 3 && ctx->input(2).shape() == TensorShape({out_c}),
+                  errors::InvalidArgument(type_string(), " takes one arg, a bias of ", out_c, " values"));
+      epilogue = {ctx->input(2).data<float>(), relu_, relu6_};
+    }
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, g->output_shape(out_c), &out));
     if (out->NumElements() == 0) return;
+    // Not empty: windows are at least 1x1 (MakeGeometry), and so are the channels.
     if constexpr (std::is_same_v<T, float>) {
-      if (g->kh * g->kw * channels > 0) {
-        OP_REQUIRES_OK(ctx, DnnlDepthwiseConv2D(ctx, *g, m, in.data<float>(), f.data<float>(), out->data<float>(),
-                                                packed_.get()));
-        return;
-      }
+      OP_REQUIRES_OK(ctx, DnnlDepthwiseConv2D(ctx, *g, m, in.data<float>(), f.data<float>(), out->data<float>(),
+                                              epilogue, packed_.get()));
+      return;
     }
     const T* x = in.data<T>();
     const T* w = f.data<T>();
@@ -86,6 +94,8 @@ class DepthwiseConv2dOp : public OpKernel {
 
  private:
   const ConvAttrs attrs_;
+  const bool fused_ = type_string() == "_FusedDepthwiseConv2dNative";
+  bool relu_ = false, relu6_ = false;
   std::unique_ptr<PackedFilter> packed_;  // where the filter is a constant
 };
 
@@ -94,6 +104,8 @@ class DepthwiseConv2dOp : public OpKernel {
 void RegisterDepthwiseConvKernels(KernelRegistry& r) {
   r.Register<DepthwiseConv2dOp<float>>(
       KernelDefBuilder("DepthwiseConv2dNative").Device(kDeviceCpu).TypeConstraint<float>("T"));
+  r.Register<DepthwiseConv2dOp<float>>(
+      KernelDefBuilder("_FusedDepthwiseConv2dNative").Device(kDeviceCpu).TypeConstraint<float>("T"));
   r.Register<DepthwiseConv2dOp<double>>(
       KernelDefBuilder("DepthwiseConv2dNative").Device(kDeviceCpu).TypeConstraint<double>("T"));
 }

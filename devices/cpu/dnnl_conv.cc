@@ -417,8 +417,8 @@ Status DnnlConv2D(OpKernelContext* ctx, const Geometry& g, int64_t o, const floa
 }
 
 Status DnnlDepthwiseConv2D(OpKernelContext* ctx, const Geometry& g, int64_t multiplier, const float* in,
-                           const float* filter, float* out, PackedFilter* packed) {
-  return Forward(ctx, g, g.c * multiplier, in, filter, out, {}, multiplier, packed);
+                           const float* filter, float* out, const ConvEpilogue& epilogue, PackedFilter* packed) {
+  return Forward(ctx, g, g.c * multiplier, in, filter, out, epilogue, multiplier, packed);
 }
 
 Status DnnlConv2DBackpropInput(OpKernelContext* ctx, const Geometry& g, int64_t o, const float* filter,

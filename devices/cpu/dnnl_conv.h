@@ -53,8 +53,10 @@ Status DnnlConv2D(OpKernelContext* ctx, const Geometry& g, int64_t o, const floa
                   const ConvEpilogue& epilogue = {}, PackedFilter* packed = nullptr);
 // out [N, OH, OW, C * multiplier] = DepthwiseConv2dNative(in [N, H, W, C], filter
 // [KH, KW, C, multiplier]).
+// The epilogue's bias and activation apply; it has no max_pool.
 Status DnnlDepthwiseConv2D(OpKernelContext* ctx, const Geometry& g, int64_t multiplier, const float* in,
-                           const float* filter, float* out, PackedFilter* packed = nullptr);
+                           const float* filter, float* out, const ConvEpilogue& epilogue = {},
+                           PackedFilter* packed = nullptr);
 // d_in [N, H, W, C] from d_out [N, OH, OW, O].
 Status DnnlConv2DBackpropInput(OpKernelContext* ctx, const Geometry& g, int64_t o, const float* filter,
                                const float* d_out, float* d_in);

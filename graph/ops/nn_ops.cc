@@ -180,6 +180,13 @@ void RegisterNnOps(OpRegistry& r) {
                   .Attr("padding: string").Attr("data_format: string = \"NHWC\"")
                   .Attr("dilations: list(int) = [1, 1, 1, 1]").Attr("fused_ops: string")
                   .Attr("epsilon: float = 0.0001").SetShapeFn(Conv2DShape));
+  // DepthwiseConv2dNative with a BiasAdd and a Relu or Relu6 after it applied as it writes
+  // (TensorFlow's CPU fusion of that name, made by the remapper on a CPU).
+  RegisterCoreOp(r, OpDefBuilder("_FusedDepthwiseConv2dNative").Input("input: T").Input("filter: T")
+                  .Input("args: num_args * T").Output("output: T").Attr("T: {float32}").Attr("num_args: int >= 0")
+                  .Attr("strides: list(int)").Attr("padding: string").Attr("data_format: string = \"NHWC\"")
+                  .Attr("dilations: list(int) = [1, 1, 1, 1]").Attr("fused_ops: string")
+                  .Attr("epsilon: float = 0.0001").SetShapeFn(DepthwiseConv2dShape));
   // Runtime-internal: a _FusedConv2D and the MaxPool that alone reads it, made and pooled a
   // few images at a time (runtime/remapper.h); the pool's attrs are ksize, pool_strides
   // and pool_padding.

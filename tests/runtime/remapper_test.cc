@@ -53,7 +53,7 @@ Step RunStep(const Scope& root, const std::vector<std::string>& fetches, bool re
     for (const NodeSpec& n : part.nodes) {
       std::string fused;
       if (n.op == "_FusedConv2D" || n.op == "_FusedConv2DMaxPool" || n.op == "_FusedConv2DMaxPoolWithArgmax" ||
-          n.op == "_FusedMatMul") {
+          n.op == "_FusedMatMul" || n.op == "_FusedDepthwiseConv2dNative") {
         EXPECT_TRUE(GetAttr(n.attrs, n.name, "fused_ops", &fused).ok());
       }
       step.ops.push_back(n.name + "=" + n.op + (fused.empty() ? "" : "(" + fused + ")"));
@@ -123,6 +123,26 @@ TEST(RemapperTest, ConvBiasAddRelu6BecomeOneNodeOnTheCpu) {
   const auto values = plain.values[0].flat<float>();
   EXPECT_EQ(*std::max_element(values.begin(), values.end()), 6.f);
   EXPECT_EQ(*std::min_element(values.begin(), values.end()), 0.f);
+}
+
+// MobileNet's depthwise layers: on a CPU the depthwise convolution, its BiasAdd and Relu6
+// become one _FusedDepthwiseConv2dNative.
+TEST(RemapperTest, DepthwiseBiasAddRelu6BecomeOneNodeOnTheCpu) {
+  Scope root = Scope::NewRootScope();
+  Tensor f = Random(TensorShape({3, 3, 3, 2}), 2);
+  for (float& v : f.flat<float>()) v *= 6;
+  auto depthwise = ops::Build(root.WithOpName("depthwise"), "DepthwiseConv2dNative",
+                              {ops::Const(root, Random(TensorShape({2, 7, 7, 3}), 1)), ops::Const(root, f)},
+                              {{"strides", std::vector<int64_t>{1, 2, 2, 1}}, {"padding", std::string("SAME")}});
+  auto bias = ops::BiasAdd(root.WithOpName("bias"), depthwise, ops::Const(root, Random(TensorShape({6}), 3)));
+  ops::Build(root.WithOpName("relu6"), "Relu6", {bias});
+  Step fused = RunStep(root, {"relu6"}, true);
+  Step plain = RunStep(root, {"relu6"}, false);
+  ASSERT_EQ(fused.values.size(), 1u);
+  ASSERT_EQ(plain.values.size(), 1u);
+  ExpectNear(fused.values[0], plain.values[0]);
+  EXPECT_TRUE(Has(fused, "relu6=_FusedDepthwiseConv2dNative(BiasAdd,Relu6)"));
+  EXPECT_FALSE(Has(fused, "bias=BiasAdd"));
 }
 
 TEST(RemapperTest, ANodeSomethingElseReadsStays) {
