@@ -5,6 +5,7 @@
 #include "runtime/arithmetic_simplifier.h"
 #include "runtime/common_subexpression.h"
 #include "runtime/constant_folding.h"
+#include "runtime/pad_folding.h"
 #include "runtime/remapper.h"
 #include "runtime/scale_folding.h"
 #include "runtime/session_options.h"
@@ -27,6 +28,7 @@ StatusOr<std::unique_ptr<Graph>> RewriteStepGraph(std::unique_ptr<Graph> graph, 
     ASSIGN_OR_RETURN(graph, EliminateCommonSubexpressions(std::move(graph)));
   }
   if (options.remapping) {
+    ASSIGN_OR_RETURN(graph, FoldPadsIntoConvolutions(std::move(graph)));
     ASSIGN_OR_RETURN(graph, FoldScalesIntoFilters(std::move(graph)));
     ASSIGN_OR_RETURN(graph, Remap(std::move(graph)));
   }

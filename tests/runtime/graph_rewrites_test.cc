@@ -1,6 +1,7 @@
 // The step graph's rewrites before partitioning: constant folding, arithmetic simplification,
-// common subexpressions and scales folded into filters, seen in the partition graphs RunMetadata returns, each giving
-// the values of the graph without it, each turned off by its config switch.
+// common subexpressions, pads and scales folded into convolutions, seen in the partition
+// graphs RunMetadata returns, each giving the values of the graph without it, each turned
+// off by its config switch.
 #include "runtime/graph_rewrites.h"
 
 #include <gmock/gmock.h>
@@ -351,8 +352,9 @@ Tensor Uniform(TensorShape shape, uint32_t seed) {
 
 // A frozen Keras BatchNormalization after a convolution is x * scale + offset, one value per
 // channel: the scale goes into the constant filter and the offset becomes a BiasAdd, which the
-// remapper fuses (with the Relu) into the convolution; for depthwise convolutions and matrix
-// products too. A product read by anything besides the Mul stays as it is.
+// remapper fuses (with the Relu) into the convolution; for depthwise convolutions (fused with
+// their bias on a CPU) and matrix products too. A product read by anything besides the Mul
+// stays as it is.
 TEST(GraphRewritesTest, PerChannelScalesAndOffsetsFoldIntoTheFilterBefore) {
   Scope root = Scope::NewRootScope();
   auto x = ops::Placeholder(root.WithOpName("x"), DataType::kFloat);
@@ -386,10 +388,44 @@ TEST(GraphRewritesTest, PerChannelScalesAndOffsetsFoldIntoTheFilterBefore) {
     for (size_t j = 0; j < want.size(); ++j) EXPECT_NEAR(got[j], want[j], 1e-5f * std::max(1.0f, std::abs(want[j])));
   }
   EXPECT_TRUE(Has(folded, "conv_out=_FusedConv2D")) << ::testing::PrintToString(folded.nodes);
-  EXPECT_TRUE(Has(folded, "depthwise_out=BiasAdd"));
+  EXPECT_TRUE(Has(folded, "depthwise_out=_FusedDepthwiseConv2dNative"));
   EXPECT_TRUE(Has(folded, "product_out=MatMul"));
   EXPECT_TRUE(Has(folded, "shared_scaled=Mul"));
   for (const char* gone : {"scaled=Mul", "shifted=Add", "depthwise_scaled=Mul"}) EXPECT_FALSE(Has(folded, gone)) << gone;
+}
+
+// Keras's ZeroPadding2D before a strided VALID convolution pads as SAME would: the Pad goes
+// and the convolution pads itself. Padding that SAME would not make stays.
+TEST(GraphRewritesTest, AZeroPadThatSamePaddingMakesFoldsIntoTheConvolution) {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DataType::kFloat, TensorShape({-1, 8, 7, 3}));
+  auto pads = [&](std::vector<int32_t> p) { return ops::Const(root, Tensor::FromVector<int32_t>(p, TensorShape({4, 2}))); };
+  auto valid = [&](const char* name, Output in, const char* op, int64_t o) {
+    return ops::Build(root.WithOpName(name), op, {in, ops::Const(root, Uniform({3, 3, 3, o}, 13))},
+                      {{"strides", std::vector<int64_t>{1, 2, 2, 1}}, {"padding", std::string("VALID")}});
+  };
+  // 8 rows at stride 2: SAME pads 0 above, 1 below; 7 columns: 1 left, 1 right.
+  valid("conv", ops::Build(root.WithOpName("pad"), "Pad", {x, pads({0, 0, 0, 1, 1, 1, 0, 0})}), "Conv2D", 4);
+  valid("depthwise",
+        ops::Build(root.WithOpName("pad_v2"), "PadV2",
+                   {x, pads({0, 0, 0, 1, 1, 1, 0, 0}), ops::Const(root, Tensor::Scalar<float>(0))}),
+        "DepthwiseConv2dNative", 2);
+  valid("kept", ops::Build(root.WithOpName("pad_other"), "Pad", {x, pads({0, 0, 1, 1, 1, 1, 0, 0})}), "Conv2D", 4);
+  const std::vector<std::string> fetches = {"conv", "depthwise", "kept"};
+  const std::vector<std::pair<std::string, Tensor>> feeds = {{"x", Uniform({2, 8, 7, 3}, 14)}};
+  const Step folded = RunStep(root, fetches, {}, feeds);
+  const Step plain = RunStep(root, fetches, NoRewrites(), feeds);
+  ASSERT_EQ(folded.values.size(), fetches.size());
+  ASSERT_EQ(plain.values.size(), fetches.size());
+  for (size_t i = 0; i < fetches.size(); ++i) {
+    SCOPED_TRACE(fetches[i]);
+    ASSERT_EQ(folded.values[i].shape(), plain.values[i].shape());
+    const std::vector<float> got = Floats(folded.values[i]), want = Floats(plain.values[i]);
+    for (size_t j = 0; j < want.size(); ++j) EXPECT_NEAR(got[j], want[j], 1e-5f * std::max(1.0f, std::abs(want[j])));
+  }
+  EXPECT_FALSE(Has(folded, "pad=Pad"));
+  EXPECT_FALSE(Has(folded, "pad_v2=PadV2"));
+  EXPECT_TRUE(Has(folded, "pad_other=Pad"));
 }
 
 }  // namespace
