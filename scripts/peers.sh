@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Prints the path of a Python that has the side-by-side peers (tensorflow-cpu, numpy),
+# Prints the path of a Python that has the side-by-side peers (tensorflow-cpu, numpy, and
+# onnxruntime with tf2onnx for the SavedModel benchmark),
 # creating a virtualenv under ~/.cache/tessera-peers on first use. Peers are for
 # benchmarks and conformance only; nothing in the build or the test suite needs them.
 set -euo pipefail
 venv=${TESSERA_PEERS_VENV:-$HOME/.cache/tessera-peers}
-if ! "$venv/bin/python" -c "import tensorflow, numpy" >/dev/null 2>&1; then
-  echo "peers: installing tensorflow-cpu and numpy into $venv (large, once)" >&2
+if ! "$venv/bin/python" -c "import tensorflow, numpy, onnxruntime, tf2onnx" >/dev/null 2>&1; then
+  echo "peers: installing tensorflow-cpu, numpy, onnxruntime and tf2onnx into $venv (large, once)" >&2
   python3 -m venv "$venv" >&2
-  "$venv/bin/pip" install -q --disable-pip-version-check tensorflow-cpu numpy >&2
+  "$venv/bin/pip" install -q --disable-pip-version-check tensorflow-cpu numpy onnxruntime tf2onnx >&2
 fi
 echo "$venv/bin/python"
