@@ -97,22 +97,31 @@ class BatchMatMulOp : public OpKernel {
   bool adj_x_ = false, adj_y_ = false;
 };
 
-// `in` with its dimensions in the order `perm`.
+// `in` with its dimensions in the order `perm`: `in` itself for the identity (the usual case
+// for a layer's projection, "abc,cde->abde"), whole rows copied where the last dimension
+// stays last.
 template <typename T>
 Tensor Transposed(const Tensor& in, const std::vector<int>& perm) {
   const int rank = in.rank();
+  bool identity = true;
+  for (int d = 0; d < rank; ++d) identity = identity && perm[d] == d;
+  if (identity) return in;
   TensorShape shape;
   for (int p : perm) shape.AddDim(in.dim(p));
   Tensor out(in.dtype(), shape);
+  if (out.NumElements() == 0) return out;
   std::vector<int64_t> in_strides(static_cast<size_t>(rank), 1), index(static_cast<size_t>(rank), 0);
   for (int d = rank - 2; d >= 0; --d) in_strides[d] = in_strides[d + 1] * in.dim(d + 1);
+  // Each step copies `run` elements: a whole last dimension when it stays last, else one.
+  const int64_t run = perm[rank - 1] == rank - 1 ? shape.dim(rank - 1) : 1;
+  const int outer = run > 1 ? rank - 1 : rank;
   const T* src = in.data<T>();
   T* dst = out.data<T>();
-  for (int64_t i = 0; i < out.NumElements(); ++i) {
+  for (int64_t i = 0; i < out.NumElements(); i += run) {
     int64_t at = 0;
-    for (int d = 0; d < rank; ++d) at += index[d] * in_strides[perm[d]];
-    dst[i] = src[at];
-    for (int d = rank - 1; d >= 0; --d) {
+    for (int d = 0; d < outer; ++d) at += index[d] * in_strides[perm[d]];
+    std::copy(src + at, src + at + run, dst + i);
+    for (int d = outer - 1; d >= 0; --d) {
       if (++index[d] < shape.dim(d)) break;
       index[d] = 0;
     }
