@@ -4,6 +4,7 @@
 #include <random>
 
 #include "graph/builder/op_builder.h"
+#include "graph/serialize/tensor_bundle.h"
 
 namespace tessera {
 namespace {
@@ -87,6 +88,8 @@ StatusOr<Saver> Saver::Create(const Scope& scope, const std::map<std::string, st
   saver.filename_ = filename.name();
   saver.save_ = merge.node->name();
   saver.restore_ = restore_all.name();
+  saver.tensor_names_ = tensor_names.name();
+  saver.names_ = std::move(names);
   return saver;
 }
 
@@ -101,8 +104,24 @@ Status Saver::Save(Session& session, const std::string& path) const {
 }
 
 Status Saver::Restore(Session& session, const std::string& path) const {
+  std::vector<std::pair<std::string, Tensor>> feeds = {{filename_, Tensor::Scalar(path)}};
+  // tf.train.Checkpoint keys tensors by their owners' path: a name the checkpoint lacks is
+  // looked up by the name its variable had when saved, as TensorFlow 1's Saver does.
+  if (StatusOr<std::unique_ptr<BundleReader>> reader = BundleReader::Open(path); reader.ok()) {
+    ASSIGN_OR_RETURN(auto keys, ObjectGraphKeys(**reader));
+    std::vector<std::string> names = names_;
+    bool mapped = false;
+    for (std::string& name : names) {
+      auto key = keys.find(name);
+      if (key != keys.end() && !(*reader)->Find(name).ok()) {
+        name = key->second;
+        mapped = true;
+      }
+    }
+    if (mapped) feeds.emplace_back(tensor_names_, Tensor::FromVector(names));
+  }
   std::vector<Tensor> out;
-  return session.Run({{filename_, Tensor::Scalar(path)}}, {}, {restore_}, &out);
+  return session.Run(feeds, {}, {restore_}, &out);
 }
 
 }  // namespace tessera

@@ -11,7 +11,10 @@
 //
 // A name may stand for several copies of one variable (mirrored training's, one per
 // device): the first copy is saved and every copy restored. Saving writes a temporary bundle
-// and moves it into place, so a failed save leaves the previous checkpoint whole.
+// and moves it into place, so a failed save leaves the previous checkpoint whole. A
+// checkpoint tf.train.Checkpoint wrote restores too: its tensors are keyed by their owners'
+// path, and a name it lacks is found by the name its variable had when saved (the object
+// graph stored with it says which), as TensorFlow 1's Saver restores one.
 // Create builds graph nodes (one thread per graph, like every builder); Save and Restore
 // are Session::Run calls and may run concurrently as Run may.
 #pragma once
@@ -48,6 +51,8 @@ class Saver {
 
  private:
   std::string filename_, save_, restore_;
+  std::string tensor_names_;       // the names RestoreV2 reads, fed mapped for a tf.train.Checkpoint
+  std::vector<std::string> names_;  // as saved
 };
 
 }  // namespace tessera

@@ -214,6 +214,24 @@ StatusOr<BundleEntry> BundleReader::Find(const std::string& name) const {
   return entries_[it->second];
 }
 
+StatusOr<std::map<std::string, std::string>> ObjectGraphKeys(const BundleReader& reader) {
+  constexpr char kObjectGraph[] = "_CHECKPOINTABLE_OBJECT_GRAPH";
+  std::map<std::string, std::string> keys;
+  if (!reader.Find(kObjectGraph).ok()) return keys;
+  ASSIGN_OR_RETURN(Tensor t, reader.Read(kObjectGraph, CpuAllocator()));
+  pb::TrackableObjectGraph graph;
+  if (t.dtype() != DataType::kString || t.NumElements() != 1 || !graph.ParseFromString(t.data<std::string>()[0])) {
+    return errors::DataLoss("The object graph of checkpoint '", reader.prefix(), "' (", kObjectGraph,
+                            ") is not a TrackableObjectGraph");
+  }
+  for (const auto& node : graph.nodes()) {
+    for (const auto& attribute : node.attributes()) {
+      if (!attribute.full_name().empty()) keys[attribute.full_name()] = attribute.checkpoint_key();
+    }
+  }
+  return keys;
+}
+
 StatusOr<Tensor> BundleReader::Read(const std::string& name, std::shared_ptr<Allocator> allocator) const {
   ASSIGN_OR_RETURN(BundleEntry e, Find(name));
   if (e.sliced) {

@@ -95,6 +95,13 @@ class BundleReader {
                              bool delete_old_dirs);
 };
 
+// For a checkpoint tf.train.Checkpoint wrote (object-based: its tensors are keyed by their
+// owners' path, "model/dense/kernel/.ATTRIBUTES/VARIABLE_VALUE"), each variable's name when
+// it was saved ("dense/kernel") and its key, from the object graph stored with it, as
+// TensorFlow 1's Saver maps names when it restores such a checkpoint; empty for a name-based
+// checkpoint. DataLoss naming the checkpoint for an object graph that does not parse.
+StatusOr<std::map<std::string, std::string>> ObjectGraphKeys(const BundleReader& reader);
+
 // TensorFlow's MergeV2Checkpoints: the bundles `prefixes` become one, `merged_prefix`, their
 // data files renamed to its shards and one index written over them. A name in two bundles is
 // InvalidArgument, before anything moves. With `delete_old_dirs`, each input's directory is

@@ -43,5 +43,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     tessera::StatusOr<tessera::Tensor> t = (*reader)->Read(e.name, tessera::CpuAllocator());
     if (t.ok() && t->shape() != e.shape) std::abort();
   }
+  (void)tessera::ObjectGraphKeys(**reader);  // tf.train.Checkpoint's object graph, when there is one
   return 0;
 }

@@ -168,6 +168,37 @@ TEST_F(SaverTest, ACheckpointInTesserasEarlierFormatStillRestores) {
   EXPECT_TRUE(BitIdentical(testing::Fetch(*other, "y"), testing::Fetch(*session, "y")));
 }
 
+// A checkpoint tf.train.Checkpoint wrote (tests/testdata/tf_checkpoints/make_checkpoints.py)
+// keys its tensors by their owners' path; the Saver finds each variable by the name it had.
+TEST_F(SaverTest, ATf2ObjectBasedCheckpointRestoresByTheNamesItsVariablesHad) {
+  Scope root = Scope::NewRootScope();
+  auto kernel = ops::Variable(root.WithOpName("kernel"), TensorShape({3, 2}), DataType::kFloat);
+  auto bias = ops::Variable(root.WithOpName("bias"), TensorShape({2}), DataType::kFloat);
+  auto step = ops::Variable(root.WithOpName("step"), TensorShape(), DataType::kInt64);
+  StatusOr<Saver> saver =
+      Saver::Create(root, {{"dense/kernel", {kernel}}, {"dense/bias", {bias}}, {"global_step", {step}}});
+  ASSERT_TRUE(saver.ok()) << saver.status();
+  GraphSpec def;
+  ASSERT_TRUE(root.ToSpec(&def).ok());
+  auto session = Session::Create(SessionConfig(), def);
+  ASSERT_TRUE(session.ok()) << session.status();
+  const std::string tf2 = std::string(TESSERA_TEST_DATA_DIR) + "/tf_checkpoints/tf2/ckpt-1";
+  Status s = saver->Restore(**session, tf2);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_TRUE(testing::Fetch(**session, "kernel").Equals(Tensor::FromVector<float>({0, 1, 2, 3, 4, 5}, TensorShape({3, 2}))));
+  EXPECT_TRUE(testing::Fetch(**session, "bias").Equals(Tensor::FromVector<float>({0.5f, -0.5f})));
+  EXPECT_TRUE(testing::Fetch(**session, "step").Equals(Tensor::Scalar<int64_t>(7)));
+  // A name neither in the checkpoint nor in its object graph is still NotFound, naming it.
+  StatusOr<Saver> other = Saver::Create(root, {{"dense/weights", {kernel}}});
+  ASSERT_TRUE(other.ok()) << other.status();
+  ASSERT_TRUE(root.ToSpec(&def).ok());
+  session = Session::Create(SessionConfig(), def);
+  ASSERT_TRUE(session.ok()) << session.status();
+  s = other->Restore(**session, tf2);
+  EXPECT_EQ(s.code(), Code::kNotFound) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("dense/weights"));
+}
+
 TEST_F(SaverTest, BadVariableListsAreErrors) {
   Scope root = Scope::NewRootScope();
   EXPECT_EQ(Saver::Create(root, {}).status().code(), Code::kInvalidArgument);

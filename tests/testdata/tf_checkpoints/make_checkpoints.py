@@ -3,7 +3,8 @@ TensorFlow 2.21: `$(scripts/peers.sh) tests/testdata/tf_checkpoints/make_checkpo
 Every value is a function of its index, so the test can say what each must hold:
   v1/model.ckpt   tf.compat.v1.train.Saver over one variable of each dtype Tessera has,
                   plus an int8 one (a dtype Tessera lacks)
-  tf2/ckpt-1      tf.train.Checkpoint of a tf.Module, names through the object graph"""
+  tf2/ckpt-1      tf.train.Checkpoint of a tf.Module, keys through the object graph; the
+                  variables' names (dense/kernel, dense/bias, global_step) in it too"""
 import os
 import shutil
 
@@ -45,9 +46,9 @@ def write_tf2():
     shutil.rmtree(out, ignore_errors=True)
     module = tf.Module()
     module.dense = tf.Module()
-    module.dense.kernel = tf.Variable(np.arange(6, dtype=np.float32).reshape(3, 2))
-    module.dense.bias = tf.Variable(np.array([0.5, -0.5], dtype=np.float32))
-    module.step = tf.Variable(np.int64(7))
+    module.dense.kernel = tf.Variable(np.arange(6, dtype=np.float32).reshape(3, 2), name="dense/kernel")
+    module.dense.bias = tf.Variable(np.array([0.5, -0.5], dtype=np.float32), name="dense/bias")
+    module.step = tf.Variable(np.int64(7), name="global_step")
     tf.train.Checkpoint(model=module).write(os.path.join(out, "ckpt-1"))
 
 
