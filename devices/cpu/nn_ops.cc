@@ -184,7 +184,69 @@ class BiasAddGradOp : public OpKernel {
 
 }  // namespace
 
+// FusedBatchNorm(V2, V3) with given statistics: y = (x - mean) * scale / sqrt(variance + eps)
+// + offset over NHWC's last dimension; the statistics pass through as TensorFlow's kernel
+// hands them on. The training form (statistics of the batch) is not Tessera's.
+class FusedBatchNormOp : public OpKernel {
+ public:
+  explicit FusedBatchNormOp(OpKernelConstruction* c) : OpKernel(c) {
+    std::string format;
+    bool training = true;
+    Status s = c->GetAttr("epsilon", &epsilon_);
+    if (s.ok()) s = c->GetAttr("data_format", &format);
+    if (s.ok()) s = c->GetAttr("is_training", &training);
+    if (s.ok() && format != "NHWC") s = errors::Unimplemented(type_string(), " in ", format, "; Tessera runs NHWC");
+    if (s.ok() && training) {
+      s = errors::Unimplemented(type_string(), " '", name(), "' with is_training: Tessera runs batch normalisation ",
+                                "with given statistics (is_training = false), as inference graphs hold it");
+    }
+    if (!s.ok()) c->SetStatus(s);
+  }
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    OP_REQUIRES(ctx, x.rank() == 4, errors::InvalidArgument(type_string(), " takes a 4-D input, got ",
+                                                            x.shape().DebugString()));
+    const int64_t channels = x.dim(3);
+    for (int i = 1; i <= 4; ++i) {
+      OP_REQUIRES(ctx, ctx->input(i).shape() == TensorShape({channels}),
+                  errors::InvalidArgument(type_string(), "'s ", kInputs[i - 1], " must be [", channels, "], got ",
+                                          ctx->input(i).shape().DebugString()));
+    }
+    std::vector<float> scale(channels), shift(channels);
+    const float* gamma = ctx->input(1).data<float>();
+    const float* beta = ctx->input(2).data<float>();
+    const float* mean = ctx->input(3).data<float>();
+    const float* variance = ctx->input(4).data<float>();
+    for (int64_t c = 0; c < channels; ++c) {
+      scale[c] = gamma[c] / std::sqrt(variance[c] + epsilon_);
+      shift[c] = beta[c] - mean[c] * scale[c];
+    }
+    Tensor* y;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &y));
+    const float* in = x.data<float>();
+    float* out = y->data<float>();
+    const int64_t rows = channels == 0 ? 0 : x.NumElements() / channels;
+    ctx->ParallelFor(rows, channels * 2, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        for (int64_t c = 0; c < channels; ++c) out[r * channels + c] = in[r * channels + c] * scale[c] + shift[c];
+      }
+    });
+    ctx->set_output(1, ctx->input(3));
+    ctx->set_output(2, ctx->input(4));
+    ctx->set_output(3, ctx->input(3));
+    ctx->set_output(4, ctx->input(4));
+    if (num_outputs() == 6) ctx->set_output(5, Tensor(DataType::kFloat, TensorShape({0})));
+  }
+
+ private:
+  static constexpr const char* kInputs[] = {"scale", "offset", "mean", "variance"};
+  float epsilon_ = 0;
+};
+
 void RegisterNnKernels(KernelRegistry& r) {
+  for (const char* op : {"FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3"}) {
+    r.Register<FusedBatchNormOp>(KernelDefBuilder(op).Device(kDeviceCpu).TypeConstraint<float>("T"));
+  }
   ForEachType<float, double>([&](auto zero) {
     using T = decltype(zero);
     r.Register<SoftmaxOp<T, false>>(KernelDefBuilder("Softmax").Device(kDeviceCpu).TypeConstraint<T>("T"));

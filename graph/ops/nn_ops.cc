@@ -120,6 +120,16 @@ Status SoftmaxShape(InferenceContext& c) {
   return UnchangedShape(c);
 }
 
+// FusedBatchNorm(V2, V3): y is x's shape; the statistics and reserve spaces are [C] (the
+// third reserve space of V3 is empty).
+Status FusedBatchNormShape(InferenceContext& c) {
+  c.set_output(0, c.input(0));
+  const TensorShape& x = c.input(0);
+  const int64_t channels = x.unknown_rank() || x.rank() != 4 ? -1 : x.dim(3);
+  for (int i = 1; i < c.num_outputs(); ++i) c.set_output(i, TensorShape({i == 5 ? 0 : channels}));
+  return Status::OK();
+}
+
 Status BiasAddShape(InferenceContext& c) {
   std::string format;
   RETURN_IF_ERROR(c.GetAttr("data_format", &format));
@@ -162,6 +172,23 @@ void RegisterNnOps(OpRegistry& r) {
 
   RegisterCoreOp(r, OpDefBuilder("BiasAdd").Input("value: T").Input("bias: T").Output("output: T")
                   .Attr(kNumeric).Attr("data_format: string = \"NHWC\"").SetShapeFn(BiasAddShape));
+
+  // Batch normalisation with given statistics (is_training = false), as inference graphs hold
+  // it; every version TensorFlow has written, V3's third reserve space empty.
+  for (const char* name : {"FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3"}) {
+    const bool v1 = std::string_view(name) == "FusedBatchNorm";
+    const std::string u = v1 ? "T" : "U";
+    OpDefBuilder b(name);
+    b.Input("x: T").Input("scale: " + u).Input("offset: " + u).Input("mean: " + u).Input("variance: " + u)
+        .Output("y: T").Output("batch_mean: " + u).Output("batch_variance: " + u)
+        .Output("reserve_space_1: " + u).Output("reserve_space_2: " + u);
+    if (std::string_view(name) == "FusedBatchNormV3") b.Output("reserve_space_3: " + u);
+    b.Attr("T: {float32}");
+    if (!v1) b.Attr("U: {float32}");
+    b.Attr("epsilon: float = 0.0001").Attr("exponential_avg_factor: float = 1.0")
+        .Attr("data_format: string = \"NHWC\"").Attr("is_training: bool = true").SetShapeFn(FusedBatchNormShape);
+    RegisterCoreOp(r, b);
+  }
 
   // Convolution and pooling, NHWC, with TensorFlow's SAME/VALID windows.
   RegisterCoreOp(r, OpDefBuilder("Conv2D").Input("input: T").Input("filter: T").Output("output: T").Attr(kFloating)

@@ -1,6 +1,6 @@
 // The ops Keras models export beyond the CNN's, against references written out here: Rsqrt,
-// Relu6, Erf, Erfc, SquaredDifference, DepthwiseConv2dNative, BatchMatMulV2 (broadcast) and
-// Einsum; and the equations Einsum refuses.
+// Relu6, Erf, Erfc, SquaredDifference, DepthwiseConv2dNative, BatchMatMulV2 (broadcast),
+// Einsum and FusedBatchNorm's inference form; and what Einsum and FusedBatchNorm refuse.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -137,6 +137,46 @@ TEST(ModelOpsTest, EinsumRefusesWhatItDoesNotRunNamingTheEquation) {
     Status s = session.ok() ? (*session)->Run({}, {y.name()}, {}, &out) : session.status();
     EXPECT_EQ(s.code(), Code::kUnimplemented) << eq << ": " << s;
   }
+}
+
+// FusedBatchNorm with given statistics, every version: y by its definition, the statistics
+// handed on; the training form is refused naming the node.
+TEST(ModelOpsTest, FusedBatchNormWithGivenStatisticsMatchesItsDefinition) {
+  const Tensor x = Random({2, 3, 2, 4}, 8), scale = Random({4}, 9), offset = Random({4}, 10), mean = Random({4}, 11);
+  Tensor variance = Random({4}, 12);
+  for (float& v : variance.flat<float>()) v += 1.5f;
+  for (const char* op : {"FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3"}) {
+    SCOPED_TRACE(op);
+    Scope root = Scope::NewRootScope();
+    AttrMap attrs = {{"is_training", false}, {"epsilon", 0.01f}};
+    if (std::string(op) != "FusedBatchNorm") attrs["U"] = DataType::kFloat;
+    Operation bn = ops::Build(root.WithOpName("bn"), op,
+                              {ops::Const(root, x), ops::Const(root, scale), ops::Const(root, offset),
+                               ops::Const(root, mean), ops::Const(root, variance)},
+                              attrs)
+                       .op();
+    const Tensor y = testing::Eval(root, Output(bn.node(), 0));
+    Tensor want(DataType::kFloat, x.shape());
+    for (int64_t i = 0; i < x.NumElements(); ++i) {
+      const int64_t c = i % 4;
+      want.data<float>()[i] = (x.data<float>()[i] - mean.data<float>()[c]) * scale.data<float>()[c] /
+                                  std::sqrt(variance.data<float>()[c] + 0.01f) +
+                              offset.data<float>()[c];
+    }
+    ExpectNear(y, want);
+    EXPECT_TRUE(testing::Eval(root, Output(bn.node(), 2)).Equals(variance));
+  }
+  Scope root = Scope::NewRootScope();
+  Output c = ops::Const(root, scale);
+  Output y = ops::Build(root.WithOpName("training_bn"), "FusedBatchNormV3", {ops::Const(root, x), c, c, c, c},
+                        {{"U", DataType::kFloat}});
+  GraphSpec def;
+  ASSERT_TRUE(root.ToSpec(&def).ok());
+  auto session = Session::Create(SessionConfig(), def);
+  std::vector<Tensor> out;
+  Status s = session.ok() ? (*session)->Run({}, {y.name()}, {}, &out) : session.status();
+  EXPECT_EQ(s.code(), Code::kUnimplemented) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("training_bn"));
 }
 
 }  // namespace
