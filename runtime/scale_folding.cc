@@ -1,5 +1,6 @@
 #include "runtime/scale_folding.h"
 
+#include <cmath>
 #include <map>
 #include <set>
 #include <string>
@@ -62,6 +63,46 @@ const Tensor* PerChannel(const Node* n, int64_t channels, int rank) {
   return t;
 }
 
+// Where `conv`'s one reader is a float NHWC FusedBatchNorm (any version) with given
+// statistics, constant ones, and nothing reads its outputs but y: that normalisation as a
+// scale and an offset per channel, with the constants it reads.
+bool InferenceBatchNorm(const Node& conv, int64_t channels, Tensor* scale, Tensor* offset,
+                        std::vector<const Node*>* constants) {
+  if (conv.out_edges().size() != 1) return false;
+  const Edge* e = conv.out_edges()[0];
+  const Node& bn = *e->dst;
+  bool training = true;
+  float epsilon = 0;
+  std::string format;
+  if (e->IsControl() || e->src_output != 0 || e->dst_input != 0 || bn.op().rfind("FusedBatchNorm", 0) != 0 ||
+      bn.assigned_device() != conv.assigned_device() || !bn.GetAttr("is_training", &training).ok() || training ||
+      !bn.GetAttr("epsilon", &epsilon).ok() || !bn.GetAttr("data_format", &format).ok() || format != "NHWC") {
+    return false;
+  }
+  for (const Edge* out : bn.out_edges()) {
+    if (!out->IsControl() && out->src_output != 0) return false;
+  }
+  const Tensor* params[4];
+  std::vector<const Node*> read;
+  for (int i = 0; i < 4; ++i) {
+    const Edge* in = bn.input_edge(i + 1);
+    params[i] = in == nullptr ? nullptr : ConstValue(*in->src);
+    if (params[i] == nullptr || params[i]->dtype() != DataType::kFloat || params[i]->shape() != TensorShape({channels})) {
+      return false;
+    }
+    read.push_back(in->src);
+  }
+  constants->insert(constants->end(), read.begin(), read.end());
+  *scale = Tensor(DataType::kFloat, TensorShape({channels}));
+  *offset = Tensor(DataType::kFloat, TensorShape({channels}));
+  for (int64_t c = 0; c < channels; ++c) {
+    const float s = params[0]->data<float>()[c] / std::sqrt(params[3]->data<float>()[c] + epsilon);
+    scale->data<float>()[c] = s;
+    offset->data<float>()[c] = params[1]->data<float>()[c] - params[2]->data<float>()[c] * s;
+  }
+  return true;
+}
+
 NodeSpec Constant(std::string name, const Node& like, Tensor value) {
   NodeSpec c;
   c.name = std::move(name);
@@ -92,44 +133,49 @@ StatusOr<std::unique_ptr<Graph>> FoldScalesIntoFilters(std::unique_ptr<Graph> gr
     const Tensor* filter = filter_edge == nullptr ? nullptr : ConstValue(*filter_edge->src);
     const int64_t channels = filter == nullptr ? 0 : OutputChannels(*conv, *filter);
     if (channels == 0) continue;
-    const int rank = conv->op() == "MatMul" ? 2 : 4;
-    auto [mul, scale_node] = SoleBinaryReader(*conv, {"Mul"});
-    const Tensor* scale = PerChannel(scale_node, channels, rank);
+    // What the convolution absorbs: a scale, an offset (each [channels], or empty), the nodes
+    // that applied them and their constant inputs.
+    Tensor scale, offset;
+    std::vector<const Node*> absorbed, constants;
+    if (conv->op() != "MatMul" && InferenceBatchNorm(*conv, channels, &scale, &offset, &constants)) {
+      absorbed.push_back(conv->out_edges()[0]->dst);
+    } else {
+      const int rank = conv->op() == "MatMul" ? 2 : 4;
+      auto [mul, scale_node] = SoleBinaryReader(*conv, {"Mul"});
+      const Node* last = conv;
+      if (const Tensor* s = PerChannel(scale_node, channels, rank); s != nullptr) {
+        scale = *s;
+        absorbed.push_back(mul);
+        constants.push_back(scale_node);
+        last = mul;
+      }
+      auto [add, offset_node] = SoleBinaryReader(*last, {"Add", "AddV2"});
+      if (const Tensor* o = PerChannel(offset_node, channels, rank); o != nullptr) {
+        offset = *o;
+        absorbed.push_back(add);
+        constants.push_back(offset_node);
+      }
+    }
+    if (absorbed.empty()) continue;
     NodeSpec folded = conv->ToSpec();
-    const Node* last = conv;
-    std::vector<const Node*> parts = {conv};
-    if (scale != nullptr) {
+    if (scale.NumElements() > 0) {
       // Output channel k of a depthwise convolution, c * multiplier + m, is filter[.., c, m]:
       // in every layout here the channels are the filter's innermost elements.
       Tensor scaled(DataType::kFloat, filter->shape());
       const float* f = filter->data<float>();
-      const float* s = scale->data<float>();
+      const float* by = scale.data<float>();
       float* out = scaled.data<float>();
-      for (int64_t i = 0; i < filter->NumElements(); ++i) out[i] = f[i] * s[i % channels];
-      NodeSpec c = Constant(unique_name(mul->name() + "/folded_filter"), *filter_edge->src, std::move(scaled));
+      for (int64_t i = 0; i < filter->NumElements(); ++i) out[i] = f[i] * by[i % channels];
+      NodeSpec c = Constant(unique_name(absorbed[0]->name() + "/folded_filter"), *filter_edge->src, std::move(scaled));
       folded.inputs[1] = c.name;
       added.emplace_back(std::move(c), filter_edge->src->assigned_device());
-      last = mul;
-      parts.push_back(mul);
+      constants.push_back(filter_edge->src);
     }
-    auto [add, offset_node] = SoleBinaryReader(*last, {"Add", "AddV2"});
-    const Tensor* offset = PerChannel(offset_node, channels, rank);
-    if (scale == nullptr && offset == nullptr) continue;
-    NodeSpec bias_add;
-    if (offset != nullptr) {
-      Tensor bias(DataType::kFloat, TensorShape({channels}));
-      std::copy(offset->data<float>(), offset->data<float>() + channels, bias.data<float>());
-      NodeSpec b = Constant(unique_name(add->name() + "/bias"), *offset_node, std::move(bias));
-      bias_add.name = add->name();
-      bias_add.op = "BiasAdd";
-      bias_add.device = add->requested_device();
-      bias_add.attrs = {{"T", DataType::kFloat}, {"data_format", std::string("NHWC")}};
-      bias_add.inputs = {conv->name(), b.name};
-      added.emplace_back(std::move(b), offset_node->assigned_device());
-      parts.push_back(add);
-    }
+    const Node& last = *absorbed.back();
     // The product takes the name of the last node it absorbs, unless a BiasAdd follows it.
-    folded.name = offset != nullptr ? conv->name() : last->name();
+    folded.name = offset.NumElements() > 0 ? conv->name() : last.name();
+    std::vector<const Node*> parts = absorbed;
+    parts.push_back(conv);
     for (const Node* part : parts) {
       for (const std::string& input : part->ToSpec().inputs) {
         if (IsControlInput(input) && std::find(folded.inputs.begin(), folded.inputs.end(), input) == folded.inputs.end()) {
@@ -139,19 +185,26 @@ StatusOr<std::unique_ptr<Graph>> FoldScalesIntoFilters(std::unique_ptr<Graph> gr
       removed.insert(part->name());
     }
     // Constants that only the absorbed nodes read go with them.
-    for (const Node* c : std::initializer_list<const Node*>{filter_edge->src, scale != nullptr ? scale_node : nullptr, offset != nullptr ? offset_node : nullptr}) {
-      if (c != nullptr && c->out_edges().size() == 1 && (scale != nullptr || c != filter_edge->src)) {
-        removed.insert(c->name());
-      }
+    for (const Node* c : constants) {
+      if (c->out_edges().size() == 1) removed.insert(c->name());
+    }
+    if (offset.NumElements() > 0) {
+      Tensor bias(DataType::kFloat, TensorShape({channels}));
+      std::copy(offset.data<float>(), offset.data<float>() + channels, bias.data<float>());
+      NodeSpec b = Constant(unique_name(last.name() + "/bias"), last, std::move(bias));
+      NodeSpec bias_add;
+      bias_add.name = last.name();
+      bias_add.op = "BiasAdd";
+      bias_add.device = last.requested_device();
+      bias_add.attrs = {{"T", DataType::kFloat}, {"data_format", std::string("NHWC")}};
+      bias_add.inputs = {conv->name(), b.name};
+      added.emplace_back(std::move(b), last.assigned_device());
+      removed.erase(last.name());
+      replaced[last.name()] = {std::move(bias_add), last.assigned_device()};
     }
     removed.erase(folded.name);
     const std::string name = folded.name;
     replaced[name] = {std::move(folded), conv->assigned_device()};
-    if (offset != nullptr) {
-      removed.erase(bias_add.name);
-      const std::string bias_name = bias_add.name;
-      replaced[bias_name] = {std::move(bias_add), add->assigned_device()};
-    }
   }
   if (replaced.empty()) return graph;
   std::vector<NodePart> nodes;

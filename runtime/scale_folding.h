@@ -4,7 +4,8 @@
 // read only by a Mul by a constant of one value per output channel, the filter is scaled
 // instead and the Mul goes; where what is left is read only by an Add or AddV2 of such a
 // constant, that becomes a BiasAdd, which the remapper then fuses into the convolution with
-// the activation after it. The pattern is what a frozen Keras model holds (its
+// the activation after it. A convolution's FusedBatchNorm (any version) with constant given
+// statistics, whose y alone is read, is that scale and offset. The pattern is what a frozen Keras model holds (its
 // BatchNormalization exports as x * scale + offset, and a loaded SavedModel is frozen:
 // saved_model/saved_model.h); the node that takes the chain's place keeps the last one's
 // name, so consumers and fetches find it unchanged.

@@ -428,5 +428,29 @@ TEST(GraphRewritesTest, AZeroPadThatSamePaddingMakesFoldsIntoTheConvolution) {
   EXPECT_TRUE(Has(folded, "pad_other=Pad"));
 }
 
+// A TF1 graph's frozen FusedBatchNormV3 after a convolution is the same scale and offset.
+TEST(GraphRewritesTest, AFusedBatchNormWithGivenStatisticsFoldsIntoTheConvolution) {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DataType::kFloat);
+  auto conv = ops::Conv2D(root.WithOpName("conv"), x, ops::Const(root, Uniform({3, 3, 4, 6}, 1)), {1, 1, 1, 1}, "SAME");
+  Tensor variance = Uniform({6}, 5);
+  for (float& v : variance.flat<float>()) v += 1.5f;
+  auto bn = ops::Build(root.WithOpName("bn"), "FusedBatchNormV3",
+                       {conv, ops::Const(root, Uniform({6}, 2)), ops::Const(root, Uniform({6}, 3)),
+                        ops::Const(root, Uniform({6}, 4)), ops::Const(root, variance)},
+                       {{"is_training", false}, {"epsilon", 0.001f}, {"U", DataType::kFloat}});
+  ops::Relu(root.WithOpName("relu"), bn);
+  const std::vector<std::pair<std::string, Tensor>> feeds = {{"x", Uniform({2, 9, 8, 4}, 11)}};
+  const Step folded = RunStep(root, {"relu"}, {}, feeds);
+  const Step plain = RunStep(root, {"relu"}, NoRewrites(), feeds);
+  ASSERT_EQ(folded.values.size(), 1u);
+  ASSERT_EQ(plain.values.size(), 1u);
+  const std::vector<float> got = Floats(folded.values[0]), want = Floats(plain.values[0]);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t j = 0; j < want.size(); ++j) EXPECT_NEAR(got[j], want[j], 1e-5f * std::max(1.0f, std::abs(want[j])));
+  EXPECT_TRUE(Has(folded, "relu=_FusedConv2D")) << ::testing::PrintToString(folded.nodes);
+  EXPECT_TRUE(Has(plain, "bn=FusedBatchNormV3"));
+}
+
 }  // namespace
 }  // namespace tessera
