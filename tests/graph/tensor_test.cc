@@ -96,11 +96,13 @@ TEST(TensorTest, AllocationIsAlignedAndAccounted) {
 #define TESSERA_TEST_LIBC_MALLOC
 #endif
 
+#ifndef TESSERA_TEST_LIBC_MALLOC
 int64_t MinorFaults() {
   rusage usage;
   getrusage(RUSAGE_SELF, &usage);
   return usage.ru_minflt;
 }
+#endif
 
 // A step's large tensors come back for the next step's of the same size with their pages
 // still mapped, instead of being faulted in again.
