@@ -85,6 +85,12 @@ bool IsValidNodeName(std::string_view name) {
   return std::all_of(name.begin() + 1, name.end(), ok_rest);
 }
 
+const Tensor* Node::constant_value() const {
+  if (!IsConstant(op())) return nullptr;
+  auto it = attrs_.find("value");
+  return it == attrs_.end() ? nullptr : it->second.get_if<Tensor>();
+}
+
 std::string Node::DebugName() const { return StrCat("'", name_, "' (", op(), ")"); }
 
 NodeSpec Node::ToSpec() const {
@@ -347,12 +353,7 @@ StatusOr<std::vector<TensorShape>> InferShapes(const std::string& name, const Op
   std::vector<const Tensor*> in_values;
   for (const InputSource& s : data) {
     in_shapes.push_back(s.node->output_shape(s.port));
-    const Tensor* value = nullptr;
-    if (IsConstant(s.node->op())) {
-      auto it = s.node->attrs().find("value");
-      if (it != s.node->attrs().end()) value = it->second.get_if<Tensor>();
-    }
-    in_values.push_back(value);
+    in_values.push_back(s.node->constant_value());
   }
   InferenceContext ctx(name, attrs, in_shapes, in_values, num_outputs);
   Status shape_status = op.shape_fn(ctx);

@@ -62,6 +62,8 @@ class Node {
   // The data edge feeding input i.
   const Edge* input_edge(int i) const { return data_inputs_[i]; }
   const std::vector<const Edge*>& control_inputs() const { return control_inputs_; }
+  // A Const's value; nullptr for any other node.
+  const Tensor* constant_value() const;
   const std::vector<const Edge*>& out_edges() const { return out_edges_; }
 
   // As written in the graph: possibly partial ("/cpu:1") or empty.

@@ -12,10 +12,8 @@ namespace {
 
 // Whether n is a Const every element of which is `value`.
 bool IsConstantOf(const Node& n, double value) {
-  const Tensor* t = nullptr;
-  if (!IsConstant(n.op()) || !n.control_inputs().empty()) return false;
-  auto it = n.attrs().find("value");
-  if (it == n.attrs().end() || (t = it->second.get_if<Tensor>()) == nullptr) return false;
+  const Tensor* t = n.constant_value();
+  if (t == nullptr || !n.control_inputs().empty()) return false;
   const auto all = [&](const auto* data) {
     for (int64_t i = 0; i < t->NumElements(); ++i) {
       if (static_cast<double>(data[i]) != value) return false;

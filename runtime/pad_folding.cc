@@ -5,17 +5,12 @@
 #include <string>
 #include <vector>
 
-#include "graph/op_kinds.h"
 #include "graph/shape_inference.h"
 
 namespace tessera {
 namespace {
 
-const Tensor* ConstValue(const Node& n) {
-  if (!IsConstant(n.op()) || !n.control_inputs().empty()) return nullptr;
-  auto it = n.attrs().find("value");
-  return it == n.attrs().end() ? nullptr : it->second.get_if<Tensor>();
-}
+const Tensor* ConstValue(const Node& n) { return n.control_inputs().empty() ? n.constant_value() : nullptr; }
 
 // The paddings [[0, 0], [top, bottom], [left, right], [0, 0]] of a zero Pad, or empty.
 std::vector<int64_t> ZeroPaddings(const Node& pad) {

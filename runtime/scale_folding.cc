@@ -6,17 +6,12 @@
 #include <string>
 #include <vector>
 
-#include "graph/op_kinds.h"
 
 namespace tessera {
 namespace {
 
 // The value of a Const with no control inputs, else nullptr.
-const Tensor* ConstValue(const Node& n) {
-  if (!IsConstant(n.op()) || !n.control_inputs().empty()) return nullptr;
-  auto it = n.attrs().find("value");
-  return it == n.attrs().end() ? nullptr : it->second.get_if<Tensor>();
-}
+const Tensor* ConstValue(const Node& n) { return n.control_inputs().empty() ? n.constant_value() : nullptr; }
 
 bool IsFloat(const Node& n) {
   DataType t = DataType::kInvalid;
