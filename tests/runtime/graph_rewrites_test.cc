@@ -350,6 +350,18 @@ Tensor Uniform(TensorShape shape, uint32_t seed) {
   return t;
 }
 
+// The rewritten step's values are the plain step's, to float32's rounding.
+void ExpectSameValues(const Step& rewritten, const Step& plain, const std::vector<std::string>& fetches) {
+  ASSERT_EQ(rewritten.values.size(), fetches.size());
+  ASSERT_EQ(plain.values.size(), fetches.size());
+  for (size_t i = 0; i < fetches.size(); ++i) {
+    SCOPED_TRACE(fetches[i]);
+    ASSERT_EQ(rewritten.values[i].shape(), plain.values[i].shape());
+    const std::vector<float> got = Floats(rewritten.values[i]), want = Floats(plain.values[i]);
+    for (size_t j = 0; j < want.size(); ++j) EXPECT_NEAR(got[j], want[j], 1e-5f * std::max(1.0f, std::abs(want[j])));
+  }
+}
+
 // A frozen Keras BatchNormalization after a convolution is x * scale + offset, one value per
 // channel: the scale goes into the constant filter and the offset becomes a BiasAdd, which the
 // remapper fuses (with the Relu) into the convolution; for depthwise convolutions (fused with
@@ -379,14 +391,7 @@ TEST(GraphRewritesTest, PerChannelScalesAndOffsetsFoldIntoTheFilterBefore) {
                                                              {"v", Uniform({3, 5}, 12)}};
   const Step folded = RunStep(root, fetches, {}, feeds);
   const Step plain = RunStep(root, fetches, NoRewrites(), feeds);
-  ASSERT_EQ(folded.values.size(), fetches.size());
-  ASSERT_EQ(plain.values.size(), fetches.size());
-  for (size_t i = 0; i < fetches.size(); ++i) {
-    SCOPED_TRACE(fetches[i]);
-    ASSERT_EQ(folded.values[i].shape(), plain.values[i].shape());
-    const std::vector<float> got = Floats(folded.values[i]), want = Floats(plain.values[i]);
-    for (size_t j = 0; j < want.size(); ++j) EXPECT_NEAR(got[j], want[j], 1e-5f * std::max(1.0f, std::abs(want[j])));
-  }
+  ExpectSameValues(folded, plain, fetches);
   EXPECT_TRUE(Has(folded, "conv_out=_FusedConv2D")) << ::testing::PrintToString(folded.nodes);
   EXPECT_TRUE(Has(folded, "depthwise_out=_FusedDepthwiseConv2dNative"));
   EXPECT_TRUE(Has(folded, "product_out=MatMul"));
@@ -415,14 +420,7 @@ TEST(GraphRewritesTest, AZeroPadThatSamePaddingMakesFoldsIntoTheConvolution) {
   const std::vector<std::pair<std::string, Tensor>> feeds = {{"x", Uniform({2, 8, 7, 3}, 14)}};
   const Step folded = RunStep(root, fetches, {}, feeds);
   const Step plain = RunStep(root, fetches, NoRewrites(), feeds);
-  ASSERT_EQ(folded.values.size(), fetches.size());
-  ASSERT_EQ(plain.values.size(), fetches.size());
-  for (size_t i = 0; i < fetches.size(); ++i) {
-    SCOPED_TRACE(fetches[i]);
-    ASSERT_EQ(folded.values[i].shape(), plain.values[i].shape());
-    const std::vector<float> got = Floats(folded.values[i]), want = Floats(plain.values[i]);
-    for (size_t j = 0; j < want.size(); ++j) EXPECT_NEAR(got[j], want[j], 1e-5f * std::max(1.0f, std::abs(want[j])));
-  }
+  ExpectSameValues(folded, plain, fetches);
   EXPECT_FALSE(Has(folded, "pad=Pad"));
   EXPECT_FALSE(Has(folded, "pad_v2=PadV2"));
   EXPECT_TRUE(Has(folded, "pad_other=Pad"));
@@ -443,11 +441,7 @@ TEST(GraphRewritesTest, AFusedBatchNormWithGivenStatisticsFoldsIntoTheConvolutio
   const std::vector<std::pair<std::string, Tensor>> feeds = {{"x", Uniform({2, 9, 8, 4}, 11)}};
   const Step folded = RunStep(root, {"relu"}, {}, feeds);
   const Step plain = RunStep(root, {"relu"}, NoRewrites(), feeds);
-  ASSERT_EQ(folded.values.size(), 1u);
-  ASSERT_EQ(plain.values.size(), 1u);
-  const std::vector<float> got = Floats(folded.values[0]), want = Floats(plain.values[0]);
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t j = 0; j < want.size(); ++j) EXPECT_NEAR(got[j], want[j], 1e-5f * std::max(1.0f, std::abs(want[j])));
+  ExpectSameValues(folded, plain, {"relu"});
   EXPECT_TRUE(Has(folded, "relu=_FusedConv2D")) << ::testing::PrintToString(folded.nodes);
   EXPECT_TRUE(Has(plain, "bn=FusedBatchNormV3"));
 }

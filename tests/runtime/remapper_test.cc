@@ -105,44 +105,32 @@ TEST(RemapperTest, ConvBiasAddReluBecomeOneNode) {
   EXPECT_EQ(negative, 0);
 }
 
-// MobileNet's activation: on a CPU, Relu6 joins the chain as Relu does, clipping at 6 too.
-TEST(RemapperTest, ConvBiasAddRelu6BecomeOneNodeOnTheCpu) {
-  Scope root = Scope::NewRootScope();
-  Tensor f = Random(TensorShape({3, 3, 3, 5}), 2);
-  for (float& v : f.flat<float>()) v *= 6;  // outputs well past 6 as well as below 0
-  auto conv = ops::Conv2D(root.WithOpName("conv"), ops::Const(root, Random(TensorShape({2, 7, 7, 3}), 1)),
-                          ops::Const(root, f), {1, 1, 1, 1}, "SAME");
-  auto bias = ops::BiasAdd(root.WithOpName("bias"), conv, ops::Const(root, Random(TensorShape({5}), 3)));
-  ops::Build(root.WithOpName("relu6"), "Relu6", {bias});
-  Step fused = RunStep(root, {"relu6"}, true);
-  Step plain = RunStep(root, {"relu6"}, false);
-  ASSERT_EQ(fused.values.size(), 1u);
-  ASSERT_EQ(plain.values.size(), 1u);
-  ExpectNear(fused.values[0], plain.values[0]);
-  EXPECT_TRUE(Has(fused, "relu6=_FusedConv2D(BiasAdd,Relu6)"));
-  const auto values = plain.values[0].flat<float>();
-  EXPECT_EQ(*std::max_element(values.begin(), values.end()), 6.f);
-  EXPECT_EQ(*std::min_element(values.begin(), values.end()), 0.f);
-}
-
-// MobileNet's depthwise layers: on a CPU the depthwise convolution, its BiasAdd and Relu6
-// become one _FusedDepthwiseConv2dNative.
-TEST(RemapperTest, DepthwiseBiasAddRelu6BecomeOneNodeOnTheCpu) {
-  Scope root = Scope::NewRootScope();
-  Tensor f = Random(TensorShape({3, 3, 3, 2}), 2);
-  for (float& v : f.flat<float>()) v *= 6;
-  auto depthwise = ops::Build(root.WithOpName("depthwise"), "DepthwiseConv2dNative",
-                              {ops::Const(root, Random(TensorShape({2, 7, 7, 3}), 1)), ops::Const(root, f)},
-                              {{"strides", std::vector<int64_t>{1, 2, 2, 1}}, {"padding", std::string("SAME")}});
-  auto bias = ops::BiasAdd(root.WithOpName("bias"), depthwise, ops::Const(root, Random(TensorShape({6}), 3)));
-  ops::Build(root.WithOpName("relu6"), "Relu6", {bias});
-  Step fused = RunStep(root, {"relu6"}, true);
-  Step plain = RunStep(root, {"relu6"}, false);
-  ASSERT_EQ(fused.values.size(), 1u);
-  ASSERT_EQ(plain.values.size(), 1u);
-  ExpectNear(fused.values[0], plain.values[0]);
-  EXPECT_TRUE(Has(fused, "relu6=_FusedDepthwiseConv2dNative(BiasAdd,Relu6)"));
-  EXPECT_FALSE(Has(fused, "bias=BiasAdd"));
+// MobileNet's activation: on a CPU, Relu6 joins a convolution's chain as Relu does (clipping
+// at 6 too); a depthwise convolution, its BiasAdd and Relu6 become one
+// _FusedDepthwiseConv2dNative.
+TEST(RemapperTest, Relu6JoinsAConvolutionsChainOnTheCpuDepthwiseToo) {
+  for (const char* op : {"Conv2D", "DepthwiseConv2dNative"}) {
+    SCOPED_TRACE(op);
+    const bool depthwise = std::string(op) == "DepthwiseConv2dNative";
+    Scope root = Scope::NewRootScope();
+    Tensor f = Random(TensorShape({3, 3, 3, depthwise ? 2 : 5}), 2);
+    for (float& v : f.flat<float>()) v *= 6;  // outputs well past 6 as well as below 0
+    auto conv = ops::Build(root.WithOpName("conv"), op,
+                           {ops::Const(root, Random(TensorShape({2, 7, 7, 3}), 1)), ops::Const(root, f)},
+                           {{"strides", std::vector<int64_t>{1, 2, 2, 1}}, {"padding", std::string("SAME")}});
+    auto bias = ops::BiasAdd(root.WithOpName("bias"), conv, ops::Const(root, Random(TensorShape({6 - !depthwise}), 3)));
+    ops::Build(root.WithOpName("relu6"), "Relu6", {bias});
+    Step fused = RunStep(root, {"relu6"}, true);
+    Step plain = RunStep(root, {"relu6"}, false);
+    ASSERT_EQ(fused.values.size(), 1u);
+    ASSERT_EQ(plain.values.size(), 1u);
+    ExpectNear(fused.values[0], plain.values[0]);
+    EXPECT_TRUE(Has(fused, StrCat("relu6=", depthwise ? "_FusedDepthwiseConv2dNative" : "_FusedConv2D", "(BiasAdd,Relu6)")));
+    EXPECT_FALSE(Has(fused, "bias=BiasAdd"));
+    const auto values = plain.values[0].flat<float>();
+    EXPECT_EQ(*std::max_element(values.begin(), values.end()), 6.f);
+    EXPECT_EQ(*std::min_element(values.begin(), values.end()), 0.f);
+  }
 }
 
 TEST(RemapperTest, ANodeSomethingElseReadsStays) {
