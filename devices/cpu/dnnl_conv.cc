@@ -42,7 +42,8 @@ struct Primitive {
 using Key = std::tuple<Kind, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
                        int64_t, int64_t, int64_t, int64_t, bool, bool, bool, int64_t>;
 
-// A forward primitive's epilogue: whether it adds a bias, whether it applies ReLU.
+// What a forward primitive is besides its shapes: whether it adds a bias, the activation it
+// applies, and whether it is depthwise.
 struct Fusion {
   bool bias = false;
   bool relu = false;
