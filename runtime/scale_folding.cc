@@ -98,6 +98,12 @@ bool InferenceBatchNorm(const Node& conv, int64_t channels, Tensor* scale, Tenso
   return true;
 }
 
+// A BiasAdd over the last dimension.
+bool IsNhwcOrMatrix(const Node& bias_add) {
+  std::string format;
+  return bias_add.GetAttr("data_format", &format).ok() && format == "NHWC";
+}
+
 NodeSpec Constant(std::string name, const Node& like, Tensor value) {
   NodeSpec c;
   c.name = std::move(name);
@@ -136,8 +142,23 @@ StatusOr<std::unique_ptr<Graph>> FoldScalesIntoFilters(std::unique_ptr<Graph> gr
       absorbed.push_back(conv->out_edges()[0]->dst);
     } else {
       const int rank = conv->op() == "MatMul" ? 2 : 4;
-      auto [mul, scale_node] = SoleBinaryReader(*conv, {"Mul"});
       const Node* last = conv;
+      // A bias the product already adds (Keras's use_bias before its BatchNormalization) is
+      // scaled with it: (x + b) * s + o = x * s + (b * s + o).
+      Tensor bias;
+      if (auto [bias_add, bias_node] = SoleBinaryReader(*conv, {"BiasAdd"});
+          bias_add != nullptr && bias_add->input_edge(0)->src == conv && IsNhwcOrMatrix(*bias_add)) {
+        if (const Tensor* b = PerChannel(bias_node, channels, 1); b != nullptr) {
+          auto [next, unused] = SoleBinaryReader(*bias_add, {"Mul", "Add", "AddV2"});
+          if (next != nullptr) {
+            bias = *b;
+            absorbed.push_back(bias_add);
+            constants.push_back(bias_node);
+            last = bias_add;
+          }
+        }
+      }
+      auto [mul, scale_node] = SoleBinaryReader(*last, {"Mul"});
       if (const Tensor* s = PerChannel(scale_node, channels, rank); s != nullptr) {
         scale = *s;
         absorbed.push_back(mul);
@@ -149,6 +170,16 @@ StatusOr<std::unique_ptr<Graph>> FoldScalesIntoFilters(std::unique_ptr<Graph> gr
         offset = *o;
         absorbed.push_back(add);
         constants.push_back(offset_node);
+        last = add;
+      }
+      if (bias.NumElements() > 0) {
+        if (last == absorbed.front()) continue;  // the bias alone: the remapper fuses it as it is
+        // The bias goes into the offset, scaled as the product is.
+        if (offset.NumElements() == 0) offset = Tensor(DataType::kFloat, TensorShape({channels}));
+        else offset = offset.DeepCopy();
+        for (int64_t c = 0; c < channels; ++c) {
+          offset.data<float>()[c] += bias.data<float>()[c] * (scale.NumElements() > 0 ? scale.data<float>()[c] : 1.f);
+        }
       }
     }
     if (absorbed.empty()) continue;

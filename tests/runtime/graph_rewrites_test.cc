@@ -399,6 +399,28 @@ TEST(GraphRewritesTest, PerChannelScalesAndOffsetsFoldIntoTheFilterBefore) {
   for (const char* gone : {"scaled=Mul", "shifted=Add", "depthwise_scaled=Mul"}) EXPECT_FALSE(Has(folded, gone)) << gone;
 }
 
+// Keras's ResNet50 gives its convolutions a bias before their BatchNormalization:
+// (x * w + b) * scale + offset folds as x * (w * scale) + (b * scale + offset). A bias alone
+// (no scale or offset after it) is the remapper's to fuse as it is.
+TEST(GraphRewritesTest, ABiasBeforeTheScaleFoldsWithIt) {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DataType::kFloat);
+  auto conv = ops::Conv2D(root.WithOpName("conv"), x, ops::Const(root, Uniform({3, 3, 4, 6}, 1)), {1, 1, 1, 1}, "SAME");
+  auto biased = ops::BiasAdd(root.WithOpName("biased"), conv, ops::Const(root, Uniform({6}, 2)));
+  auto scaled = ops::Mul(root.WithOpName("scaled"), biased, ops::Const(root, Uniform({6}, 3)));
+  ops::Relu(root.WithOpName("out"), ops::Add(root.WithOpName("shifted"), scaled, ops::Const(root, Uniform({6}, 4))));
+  auto alone = ops::Conv2D(root.WithOpName("alone"), x, ops::Const(root, Uniform({1, 1, 4, 6}, 5)), {1, 1, 1, 1}, "SAME");
+  ops::BiasAdd(root.WithOpName("alone_biased"), alone, ops::Const(root, Uniform({6}, 6)));
+  const std::vector<std::string> fetches = {"out", "alone_biased"};
+  const std::vector<std::pair<std::string, Tensor>> feeds = {{"x", Uniform({2, 9, 8, 4}, 7)}};
+  const Step folded = RunStep(root, fetches, {}, feeds);
+  const Step plain = RunStep(root, fetches, NoRewrites(), feeds);
+  ExpectSameValues(folded, plain, fetches);
+  EXPECT_TRUE(Has(folded, "out=_FusedConv2D")) << ::testing::PrintToString(folded.nodes);
+  EXPECT_TRUE(Has(folded, "alone_biased=_FusedConv2D"));
+  for (const char* gone : {"biased=BiasAdd", "scaled=Mul", "shifted=Add"}) EXPECT_FALSE(Has(folded, gone)) << gone;
+}
+
 // Keras's ZeroPadding2D before a strided VALID convolution pads as SAME would: the Pad goes
 // and the convolution pads itself. Padding that SAME would not make stays.
 TEST(GraphRewritesTest, AZeroPadThatSamePaddingMakesFoldsIntoTheConvolution) {
