@@ -2,6 +2,7 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "devices/cpu/cpu_kernels.h"
 #include "graph/shape_inference.h"
@@ -57,6 +58,49 @@ void RunPlan(const BroadcastPlan& p, const T* a, const T* b, Out* out, int64_t b
   }
 }
 
+// RunPlan for rows of a short fixed length N (the 8 or 16 channels of a block in the blocked
+// layout, runtime/blocked_layout.h, against a per-channel operand): the next dimension's
+// loop runs inside, so the odometer moves once per run of it rather than once per N
+// elements, and the row's loop unrolls into a vector operation or two.
+template <int64_t N, typename T, typename Out, typename F>
+void RunShortRows(const BroadcastPlan& p, const T* a, const T* b, Out* out, int64_t begin_row, int64_t end_row, F f) {
+  const int inner = p.rank - 1, next = p.rank - 2;
+  const bool ka = p.a_stride[inner] != 0, kb = p.b_stride[inner] != 0;
+  const int64_t m = p.dims[next], sa = p.a_stride[next], sb = p.b_stride[next];
+  int64_t idx[BroadcastPlan::kMaxRank] = {};
+  int64_t rem = begin_row / m, oa = 0, ob = 0;
+  for (int d = next - 1; d >= 0; --d) {
+    idx[d] = rem % p.dims[d];
+    rem /= p.dims[d];
+    oa += idx[d] * p.a_stride[d];
+    ob += idx[d] * p.b_stride[d];
+  }
+  const auto run = [&](const T* pa, const T* pb, Out* o, int64_t rows, auto a_moves, auto b_moves) {
+    for (int64_t r = 0; r < rows; ++r, pa += sa, pb += sb, o += N) {
+      for (int64_t i = 0; i < N; ++i) o[i] = f(pa[a_moves ? i : 0], pb[b_moves ? i : 0]);
+    }
+  };
+  for (int64_t row = begin_row, r = begin_row % m; row < end_row; r = 0) {
+    const int64_t rows = std::min(m - r, end_row - row);
+    const T* pa = a + oa + r * sa;
+    const T* pb = b + ob + r * sb;
+    Out* o = out + row * N;
+    if (ka && kb) run(pa, pb, o, rows, std::true_type(), std::true_type());
+    else if (ka) run(pa, pb, o, rows, std::true_type(), std::false_type());
+    else if (kb) run(pa, pb, o, rows, std::false_type(), std::true_type());
+    else run(pa, pb, o, rows, std::false_type(), std::false_type());
+    row += rows;
+    for (int d = next - 1; d >= 0; --d) {
+      oa += p.a_stride[d];
+      ob += p.b_stride[d];
+      if (++idx[d] < p.dims[d]) break;
+      oa -= p.a_stride[d] * p.dims[d];
+      ob -= p.b_stride[d] * p.dims[d];
+      idx[d] = 0;
+    }
+  }
+}
+
 template <typename T, typename Out, typename F>
 class BinaryOp : public OpKernel {
  public:
@@ -94,6 +138,13 @@ class BinaryOp : public OpKernel {
     // Long rows are cut into chunks too: same-shape operands make one row, which would
     // otherwise run on one thread.
     constexpr int64_t kChunk = 16384;
+    if ((n == 8 || n == 16) && plan.rank >= 2) {
+      ctx->ParallelFor(rows, n * F::kCost, [&](int64_t begin, int64_t end) {
+        if (n == 8) RunShortRows<8, T, Out>(plan, ap, bp, op, begin, end, F());
+        else RunShortRows<16, T, Out>(plan, ap, bp, op, begin, end, F());
+      });
+      return;
+    }
     if (n <= kChunk) {
       ctx->ParallelFor(rows, n * F::kCost, [&](int64_t begin, int64_t end) {
         RunPlan<T, Out>(plan, ap, bp, op, begin, end, 0, n, F());

@@ -57,6 +57,41 @@ TEST(CwiseTest, BroadcastingRank4AgainstNaiveLoop) {
         }
 }
 
+// Rows of 8 or 16 (a blocked layout's channels, runtime/blocked_layout.h) walk the next
+// dimension inside, from wherever a thread's share starts: per-channel, per-image and
+// per-row operands on either side, against a naive loop.
+TEST(CwiseTest, ShortRowsBroadcastAgainstNaiveLoop) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1, 1);
+  const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> cases = {
+      {{2, 3, 999, 8}, {1, 3, 1, 8}}, {{1, 3, 1, 8}, {2, 3, 999, 8}}, {{2, 5, 401, 16}, {2, 5, 1, 16}},
+      {{4, 1, 999, 8}, {1, 3, 999, 1}}};
+  for (const auto& [a_dims, b_dims] : cases) {
+    std::vector<int64_t> out_dims(4);
+    for (int d = 0; d < 4; ++d) out_dims[d] = std::max(a_dims[d], b_dims[d]);
+    SCOPED_TRACE(TensorShape(out_dims).DebugString());
+    std::vector<float> av(TensorShape(a_dims).num_elements()), bv(TensorShape(b_dims).num_elements());
+    for (auto& x : av) x = u(rng);
+    for (auto& x : bv) x = u(rng);
+    Scope root = Scope::NewRootScope();
+    Tensor t = Eval(root, ops::Sub(root, ops::Const(root, F(av, TensorShape(a_dims))),
+                                   ops::Const(root, F(bv, TensorShape(b_dims)))));
+    ASSERT_EQ(t.shape(), TensorShape(out_dims));
+    const auto at = [](const std::vector<int64_t>& dims, const std::vector<float>& v, const int64_t* i) {
+      int64_t offset = 0;
+      for (int d = 0; d < 4; ++d) offset = offset * dims[d] + (dims[d] == 1 ? 0 : i[d]);
+      return v[offset];
+    };
+    int64_t i[4], flat = 0;
+    for (i[0] = 0; i[0] < out_dims[0]; ++i[0])
+      for (i[1] = 0; i[1] < out_dims[1]; ++i[1])
+        for (i[2] = 0; i[2] < out_dims[2]; ++i[2])
+          for (i[3] = 0; i[3] < out_dims[3]; ++i[3], ++flat) {
+            ASSERT_EQ(t.data<float>()[flat], at(a_dims, av, i) - at(b_dims, bv, i)) << flat;
+          }
+  }
+}
+
 TEST(CwiseTest, LargeTensorsUseTheIntraOpPoolCorrectly) {
   const int n = 1 << 20;
   std::vector<float> v(n);
