@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "runtime/arithmetic_simplifier.h"
+#include "runtime/blocked_layout.h"
 #include "runtime/common_subexpression.h"
 #include "runtime/constant_folding.h"
 #include "runtime/pad_folding.h"
@@ -31,6 +32,7 @@ StatusOr<std::unique_ptr<Graph>> RewriteStepGraph(std::unique_ptr<Graph> graph, 
     ASSIGN_OR_RETURN(graph, FoldPadsIntoConvolutions(std::move(graph)));
     ASSIGN_OR_RETURN(graph, FoldScalesIntoFilters(std::move(graph)));
     ASSIGN_OR_RETURN(graph, Remap(std::move(graph)));
+    ASSIGN_OR_RETURN(graph, UseBlockedLayout(std::move(graph)));
   }
   return graph;
 }

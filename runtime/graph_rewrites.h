@@ -2,7 +2,7 @@
 // Grappler in small: constant folding (constant_folding.h), arithmetic simplification
 // (arithmetic_simplifier.h), common subexpressions computed once (common_subexpression.h),
 // and the remapper's fusions (pads folded into convolutions first: pad_folding.h; scales
-// into filters: scale_folding.h; then remapper.h), in that order, each with its switch in the session config. The rewritten
+// into filters: scale_folding.h; then remapper.h; then blocked_layout.h), in that order, each with its switch in the session config. The rewritten
 // graph is what the step runs, and what RunMetadata's partition graphs and
 // `tessera run --show-partitions` show.
 //

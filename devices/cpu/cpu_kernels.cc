@@ -50,6 +50,7 @@ void RegisterCpuKernels(KernelRegistry& r) {
   cpu::RegisterListKernels(r);
   cpu::RegisterBatchMatMulKernels(r);
   cpu::RegisterDepthwiseConvKernels(r);
+  cpu::RegisterBlockedKernels(r);
 }
 
 }  // namespace tessera

@@ -32,6 +32,7 @@ void RegisterStringKernels(KernelRegistry& r);
 void RegisterListKernels(KernelRegistry& r);
 void RegisterBatchMatMulKernels(KernelRegistry& r);
 void RegisterDepthwiseConvKernels(KernelRegistry& r);
+void RegisterBlockedKernels(KernelRegistry& r);
 
 // The int32 arithmetic of shapes (Add, Sub, Mul, Div, Maximum, Minimum, Neg, Square) for a
 // device with memory of its own: the CPU's kernels with every argument in host memory, as

@@ -40,7 +40,7 @@ struct Primitive {
 
 // Everything a primitive depends on; the output size fixes the bottom and right padding.
 using Key = std::tuple<Kind, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-                       int64_t, int64_t, int64_t, int64_t, bool, bool, bool, int64_t>;
+                       int64_t, int64_t, int64_t, int64_t, bool, bool, bool, int64_t, int64_t>;
 
 // What a forward primitive is besides its shapes: whether it adds a bias, the activation it
 // applies, and whether it is depthwise.
@@ -51,11 +51,16 @@ struct Fusion {
   // A depthwise convolution's channel multiplier (oneDNN's grouped convolution, a group per
   // input channel); 0 for a full convolution.
   int64_t depthwise = 0;
+  // The activations' layout: 0 for NHWC, else oneDNN's blocked nChw8c or nChw16c (of that
+  // many channels a block).
+  int64_t block = 0;
 };
 
+Tag ActivationTag(int64_t block) { return block == 0 ? Tag::nhwc : block == 8 ? Tag::nChw8c : Tag::nChw16c; }
+
 StatusOr<std::shared_ptr<const Primitive>> Build(Kind kind, const Geometry& g, int64_t n, int64_t o, Fusion fusion) {
-  const memory::desc src({n, g.c, g.h, g.w}, kF32, Tag::nhwc);
-  const memory::desc dst({n, o, g.oh, g.ow}, kF32, Tag::nhwc);
+  const memory::desc src({n, g.c, g.h, g.w}, kF32, ActivationTag(fusion.block));
+  const memory::desc dst({n, o, g.oh, g.ow}, kF32, ActivationTag(fusion.block));
   // Grouped weights [C, multiplier, 1, KH, KW] for a depthwise convolution; TensorFlow's
   // [KH, KW, C, multiplier] is oneDNN's hwigo.
   const memory::desc any_filter = fusion.depthwise > 0
@@ -98,7 +103,7 @@ StatusOr<std::shared_ptr<const Primitive>> Build(Kind kind, const Geometry& g, i
     // where oneDNN has it: about 1.5x the direct convolution's speed forward here (not
     // backward, which stays direct), for two reorders and rounding errors a few times
     // larger (~1e-6 relative, not 1e-7).
-    if (fusion.depthwise == 0 && g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.c % 16 == 0 && o % 16 == 0) {
+    if (fusion.block == 0 && fusion.depthwise == 0 && g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.c % 16 == 0 && o % 16 == 0) {
       try {
         const memory::desc any_src({n, g.c, g.h, g.w}, kF32, Tag::any), any_dst({n, o, g.oh, g.ow}, kF32, Tag::any);
 #if DNNL_VERSION_MAJOR >= 3
@@ -160,7 +165,7 @@ StatusOr<std::shared_ptr<const Primitive>> Get(Kind kind, const Geometry& g, int
   static std::mutex mu;
   static auto* cache = new std::map<Key, std::shared_ptr<const Primitive>>();
   const Key key{kind, n, g.h, g.w, g.c, o, g.kh, g.kw, g.sh, g.sw, g.pad_top, g.pad_left, g.oh, g.ow, fusion.bias,
-                fusion.relu, fusion.relu6, fusion.depthwise};
+                fusion.relu, fusion.relu6, fusion.depthwise, fusion.block};
   {
     std::lock_guard<std::mutex> lock(mu);
     if (auto it = cache->find(key); it != cache->end()) return it->second;
@@ -181,27 +186,29 @@ StatusOr<std::shared_ptr<const Primitive>> Get(Kind kind, const Geometry& g, int
 }  // namespace
 
 struct PackedFilter::Layouts {
-  // `user_filter` in layout `want`, reordered the first time it is asked for.
+  // `user_filter` (the whole filter, or the part of it one part of the output channels
+  // reads) in layout `want`, reordered the first time it is asked for.
   void* Get(const memory::desc& want, const memory& user_filter, dnnl::stream& stream) {
     std::lock_guard<std::mutex> lock(mu);
     if (source != user_filter.get_data_handle()) {  // a kernel's constant is always the same buffer; if not, start over
       made.clear();
       source = user_filter.get_data_handle();
     }
-    for (auto& [desc, tensor] : made) {
-      if (desc == want) return tensor.raw_data();
+    const memory::desc from = user_filter.get_desc();
+    for (auto& [to, of, tensor] : made) {
+      if (to == want && of == from) return tensor.raw_data();
     }
     Tensor packed(DataType::kUInt8, TensorShape({static_cast<int64_t>(want.get_size())}));
     memory to(want, Engine(), packed.raw_data());
     dnnl::reorder(user_filter, to).execute(stream, const_cast<memory&>(user_filter), to);
     stream.wait();
-    made.emplace_back(want, std::move(packed));
-    return made.back().second.raw_data();
+    made.emplace_back(want, from, std::move(packed));
+    return std::get<2>(made.back()).raw_data();
   }
 
   std::mutex mu;
   const void* source = nullptr;
-  std::vector<std::pair<memory::desc, Tensor>> made;
+  std::vector<std::tuple<memory::desc, memory::desc, Tensor>> made;  // layout, source part, filter
 };
 
 PackedFilter::PackedFilter() : layouts_(std::make_unique<Layouts>()) {}
@@ -347,6 +354,90 @@ Status Forward(OpKernelContext* ctx, const Geometry& g, int64_t o, const float* 
   return Status::OK();
 }
 
+// One part of a forward convolution in a blocked layout: `g.n` images from `src`, output
+// channels [o_first, o_first + o_count) of `o` into `out` (where that part of the output
+// starts). A depthwise part's input channels are those its output channels read.
+Status BlockedPart(OpKernelContext* ctx, const Geometry& g, int64_t o, const Fusion& fusion, const float* src,
+                   const float* filter, const float* bias, PackedFilter* packed, int64_t o_first, int64_t o_count,
+                   float* out) {
+  const int64_t m = fusion.depthwise;
+  Geometry part = g;
+  if (m > 0) part.c = o_count / m;
+  ASSIGN_OR_RETURN(std::shared_ptr<const Primitive> p, Get(Kind::kForward, part, g.n, o_count, fusion));
+  try {
+    dnnl::stream stream(Engine());
+    // The user's whole filter, and the part of it this part reads.
+    const memory::desc whole = m > 0 ? memory::desc({g.c, m, 1, g.kh, g.kw}, kF32, Tag::hwigo)
+                                     : memory::desc({o, g.c, g.kh, g.kw}, kF32, Tag::hwio);
+    const memory::desc read = m > 0 ? whole.submemory_desc({part.c, m, 1, g.kh, g.kw}, {o_first / m, 0, 0, 0, 0})
+                                    : whole.submemory_desc({o_count, g.c, g.kh, g.kw}, {o_first, 0, 0, 0});
+    memory user_filter(read, Engine(), const_cast<float*>(filter));
+    Tensor filter_buffer, scratch;
+    memory prim_filter;
+    if (packed != nullptr) {
+      prim_filter = memory(p->filter, Engine(), packed->layouts().Get(p->filter, user_filter, stream));
+    } else {
+      RETURN_IF_ERROR(Reserve(ctx, p->filter.get_size(), &filter_buffer));
+      prim_filter = memory(p->filter, Engine(), filter_buffer.raw_data());
+      dnnl::reorder(user_filter, prim_filter).execute(stream, user_filter, prim_filter);
+    }
+    RETURN_IF_ERROR(Reserve(ctx, p->scratch.get_size(), &scratch));
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(p->src, Engine(), const_cast<float*>(src))},
+                                         {DNNL_ARG_WEIGHTS, prim_filter},
+                                         {DNNL_ARG_DST, memory(p->dst, Engine(), out)},
+                                         {DNNL_ARG_SCRATCHPAD, memory(p->scratch, Engine(), scratch.raw_data())}};
+    if (fusion.bias) {
+      args.emplace(DNNL_ARG_BIAS,
+                   memory(memory::desc({o_count}, kF32, Tag::x), Engine(), const_cast<float*>(bias) + o_first));
+    }
+    p->primitive.execute(stream, args);
+    stream.wait();
+  } catch (const dnnl::error& e) {
+    return errors::Internal("oneDNN convolution failed: ", e.what());
+  }
+  return Status::OK();
+}
+
+// The forward convolution in a blocked layout: the batch in parts, one per intra-op thread;
+// a single image in parts of its output channels, each a whole number of blocks and a
+// contiguous run of the output (and, depthwise, of the input).
+Status BlockedForward(OpKernelContext* ctx, const Geometry& g, int64_t o, const float* src, const float* filter,
+                      float* out, const ConvEpilogue& epilogue, int64_t depthwise, int64_t block, PackedFilter* packed) {
+  const Fusion fusion{epilogue.bias != nullptr, epilogue.relu, epilogue.relu6, depthwise, block};
+  const int64_t macs = g.oh * g.ow * o * g.kh * g.kw * (depthwise > 0 ? 1 : g.c);
+  const int64_t blocks = o / block;
+  // A depthwise part's input channels must be whole blocks too: with a multiplier of 1 they
+  // are the output's.
+  const int64_t parts = depthwise > 1 ? 1
+                                      : std::min<int64_t>({ctx->intra_op_pool()->NumThreads(), blocks,
+                                                           std::max<int64_t>(1, macs / kMinSlabMacs)});
+  if (g.n == 1 && parts > 1) {
+    std::vector<Status> status(parts);
+    ctx->ParallelFor(parts, int64_t{1} << 30, [&](int64_t begin, int64_t end) {
+      OneDnnOnThisThreadOnly();
+      for (int64_t part = begin; part < end; ++part) {
+        const int64_t first = part * blocks / parts * block, count = (part + 1) * blocks / parts * block - first;
+        const float* part_src = depthwise > 0 ? src + first * g.h * g.w : src;
+        status[part] = BlockedPart(ctx, g, o, fusion, part_src, filter, epilogue.bias, packed, first, count,
+                                   out + first * g.oh * g.ow);
+      }
+    });
+    for (const Status& s : status) RETURN_IF_ERROR(s);
+    return Status::OK();
+  }
+  const BatchParts batch(ctx, g.n);
+  std::vector<Status> status(batch.count());
+  batch.ForEach([&](int64_t part, int64_t first, int64_t n) {
+    OneDnnOnThisThreadOnly();
+    Geometry some = g;
+    some.n = n;
+    status[part] = BlockedPart(ctx, some, o, fusion, src + first * g.c * g.h * g.w, filter, epilogue.bias, packed, 0,
+                               o, out + first * o * g.oh * g.ow);
+  });
+  for (const Status& s : status) RETURN_IF_ERROR(s);
+  return Status::OK();
+}
+
 // Runs a backward `kind` over the batch in parts, one per intra-op thread. `filter` is the
 // user's [KH, KW, C, O] filter (read) or filter gradient (written; parts' gradients are summed).
 Status RunBackward(OpKernelContext* ctx, Kind kind, const Geometry& g, int64_t o, float* d_src, const float* filter,
@@ -420,6 +511,12 @@ Status DnnlConv2D(OpKernelContext* ctx, const Geometry& g, int64_t o, const floa
 Status DnnlDepthwiseConv2D(OpKernelContext* ctx, const Geometry& g, int64_t multiplier, const float* in,
                            const float* filter, float* out, const ConvEpilogue& epilogue, PackedFilter* packed) {
   return Forward(ctx, g, g.c * multiplier, in, filter, out, epilogue, multiplier, packed);
+}
+
+Status DnnlBlockedConv2D(OpKernelContext* ctx, const Geometry& g, int64_t o, int64_t depthwise, int64_t block,
+                         const float* in, const float* filter, float* out, const ConvEpilogue& epilogue,
+                         PackedFilter* packed) {
+  return BlockedForward(ctx, g, o, in, filter, out, epilogue, depthwise, block, packed);
 }
 
 Status DnnlConv2DBackpropInput(OpKernelContext* ctx, const Geometry& g, int64_t o, const float* filter,

@@ -57,6 +57,14 @@ Status DnnlConv2D(OpKernelContext* ctx, const Geometry& g, int64_t o, const floa
 Status DnnlDepthwiseConv2D(OpKernelContext* ctx, const Geometry& g, int64_t multiplier, const float* in,
                            const float* filter, float* out, const ConvEpilogue& epilogue = {},
                            PackedFilter* packed = nullptr);
+// The forward convolution over activations in oneDNN's blocked layout of `block` (8 or 16)
+// channels (runtime/blocked_layout.h): in [N, C / block, H, W, block], out [N, O / block, OH,
+// OW, block], C and O whole blocks; `g` is the NHWC geometry. A full convolution for
+// `depthwise` 0, else a depthwise one of that multiplier (O = C * depthwise). The epilogue's
+// bias and activation apply; it has no max_pool.
+Status DnnlBlockedConv2D(OpKernelContext* ctx, const Geometry& g, int64_t o, int64_t depthwise, int64_t block,
+                         const float* in, const float* filter, float* out, const ConvEpilogue& epilogue = {},
+                         PackedFilter* packed = nullptr);
 // d_in [N, H, W, C] from d_out [N, OH, OW, O].
 Status DnnlConv2DBackpropInput(OpKernelContext* ctx, const Geometry& g, int64_t o, const float* filter,
                                const float* d_out, float* d_in);

@@ -155,6 +155,64 @@ Status BiasAddShape(InferenceContext& c) {
   return Status::OK();
 }
 
+
+// The blocked layout's ops (runtime/blocked_layout.h). An NHWC tensor [N, H, W, C] is held
+// as [N, C / B, H, W, B]: B channels of a pixel together, a block's plane of pixels together.
+// The NHWC shape of a blocked one, or unknown rank where it is not 5-D.
+TensorShape UnblockedShape(const TensorShape& blocked) {
+  if (blocked.unknown_rank() || blocked.rank() != 5) return TensorShape::UnknownRank();
+  const int64_t c = blocked.dim(1) < 0 || blocked.dim(4) < 0 ? -1 : blocked.dim(1) * blocked.dim(4);
+  return TensorShape({blocked.dim(0), blocked.dim(2), blocked.dim(3), c});
+}
+
+// [N, H, W, C] as blocks of `block` channels; C must be whole blocks.
+StatusOr<TensorShape> BlockedShape(const TensorShape& nhwc, int64_t block) {
+  if (nhwc.unknown_rank()) return TensorShape({-1, -1, -1, -1, block});
+  if (nhwc.rank() != 4) return errors::InvalidArgument("a blocked layout holds 4-D tensors, got ", nhwc.DebugString());
+  if (nhwc.dim(3) >= 0 && nhwc.dim(3) % block != 0) {
+    return errors::InvalidArgument(nhwc.dim(3), " channels are not whole blocks of ", block);
+  }
+  return TensorShape({nhwc.dim(0), nhwc.dim(3) < 0 ? -1 : nhwc.dim(3) / block, nhwc.dim(1), nhwc.dim(2), block});
+}
+
+Status ToBlockedShape(InferenceContext& c) {
+  int64_t block;
+  RETURN_IF_ERROR(c.GetAttr("block", &block));
+  ASSIGN_OR_RETURN(TensorShape out, BlockedShape(c.input(0), block));
+  c.set_output(0, out);
+  return Status::OK();
+}
+
+Status FromBlockedShape(InferenceContext& c) {
+  c.set_output(0, UnblockedShape(c.input(0)));
+  return Status::OK();
+}
+
+// A blocked op's shape: its NHWC form's, blocked. `nhwc_shape` sees input 0 unblocked.
+Status BlockedWindowShape(InferenceContext& c, const ShapeFn& nhwc_shape) {
+  int64_t block;
+  RETURN_IF_ERROR(c.GetAttr("block", &block));
+  std::vector<TensorShape> inputs;
+  std::vector<const Tensor*> values;
+  for (int i = 0; i < c.num_inputs(); ++i) {
+    inputs.push_back(i == 0 ? UnblockedShape(c.input(0)) : c.input(i));
+    values.push_back(c.input_tensor(i));
+  }
+  InferenceContext nhwc("", c.attrs(), std::move(inputs), std::move(values), 1);
+  RETURN_IF_ERROR(nhwc_shape(nhwc));
+  ASSIGN_OR_RETURN(TensorShape out, BlockedShape(nhwc.outputs()[0], block));
+  c.set_output(0, out);
+  return Status::OK();
+}
+
+Status BlockedConvShape(InferenceContext& c) {
+  int64_t depthwise;
+  RETURN_IF_ERROR(c.GetAttr("depthwise", &depthwise));
+  return BlockedWindowShape(c, depthwise > 0 ? DepthwiseConv2dShape : Conv2DShape);
+}
+
+Status BlockedPoolShape(InferenceContext& c) { return BlockedWindowShape(c, PoolShape); }
+
 }  // namespace
 
 void RegisterNnOps(OpRegistry& r) {
@@ -273,6 +331,24 @@ void RegisterNnOps(OpRegistry& r) {
                   .Attr(kNumeric).SetShapeFn(UnchangedShape));
   RegisterCoreOp(r, OpDefBuilder("BiasAddGrad").Input("out_backprop: T").Output("output: T").Attr(kNumeric)
                   .Attr("data_format: string = \"NHWC\"").SetShapeFn(BiasAddGradShape));
+
+  // Runtime-internal: the blocked layout (runtime/blocked_layout.h). An NHWC tensor into
+  // blocks of `block` channels and back; a convolution (depthwise: of that channel
+  // multiplier; 0, a full one) with its fused_ops ("", "BiasAdd", "BiasAdd,Relu",
+  // "BiasAdd,Relu6") and a MaxPool or AvgPool (`pooling` MAX or AVG) over blocked tensors.
+  RegisterCoreOp(r, OpDefBuilder("_ToBlocked").Input("input: T").Output("output: T").Attr("T: {float32}")
+                  .Attr("block: int").SetShapeFn(ToBlockedShape));
+  RegisterCoreOp(r, OpDefBuilder("_FromBlocked").Input("input: T").Output("output: T").Attr("T: {float32}")
+                  .SetShapeFn(FromBlockedShape));
+  RegisterCoreOp(r, OpDefBuilder("_BlockedConv2D").Input("input: T").Input("filter: T").Input("args: num_args * T")
+                  .Output("output: T").Attr("T: {float32}").Attr("num_args: int >= 0").Attr("strides: list(int)")
+                  .Attr("padding: string").Attr("data_format: string = \"NHWC\"")
+                  .Attr("dilations: list(int) = [1, 1, 1, 1]").Attr("fused_ops: string = \"\"")
+                  .Attr("depthwise: int = 0").Attr("block: int").SetShapeFn(BlockedConvShape));
+  RegisterCoreOp(r, OpDefBuilder("_BlockedPool").Input("input: T").Output("output: T").Attr("T: {float32}")
+                  .Attr("ksize: list(int) >= 4").Attr("strides: list(int) >= 4").Attr("padding: string")
+                  .Attr("data_format: string = \"NHWC\"").Attr("pooling: string").Attr("block: int")
+                  .SetShapeFn(BlockedPoolShape));
 }
 
 }  // namespace tessera

@@ -1,0 +1,185 @@
+// The blocked layout's CPU kernels (runtime/blocked_layout.h): NHWC [N, H, W, C] into
+// [N, C / B, H, W, B] and back, and the convolutions and pools that read and write it.
+// oneDNN's convolutions run in this layout about a fifth faster than in NHWC on a machine
+// with AVX2 (DenseNet121's, measured), and a chain of them keeps it from one to the next.
+#include <algorithm>
+#include <memory>
+
+#include "devices/cpu/cpu_kernels.h"
+#include "devices/cpu/dnnl_conv.h"
+#include "devices/cpu/pooling.h"
+#include "graph/op_kinds.h"
+#include "kernels/util/conv_geometry.h"
+
+namespace tessera::cpu {
+namespace {
+
+// One B-float vector of a pixel per copy; the rows of the NHWC side are the unit of work.
+class ToBlockedOp : public OpKernel {
+ public:
+  explicit ToBlockedOp(OpKernelConstruction* c) : OpKernel(c) {
+    Status s = c->GetAttr("block", &block_);
+    if (s.ok() && block_ <= 0) s = errors::InvalidArgument("block must be positive, got ", block_);
+    if (!s.ok()) c->SetStatus(s);
+  }
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& in = ctx->input(0);
+    OP_REQUIRES(ctx, in.rank() == 4 && in.dim(3) % block_ == 0,
+                errors::InvalidArgument(name(), ": a blocked layout of ", block_, "-channel blocks holds 4-D tensors ",
+                                        "of whole blocks, got ", in.shape().DebugString()));
+    const int64_t n = in.dim(0), h = in.dim(1), w = in.dim(2), c = in.dim(3), blocks = c / block_;
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({n, blocks, h, w, block_}), &out));
+    const float* x = in.data<float>();
+    float* y = out->data<float>();
+    const int64_t b = block_;
+    ctx->ParallelFor(n * h, w * c, [&](int64_t begin, int64_t end) {
+      for (int64_t row = begin; row < end; ++row) {
+        const int64_t image = row / h, r = row % h;
+        const float* src = x + row * w * c;
+        for (int64_t cb = 0; cb < blocks; ++cb) {
+          float* dst = y + ((image * blocks + cb) * h + r) * w * b;
+          for (int64_t col = 0; col < w; ++col) std::copy_n(src + col * c + cb * b, b, dst + col * b);
+        }
+      }
+    });
+  }
+
+ private:
+  int64_t block_ = 0;
+};
+
+class FromBlockedOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& in = ctx->input(0);
+    OP_REQUIRES(ctx, in.rank() == 5,
+                errors::InvalidArgument(name(), ": a blocked tensor is 5-D, got ", in.shape().DebugString()));
+    const int64_t n = in.dim(0), blocks = in.dim(1), h = in.dim(2), w = in.dim(3), b = in.dim(4), c = blocks * b;
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({n, h, w, c}), &out));
+    const float* x = in.data<float>();
+    float* y = out->data<float>();
+    ctx->ParallelFor(n * h, w * c, [&](int64_t begin, int64_t end) {
+      for (int64_t row = begin; row < end; ++row) {
+        const int64_t image = row / h, r = row % h;
+        float* dst = y + row * w * c;
+        for (int64_t cb = 0; cb < blocks; ++cb) {
+          const float* src = x + ((image * blocks + cb) * h + r) * w * b;
+          for (int64_t col = 0; col < w; ++col) std::copy_n(src + col * b, b, dst + col * c + cb * b);
+        }
+      }
+    });
+  }
+};
+
+// The NHWC shape of blocked tensor `t` of `block`-channel blocks, or InvalidArgument.
+StatusOr<TensorShape> Unblocked(const OpKernel& op, const Tensor& t, int64_t block) {
+  if (t.rank() != 5 || t.dim(4) != block) {
+    return errors::InvalidArgument(op.name(), " (", op.type_string(), ") reads a blocked tensor [N, C/", block,
+                                   ", H, W, ", block, "], got ", t.shape().DebugString());
+  }
+  return TensorShape({t.dim(0), t.dim(2), t.dim(3), t.dim(1) * block});
+}
+
+class BlockedConv2DOp : public OpKernel {
+ public:
+  explicit BlockedConv2DOp(OpKernelConstruction* c) : OpKernel(c), attrs_(ReadConvAttrs(c)) {
+    std::string fused;
+    Status s = c->GetAttr("block", &block_);
+    if (s.ok()) s = c->GetAttr("depthwise", &depthwise_);
+    if (s.ok()) s = c->GetAttr("fused_ops", &fused);
+    if (s.ok() && block_ != 8 && block_ != 16) s = errors::InvalidArgument("block must be 8 or 16, got ", block_);
+    if (s.ok() && depthwise_ < 0) s = errors::InvalidArgument("depthwise must be >= 0, got ", depthwise_);
+    bias_ = fused.rfind("BiasAdd", 0) == 0;
+    relu_ = fused == "BiasAdd,Relu";
+    relu6_ = fused == "BiasAdd,Relu6";
+    if (s.ok() && !fused.empty() && fused != "BiasAdd" && !relu_ && !relu6_) {
+      s = errors::Unimplemented(type_string(), " of ", fused, ": only BiasAdd, BiasAdd,Relu and BiasAdd,Relu6");
+    }
+    if (!s.ok()) c->SetStatus(s);
+    const Edge* filter = c->node().input_edge(1);
+    if (filter != nullptr && IsConstant(filter->src->op())) packed_ = std::make_unique<PackedFilter>();
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& in = ctx->input(0);
+    const Tensor& f = ctx->input(1);
+    StatusOr<TensorShape> nhwc = Unblocked(*this, in, block_);
+    OP_REQUIRES_OK(ctx, nhwc.status());
+    OP_REQUIRES(ctx, f.rank() == 4, errors::InvalidArgument("filter must be 4-D, got ", f.shape().DebugString()));
+    StatusOr<Geometry> g = MakeGeometry(*nhwc, f.dim(0), f.dim(1), attrs_.strides, attrs_.padding);
+    OP_REQUIRES_OK(ctx, g.status());
+    OP_REQUIRES(ctx, f.dim(2) == g->c,
+                errors::InvalidArgument("input depth must match filter depth: ", g->c, " vs ", f.dim(2)));
+    const int64_t o = depthwise_ > 0 ? g->c * depthwise_ : f.dim(3);
+    OP_REQUIRES(ctx, depthwise_ == 0 || f.dim(3) == depthwise_,
+                errors::InvalidArgument(name(), ": a depthwise multiplier of ", depthwise_, " but a filter ",
+                                        f.shape().DebugString()));
+    OP_REQUIRES(ctx, o % block_ == 0,
+                errors::InvalidArgument(name(), ": ", o, " output channels are not whole blocks of ", block_));
+    OP_REQUIRES(ctx, num_inputs() == (bias_ ? 3 : 2) && (!bias_ || ctx->input(2).shape() == TensorShape({o})),
+                errors::InvalidArgument(name(), ": fused_ops ", bias_ ? "with" : "without", " BiasAdd take ",
+                                        bias_ ? "one arg, a bias of " + std::to_string(o) + " values" : "no args"));
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({g->n, o / block_, g->oh, g->ow, block_}), &out));
+    if (out->NumElements() == 0) return;
+    const ConvEpilogue epilogue{bias_ ? ctx->input(2).data<float>() : nullptr, relu_, relu6_};
+    OP_REQUIRES_OK(ctx, DnnlBlockedConv2D(ctx, *g, o, depthwise_, block_, in.data<float>(), f.data<float>(),
+                                          out->data<float>(), epilogue, packed_.get()));
+  }
+
+ private:
+  const ConvAttrs attrs_;
+  int64_t block_ = 0, depthwise_ = 0;
+  bool bias_ = false, relu_ = false, relu6_ = false;
+  std::unique_ptr<PackedFilter> packed_;  // where the filter is a constant
+};
+
+// A blocked tensor [N, C/B, H, W, B] is, to a pool, NHWC images [N * C/B, H, W, B].
+class BlockedPoolOp : public OpKernel {
+ public:
+  explicit BlockedPoolOp(OpKernelConstruction* c) : OpKernel(c), attrs_(ReadPoolAttrs(c)) {
+    std::string pooling;
+    Status s = c->GetAttr("block", &block_);
+    if (s.ok()) s = c->GetAttr("pooling", &pooling);
+    if (s.ok() && pooling != "MAX" && pooling != "AVG") s = errors::InvalidArgument("pooling is MAX or AVG, not ", pooling);
+    max_ = pooling == "MAX";
+    if (!s.ok()) c->SetStatus(s);
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& in = ctx->input(0);
+    OP_REQUIRES_OK(ctx, Unblocked(*this, in, block_).status());
+    StatusOr<Geometry> g = PoolGeometry(attrs_, TensorShape({in.dim(0) * in.dim(1), in.dim(2), in.dim(3), block_}));
+    OP_REQUIRES_OK(ctx, g.status());
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({in.dim(0), in.dim(1), g->oh, g->ow, block_}), &out));
+    if (out->NumElements() == 0) return;
+    const Geometry geo = *g;
+    ctx->ParallelFor(geo.n, geo.oh * geo.ow * geo.kh * geo.kw * block_, [&](int64_t begin, int64_t end) {
+      if (max_) {
+        PoolImages<float, true>(in.data<float>(), geo, begin, end, out->data<float>());
+      } else {
+        PoolImages<float, false>(in.data<float>(), geo, begin, end, out->data<float>());
+      }
+    });
+  }
+
+ private:
+  const PoolAttrs attrs_;
+  int64_t block_ = 0;
+  bool max_ = true;
+};
+
+}  // namespace
+
+void RegisterBlockedKernels(KernelRegistry& r) {
+  r.Register<ToBlockedOp>(KernelDefBuilder("_ToBlocked").Device(kDeviceCpu).TypeConstraint<float>("T"));
+  r.Register<FromBlockedOp>(KernelDefBuilder("_FromBlocked").Device(kDeviceCpu).TypeConstraint<float>("T"));
+  r.Register<BlockedConv2DOp>(KernelDefBuilder("_BlockedConv2D").Device(kDeviceCpu).TypeConstraint<float>("T"));
+  r.Register<BlockedPoolOp>(KernelDefBuilder("_BlockedPool").Device(kDeviceCpu).TypeConstraint<float>("T"));
+}
+
+}  // namespace tessera::cpu

@@ -1,0 +1,364 @@
+#include "runtime/blocked_layout.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "graph/device_name.h"
+#include "runtime/graph_rewrites.h"
+
+namespace tessera {
+namespace {
+
+bool OnCpu(const Node& n) {
+  StatusOr<DeviceName> device = DeviceName::Parse(n.assigned_device());
+  return device.ok() && device->type == "CPU";
+}
+
+bool IsFloat(const Node& n) {
+  DataType t = DataType::kInvalid;
+  return n.GetAttr("T", &t).ok() && t == DataType::kFloat;
+}
+
+bool IsNhwc(const Node& n) {
+  std::string format;
+  return n.GetAttr("data_format", &format).ok() && format == "NHWC";
+}
+
+// The value of input `i` where a Const with no control inputs gives it, else nullptr.
+const Tensor* ConstInput(const Node& n, int i) {
+  const Edge* e = i < n.num_inputs() ? n.input_edge(i) : nullptr;
+  if (e == nullptr || !e->src->control_inputs().empty()) return nullptr;
+  return e->src->constant_value();
+}
+
+bool IsConv(const Node& n) {
+  return n.op() == "Conv2D" || n.op() == "_FusedConv2D" || n.op() == "DepthwiseConv2dNative" ||
+         n.op() == "_FusedDepthwiseConv2dNative";
+}
+bool IsDepthwise(const Node& n) { return n.op().find("Depthwise") != std::string::npos; }
+
+const std::set<std::string, std::less<>>& UnaryOps() {
+  static const auto* ops = new std::set<std::string, std::less<>>{
+      "Abs", "Elu", "Erf", "Exp", "Identity", "Neg", "Relu", "Relu6", "Selu", "Sigmoid", "Softplus", "Square", "Tanh"};
+  return *ops;
+}
+const std::set<std::string, std::less<>>& BinaryOps() {
+  static const auto* ops = new std::set<std::string, std::less<>>{
+      "Add", "AddV2", "BiasAdd", "Maximum", "Minimum", "Mul", "RealDiv", "SquaredDifference", "Sub"};
+  return *ops;
+}
+
+// The output channels of a convolution that can run blocked, else 0: float NHWC on a CPU,
+// undilated, SAME or VALID, a constant filter, its input and output channels whole blocks,
+// and fused_ops the blocked kernel applies.
+int64_t BlockedConvChannels(const Node& n, int64_t block) {
+  std::string padding, fused = "BiasAdd";
+  std::vector<int64_t> dilations;
+  if (!IsConv(n) || !OnCpu(n) || !IsFloat(n) || !IsNhwc(n) || !n.GetAttr("padding", &padding).ok() ||
+      (padding != "SAME" && padding != "VALID") || !n.GetAttr("dilations", &dilations).ok() ||
+      dilations != std::vector<int64_t>{1, 1, 1, 1}) {
+    return 0;
+  }
+  if (n.op()[0] == '_' && (!n.GetAttr("fused_ops", &fused).ok() || n.num_inputs() != 3 ||
+                           (fused != "BiasAdd" && fused != "BiasAdd,Relu" && fused != "BiasAdd,Relu6"))) {
+    return 0;
+  }
+  const Tensor* filter = ConstInput(n, 1);
+  if (filter == nullptr || filter->dtype() != DataType::kFloat || filter->rank() != 4) return 0;
+  const int64_t c = filter->dim(2), o = IsDepthwise(n) ? c * filter->dim(3) : filter->dim(3);
+  const TensorShape& in = n.input_edge(0)->src->output_shape(n.input_edge(0)->src_output);
+  if (c == 0 || c % block != 0 || o == 0 || o % block != 0 || in.unknown_rank() || in.rank() != 4 ||
+      in.dim(3) != c) {
+    return 0;
+  }
+  return o;
+}
+
+// A constant operand of blocked arithmetic: one value (any shape of ones, up to 4-D), which
+// broadcasts against a blocked tensor as it is, or one value per channel ([C], [1, 1, 1, C]),
+// which must be blocked itself.
+enum class ConstKind { kNone, kScalar, kPerChannel };
+ConstKind ClassifyConst(const Tensor* t, int64_t channels) {
+  if (t == nullptr || t->dtype() != DataType::kFloat || t->rank() > 4) return ConstKind::kNone;
+  if (t->NumElements() == 1) return ConstKind::kScalar;
+  if (t->rank() >= 1 && t->NumElements() == channels && t->dim(t->rank() - 1) == channels) {
+    return ConstKind::kPerChannel;
+  }
+  return ConstKind::kNone;
+}
+
+// Per-channel values as a blocked [1, C/B, 1, 1, B] tensor: the same memory order.
+Tensor BlockedPerChannel(const Tensor& t, int64_t block) {
+  Tensor blocked(DataType::kFloat, TensorShape({1, t.NumElements() / block, 1, 1, block}));
+  std::copy_n(t.data<float>(), t.NumElements(), blocked.data<float>());
+  return blocked;
+}
+
+std::string InputName(const Edge& e) {
+  return e.src_output == 0 ? e.src->name() : StrCat(e.src->name(), ":", e.src_output);
+}
+
+NodeSpec Constant(std::string name, const Node& like, Tensor value) {
+  NodeSpec c;
+  c.name = std::move(name);
+  c.op = "Const";
+  c.device = like.requested_device();
+  c.attrs = {{"dtype", value.dtype()}, {"value", std::move(value)}};
+  return c;
+}
+
+// An integer constant of `dtype` (an axis or axes input's).
+Tensor IntConstant(DataType dtype, const std::vector<int64_t>& values, bool scalar) {
+  const TensorShape shape = scalar ? TensorShape({}) : TensorShape({static_cast<int64_t>(values.size())});
+  Tensor t(dtype, shape);
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (dtype == DataType::kInt64) t.data<int64_t>()[i] = values[i];
+    else t.data<int32_t>()[i] = static_cast<int32_t>(values[i]);
+  }
+  return t;
+}
+
+bool IsIntConst(const Tensor* t) {
+  return t != nullptr && (t->dtype() == DataType::kInt32 || t->dtype() == DataType::kInt64);
+}
+
+class Rewriter {
+ public:
+  Rewriter(const Graph& graph, int64_t block) : graph_(graph), block_(block), channels_(graph.nodes().size(), 0) {
+    for (const Node* n : graph.nodes()) names_.insert(n->name());
+  }
+
+  // Decides which nodes run blocked; false when none does.
+  bool Plan() {
+    const std::vector<const Node*> order = TopologicalOrder(graph_);
+    // A convolution that enters the layout and leads to no other blocked convolution would
+    // pay a reorder in and out for its gain: it stays out, and the plan is made again
+    // without it (each round takes one out for good, so there are at most as many rounds as
+    // convolutions).
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (const Node* n : order) channels_[n->id()] = lone_.count(n) != 0 ? 0 : BlockedChannels(*n);
+      for (const Node* n : order) {
+        if (IsConv(*n) && channels_[n->id()] > 0 && !Blocked(*n->input_edge(0)) && !LeadsToAConvolution(*n)) {
+          lone_.insert(n);
+          changed = true;
+        }
+      }
+    }
+    return std::any_of(channels_.begin(), channels_.end(), [](int64_t c) { return c > 0; });
+  }
+
+  StatusOr<std::unique_ptr<Graph>> Build() {
+    std::vector<NodePart> nodes;
+    for (const Node* n : graph_.nodes()) {
+      NodePart part = channels_[n->id()] > 0 ? BlockedNode(*n) : NodePart::Copy(*n);
+      // Whatever reads a blocked value outside the layout reads it through a _FromBlocked.
+      for (int i = 0; i < n->num_inputs() && channels_[n->id()] == 0; ++i) {
+        const Edge* e = n->input_edge(i);
+        if (e != nullptr && Blocked(*e)) part.def.inputs[i] = FromBlocked(*e->src);
+      }
+      nodes.push_back(std::move(part));
+    }
+    for (auto& added : added_) nodes.push_back(std::move(added));
+    return Graph::Assemble(nodes, graph_.op_registry());
+  }
+
+ private:
+  // Whether edge `e` carries a blocked value.
+  bool Blocked(const Edge& e) const { return !e.IsControl() && e.src_output == 0 && channels_[e.src->id()] > 0; }
+  int64_t InputChannels(const Node& n, int i) const {
+    const Edge* e = i < n.num_inputs() ? n.input_edge(i) : nullptr;
+    return e != nullptr && Blocked(*e) ? channels_[e->src->id()] : 0;
+  }
+
+  // Whether a blocked convolution reads, through blocked nodes only, what blocked `conv` makes.
+  bool LeadsToAConvolution(const Node& conv) const {
+    std::vector<const Node*> stack = {&conv};
+    std::set<const Node*> seen = {&conv};
+    while (!stack.empty()) {
+      const Node* n = stack.back();
+      stack.pop_back();
+      for (const Edge* e : n->out_edges()) {
+        const Node* next = e->dst;
+        if (e->IsControl() || channels_[next->id()] == 0 || !seen.insert(next).second) continue;
+        if (IsConv(*next)) return true;
+        stack.push_back(next);
+      }
+    }
+    return false;
+  }
+
+  // The channels of n's result if it runs blocked, else 0. Its inputs are decided.
+  int64_t BlockedChannels(const Node& n) const {
+    if (IsConv(n)) return BlockedConvChannels(n, block_);
+    if (!OnCpu(n) || !IsFloat(n)) return 0;
+    const int64_t c = InputChannels(n, 0);
+    if (UnaryOps().count(n.op()) != 0) return c;
+    if (BinaryOps().count(n.op()) != 0) {
+      if (n.op() == "BiasAdd" && (!IsNhwc(n) || c == 0)) return 0;
+      const int64_t channels = std::max(c, InputChannels(n, 1));
+      if (channels == 0) return 0;
+      for (int i = 0; i < 2; ++i) {
+        const int64_t ci = InputChannels(n, i);
+        if (ci != 0 ? ci != channels : ClassifyConst(ConstInput(n, i), channels) == ConstKind::kNone) return 0;
+      }
+      return channels;
+    }
+    if ((n.op() == "MaxPool" || n.op() == "AvgPool") && IsNhwc(n)) {
+      std::vector<int64_t> ksize, strides;
+      if (!n.GetAttr("ksize", &ksize).ok() || !n.GetAttr("strides", &strides).ok() || ksize.size() != 4 ||
+          strides.size() != 4 || ksize[0] != 1 || ksize[3] != 1 || strides[0] != 1 || strides[3] != 1) {
+        return 0;
+      }
+      return c;
+    }
+    if (n.op() == "Mean") {
+      bool keep_dims = false;
+      const Tensor* axes = ConstInput(n, 1);
+      if (c == 0 || !n.GetAttr("keep_dims", &keep_dims).ok() || !keep_dims || !IsIntConst(axes)) return 0;
+      std::vector<int64_t> a = IntTensorValues(*axes);
+      for (int64_t& x : a) x = x < 0 ? x + 4 : x;
+      std::sort(a.begin(), a.end());
+      return a == std::vector<int64_t>{1, 2} ? c : 0;
+    }
+    if (n.op() == "ConcatV2") {
+      const Tensor* axis = ConstInput(n, n.num_inputs() - 1);
+      if (!IsIntConst(axis) || axis->NumElements() != 1) return 0;
+      const int64_t a = IntTensorValues(*axis)[0];
+      if (a != 3 && a != -1) return 0;
+      // Inputs not yet blocked enter through a _ToBlocked (DenseNet's first block
+      // concatenates a pool's NHWC output with its convolutions').
+      int64_t sum = 0, blocked = 0;
+      for (int i = 0; i + 1 < n.num_inputs(); ++i) {
+        int64_t ci = InputChannels(n, i);
+        blocked += ci > 0;
+        if (ci == 0) {
+          const TensorShape& in = n.input_edge(i)->src->output_shape(n.input_edge(i)->src_output);
+          if (in.unknown_rank() || in.rank() != 4 || in.dim(3) <= 0 || in.dim(3) % block_ != 0) return 0;
+          ci = in.dim(3);
+        }
+        sum += ci;
+      }
+      return blocked > 0 ? sum : 0;
+    }
+    return 0;
+  }
+
+  std::string UniqueName(const std::string& base) {
+    std::string name = base;
+    for (int i = 1; !names_.insert(name).second; ++i) name = StrCat(base, "_", i);
+    return name;
+  }
+
+  // The _FromBlocked of `n`'s result, made once.
+  std::string FromBlocked(const Node& n) {
+    auto [it, made] = from_blocked_.emplace(n.name(), std::string());
+    if (!made) return it->second;
+    NodeSpec to;
+    to.name = it->second = UniqueName(n.name() + "/nhwc");
+    to.op = "_FromBlocked";
+    to.device = n.requested_device();
+    to.attrs = {{"T", DataType::kFloat}};
+    to.inputs = {n.name()};
+    added_.push_back({std::move(to), nullptr, n.assigned_device()});
+    return it->second;
+  }
+
+  // The _ToBlocked of what `e` carries into `consumer`, made once per value.
+  std::string ToBlocked(const Edge& e, const Node& consumer) {
+    const std::string value = InputName(e);
+    auto [it, made] = to_blocked_.emplace(value, std::string());
+    if (!made) return it->second;
+    NodeSpec to;
+    to.name = it->second = UniqueName(e.src->name() + "/blocked");
+    to.op = "_ToBlocked";
+    to.device = consumer.requested_device();
+    to.attrs = {{"T", DataType::kFloat}, {"block", block_}};
+    to.inputs = {value};
+    added_.push_back({std::move(to), nullptr, consumer.assigned_device()});
+    return it->second;
+  }
+
+  // A new constant for node `n`'s input `i`, named after it.
+  std::string AddConstant(const Node& n, int i, Tensor value) {
+    NodeSpec c = Constant(UniqueName(n.input_edge(i)->src->name() + "/blocked"), n, std::move(value));
+    std::string name = c.name;
+    added_.push_back({std::move(c), nullptr, n.assigned_device()});
+    return name;
+  }
+
+  NodePart BlockedNode(const Node& n) {
+    NodePart part = NodePart::Copy(n);
+    NodeSpec& def = part.def;
+    const int64_t channels = channels_[n.id()];
+    // A node whose op changes is a new node, with every attr.
+    const auto renamed_op = [&](const char* op) {
+      def = n.ToSpec();
+      def.op = op;
+      part.copy_of = nullptr;
+    };
+    if (IsConv(n)) {
+      const Tensor& filter = *ConstInput(n, 1);
+      renamed_op("_BlockedConv2D");
+      AttrMap attrs;
+      for (const char* attr : {"strides", "padding", "data_format", "dilations", "fused_ops"}) {
+        if (auto it = n.attrs().find(attr); it != n.attrs().end()) attrs[attr] = it->second;
+      }
+      def.attrs = std::move(attrs);
+      def.attrs["T"] = DataType::kFloat;
+      def.attrs["num_args"] = int64_t{n.num_inputs() - 2};
+      def.attrs["depthwise"] = IsDepthwise(n) ? filter.dim(3) : int64_t{0};
+      def.attrs["block"] = block_;
+      if (!Blocked(*n.input_edge(0))) def.inputs[0] = ToBlocked(*n.input_edge(0), n);
+    } else if (BinaryOps().count(n.op()) != 0) {
+      for (int i = 0; i < 2; ++i) {
+        if (InputChannels(n, i) != 0) continue;
+        const Tensor* t = ConstInput(n, i);
+        if (ClassifyConst(t, channels) == ConstKind::kPerChannel) def.inputs[i] = AddConstant(n, i, BlockedPerChannel(*t, block_));
+      }
+      if (n.op() == "BiasAdd") {
+        const std::vector<std::string> inputs = def.inputs;
+        renamed_op("AddV2");
+        def.inputs = inputs;
+        def.attrs = {{"T", DataType::kFloat}};
+      }
+    } else if (n.op() == "MaxPool" || n.op() == "AvgPool") {
+      renamed_op("_BlockedPool");
+      def.attrs["pooling"] = std::string(n.op() == "MaxPool" ? "MAX" : "AVG");
+      def.attrs["block"] = block_;
+    } else if (n.op() == "Mean") {
+      const Tensor& axes = *ConstInput(n, 1);
+      def.inputs[1] = AddConstant(n, 1, IntConstant(axes.dtype(), {2, 3}, false));
+    } else if (n.op() == "ConcatV2") {
+      const int last = n.num_inputs() - 1;
+      const Tensor& axis = *ConstInput(n, last);
+      def.inputs[last] = AddConstant(n, last, IntConstant(axis.dtype(), {1}, axis.rank() == 0));
+      for (int i = 0; i < last; ++i) {
+        if (!Blocked(*n.input_edge(i))) def.inputs[i] = ToBlocked(*n.input_edge(i), n);
+      }
+    }
+    return part;
+  }
+
+  const Graph& graph_;
+  const int64_t block_;
+  std::vector<int64_t> channels_;  // by node id: the channels of its blocked result, or 0
+  std::set<const Node*> lone_;     // convolutions that stay out of the layout
+  std::set<std::string> names_;
+  std::map<std::string, std::string> from_blocked_, to_blocked_;  // value -> its conversion
+  std::vector<NodePart> added_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Graph>> UseBlockedLayout(std::unique_ptr<Graph> graph, int64_t block) {
+  if (block == 0) block = __builtin_cpu_supports("avx512f") ? 16 : 8;
+  Rewriter rewriter(*graph, block);
+  if (!rewriter.Plan()) return graph;
+  return rewriter.Build();
+}
+
+}  // namespace tessera

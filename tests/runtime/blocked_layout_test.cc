@@ -1,0 +1,279 @@
+// The blocked layout (runtime/blocked_layout.h): a CNN's chain of convolutions on a CPU runs
+// as _BlockedConv2D and the ops between them on blocked tensors, with the values of the graph
+// run in NHWC; what cannot run blocked (a first convolution of 3 channels, a lone convolution,
+// a filter that is not a constant) stays as it was. The blocked kernels against NHWC ones for
+// both block sizes, batch and single-image parts; and the inputs they refuse.
+#include "runtime/blocked_layout.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "graph/builder/op_builder.h"
+#include "graph/builder/ops.h"
+#include "runtime/session.h"
+#include "tests/test_util.h"
+
+namespace tessera {
+namespace {
+
+using ::testing::HasSubstr;
+
+Tensor Uniform(const TensorShape& shape, uint32_t seed, float low = -1, float high = 1) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(low, high);
+  Tensor t(DataType::kFloat, shape);
+  for (float& v : t.flat<float>()) v = u(rng);
+  return t;
+}
+
+struct Step {
+  Status status;
+  std::vector<Tensor> values;
+  std::vector<std::string> nodes;  // "name=op" of every node in the partition graphs
+};
+
+Step RunStep(const Scope& root, const std::vector<std::string>& fetches, bool remapping,
+             const std::vector<std::pair<std::string, Tensor>>& feeds, int threads = 2) {
+  SessionConfig config;
+  config.remapping = remapping;
+  config.intra_op_parallelism_threads = threads;
+  config.inter_op_parallelism_threads = 1;
+  auto session = testing::MakeSession(root, config);
+  Step step;
+  if (session == nullptr) {
+    step.status = errors::Internal("no session");
+    return step;
+  }
+  RunOptions options;
+  options.output_partition_graphs = true;
+  RunMetadata metadata;
+  step.status = session->Run(options, feeds, fetches, {}, &step.values, &metadata);
+  for (const GraphSpec& part : metadata.partition_graphs) {
+    for (const NodeSpec& n : part.nodes) step.nodes.push_back(n.name + "=" + n.op);
+  }
+  return step;
+}
+
+bool Has(const Step& s, const std::string& entry) {
+  return std::find(s.nodes.begin(), s.nodes.end(), entry) != s.nodes.end();
+}
+int Count(const Step& s, const std::string& op) {
+  return static_cast<int>(std::count_if(s.nodes.begin(), s.nodes.end(), [&](const std::string& n) {
+    return n.size() > op.size() && n.compare(n.size() - op.size() - 1, std::string::npos, "=" + op) == 0;
+  }));
+}
+
+void ExpectSameValues(const Step& got, const Step& want) {
+  ASSERT_TRUE(got.status.ok()) << got.status;
+  ASSERT_TRUE(want.status.ok()) << want.status;
+  ASSERT_EQ(got.values.size(), want.values.size());
+  for (size_t i = 0; i < want.values.size(); ++i) {
+    SCOPED_TRACE(i);
+    ASSERT_EQ(got.values[i].shape(), want.values[i].shape());
+    const auto a = got.values[i].flat<float>(), b = want.values[i].flat<float>();
+    for (int64_t j = 0; j < static_cast<int64_t>(b.size()); ++j) {
+      ASSERT_NEAR(a[j], b[j], 1e-4f * std::max(1.0f, std::abs(b[j]))) << j;
+    }
+  }
+}
+
+Output Conv(const Scope& root, const char* name, Input x, int64_t c, int64_t o, int64_t k, int64_t stride,
+            const char* padding, uint32_t seed) {
+  return ops::Conv2D(root.WithOpName(name), x, ops::Const(root, Uniform({k, k, c, o}, seed, -0.3f, 0.3f)),
+                     {1, stride, stride, 1}, padding);
+}
+
+// Keras's BatchNormalization frozen: x * scale + offset, one value per channel.
+Output Affine(const Scope& root, const std::string& name, Input x, int64_t c, uint32_t seed) {
+  auto scaled = ops::Mul(root.WithOpName(name + "_scale"), x, ops::Const(root, Uniform({c}, seed, 0.5f, 1.5f)));
+  return ops::Add(root.WithOpName(name + "_offset"), scaled, ops::Const(root, Uniform({1, 1, 1, c}, seed + 1)));
+}
+
+// The ops of MobileNet, ResNet, DenseNet and EfficientNet in small, channels in blocks of 8
+// (and 16 where it matters): a 3-channel stem, a MaxPool, convolutions with their batch
+// normalisations, a depthwise convolution with Relu6, a concatenation of an NHWC and a
+// blocked tensor, a pre-activation normalisation, an AvgPool, a squeeze-and-excitation, a
+// residual sum, a scalar scale, an intermediate fetch, and a global average at the end.
+struct Cnn {
+  Scope root = Scope::NewRootScope();
+  std::vector<std::string> fetches = {"logits", "block_out"};
+  Cnn() {
+    auto x = ops::Placeholder(root.WithOpName("x"), DataType::kFloat, TensorShape({-1, 17, 15, 3}));
+    auto stem = ops::Relu(root.WithOpName("stem"), Affine(root, "stem_bn", Conv(root, "stem_conv", x, 3, 16, 3, 2, "SAME", 1), 16, 2));
+    auto pool = ops::MaxPool(root.WithOpName("pool"), stem, {1, 3, 3, 1}, {1, 2, 2, 1}, "SAME");
+    auto a = ops::Relu(root.WithOpName("a"), Affine(root, "a_bn", Conv(root, "a_conv", pool, 16, 24, 1, 1, "VALID", 4), 24, 5));
+    auto dw = ops::Build(root.WithOpName("dw"), "DepthwiseConv2dNative",
+                         {a, ops::Const(root, Uniform({3, 3, 24, 1}, 7, -0.5f, 0.5f))},
+                         {{"strides", std::vector<int64_t>{1, 1, 1, 1}}, {"padding", std::string("SAME")}});
+    auto dw_act = ops::Build(root.WithOpName("dw_act"), "Relu6", {Affine(root, "dw_bn", dw, 24, 8)});
+    auto joined = ops::Concat(root.WithOpName("joined"), {pool, dw_act}, ops::Const(root, Tensor::Scalar<int32_t>(-1)));
+    auto pre = ops::Relu(root.WithOpName("pre"), Affine(root, "pre_bn", joined, 40, 10));
+    auto b = Conv(root, "b_conv", pre, 40, 32, 3, 1, "SAME", 12);
+    auto avg = ops::AvgPool(root.WithOpName("avg"), b, {1, 2, 2, 1}, {1, 2, 2, 1}, "SAME");
+    auto squeezed = ops::Mean(root.WithOpName("squeezed"), avg, ops::Const(root, Tensor::FromVector<int32_t>({1, 2})),
+                              {.keep_dims = true});
+    auto excite = ops::Build(root.WithOpName("excite"), "Sigmoid", {Conv(root, "se_conv", squeezed, 32, 32, 1, 1, "VALID", 13)});
+    auto se = ops::Mul(root.WithOpName("se"), avg, excite);
+    auto c = Conv(root, "c_conv", se, 32, 32, 3, 1, "SAME", 14);
+    auto residual = ops::Build(root.WithOpName("residual"), "AddV2", {c, se});
+    auto half = ops::Mul(root.WithOpName("block_out"), residual, ops::Const(root, Tensor::Scalar<float>(0.5f)));
+    ops::Mean(root.WithOpName("logits"), ops::Relu(root.WithOpName("last"), half),
+              ops::Const(root, Tensor::FromVector<int32_t>({1, 2})));
+  }
+};
+
+TEST(BlockedLayoutTest, ACnnRunsBlockedWithTheValuesOfNhwc) {
+  Cnn net;
+  for (int64_t batch : {1, 3}) {
+    SCOPED_TRACE(batch);
+    const std::vector<std::pair<std::string, Tensor>> feeds = {{"x", Uniform({batch, 17, 15, 3}, 20)}};
+    const Step blocked = RunStep(net.root, net.fetches, true, feeds);
+    const Step nhwc = RunStep(net.root, net.fetches, false, feeds);
+    ExpectSameValues(blocked, nhwc);
+    const std::string nodes = ::testing::PrintToString(blocked.nodes);
+    // The stem reads 3 channels: NHWC, fused with its pool, whose result enters the layout
+    // (once) for the concatenation and the first blocked convolution.
+    EXPECT_TRUE(Has(blocked, "pool=_FusedConv2DMaxPool")) << nodes;
+    for (const char* name : {"a", "dw_act", "b_conv", "se_conv", "c_conv"}) {
+      EXPECT_TRUE(Has(blocked, std::string(name) + "=_BlockedConv2D")) << name << " in " << nodes;
+    }
+    for (const char* entry : {"joined=ConcatV2", "pre=Relu", "avg=_BlockedPool", "squeezed=Mean", "excite=Sigmoid",
+                              "se=Mul", "residual=AddV2", "block_out=Mul", "last=Relu"}) {
+      EXPECT_TRUE(Has(blocked, entry)) << entry << " in " << nodes;
+    }
+    EXPECT_EQ(Count(blocked, "_ToBlocked"), 1) << nodes;  // the pool's, read twice
+    // The layout is left for block_out's fetch and for the final Mean (keep_dims false).
+    EXPECT_EQ(Count(blocked, "_FromBlocked"), 2) << nodes;
+    EXPECT_EQ(blocked.values[1].shape(), TensorShape({batch, 3, 2, 32}));
+    EXPECT_EQ(Count(nhwc, "_BlockedConv2D") + Count(nhwc, "_ToBlocked"), 0) << "the switch is off";
+  }
+}
+
+// A convolution alone between NHWC ops would pay two reorders for its gain; one whose
+// filter is a variable's (training) or whose channels are not whole blocks stays too.
+TEST(BlockedLayoutTest, WhatWouldNotGainStaysNhwc) {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DataType::kFloat, TensorShape({-1, 6, 6, 8}));
+  auto w = ops::Placeholder(root.WithOpName("w"), DataType::kFloat, TensorShape({3, 3, 8, 8}));
+  auto lone = Conv(root, "lone", x, 8, 8, 3, 1, "SAME", 1);
+  auto fed = ops::Conv2D(root.WithOpName("fed"), ops::Relu(root.WithOpName("r"), lone), w, {1, 1, 1, 1}, "SAME");
+  auto odd = Conv(root, "odd", fed, 8, 12, 1, 1, "SAME", 2);
+  ops::Relu(root.WithOpName("out"), Conv(root, "after_odd", odd, 12, 8, 1, 1, "SAME", 3));
+  const std::vector<std::pair<std::string, Tensor>> feeds = {{"x", Uniform({2, 6, 6, 8}, 4)},
+                                                             {"w", Uniform({3, 3, 8, 8}, 5)}};
+  const Step blocked = RunStep(root, {"out"}, true, feeds);
+  const Step nhwc = RunStep(root, {"out"}, false, feeds);
+  ExpectSameValues(blocked, nhwc);
+  EXPECT_EQ(Count(blocked, "_BlockedConv2D"), 0) << ::testing::PrintToString(blocked.nodes);
+  EXPECT_TRUE(Has(blocked, "lone=Conv2D"));
+  EXPECT_TRUE(Has(blocked, "fed=Conv2D"));
+}
+
+// _ToBlocked -> _BlockedConv2D (full and depthwise, with and without a bias and activation)
+// -> _FromBlocked against Conv2D / DepthwiseConv2dNative and the same bias and activation,
+// for blocks of 8 and 16; one image (cut into parts of its output channels) and a batch.
+TEST(BlockedLayoutTest, TheBlockedConvolutionMatchesNhwc) {
+  for (int64_t block : {8, 16}) {
+    for (int64_t depthwise : {0, 1}) {
+      for (const char* fused : {"", "BiasAdd", "BiasAdd,Relu", "BiasAdd,Relu6"}) {
+        for (int64_t batch : {1, 3}) {
+          SCOPED_TRACE(StrCat("block ", block, " depthwise ", depthwise, " fused '", fused, "' batch ", batch));
+          Scope root = Scope::NewRootScope();
+          const int64_t c = (depthwise ? 4 : 2) * block, o = depthwise ? c : 3 * block;
+          auto x = ops::Placeholder(root.WithOpName("x"), DataType::kFloat);
+          Tensor filter = Uniform({3, 3, c, depthwise ? 1 : o}, 2, -2, 2);
+          Tensor bias = Uniform({o}, 3);
+          AttrMap attrs = {{"strides", std::vector<int64_t>{1, 1, 1, 1}}, {"padding", std::string("SAME")}};
+          auto f = ops::Const(root, filter);
+          Output want = ops::Build(root.WithOpName("nhwc"), depthwise ? "DepthwiseConv2dNative" : "Conv2D", {x, f}, attrs);
+          const std::string ops_list = fused;
+          std::vector<Input> inputs = {ops::Build(root.WithOpName("in"), "_ToBlocked", {x}, {{"block", block}}), f};
+          if (!ops_list.empty()) {
+            want = ops::BiasAdd(root.WithOpName("biased"), want, ops::Const(root, bias));
+            inputs.push_back(ops::Const(root, bias));
+          }
+          if (ops_list == "BiasAdd,Relu") want = ops::Relu(root.WithOpName("want"), want);
+          if (ops_list == "BiasAdd,Relu6") want = ops::Build(root.WithOpName("want"), "Relu6", {want});
+          ops::Identity(root.WithOpName("want_out"), want);
+          attrs["fused_ops"] = ops_list;
+          attrs["num_args"] = int64_t{ops_list.empty() ? 0 : 1};
+          attrs["depthwise"] = depthwise;
+          attrs["block"] = block;
+          auto conv = ops::Build(root.WithOpName("blocked"), "_BlockedConv2D", inputs, attrs);
+          ops::Build(root.WithOpName("got"), "_FromBlocked", {conv});
+          // Blocks of 8: large enough that one image's convolution is cut into two parts of its
+          // channels. Blocks of 16 (AVX-512's) are small: without AVX-512 oneDNN runs them
+          // through its reference convolution.
+          const int64_t size = block == 16 ? 13 : depthwise ? 121 : 61;
+          const std::vector<std::pair<std::string, Tensor>> feeds = {{"x", Uniform({batch, size, size, c}, 4, -3, 3)}};
+          Step step = RunStep(root, {"got", "want_out"}, false, feeds);
+          ASSERT_TRUE(step.status.ok()) << step.status;
+          Step got, want_step;
+          got.values = {step.values[0]};
+          want_step.values = {step.values[1]};
+          ExpectSameValues(got, want_step);
+          EXPECT_EQ(step.values[0].shape(), TensorShape({batch, size, size, o}));
+        }
+      }
+    }
+  }
+}
+
+// A blocked tensor is pooled as NHWC images of one block each: MaxPool and AvgPool (SAME,
+// averaging over the cells inside the input) give the NHWC pool's values.
+TEST(BlockedLayoutTest, TheBlockedPoolMatchesNhwc) {
+  for (const char* pooling : {"MAX", "AVG"}) {
+    SCOPED_TRACE(pooling);
+    Scope root = Scope::NewRootScope();
+    auto x = ops::Placeholder(root.WithOpName("x"), DataType::kFloat);
+    const std::vector<int64_t> ksize = {1, 3, 2, 1}, strides = {1, 2, 2, 1};
+    if (std::string(pooling) == "MAX") ops::MaxPool(root.WithOpName("want"), x, ksize, strides, "SAME");
+    else ops::AvgPool(root.WithOpName("want"), x, ksize, strides, "SAME");
+    auto in = ops::Build(root.WithOpName("in"), "_ToBlocked", {x}, {{"block", int64_t{8}}});
+    auto pooled = ops::Build(root.WithOpName("pooled"), "_BlockedPool", {in},
+                             {{"ksize", ksize}, {"strides", strides}, {"padding", std::string("SAME")},
+                              {"pooling", std::string(pooling)}, {"block", int64_t{8}}});
+    ops::Build(root.WithOpName("got"), "_FromBlocked", {pooled});
+    Step step = RunStep(root, {"got", "want"}, false, {{"x", Uniform({2, 7, 5, 24}, 1)}});
+    ASSERT_TRUE(step.status.ok()) << step.status;
+    Step got, expected;
+    got.values = {step.values[0]};
+    expected.values = {step.values[1]};
+    ExpectSameValues(got, expected);
+  }
+}
+
+// Tensors that are not what the blocked kernels read fail the step naming the node; the
+// session goes on working.
+TEST(BlockedLayoutTest, BadInputsAreErrorsNamingTheNode) {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DataType::kFloat);
+  ops::Build(root.WithOpName("to"), "_ToBlocked", {x}, {{"block", int64_t{8}}});
+  ops::Build(root.WithOpName("from"), "_FromBlocked", {x});
+  ops::Build(root.WithOpName("conv"), "_BlockedConv2D", {x, ops::Const(root, Uniform({1, 1, 8, 8}, 1))},
+             {{"strides", std::vector<int64_t>{1, 1, 1, 1}}, {"padding", std::string("SAME")},
+              {"num_args", int64_t{0}}, {"block", int64_t{8}}});
+  auto session = testing::MakeSession(root);
+  ASSERT_NE(session, nullptr);
+  std::vector<Tensor> out;
+  const std::vector<std::pair<std::string, Tensor>> odd = {{"x", Uniform({1, 2, 2, 12}, 2)}};
+  Status s = session->Run(odd, {"to"}, {}, &out);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("to"));
+  EXPECT_THAT(s.message(), HasSubstr("whole blocks"));
+  s = session->Run(odd, {"from"}, {}, &out);
+  EXPECT_THAT(s.message(), HasSubstr("5-D"));
+  s = session->Run({{"x", Uniform({1, 2, 2, 8}, 3)}}, {"conv"}, {}, &out);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("conv"));
+  EXPECT_THAT(s.message(), HasSubstr("blocked tensor"));
+  ASSERT_TRUE(session->Run({{"x", Uniform({1, 2, 2, 16}, 4)}}, {"to"}, {}, &out).ok());
+  EXPECT_EQ(out[0].shape(), TensorShape({1, 2, 2, 2, 8}));
+}
+
+}  // namespace
+}  // namespace tessera
