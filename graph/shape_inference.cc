@@ -41,6 +41,16 @@ StatusOr<TensorShape> InferenceContext::BroadcastShapes(const TensorShape& a,
   return out;
 }
 
+bool InferenceContext::SameButLeadingOnes(const TensorShape& a, const TensorShape& b) {
+  const TensorShape& longer = a.rank() >= b.rank() ? a : b;
+  const TensorShape& shorter = a.rank() >= b.rank() ? b : a;
+  const int extra = longer.rank() - shorter.rank();
+  for (int i = 0; i < longer.rank(); ++i) {
+    if (longer.dim(i) != (i < extra ? 1 : shorter.dim(i - extra))) return false;
+  }
+  return true;
+}
+
 StatusOr<TensorShape> InferenceContext::Merge(const TensorShape& a, const TensorShape& b) {
   if (a.unknown_rank()) return b;
   if (b.unknown_rank()) return a;

@@ -47,6 +47,9 @@ class InferenceContext {
   static StatusOr<TensorShape> BroadcastShapes(const TensorShape& a, const TensorShape& b);
   // The more specific of two compatible shapes.
   static StatusOr<TensorShape> Merge(const TensorShape& a, const TensorShape& b);
+  // Whether two fully defined shapes are one but for dimensions of 1 before it ([C] and
+  // [1, 1, 1, C]): the same values in the same order, which broadcast alike.
+  static bool SameButLeadingOnes(const TensorShape& a, const TensorShape& b);
 
  private:
   std::string_view node_name_;

@@ -207,6 +207,12 @@ class Rewriter {
       }
       return channels;
     }
+    if (n.op() == "_FusedScaleOffset") {
+      for (int i = 1; i < 3; ++i) {
+        if (ClassifyConst(ConstInput(n, i), c) == ConstKind::kNone) return 0;
+      }
+      return c;
+    }
     if ((n.op() == "MaxPool" || n.op() == "AvgPool") && IsNhwc(n)) {
       std::vector<int64_t> ksize, strides;
       if (!n.GetAttr("ksize", &ksize).ok() || !n.GetAttr("strides", &strides).ok() || ksize.size() != 4 ||
@@ -313,8 +319,8 @@ class Rewriter {
       def.attrs["depthwise"] = IsDepthwise(n) ? filter.dim(3) : int64_t{0};
       def.attrs["block"] = block_;
       if (!Blocked(*n.input_edge(0))) def.inputs[0] = ToBlocked(*n.input_edge(0), n);
-    } else if (BinaryOps().count(n.op()) != 0) {
-      for (int i = 0; i < 2; ++i) {
+    } else if (BinaryOps().count(n.op()) != 0 || n.op() == "_FusedScaleOffset") {
+      for (int i = 0; i < n.num_inputs(); ++i) {
         if (InputChannels(n, i) != 0) continue;
         const Tensor* t = ConstInput(n, i);
         if (ClassifyConst(t, channels) == ConstKind::kPerChannel) def.inputs[i] = AddConstant(n, i, BlockedPerChannel(*t, block_));

@@ -5,7 +5,8 @@
 // filter is a constant and whose channels in and out are whole blocks becomes a
 // _BlockedConv2D, and what reads its result in place keeps it blocked: the unary activations,
 // binary arithmetic between blocked tensors of the same channels or with a per-channel or
-// scalar constant (a BiasAdd becomes an AddV2 of the constant, blocked), ConcatV2 along the
+// scalar constant (a BiasAdd becomes an AddV2 of the constant, blocked; a _FusedScaleOffset's
+// scale and offset are blocked too), ConcatV2 along the
 // channels, MaxPool and AvgPool (_BlockedPool), and Mean over rows and columns kept as
 // dimensions. A _ToBlocked enters a chain and a _FromBlocked leaves it wherever anything else
 // (a fetch included) reads a blocked result. Every node keeps its name; only the values that

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "graph/device_name.h"
+#include "graph/shape_inference.h"
 
 namespace tessera {
 namespace {
@@ -289,13 +290,70 @@ void Fuse(const Chain& c, std::map<std::string, NodeSpec, std::less<>>& fused,
 
 }  // namespace
 
+// A constant of one value per channel (the last dimension) of `x`'s `channels`: [C] or
+// [1, ..., 1, C], no more dimensions than x, which is then x's shape broadcast with it.
+bool PerChannelOf(const Node& constant, const TensorShape& x) {
+  const Tensor* t = constant.control_inputs().empty() ? constant.constant_value() : nullptr;
+  if (t == nullptr || t->dtype() != DataType::kFloat || t->rank() == 0 || x.unknown_rank() || t->rank() > x.rank()) {
+    return false;
+  }
+  const int64_t channels = x.dim(x.rank() - 1);
+  return channels > 0 && t->NumElements() == channels && t->dim(t->rank() - 1) == channels;
+}
+
+// On a CPU, a float Mul of x by a per-channel constant whose one reader is an Add or AddV2
+// of a constant of the same shape, and the Relu or Relu6 that alone reads that: one
+// _FusedScaleOffset named as the last. It is a frozen batch normalisation that no
+// convolution before it absorbed (DenseNet's, before each of its convolutions).
+void FuseScaleOffsets(const Graph& graph, std::map<std::string, NodeSpec, std::less<>>& fused,
+                      std::set<std::string, std::less<>>& removed) {
+  for (const Node* mul : graph.nodes()) {
+    if (mul->op() != "Mul" || !OnCpu(*mul) || !IsFloat(*mul) || mul->out_edges().size() != 1 ||
+        fused.count(mul->name()) != 0 || removed.count(mul->name()) != 0) {
+      continue;
+    }
+    int x = -1;
+    for (int i = 0; i < 2 && x < 0; ++i) {
+      const Edge* in = mul->input_edge(i);
+      const Edge* other = mul->input_edge(1 - i);
+      if (PerChannelOf(*other->src, in->src->output_shape(in->src_output))) x = i;
+    }
+    const Edge* out = mul->out_edges()[0];
+    const Node* add = out->dst;
+    if (x < 0 || out->IsControl() || (add->op() != "Add" && add->op() != "AddV2") ||
+        add->assigned_device() != mul->assigned_device() || !IsFloat(*add)) {
+      continue;
+    }
+    const Node* scale = mul->input_edge(1 - x)->src;
+    const Node* offset = add->input_edge(1 - out->dst_input)->src;
+    const Tensor* offset_value = offset->control_inputs().empty() ? offset->constant_value() : nullptr;
+    if (offset_value == nullptr || offset_value->dtype() != DataType::kFloat ||
+        !InferenceContext::SameButLeadingOnes(offset_value->shape(), scale->constant_value()->shape())) {
+      continue;
+    }
+    const Node* relu = SoleConsumer(*add, "Relu");
+    if (relu == nullptr) relu = SoleConsumer(*add, "Relu6");
+    const NodeSpec mul_spec = mul->ToSpec(), add_spec = add->ToSpec();
+    NodeSpec node;
+    node.name = (relu != nullptr ? relu : add)->name();
+    node.op = "_FusedScaleOffset";
+    node.device = mul_spec.device;
+    node.attrs = {{"T", DataType::kFloat}, {"activation", relu != nullptr ? relu->op() : std::string()}};
+    node.inputs = {mul_spec.inputs[x], mul_spec.inputs[1 - x], add_spec.inputs[1 - out->dst_input]};
+    std::vector<NodeSpec> parts = {mul_spec, add_spec};
+    if (relu != nullptr) parts.push_back(relu->ToSpec());
+    TakeOver(node, parts, removed);
+    fused[node.name] = std::move(node);
+  }
+}
+
 StatusOr<std::unique_ptr<Graph>> Remap(std::unique_ptr<Graph> graph) {
   const std::vector<Chain> chains = FindChains(*graph);
-  if (chains.empty()) return graph;
-
   std::map<std::string, NodeSpec, std::less<>> fused;  // by the name it takes over
   std::set<std::string, std::less<>> removed;
   for (const Chain& c : chains) Fuse(c, fused, removed);
+  FuseScaleOffsets(*graph, fused, removed);
+  if (fused.empty()) return graph;
   std::vector<NodePart> parts;
   parts.reserve(graph->nodes().size());
   for (const Node* n : graph->nodes()) {

@@ -17,7 +17,11 @@
 // BiasAddGrad of that gradient becomes an Identity of the bias gradient the node sums from
 // the pooled gradient. Where only a Conv2DBackpropFilter (and that BiasAddGrad) reads the
 // gradient, as in a first layer, one _FusedConv2DMaxPoolBackpropFilter named as the
-// Conv2DBackpropFilter makes both parameters' gradients from the pooled one.
+// Conv2DBackpropFilter makes both parameters' gradients from the pooled one. Apart from
+// convolutions, on a CPU a Mul by a per-channel constant whose one reader adds a constant of
+// the same shape (a frozen batch normalisation no convolution before it absorbed:
+// scale_folding.h), with the Relu or Relu6 that alone reads the sum, becomes one
+// _FusedScaleOffset: one pass over the tensor instead of three.
 //
 //   ASSIGN_OR_RETURN(step_graph, Remap(std::move(step_graph)));
 //

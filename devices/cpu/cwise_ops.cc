@@ -2,7 +2,9 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <type_traits>
+#include <vector>
 
 #include "devices/cpu/cpu_kernels.h"
 #include "graph/shape_inference.h"
@@ -12,14 +14,14 @@ namespace tessera::cpu {
 namespace {
 
 // The innermost loop, specialised on whether each operand moves, so that it vectorises.
-template <typename T, typename Out, typename F, bool kA, bool kB>
-void InnerLoop(const T* a, const T* b, Out* out, int64_t n, F f) {
+template <typename T, typename Out, typename F, bool kA, bool kB, typename B>
+void InnerLoop(const T* a, const B* b, Out* out, int64_t n, F f) {
   for (int64_t i = 0; i < n; ++i) out[i] = f(a[kA ? i : 0], b[kB ? i : 0]);
 }
 
 // Rows [begin_row, end_row) of the output, and of each row the elements [c0, c1).
-template <typename T, typename Out, typename F>
-void RunPlan(const BroadcastPlan& p, const T* a, const T* b, Out* out, int64_t begin_row, int64_t end_row, int64_t c0,
+template <typename T, typename Out, typename F, typename B = T>
+void RunPlan(const BroadcastPlan& p, const T* a, const B* b, Out* out, int64_t begin_row, int64_t end_row, int64_t c0,
              int64_t c1, F f) {
   const int inner = p.rank - 1;
   const int64_t n = p.dims[inner];
@@ -37,7 +39,7 @@ void RunPlan(const BroadcastPlan& p, const T* a, const T* b, Out* out, int64_t b
   for (int64_t row = begin_row; row < end_row; ++row) {
     Out* o = out + row * n + c0;
     const T* pa = a + oa + (ka ? c0 : 0);
-    const T* pb = b + ob + (kb ? c0 : 0);
+    const B* pb = b + ob + (kb ? c0 : 0);
     if (ka && kb) {
       InnerLoop<T, Out, F, true, true>(pa, pb, o, len, f);
     } else if (ka) {
@@ -62,8 +64,8 @@ void RunPlan(const BroadcastPlan& p, const T* a, const T* b, Out* out, int64_t b
 // layout, runtime/blocked_layout.h, against a per-channel operand): the next dimension's
 // loop runs inside, so the odometer moves once per run of it rather than once per N
 // elements, and the row's loop unrolls into a vector operation or two.
-template <int64_t N, typename T, typename Out, typename F>
-void RunShortRows(const BroadcastPlan& p, const T* a, const T* b, Out* out, int64_t begin_row, int64_t end_row, F f) {
+template <int64_t N, typename T, typename Out, typename F, typename B = T>
+void RunShortRows(const BroadcastPlan& p, const T* a, const B* b, Out* out, int64_t begin_row, int64_t end_row, F f) {
   const int inner = p.rank - 1, next = p.rank - 2;
   const bool ka = p.a_stride[inner] != 0, kb = p.b_stride[inner] != 0;
   const int64_t m = p.dims[next], sa = p.a_stride[next], sb = p.b_stride[next];
@@ -75,7 +77,7 @@ void RunShortRows(const BroadcastPlan& p, const T* a, const T* b, Out* out, int6
     oa += idx[d] * p.a_stride[d];
     ob += idx[d] * p.b_stride[d];
   }
-  const auto run = [&](const T* pa, const T* pb, Out* o, int64_t rows, auto a_moves, auto b_moves) {
+  const auto run = [&](const T* pa, const B* pb, Out* o, int64_t rows, auto a_moves, auto b_moves) {
     for (int64_t r = 0; r < rows; ++r, pa += sa, pb += sb, o += N) {
       for (int64_t i = 0; i < N; ++i) o[i] = f(pa[a_moves ? i : 0], pb[b_moves ? i : 0]);
     }
@@ -83,7 +85,7 @@ void RunShortRows(const BroadcastPlan& p, const T* a, const T* b, Out* out, int6
   for (int64_t row = begin_row, r = begin_row % m; row < end_row; r = 0) {
     const int64_t rows = std::min(m - r, end_row - row);
     const T* pa = a + oa + r * sa;
-    const T* pb = b + ob + r * sb;
+    const B* pb = b + ob + r * sb;
     Out* o = out + row * N;
     if (ka && kb) run(pa, pb, o, rows, std::true_type(), std::true_type());
     else if (ka) run(pa, pb, o, rows, std::true_type(), std::false_type());
@@ -159,6 +161,68 @@ class BinaryOp : public OpKernel {
       }
     });
   }
+};
+
+// _FusedScaleOffset: x * scale + offset and the activation in one pass, walked as a binary
+// op of x and the (scale, offset) pairs, which broadcast as scale does.
+class FusedScaleOffsetOp : public OpKernel {
+ public:
+  explicit FusedScaleOffsetOp(OpKernelConstruction* c) : OpKernel(c) {
+    std::string activation;
+    Status s = c->GetAttr("activation", &activation);
+    if (s.ok() && !activation.empty() && activation != "Relu" && activation != "Relu6") {
+      s = errors::Unimplemented(type_string(), " with activation ", activation, ": only Relu and Relu6");
+    }
+    relu_ = activation == "Relu";
+    relu6_ = activation == "Relu6";
+    if (!s.ok()) c->SetStatus(s);
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    const Tensor& scale = ctx->input(1);
+    const Tensor& offset = ctx->input(2);
+    StatusOr<TensorShape> shape = InferenceContext::BroadcastShapes(x.shape(), scale.shape());
+    OP_REQUIRES_OK(ctx, shape.status());
+    OP_REQUIRES(ctx, *shape == x.shape() && InferenceContext::SameButLeadingOnes(offset.shape(), scale.shape()),
+                errors::InvalidArgument(name(), ": scale and offset must have one shape (but for leading 1s) that "
+                                        "broadcasts into x's; x ",
+                                        x.shape().DebugString(), ", scale ", scale.shape().DebugString(), ", offset ",
+                                        offset.shape().DebugString()));
+    // The longer of the two shapes: the pairs broadcast as the values of either would.
+    const TensorShape x_shape = x.shape(),
+                      pairs_shape = scale.rank() >= offset.rank() ? scale.shape() : offset.shape();
+    std::vector<Pair> pairs(scale.NumElements());
+    for (size_t i = 0; i < pairs.size(); ++i) pairs[i] = {scale.data<float>()[i], offset.data<float>()[i]};
+    const float* xp = x.data<float>();
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output(0, 0, x_shape, &out));
+    if (out->NumElements() == 0) return;
+    const BroadcastPlan plan = MakeBroadcastPlan(x_shape, pairs_shape, x_shape);
+    const int64_t n = plan.dims[plan.rank - 1], rows = out->NumElements() / n;
+    float* op = out->data<float>();
+    // The activations as Relu and Relu6 compute them (a NaN becomes 0).
+    const auto run = [&](auto f) {
+      ctx->ParallelFor(rows, n * 3, [&](int64_t begin, int64_t end) {
+        if (n == 8 && plan.rank >= 2) RunShortRows<8, float, float>(plan, xp, pairs.data(), op, begin, end, f);
+        else if (n == 16 && plan.rank >= 2) RunShortRows<16, float, float>(plan, xp, pairs.data(), op, begin, end, f);
+        else RunPlan<float, float>(plan, xp, pairs.data(), op, begin, end, 0, n, f);
+      });
+    };
+    if (relu_) {
+      run([](float v, const Pair& p) { v = v * p.scale + p.offset; return v > 0 ? v : 0.f; });
+    } else if (relu6_) {
+      run([](float v, const Pair& p) { v = v * p.scale + p.offset; return v > 6 ? 6.f : v > 0 ? v : 0.f; });
+    } else {
+      run([](float v, const Pair& p) { return v * p.scale + p.offset; });
+    }
+  }
+
+ private:
+  struct Pair {
+    float scale, offset;
+  };
+  bool relu_ = false, relu6_ = false;
 };
 
 // Integer arithmetic wraps around like TensorFlow's on two's-complement machines, computed
@@ -385,6 +449,7 @@ void RegisterCwiseKernels(KernelRegistry& r) {
   RegisterUnary<CosF, float, double>(r, "Cos");
   RegisterUnary<ReluF, float, double, int32_t, int64_t>(r, "Relu");
   RegisterUnary<Relu6F, float, double, int32_t, int64_t>(r, "Relu6");
+  r.Register<FusedScaleOffsetOp>(KernelDefBuilder("_FusedScaleOffset").Device(kDeviceCpu).TypeConstraint<float>("T"));
 }
 
 void RegisterHostInt32CwiseKernels(KernelRegistry& r, const std::string& device_type) {

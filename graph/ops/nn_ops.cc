@@ -332,6 +332,11 @@ void RegisterNnOps(OpRegistry& r) {
   RegisterCoreOp(r, OpDefBuilder("BiasAddGrad").Input("out_backprop: T").Output("output: T").Attr(kNumeric)
                   .Attr("data_format: string = \"NHWC\"").SetShapeFn(BiasAddGradShape));
 
+  // x * scale + offset, then `activation` ("", "Relu" or "Relu6"), in one pass: a frozen
+  // batch normalisation before a convolution (runtime/remapper.h). scale and offset have one
+  // shape but for leading 1s ([C] and [1, 1, 1, C]), which broadcasts into x's.
+  RegisterCoreOp(r, OpDefBuilder("_FusedScaleOffset").Input("x: T").Input("scale: T").Input("offset: T")
+                  .Output("y: T").Attr("T: {float32}").Attr("activation: string = \"\"").SetShapeFn(UnchangedShape));
   // Runtime-internal: the blocked layout (runtime/blocked_layout.h). An NHWC tensor into
   // blocks of `block` channels and back; a convolution (depthwise: of that channel
   // multiplier; 0, a full one) with its fused_ops ("", "BiasAdd", "BiasAdd,Relu",

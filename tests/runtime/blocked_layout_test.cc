@@ -141,7 +141,7 @@ TEST(BlockedLayoutTest, ACnnRunsBlockedWithTheValuesOfNhwc) {
     for (const char* name : {"a", "dw_act", "b_conv", "se_conv", "c_conv"}) {
       EXPECT_TRUE(Has(blocked, std::string(name) + "=_BlockedConv2D")) << name << " in " << nodes;
     }
-    for (const char* entry : {"joined=ConcatV2", "pre=Relu", "avg=_BlockedPool", "squeezed=Mean", "excite=Sigmoid",
+    for (const char* entry : {"joined=ConcatV2", "pre=_FusedScaleOffset", "avg=_BlockedPool", "squeezed=Mean", "excite=Sigmoid",
                               "se=Mul", "residual=AddV2", "block_out=Mul", "last=Relu"}) {
       EXPECT_TRUE(Has(blocked, entry)) << entry << " in " << nodes;
     }

@@ -366,6 +366,55 @@ TEST(RemapperTest, MatMulBiasAddReluBecomeOneNode) {
   }
 }
 
+// A frozen batch normalisation no convolution absorbed (DenseNet's, before its
+// convolutions): x * scale + offset and the Relu or Relu6 after it, one _FusedScaleOffset;
+// scale and offset may differ in leading 1s. A Mul something else reads stays.
+TEST(RemapperTest, AScaleAnOffsetAndTheirActivationBecomeOneNode) {
+  Scope root = Scope::NewRootScope();
+  Tensor x_value = Random(TensorShape({2, 5, 3, 6}), 1);
+  for (float& v : x_value.flat<float>()) v *= 8;  // past 6 and below 0 after the scale
+  auto x = ops::Const(root.WithOpName("x"), x_value);
+  auto scale = [&](uint32_t seed) { return ops::Const(root, Random(TensorShape({6}), seed)); };
+  auto offset = [&](uint32_t seed) { return ops::Const(root, Random(TensorShape({1, 1, 1, 6}), seed)); };
+  ops::Relu(root.WithOpName("relu"), ops::Add(root.WithOpName("add"), ops::Mul(root.WithOpName("mul"), x, scale(2)), offset(3)));
+  ops::Build(root.WithOpName("relu6"), "Relu6",
+             {ops::Build(root.WithOpName("add6"), "AddV2", {offset(5), ops::Mul(root.WithOpName("mul6"), scale(4), x)})});
+  ops::Add(root.WithOpName("affine"), ops::Mul(root.WithOpName("mul_only"), x, scale(6)), offset(7));
+  auto shared = ops::Mul(root.WithOpName("shared"), x, scale(8));
+  ops::Add(root.WithOpName("shared_add"), shared, offset(9));
+  ops::Neg(root.WithOpName("other_reader"), shared);
+  const std::vector<std::string> fetches = {"relu", "relu6", "affine", "shared_add", "other_reader"};
+  Step fused = RunStep(root, fetches, true);
+  Step plain = RunStep(root, fetches, false);
+  ASSERT_EQ(fused.values.size(), fetches.size());
+  ASSERT_EQ(plain.values.size(), fetches.size());
+  for (size_t i = 0; i < fetches.size(); ++i) ExpectNear(fused.values[i], plain.values[i]);
+  for (const char* entry : {"relu=_FusedScaleOffset", "relu6=_FusedScaleOffset", "affine=_FusedScaleOffset",
+                            "shared=Mul", "shared_add=Add"}) {
+    EXPECT_TRUE(Has(fused, entry)) << entry << " in " << ::testing::PrintToString(fused.ops);
+  }
+  for (const char* gone : {"mul=Mul", "add=Add", "mul6=Mul", "add6=AddV2", "mul_only=Mul"}) EXPECT_FALSE(Has(fused, gone)) << gone;
+  const auto relu6 = plain.values[1].flat<float>();
+  EXPECT_EQ(*std::max_element(relu6.begin(), relu6.end()), 6.f);
+  EXPECT_EQ(*std::min_element(relu6.begin(), relu6.end()), 0.f);
+}
+
+// Scale and offset the kernel cannot pair fail the step naming the node.
+TEST(RemapperTest, AScaleAndOffsetOfOtherShapesAreAnError) {
+  Scope root = Scope::NewRootScope();
+  ops::Build(root.WithOpName("fused"), "_FusedScaleOffset",
+             {ops::Const(root, Random(TensorShape({2, 3, 4}), 1)), ops::Const(root, Random(TensorShape({4}), 2)),
+              ops::Const(root, Random(TensorShape({3, 1}), 3))},
+             {{"activation", std::string("Relu")}});
+  auto session = testing::MakeSession(root);
+  ASSERT_NE(session, nullptr);
+  std::vector<Tensor> out;
+  Status s = session->Run({}, {"fused"}, {}, &out);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("fused"));
+  EXPECT_THAT(s.message(), HasSubstr("one shape"));
+}
+
 TEST(RemapperTest, TheConfigSwitch) {
   auto off = SessionConfig::FromJson(R"({"graph_options": {"rewrite_options": {"remapping": "OFF"}}})");
   ASSERT_TRUE(off.ok()) << off.status();
