@@ -151,9 +151,44 @@ class Rewriter {
     return std::any_of(channels_.begin(), channels_.end(), [](int64_t c) { return c > 0; });
   }
 
+  // A blocked convolution with its bias whose result alone an Add reads, with another blocked
+  // tensor of its shape (a residual connection's), and the Relu that alone reads the sum: the
+  // convolution adds the summand as it writes, and applies the Relu (_BlockedConv2D's
+  // "BiasAdd,Add,Relu"), taking the name of the last.
+  void FuseResidualSums() {
+    for (const Node* conv : graph_.nodes()) {
+      std::string fused;
+      if (conv->op() != "_FusedConv2D" || channels_[conv->id()] == 0 || !conv->GetAttr("fused_ops", &fused).ok() ||
+          fused != "BiasAdd" || conv->out_edges().size() != 1) {
+        continue;
+      }
+      const Edge* out = conv->out_edges()[0];
+      const Node* add = out->dst;
+      if (!Blocked(*out) || (add->op() != "Add" && add->op() != "AddV2") || channels_[add->id()] == 0 ||
+          absorbed_.count(add) != 0) {  // a projection shortcut's convolution may have claimed it
+        continue;
+      }
+      const Edge* summand = add->input_edge(1 - out->dst_input);
+      const TensorShape& shape = conv->output_shape(0);
+      if (!Blocked(*summand) || summand->src == conv || shape.unknown_rank() || shape.rank() != 4 ||
+          summand->src->output_shape(0) != shape || shape.dim(1) < 0 || shape.dim(2) < 0) {
+        continue;
+      }
+      const Node* relu = nullptr;
+      if (add->out_edges().size() == 1 && !add->out_edges()[0]->IsControl() && add->out_edges()[0]->dst->op() == "Relu" &&
+          channels_[add->out_edges()[0]->dst->id()] > 0) {
+        relu = add->out_edges()[0]->dst;
+      }
+      residuals_[conv] = {add, relu, summand};
+      absorbed_.insert(add);
+      if (relu != nullptr) absorbed_.insert(relu);
+    }
+  }
+
   StatusOr<std::unique_ptr<Graph>> Build() {
     std::vector<NodePart> nodes;
     for (const Node* n : graph_.nodes()) {
+      if (absorbed_.count(n) != 0) continue;
       NodePart part = channels_[n->id()] > 0 ? BlockedNode(*n) : NodePart::Copy(*n);
       // Whatever reads a blocked value outside the layout reads it through a _FromBlocked.
       for (int i = 0; i < n->num_inputs() && channels_[n->id()] == 0; ++i) {
@@ -319,6 +354,27 @@ class Rewriter {
       def.attrs["depthwise"] = IsDepthwise(n) ? filter.dim(3) : int64_t{0};
       def.attrs["block"] = block_;
       if (!Blocked(*n.input_edge(0))) def.inputs[0] = ToBlocked(*n.input_edge(0), n);
+      if (auto it = residuals_.find(&n); it != residuals_.end()) {
+        const Residual& r = it->second;
+        const Node& last = r.relu != nullptr ? *r.relu : *r.add;
+        def.name = last.name();
+        def.attrs["fused_ops"] = std::string(r.relu != nullptr ? "BiasAdd,Add,Relu" : "BiasAdd,Add");
+        def.attrs["num_args"] = int64_t{2};
+        // Data inputs first, then the control inputs of all three.
+        std::vector<std::string> controls;
+        for (const Node* part : {r.add, r.relu}) {
+          if (part == nullptr) continue;
+          for (const std::string& input : part->ToSpec().inputs) {
+            if (!input.empty() && input[0] == '^') controls.push_back(input);
+          }
+        }
+        auto first_control = std::find_if(def.inputs.begin(), def.inputs.end(),
+                                           [](const std::string& input) { return !input.empty() && input[0] == '^'; });
+        first_control = def.inputs.insert(first_control, InputName(*r.summand));
+        for (const std::string& c : controls) {
+          if (std::find(def.inputs.begin(), def.inputs.end(), c) == def.inputs.end()) def.inputs.push_back(c);
+        }
+      }
     } else if (BinaryOps().count(n.op()) != 0 || n.op() == "_FusedScaleOffset") {
       for (int i = 0; i < n.num_inputs(); ++i) {
         if (InputChannels(n, i) != 0) continue;
@@ -353,6 +409,13 @@ class Rewriter {
   const int64_t block_;
   std::vector<int64_t> channels_;  // by node id: the channels of its blocked result, or 0
   std::set<const Node*> lone_;     // convolutions that stay out of the layout
+  struct Residual {
+    const Node* add;
+    const Node* relu;  // or nullptr
+    const Edge* summand;
+  };
+  std::map<const Node*, Residual> residuals_;  // by the convolution that absorbs them
+  std::set<const Node*> absorbed_;             // the Adds and Relus they absorb
   std::set<std::string> names_;
   std::map<std::string, std::string> from_blocked_, to_blocked_;  // value -> its conversion
   std::vector<NodePart> added_;
@@ -364,6 +427,7 @@ StatusOr<std::unique_ptr<Graph>> UseBlockedLayout(std::unique_ptr<Graph> graph, 
   if (block == 0) block = __builtin_cpu_supports("avx512f") ? 16 : 8;
   Rewriter rewriter(*graph, block);
   if (!rewriter.Plan()) return graph;
+  rewriter.FuseResidualSums();
   return rewriter.Build();
 }
 

@@ -93,10 +93,12 @@ class BlockedConv2DOp : public OpKernel {
     if (s.ok() && block_ != 8 && block_ != 16) s = errors::InvalidArgument("block must be 8 or 16, got ", block_);
     if (s.ok() && depthwise_ < 0) s = errors::InvalidArgument("depthwise must be >= 0, got ", depthwise_);
     bias_ = fused.rfind("BiasAdd", 0) == 0;
-    relu_ = fused == "BiasAdd,Relu";
+    sum_ = fused.rfind("BiasAdd,Add", 0) == 0;
+    relu_ = fused == "BiasAdd,Relu" || fused == "BiasAdd,Add,Relu";
     relu6_ = fused == "BiasAdd,Relu6";
-    if (s.ok() && !fused.empty() && fused != "BiasAdd" && !relu_ && !relu6_) {
-      s = errors::Unimplemented(type_string(), " of ", fused, ": only BiasAdd, BiasAdd,Relu and BiasAdd,Relu6");
+    if (s.ok() && !fused.empty() && fused != "BiasAdd" && fused != "BiasAdd,Add" && !relu_ && !relu6_) {
+      s = errors::Unimplemented(type_string(), " of ", fused,
+                                ": only BiasAdd, BiasAdd,Relu, BiasAdd,Relu6, BiasAdd,Add and BiasAdd,Add,Relu");
     }
     if (!s.ok()) c->SetStatus(s);
     const Edge* filter = c->node().input_edge(1);
@@ -119,13 +121,28 @@ class BlockedConv2DOp : public OpKernel {
                                         f.shape().DebugString()));
     OP_REQUIRES(ctx, o % block_ == 0,
                 errors::InvalidArgument(name(), ": ", o, " output channels are not whole blocks of ", block_));
-    OP_REQUIRES(ctx, num_inputs() == (bias_ ? 3 : 2) && (!bias_ || ctx->input(2).shape() == TensorShape({o})),
+    const int args = bias_ + sum_;
+    OP_REQUIRES(ctx, num_inputs() == 2 + args && (!bias_ || ctx->input(2).shape() == TensorShape({o})),
                 errors::InvalidArgument(name(), ": fused_ops ", bias_ ? "with" : "without", " BiasAdd take ",
-                                        bias_ ? "one arg, a bias of " + std::to_string(o) + " values" : "no args"));
+                                        args == 0 ? "no args" : "a bias of " + std::to_string(o) + " values",
+                                        sum_ ? " and the summand" : ""));
+    const TensorShape shape({g->n, o / block_, g->oh, g->ow, block_});
     Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({g->n, o / block_, g->oh, g->ow, block_}), &out));
+    if (sum_) {
+      // The summand's buffer becomes the output where nothing else holds it; else a copy.
+      const Tensor& summand = ctx->input(3);
+      OP_REQUIRES(ctx, summand.shape() == shape,
+                  errors::InvalidArgument(name(), ": the summand is ", summand.shape().DebugString(),
+                                          ", the convolution's output ", shape.DebugString()));
+      const float* from = summand.data<float>();
+      OP_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output(3, 0, shape, &out));
+      if (out->data<float>() != from) std::copy_n(from, shape.num_elements(), out->data<float>());
+    } else {
+      OP_REQUIRES_OK(ctx, ctx->allocate_output(0, shape, &out));
+    }
     if (out->NumElements() == 0) return;
-    const ConvEpilogue epilogue{bias_ ? ctx->input(2).data<float>() : nullptr, relu_, relu6_};
+    ConvEpilogue epilogue{bias_ ? ctx->input(2).data<float>() : nullptr, relu_, relu6_};
+    epilogue.sum = sum_;
     OP_REQUIRES_OK(ctx, DnnlBlockedConv2D(ctx, *g, o, depthwise_, block_, in.data<float>(), f.data<float>(),
                                           out->data<float>(), epilogue, packed_.get()));
   }
@@ -133,7 +150,7 @@ class BlockedConv2DOp : public OpKernel {
  private:
   const ConvAttrs attrs_;
   int64_t block_ = 0, depthwise_ = 0;
-  bool bias_ = false, relu_ = false, relu6_ = false;
+  bool bias_ = false, sum_ = false, relu_ = false, relu6_ = false;
   std::unique_ptr<PackedFilter> packed_;  // where the filter is a constant
 };
 

@@ -40,7 +40,7 @@ struct Primitive {
 
 // Everything a primitive depends on; the output size fixes the bottom and right padding.
 using Key = std::tuple<Kind, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-                       int64_t, int64_t, int64_t, int64_t, bool, bool, bool, int64_t, int64_t>;
+                       int64_t, int64_t, int64_t, int64_t, bool, bool, bool, bool, int64_t, int64_t>;
 
 // What a forward primitive is besides its shapes: whether it adds a bias, the activation it
 // applies, and whether it is depthwise.
@@ -48,6 +48,7 @@ struct Fusion {
   bool bias = false;
   bool relu = false;
   bool relu6 = false;
+  bool sum = false;  // adds to what the output holds, before the activation
   // A depthwise convolution's channel multiplier (oneDNN's grouped convolution, a group per
   // input channel); 0 for a full convolution.
   int64_t depthwise = 0;
@@ -71,16 +72,17 @@ StatusOr<std::shared_ptr<const Primitive>> Build(Kind kind, const Geometry& g, i
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   dnnl::primitive_attr forward_attr = attr;
-  if (fusion.relu || fusion.relu6) {
-    dnnl::post_ops relu;
+  if (fusion.relu || fusion.relu6 || fusion.sum) {
+    dnnl::post_ops post;
+    if (fusion.sum) post.append_sum(1.f);
 #if DNNL_VERSION_MAJOR >= 3
-    if (fusion.relu6) relu.append_eltwise(dnnl::algorithm::eltwise_clip, 0.f, 6.f);
-    else relu.append_eltwise(dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+    if (fusion.relu6) post.append_eltwise(dnnl::algorithm::eltwise_clip, 0.f, 6.f);
+    else if (fusion.relu) post.append_eltwise(dnnl::algorithm::eltwise_relu, 0.f, 0.f);
 #else
-    if (fusion.relu6) relu.append_eltwise(1.f, dnnl::algorithm::eltwise_bounded_relu, 6.f, 0.f);
-    else relu.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+    if (fusion.relu6) post.append_eltwise(1.f, dnnl::algorithm::eltwise_bounded_relu, 6.f, 0.f);
+    else if (fusion.relu) post.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
 #endif
-    forward_attr.set_post_ops(relu);
+    forward_attr.set_post_ops(post);
   }
   const memory::desc bias = fusion.bias ? memory::desc({o}, kF32, Tag::x) : memory::desc();
   auto p = std::make_shared<Primitive>();
@@ -165,7 +167,7 @@ StatusOr<std::shared_ptr<const Primitive>> Get(Kind kind, const Geometry& g, int
   static std::mutex mu;
   static auto* cache = new std::map<Key, std::shared_ptr<const Primitive>>();
   const Key key{kind, n, g.h, g.w, g.c, o, g.kh, g.kw, g.sh, g.sw, g.pad_top, g.pad_left, g.oh, g.ow, fusion.bias,
-                fusion.relu, fusion.relu6, fusion.depthwise, fusion.block};
+                fusion.relu, fusion.relu6, fusion.sum, fusion.depthwise, fusion.block};
   {
     std::lock_guard<std::mutex> lock(mu);
     if (auto it = cache->find(key); it != cache->end()) return it->second;
@@ -239,7 +241,7 @@ Status ForwardPart(OpKernelContext* ctx, const Geometry& g, int64_t o, const flo
   const int64_t image_bytes = g.oh * g.ow * o * static_cast<int64_t>(sizeof(float));
   const int64_t chunk =
       pool == nullptr ? n : std::clamp<int64_t>(kPoolChunkBytes / std::max<int64_t>(image_bytes, 1), 1, n);
-  const Fusion fusion{epilogue.bias != nullptr, epilogue.relu, epilogue.relu6, depthwise};
+  const Fusion fusion{epilogue.bias != nullptr, epilogue.relu, epilogue.relu6, false, depthwise};
   Tensor buffer, filter_buffer, scratch, src_buffer, dst_buffer;
   try {
     dnnl::stream stream(Engine());
@@ -403,7 +405,7 @@ Status BlockedPart(OpKernelContext* ctx, const Geometry& g, int64_t o, const Fus
 // contiguous run of the output (and, depthwise, of the input).
 Status BlockedForward(OpKernelContext* ctx, const Geometry& g, int64_t o, const float* src, const float* filter,
                       float* out, const ConvEpilogue& epilogue, int64_t depthwise, int64_t block, PackedFilter* packed) {
-  const Fusion fusion{epilogue.bias != nullptr, epilogue.relu, epilogue.relu6, depthwise, block};
+  const Fusion fusion{epilogue.bias != nullptr, epilogue.relu, epilogue.relu6, epilogue.sum, depthwise, block};
   const int64_t macs = g.oh * g.ow * o * g.kh * g.kw * (depthwise > 0 ? 1 : g.c);
   const int64_t blocks = o / block;
   // A depthwise part's input channels must be whole blocks too: with a multiplier of 1 they

@@ -28,6 +28,9 @@ struct ConvEpilogue {
   // With max_pool, where each pooled value's argmax goes ([N, PH, PW, O], pooling.h), for
   // the gradient; or none.
   uint8_t* argmax = nullptr;
+  // The output already holds a summand, which the convolution adds to before the
+  // activation (a residual connection's); blocked convolutions only.
+  bool sum = false;
 };
 
 // A filter that never changes (a Const's) in the layouts oneDNN's primitives want it, each
@@ -61,7 +64,7 @@ Status DnnlDepthwiseConv2D(OpKernelContext* ctx, const Geometry& g, int64_t mult
 // channels (runtime/blocked_layout.h): in [N, C / block, H, W, block], out [N, O / block, OH,
 // OW, block], C and O whole blocks; `g` is the NHWC geometry. A full convolution for
 // `depthwise` 0, else a depthwise one of that multiplier (O = C * depthwise). The epilogue's
-// bias and activation apply; it has no max_pool.
+// bias, sum and activation apply; it has no max_pool.
 Status DnnlBlockedConv2D(OpKernelContext* ctx, const Geometry& g, int64_t o, int64_t depthwise, int64_t block,
                          const float* in, const float* filter, float* out, const ConvEpilogue& epilogue = {},
                          PackedFilter* packed = nullptr);

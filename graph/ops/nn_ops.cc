@@ -340,7 +340,8 @@ void RegisterNnOps(OpRegistry& r) {
   // Runtime-internal: the blocked layout (runtime/blocked_layout.h). An NHWC tensor into
   // blocks of `block` channels and back; a convolution (depthwise: of that channel
   // multiplier; 0, a full one) with its fused_ops ("", "BiasAdd", "BiasAdd,Relu",
-  // "BiasAdd,Relu6") and a MaxPool or AvgPool (`pooling` MAX or AVG) over blocked tensors.
+  // "BiasAdd,Relu6", and "BiasAdd,Add" or "BiasAdd,Add,Relu" whose second arg is a
+  // residual summand) and a MaxPool or AvgPool (`pooling` MAX or AVG) over blocked tensors.
   RegisterCoreOp(r, OpDefBuilder("_ToBlocked").Input("input: T").Output("output: T").Attr("T: {float32}")
                   .Attr("block: int").SetShapeFn(ToBlockedShape));
   RegisterCoreOp(r, OpDefBuilder("_FromBlocked").Input("input: T").Output("output: T").Attr("T: {float32}")

@@ -96,8 +96,9 @@ Output Affine(const Scope& root, const std::string& name, Input x, int64_t c, ui
 // The ops of MobileNet, ResNet, DenseNet and EfficientNet in small, channels in blocks of 8
 // (and 16 where it matters): a 3-channel stem, a MaxPool, convolutions with their batch
 // normalisations, a depthwise convolution with Relu6, a concatenation of an NHWC and a
-// blocked tensor, a pre-activation normalisation, an AvgPool, a squeeze-and-excitation, a
-// residual sum, a scalar scale, an intermediate fetch, and a global average at the end.
+// blocked tensor, a pre-activation normalisation, an AvgPool, a squeeze-and-excitation, two
+// residual sums (with and without a Relu after), a scalar scale, an intermediate fetch, and
+// a global average at the end.
 struct Cnn {
   Scope root = Scope::NewRootScope();
   std::vector<std::string> fetches = {"logits", "block_out"};
@@ -118,9 +119,13 @@ struct Cnn {
                               {.keep_dims = true});
     auto excite = ops::Build(root.WithOpName("excite"), "Sigmoid", {Conv(root, "se_conv", squeezed, 32, 32, 1, 1, "VALID", 13)});
     auto se = ops::Mul(root.WithOpName("se"), avg, excite);
-    auto c = Conv(root, "c_conv", se, 32, 32, 3, 1, "SAME", 14);
-    auto residual = ops::Build(root.WithOpName("residual"), "AddV2", {c, se});
-    auto half = ops::Mul(root.WithOpName("block_out"), residual, ops::Const(root, Tensor::Scalar<float>(0.5f)));
+    auto c = ops::BiasAdd(root.WithOpName("c_bias"), Conv(root, "c_conv", se, 32, 32, 3, 1, "SAME", 14),
+                          ops::Const(root, Uniform({32}, 15)));
+    auto residual = ops::Relu(root.WithOpName("residual"), ops::Build(root.WithOpName("sum"), "AddV2", {c, se}));
+    auto d = ops::BiasAdd(root.WithOpName("d_bias"), Conv(root, "d_conv", residual, 32, 32, 1, 1, "SAME", 16),
+                          ops::Const(root, Uniform({32}, 17)));
+    auto half = ops::Mul(root.WithOpName("block_out"), ops::Add(root.WithOpName("d_sum"), residual, d),
+                         ops::Const(root, Tensor::Scalar<float>(0.5f)));
     ops::Mean(root.WithOpName("logits"), ops::Relu(root.WithOpName("last"), half),
               ops::Const(root, Tensor::FromVector<int32_t>({1, 2})));
   }
@@ -138,11 +143,18 @@ TEST(BlockedLayoutTest, ACnnRunsBlockedWithTheValuesOfNhwc) {
     // The stem reads 3 channels: NHWC, fused with its pool, whose result enters the layout
     // (once) for the concatenation and the first blocked convolution.
     EXPECT_TRUE(Has(blocked, "pool=_FusedConv2DMaxPool")) << nodes;
-    for (const char* name : {"a", "dw_act", "b_conv", "se_conv", "c_conv"}) {
+    for (const char* name : {"a", "dw_act", "b_conv", "se_conv"}) {
       EXPECT_TRUE(Has(blocked, std::string(name) + "=_BlockedConv2D")) << name << " in " << nodes;
     }
+    // The residual sums: each convolution adds its summand as it writes, the first its Relu too.
+    for (const char* entry : {"residual=_BlockedConv2D", "d_sum=_BlockedConv2D"}) {
+      EXPECT_TRUE(Has(blocked, entry)) << entry << " in " << nodes;
+    }
+    for (const char* gone : {"c_bias=_BlockedConv2D", "sum=AddV2", "d_bias=_BlockedConv2D"}) {
+      EXPECT_FALSE(Has(blocked, gone)) << gone << " in " << nodes;
+    }
     for (const char* entry : {"joined=ConcatV2", "pre=_FusedScaleOffset", "avg=_BlockedPool", "squeezed=Mean", "excite=Sigmoid",
-                              "se=Mul", "residual=AddV2", "block_out=Mul", "last=Relu"}) {
+                              "se=Mul", "block_out=Mul", "last=Relu"}) {
       EXPECT_TRUE(Has(blocked, entry)) << entry << " in " << nodes;
     }
     EXPECT_EQ(Count(blocked, "_ToBlocked"), 1) << nodes;  // the pool's, read twice
@@ -257,9 +269,19 @@ TEST(BlockedLayoutTest, BadInputsAreErrorsNamingTheNode) {
   ops::Build(root.WithOpName("conv"), "_BlockedConv2D", {x, ops::Const(root, Uniform({1, 1, 8, 8}, 1))},
              {{"strides", std::vector<int64_t>{1, 1, 1, 1}}, {"padding", std::string("SAME")},
               {"num_args", int64_t{0}}, {"block", int64_t{8}}});
+  auto blocked = ops::Build(root.WithOpName("blocked"), "_ToBlocked", {x}, {{"block", int64_t{8}}});
+  ops::Build(root.WithOpName("residual"), "_BlockedConv2D",
+             {blocked, ops::Const(root, Uniform({1, 1, 8, 8}, 1)), ops::Const(root, Uniform({8}, 2)),
+              ops::Const(root, Uniform({1, 1, 3, 3, 8}, 3))},
+             {{"strides", std::vector<int64_t>{1, 1, 1, 1}}, {"padding", std::string("SAME")},
+              {"num_args", int64_t{2}}, {"fused_ops", std::string("BiasAdd,Add,Relu")}, {"block", int64_t{8}}});
   auto session = testing::MakeSession(root);
   ASSERT_NE(session, nullptr);
   std::vector<Tensor> out;
+  Status summand = session->Run({{"x", Uniform({1, 2, 2, 8}, 3)}}, {"residual"}, {}, &out);
+  EXPECT_EQ(summand.code(), Code::kInvalidArgument);
+  EXPECT_THAT(summand.message(), HasSubstr("residual"));
+  EXPECT_THAT(summand.message(), HasSubstr("summand"));
   const std::vector<std::pair<std::string, Tensor>> odd = {{"x", Uniform({1, 2, 2, 12}, 2)}};
   Status s = session->Run(odd, {"to"}, {}, &out);
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
