@@ -63,11 +63,35 @@ std::optional<std::pair<const Node*, int>> PassedThrough(const Node& n) {
   return std::nullopt;
 }
 
+// An IdentityN of which one output alone is read hands on that input: a custom gradient's
+// forward pass (Keras's swish hands on x * sigmoid(x), and x for its gradient) read by
+// inference.
+std::optional<std::pair<const Node*, int>> SoleOutputPassed(const Node& n) {
+  if (n.op() != "IdentityN" || !n.control_inputs().empty()) return std::nullopt;
+  int read = -1;
+  for (const Edge* e : n.out_edges()) {
+    if (e->IsControl()) continue;
+    if (read >= 0 && e->src_output != read) return std::nullopt;
+    read = e->src_output;
+  }
+  if (read < 0) return std::nullopt;
+  const Edge* in = n.input_edge(read);
+  if (in->src->assigned_device() != n.assigned_device() || IsControlFlow(in->src->op()) ||
+      in->src->output_is_ref(in->src_output)) {
+    return std::nullopt;
+  }
+  return std::make_pair(in->src, in->src_output);
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<Graph>> SimplifyArithmetic(std::unique_ptr<Graph> graph) {
   std::map<std::string, Replacement> dropped;
   for (const Node* n : graph->nodes()) {
+    if (auto sole = SoleOutputPassed(*n)) {
+      dropped.emplace(n->name(), Replacement{sole->first->name(), std::vector<int>(n->num_outputs(), sole->second)});
+      continue;
+    }
     auto passed = PassedThrough(*n);
     if (!passed) continue;
     dropped.emplace(n->name(), Replacement{passed->first->name(), {passed->second}});

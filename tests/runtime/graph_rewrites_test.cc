@@ -79,7 +79,9 @@ TEST(GraphRewritesTest, NodesThatHandOnTheirInputGo) {
   auto minus_zero = ops::Sub(root.WithOpName("minus_zero"), plus_zero, zeros);
   auto neg_neg = ops::Neg(root.WithOpName("neg2"), ops::Neg(root.WithOpName("neg1"), minus_zero));
   auto id = ops::Identity(root.WithOpName("id2"), ops::Identity(root.WithOpName("id1"), neg_neg));
-  ops::Square(root.WithOpName("out"), id);
+  // An IdentityN one output of which alone is read (a custom gradient's forward pass).
+  auto id_n = ops::Build(root.WithOpName("id_n"), "IdentityN", {x, id});
+  ops::Square(root.WithOpName("out"), Output(id_n.node, 1));
   // What changes value or shape stays: 0 - x, and x * 1 broadcast to a larger shape.
   ops::Sub(root.WithOpName("zero_minus"), zeros, x);
   auto column = ops::Placeholder(root.WithOpName("column"), DataType::kFloat, TensorShape({2, 1}));
@@ -97,7 +99,7 @@ TEST(GraphRewritesTest, NodesThatHandOnTheirInputGo) {
     EXPECT_EQ(Floats(simplified.values[i]), Floats(plain.values[i]));
   }
   EXPECT_EQ(Floats(simplified.values[0]), (std::vector<float>{1, 4, 9, 16, 25, 36}));
-  for (const char* gone : {"times_one", "one_times", "plus_zero", "minus_zero", "neg1", "neg2", "id1", "id2"}) {
+  for (const char* gone : {"times_one", "one_times", "plus_zero", "minus_zero", "neg1", "neg2", "id1", "id2", "id_n"}) {
     EXPECT_FALSE(std::any_of(simplified.nodes.begin(), simplified.nodes.end(),
                              [&](const std::string& n) { return n.starts_with(std::string(gone) + "="); }))
         << gone;
