@@ -189,6 +189,10 @@ class Rewriter {
     std::vector<NodePart> nodes;
     for (const Node* n : graph_.nodes()) {
       if (absorbed_.count(n) != 0) continue;
+      if (IsMeanOfBlocked(*n)) {
+        AddMeanOfBlocked(*n);
+        continue;
+      }
       NodePart part = channels_[n->id()] > 0 ? BlockedNode(*n) : NodePart::Copy(*n);
       // Whatever reads a blocked value outside the layout reads it through a _FromBlocked.
       for (int i = 0; i < n->num_inputs() && channels_[n->id()] == 0; ++i) {
@@ -226,6 +230,33 @@ class Rewriter {
     return false;
   }
 
+  // Whether n's input i, not blocked, is a 4-D tensor of `channels` channels: it enters the
+  // layout through a _ToBlocked (a squeeze-and-excitation's [N, 1, 1, C] scale, whose rows
+  // and columns shape inference may not know), which costs no more than taking the blocked
+  // operand out would.
+  bool EntersLayout(const Node& n, int i, int64_t channels) const {
+    const Edge* e = i < n.num_inputs() ? n.input_edge(i) : nullptr;
+    if (e == nullptr || e->src->constant_value() != nullptr) return false;
+    const TensorShape& shape = e->src->output_shape(e->src_output);
+    return !shape.unknown_rank() && shape.rank() == 4 && shape.dim(3) == channels;
+  }
+
+  // A Mean over rows and columns of a blocked tensor that drops them (Keras's
+  // GlobalAveragePooling2D): [N, C/B, 1, 1, B] is [N, C] in memory, so the mean is taken
+  // blocked and reshaped, and the activations never leave the layout.
+  bool IsMeanOfBlocked(const Node& n) const {
+    bool keep_dims = true;
+    const Tensor* axes = ConstInput(n, 1);
+    if (n.op() != "Mean" || !OnCpu(n) || !IsFloat(n) || InputChannels(n, 0) == 0 ||
+        !n.GetAttr("keep_dims", &keep_dims).ok() || keep_dims || !IsIntConst(axes)) {
+      return false;
+    }
+    std::vector<int64_t> a = IntTensorValues(*axes);
+    for (int64_t& x : a) x = x < 0 ? x + 4 : x;
+    std::sort(a.begin(), a.end());
+    return a == std::vector<int64_t>{1, 2};
+  }
+
   // The channels of n's result if it runs blocked, else 0. Its inputs are decided.
   int64_t BlockedChannels(const Node& n) const {
     if (IsConv(n)) return BlockedConvChannels(n, block_);
@@ -238,7 +269,10 @@ class Rewriter {
       if (channels == 0) return 0;
       for (int i = 0; i < 2; ++i) {
         const int64_t ci = InputChannels(n, i);
-        if (ci != 0 ? ci != channels : ClassifyConst(ConstInput(n, i), channels) == ConstKind::kNone) return 0;
+        if (ci != 0 ? ci != channels
+                    : ClassifyConst(ConstInput(n, i), channels) == ConstKind::kNone && !EntersLayout(n, i, channels)) {
+          return 0;
+        }
       }
       return channels;
     }
@@ -331,6 +365,24 @@ class Rewriter {
     return name;
   }
 
+  // IsMeanOfBlocked's mean, kept as [N, C/B, 1, 1, B], then a Reshape to [N, C] named as `n`.
+  void AddMeanOfBlocked(const Node& n) {
+    NodeSpec mean = n.ToSpec();
+    mean.name = UniqueName(n.name() + "/blocked");
+    mean.attrs["keep_dims"] = true;
+    mean.inputs[1] = AddConstant(n, 1, IntConstant(ConstInput(n, 1)->dtype(), {2, 3}, false));
+    NodeSpec reshape;
+    reshape.name = n.name();
+    reshape.op = "Reshape";
+    reshape.device = n.requested_device();
+    reshape.attrs = {{"T", DataType::kFloat}, {"Tshape", DataType::kInt32}};
+    reshape.inputs = {mean.name, AddConstant(n, 1, IntConstant(DataType::kInt32, {-1, InputChannels(n, 0)}, false))};
+    for (size_t i = 2; i < mean.inputs.size(); ++i) reshape.inputs.push_back(mean.inputs[i]);  // control inputs
+    mean.inputs.resize(2);
+    added_.push_back({std::move(mean), nullptr, n.assigned_device()});
+    added_.push_back({std::move(reshape), nullptr, n.assigned_device()});
+  }
+
   NodePart BlockedNode(const Node& n) {
     NodePart part = NodePart::Copy(n);
     NodeSpec& def = part.def;
@@ -380,6 +432,7 @@ class Rewriter {
         if (InputChannels(n, i) != 0) continue;
         const Tensor* t = ConstInput(n, i);
         if (ClassifyConst(t, channels) == ConstKind::kPerChannel) def.inputs[i] = AddConstant(n, i, BlockedPerChannel(*t, block_));
+        if (EntersLayout(n, i, channels)) def.inputs[i] = ToBlocked(*n.input_edge(i), n);
       }
       if (n.op() == "BiasAdd") {
         const std::vector<std::string> inputs = def.inputs;

@@ -3,15 +3,19 @@
 // (B channels of a pixel together; B = 16 where the CPU has AVX-512, else 8) faster than
 // NHWC, so a float NHWC Conv2D or DepthwiseConv2dNative (fused or not) whose filter is a
 // constant and whose channels in and out are whole blocks becomes a _BlockedConv2D, and what
-// reads its result in place keeps it blocked: the unary activations, binary arithmetic
-// between blocked tensors of the same channels or with a per-channel or scalar constant (a
-// BiasAdd becomes an AddV2 of the constant, blocked; a _FusedScaleOffset's scale and offset
-// are blocked too), ConcatV2 along the channels, MaxPool and AvgPool (_BlockedPool), and
-// Mean over rows and columns kept as dimensions. A _ToBlocked enters a chain and a
-// _FromBlocked leaves it wherever anything else (a fetch included) reads a blocked result.
-// A convolution that would enter the layout and lead to no other blocked convolution stays
-// as it is: two reorders would cost what it gains. Training graphs are untouched (their
-// filters are variables, not constants).
+// reads its result in place keeps it blocked:
+// - unary activations;
+// - binary arithmetic between blocked tensors of the same channels, or with a per-channel or
+//   scalar constant (blocked too; a BiasAdd becomes an AddV2), or with another 4-D tensor of
+//   the same channels, which enters the layout (a squeeze-and-excitation's [N, 1, 1, C]
+//   scale); a _FusedScaleOffset's scale and offset are blocked;
+// - ConcatV2 along the channels; MaxPool and AvgPool (_BlockedPool);
+// - Mean over rows and columns (one that drops them is taken blocked, then reshaped to
+//   [N, C], which is the same memory).
+// A _ToBlocked enters a chain and a _FromBlocked leaves it wherever anything else (a fetch
+// included) reads a blocked result. A convolution that would enter the layout and lead to no
+// other blocked convolution stays as it is: two reorders would cost what it gains. Training
+// graphs are untouched (their filters are variables, not constants).
 //
 // Every node keeps its name, but for a residual connection's sum: a convolution with its
 // bias whose result alone an Add reads, with another blocked tensor of its shape, adds that

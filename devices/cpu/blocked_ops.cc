@@ -14,12 +14,23 @@
 namespace tessera::cpu {
 namespace {
 
+// One pixel's block of B floats: a compile-time length, so that it is a vector move or two
+// rather than a call to memmove.
+template <int64_t B>
+void CopyBlock(const float* from, float* to) {
+  std::copy_n(from, B, to);
+}
+using CopyBlockFn = void (*)(const float*, float*);
+CopyBlockFn BlockCopier(int64_t block) {
+  return block == 8 ? CopyBlock<8> : block == 16 ? CopyBlock<16> : nullptr;
+}
+
 // One B-float vector of a pixel per copy; the rows of the NHWC side are the unit of work.
 class ToBlockedOp : public OpKernel {
  public:
   explicit ToBlockedOp(OpKernelConstruction* c) : OpKernel(c) {
     Status s = c->GetAttr("block", &block_);
-    if (s.ok() && block_ <= 0) s = errors::InvalidArgument("block must be positive, got ", block_);
+    if (s.ok() && block_ != 8 && block_ != 16) s = errors::InvalidArgument("block must be 8 or 16, got ", block_);
     if (!s.ok()) c->SetStatus(s);
   }
   void Compute(OpKernelContext* ctx) override {
@@ -33,13 +44,14 @@ class ToBlockedOp : public OpKernel {
     const float* x = in.data<float>();
     float* y = out->data<float>();
     const int64_t b = block_;
+    const CopyBlockFn copy = BlockCopier(b);
     ctx->ParallelFor(n * h, w * c, [&](int64_t begin, int64_t end) {
       for (int64_t row = begin; row < end; ++row) {
         const int64_t image = row / h, r = row % h;
         const float* src = x + row * w * c;
         for (int64_t cb = 0; cb < blocks; ++cb) {
           float* dst = y + ((image * blocks + cb) * h + r) * w * b;
-          for (int64_t col = 0; col < w; ++col) std::copy_n(src + col * c + cb * b, b, dst + col * b);
+          for (int64_t col = 0; col < w; ++col) copy(src + col * c + cb * b, dst + col * b);
         }
       }
     });
@@ -57,6 +69,8 @@ class FromBlockedOp : public OpKernel {
     OP_REQUIRES(ctx, in.rank() == 5,
                 errors::InvalidArgument(name(), ": a blocked tensor is 5-D, got ", in.shape().DebugString()));
     const int64_t n = in.dim(0), blocks = in.dim(1), h = in.dim(2), w = in.dim(3), b = in.dim(4), c = blocks * b;
+    const CopyBlockFn copy = BlockCopier(b);
+    OP_REQUIRES(ctx, copy != nullptr, errors::InvalidArgument(name(), ": blocks are of 8 or 16 channels, got ", b));
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({n, h, w, c}), &out));
     const float* x = in.data<float>();
@@ -67,7 +81,7 @@ class FromBlockedOp : public OpKernel {
         float* dst = y + row * w * c;
         for (int64_t cb = 0; cb < blocks; ++cb) {
           const float* src = x + ((image * blocks + cb) * h + r) * w * b;
-          for (int64_t col = 0; col < w; ++col) std::copy_n(src + col * b, b, dst + col * c + cb * b);
+          for (int64_t col = 0; col < w; ++col) copy(src + col * b, dst + col * c + cb * b);
         }
       }
     });

@@ -34,9 +34,28 @@ struct ProdAcc {
   T Get() const { return prod; }
 };
 
+// ReduceMiddle over a short innermost dimension (a blocked layout's 8 or 16 channels,
+// runtime/blocked_layout.h): each output block sums whole runs of N in accumulators held
+// in registers, rather than walking N elements per row through the general loop.
+template <typename T, typename Acc, int64_t N>
+void ReduceMiddleShort(OpKernelContext* ctx, const T* in, T* out, int64_t outer, int64_t r) {
+  ctx->ParallelFor(outer, r * N, [&](int64_t begin, int64_t end) {
+    for (int64_t o = begin; o < end; ++o) {
+      Acc acc[N];
+      const T* src = in + o * r * N;
+      for (int64_t j = 0; j < r; ++j, src += N) {
+        for (int64_t i = 0; i < N; ++i) acc[i].Add(src[i]);
+      }
+      for (int64_t i = 0; i < N; ++i) out[o * N + i] = acc[i].Get();
+    }
+  });
+}
+
 // in: [outer, r, inner] -> out: [outer, inner]
 template <typename T, typename Acc>
 void ReduceMiddle(OpKernelContext* ctx, const T* in, T* out, int64_t outer, int64_t r, int64_t inner) {
+  if (inner == 8) return ReduceMiddleShort<T, Acc, 8>(ctx, in, out, outer, r);
+  if (inner == 16) return ReduceMiddleShort<T, Acc, 16>(ctx, in, out, outer, r);
   ctx->ParallelFor(outer * inner, r, [&](int64_t begin, int64_t end) {
     if (inner == 1) {
       for (int64_t o = begin; o < end; ++o) {

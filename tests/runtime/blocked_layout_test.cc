@@ -96,7 +96,8 @@ Output Affine(const Scope& root, const std::string& name, Input x, int64_t c, ui
 // The ops of MobileNet, ResNet, DenseNet and EfficientNet in small, channels in blocks of 8
 // (and 16 where it matters): a 3-channel stem, a MaxPool, convolutions with their batch
 // normalisations, a depthwise convolution with Relu6, a concatenation of an NHWC and a
-// blocked tensor, a pre-activation normalisation, an AvgPool, a squeeze-and-excitation, two
+// blocked tensor, a pre-activation normalisation, an AvgPool, a squeeze-and-excitation through
+// fewer channels than a block, two
 // residual sums (with and without a Relu after), a scalar scale, an intermediate fetch, and
 // a global average at the end.
 struct Cnn {
@@ -117,7 +118,9 @@ struct Cnn {
     auto avg = ops::AvgPool(root.WithOpName("avg"), b, {1, 2, 2, 1}, {1, 2, 2, 1}, "SAME");
     auto squeezed = ops::Mean(root.WithOpName("squeezed"), avg, ops::Const(root, Tensor::FromVector<int32_t>({1, 2})),
                               {.keep_dims = true});
-    auto excite = ops::Build(root.WithOpName("excite"), "Sigmoid", {Conv(root, "se_conv", squeezed, 32, 32, 1, 1, "VALID", 13)});
+    // EfficientNet's squeeze-and-excitation narrows to fewer channels than a block: NHWC.
+    auto narrow = ops::Relu(root.WithOpName("narrow"), Conv(root, "se_reduce", squeezed, 32, 4, 1, 1, "VALID", 13));
+    auto excite = ops::Build(root.WithOpName("excite"), "Sigmoid", {Conv(root, "se_expand", narrow, 4, 32, 1, 1, "VALID", 18)});
     auto se = ops::Mul(root.WithOpName("se"), avg, excite);
     auto c = ops::BiasAdd(root.WithOpName("c_bias"), Conv(root, "c_conv", se, 32, 32, 3, 1, "SAME", 14),
                           ops::Const(root, Uniform({32}, 15)));
@@ -143,7 +146,7 @@ TEST(BlockedLayoutTest, ACnnRunsBlockedWithTheValuesOfNhwc) {
     // The stem reads 3 channels: NHWC, fused with its pool, whose result enters the layout
     // (once) for the concatenation and the first blocked convolution.
     EXPECT_TRUE(Has(blocked, "pool=_FusedConv2DMaxPool")) << nodes;
-    for (const char* name : {"a", "dw_act", "b_conv", "se_conv"}) {
+    for (const char* name : {"a", "dw_act", "b_conv"}) {
       EXPECT_TRUE(Has(blocked, std::string(name) + "=_BlockedConv2D")) << name << " in " << nodes;
     }
     // The residual sums: each convolution adds its summand as it writes, the first its Relu too.
@@ -153,12 +156,15 @@ TEST(BlockedLayoutTest, ACnnRunsBlockedWithTheValuesOfNhwc) {
     for (const char* gone : {"c_bias=_BlockedConv2D", "sum=AddV2", "d_bias=_BlockedConv2D"}) {
       EXPECT_FALSE(Has(blocked, gone)) << gone << " in " << nodes;
     }
-    for (const char* entry : {"joined=ConcatV2", "pre=_FusedScaleOffset", "avg=_BlockedPool", "squeezed=Mean", "excite=Sigmoid",
-                              "se=Mul", "block_out=Mul", "last=Relu"}) {
+    for (const char* entry : {"joined=ConcatV2", "pre=_FusedScaleOffset", "avg=_BlockedPool", "squeezed=Mean", "se=Mul",
+                              "block_out=Mul", "last=Relu", "logits/blocked=Mean", "logits=Reshape", "excite=Sigmoid",
+                              "se_reduce=Conv2D", "se_expand=Conv2D"}) {
       EXPECT_TRUE(Has(blocked, entry)) << entry << " in " << nodes;
     }
-    EXPECT_EQ(Count(blocked, "_ToBlocked"), 1) << nodes;  // the pool's, read twice
-    // The layout is left for block_out's fetch and for the final Mean (keep_dims false).
+    // In: the pool's result (read twice) and the excitation's [N, 1, 1, 32]; out: the
+    // squeeze for the NHWC convolutions after it, and block_out for its fetch. The final
+    // Mean, which drops rows and columns, is taken blocked.
+    EXPECT_EQ(Count(blocked, "_ToBlocked"), 2) << nodes;
     EXPECT_EQ(Count(blocked, "_FromBlocked"), 2) << nodes;
     EXPECT_EQ(blocked.values[1].shape(), TensorShape({batch, 3, 2, 32}));
     EXPECT_EQ(Count(nhwc, "_BlockedConv2D") + Count(nhwc, "_ToBlocked"), 0) << "the switch is off";

@@ -283,6 +283,36 @@ TEST(MatMulTest, RuntimeShapeMismatchIsAnError) {
   EXPECT_THAT(st.message(), HasSubstr("Matrix size-incompatible: In[0]: [2,3], In[1]: [2,3]"));
 }
 
+// A reduced axis before a short innermost one (a blocked layout's 8 or 16 channels) sums,
+// averages and takes the largest as a naive loop does.
+TEST(ReductionTest, AShortInnermostDimensionAgainstNaiveLoop) {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (int64_t inner : {8, 16}) {
+    SCOPED_TRACE(inner);
+    const int64_t outer = 5, r = 37;
+    std::vector<float> v(outer * r * inner);
+    for (float& x : v) x = u(rng);
+    Scope root = Scope::NewRootScope();
+    auto x = ops::Const(root, F(v, TensorShape({outer, r, inner})));
+    auto axis = ops::Const(root, Tensor::Scalar<int32_t>(1));
+    const Tensor mean = Eval(root, ops::Mean(root, x, axis)), largest = Eval(root, ops::Max(root, x, axis));
+    ASSERT_EQ(mean.shape(), TensorShape({outer, inner}));
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t i = 0; i < inner; ++i) {
+        double sum = 0;
+        float max = -2;
+        for (int64_t j = 0; j < r; ++j) {
+          sum += v[(o * r + j) * inner + i];
+          max = std::max(max, v[(o * r + j) * inner + i]);
+        }
+        EXPECT_FLOAT_EQ(mean.data<float>()[o * inner + i], static_cast<float>(sum / r));
+        EXPECT_EQ(largest.data<float>()[o * inner + i], max);
+      }
+    }
+  }
+}
+
 TEST(ReductionTest, AxesKeepDimsAndKinds) {
   std::vector<float> v(2 * 3 * 4);
   for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i);
