@@ -6,26 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "graph/device_name.h"
 #include "runtime/graph_rewrites.h"
 
 namespace tessera {
 namespace {
-
-bool OnCpu(const Node& n) {
-  StatusOr<DeviceName> device = DeviceName::Parse(n.assigned_device());
-  return device.ok() && device->type == "CPU";
-}
-
-bool IsFloat(const Node& n) {
-  DataType t = DataType::kInvalid;
-  return n.GetAttr("T", &t).ok() && t == DataType::kFloat;
-}
-
-bool IsNhwc(const Node& n) {
-  std::string format;
-  return n.GetAttr("data_format", &format).ok() && format == "NHWC";
-}
 
 // The value of input `i` where a Const with no control inputs gives it, else nullptr.
 const Tensor* ConstInput(const Node& n, int i) {
@@ -99,15 +83,6 @@ Tensor BlockedPerChannel(const Tensor& t, int64_t block) {
 
 std::string InputName(const Edge& e) {
   return e.src_output == 0 ? e.src->name() : StrCat(e.src->name(), ":", e.src_output);
-}
-
-NodeSpec Constant(std::string name, const Node& like, Tensor value) {
-  NodeSpec c;
-  c.name = std::move(name);
-  c.op = "Const";
-  c.device = like.requested_device();
-  c.attrs = {{"dtype", value.dtype()}, {"value", std::move(value)}};
-  return c;
 }
 
 // An integer constant of `dtype` (an axis or axes input's).
@@ -359,7 +334,7 @@ class Rewriter {
 
   // A new constant for node `n`'s input `i`, named after it.
   std::string AddConstant(const Node& n, int i, Tensor value) {
-    NodeSpec c = Constant(UniqueName(n.input_edge(i)->src->name() + "/blocked"), n, std::move(value));
+    NodeSpec c = ConstantLike(UniqueName(n.input_edge(i)->src->name() + "/blocked"), n, std::move(value));
     std::string name = c.name;
     added_.push_back({std::move(c), nullptr, n.assigned_device()});
     return name;

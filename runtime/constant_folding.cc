@@ -16,11 +16,6 @@
 namespace tessera {
 namespace {
 
-bool OnCpu(const Node& n) {
-  StatusOr<DeviceName> device = DeviceName::Parse(n.assigned_device());
-  return device.ok() && device->type == "CPU";
-}
-
 // A Const that always holds its value: one with a control input runs only where that
 // input does (in a branch or a loop).
 bool IsPlainConst(const Node& n) { return IsConstant(n.op()) && n.control_inputs().empty(); }

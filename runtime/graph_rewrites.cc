@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "graph/device_name.h"
+
 #include "runtime/arithmetic_simplifier.h"
 #include "runtime/blocked_layout.h"
 #include "runtime/common_subexpression.h"
@@ -35,6 +37,30 @@ StatusOr<std::unique_ptr<Graph>> RewriteStepGraph(std::unique_ptr<Graph> graph, 
     ASSIGN_OR_RETURN(graph, UseBlockedLayout(std::move(graph)));
   }
   return graph;
+}
+
+bool OnCpu(const Node& n) {
+  StatusOr<DeviceName> device = DeviceName::Parse(n.assigned_device());
+  return device.ok() && device->type == "CPU";
+}
+
+bool IsFloat(const Node& n) {
+  DataType t = DataType::kInvalid;
+  return n.GetAttr("T", &t).ok() && t == DataType::kFloat;
+}
+
+bool IsNhwc(const Node& n) {
+  std::string format;
+  return n.GetAttr("data_format", &format).ok() && format == "NHWC";
+}
+
+NodeSpec ConstantLike(std::string name, const Node& like, Tensor value) {
+  NodeSpec c;
+  c.name = std::move(name);
+  c.op = "Const";
+  c.device = like.requested_device();
+  c.attrs = {{"dtype", value.dtype()}, {"value", std::move(value)}};
+  return c;
 }
 
 std::vector<const Node*> TopologicalOrder(const Graph& graph) {

@@ -41,6 +41,15 @@ struct Replacement {
   std::vector<int> outputs;
 };
 
+// What the rewrites ask of a node: that its assigned device is a CPU, that its type
+// attr T is float32, that its data_format is NHWC.
+bool OnCpu(const Node& n);
+bool IsFloat(const Node& n);
+bool IsNhwc(const Node& n);
+
+// A Const of `value` named `name`, requested where `like` is.
+NodeSpec ConstantLike(std::string name, const Node& like, Tensor value);
+
 // The nodes in an order where each comes after its inputs; empty when there is a cycle
 // (a loop's back edge).
 std::vector<const Node*> TopologicalOrder(const Graph& graph);

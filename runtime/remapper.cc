@@ -8,6 +8,7 @@
 
 #include "graph/device_name.h"
 #include "graph/shape_inference.h"
+#include "runtime/graph_rewrites.h"
 
 namespace tessera {
 namespace {
@@ -16,22 +17,11 @@ std::string DeviceType(const Node& n) {
   StatusOr<DeviceName> device = DeviceName::Parse(n.assigned_device());
   return device.ok() ? device->type : std::string();
 }
-bool OnCpu(const Node& n) { return DeviceType(n) == "CPU"; }
 // The device types with kernels for _FusedConv2D and _FusedMatMul; _FusedConv2DMaxPool is
 // the CPU's alone.
 bool OnCpuOrGpu(const Node& n) {
   const std::string type = DeviceType(n);
   return type == "CPU" || type == "GPU";
-}
-
-bool IsFloat(const Node& n) {
-  DataType t = DataType::kInvalid;
-  return n.GetAttr("T", &t).ok() && t == DataType::kFloat;
-}
-
-bool IsNhwc(const Node& n) {
-  std::string format;
-  return n.GetAttr("data_format", &format).ok() && format == "NHWC";
 }
 
 // The one consumer of `n`'s output 0 when it reads it as its input 0 on the same device, and

@@ -6,17 +6,13 @@
 #include <string>
 #include <vector>
 
+#include "runtime/graph_rewrites.h"
 
 namespace tessera {
 namespace {
 
 // The value of a Const with no control inputs, else nullptr.
 const Tensor* ConstValue(const Node& n) { return n.control_inputs().empty() ? n.constant_value() : nullptr; }
-
-bool IsFloat(const Node& n) {
-  DataType t = DataType::kInvalid;
-  return n.GetAttr("T", &t).ok() && t == DataType::kFloat;
-}
 
 // How many output channels `conv` makes from its constant `filter`, 0 for a node this pass
 // leaves alone.
@@ -98,21 +94,6 @@ bool InferenceBatchNorm(const Node& conv, int64_t channels, Tensor* scale, Tenso
   return true;
 }
 
-// A BiasAdd over the last dimension.
-bool IsNhwcOrMatrix(const Node& bias_add) {
-  std::string format;
-  return bias_add.GetAttr("data_format", &format).ok() && format == "NHWC";
-}
-
-NodeSpec Constant(std::string name, const Node& like, Tensor value) {
-  NodeSpec c;
-  c.name = std::move(name);
-  c.op = "Const";
-  c.device = like.requested_device();
-  c.attrs = {{"dtype", value.dtype()}, {"value", std::move(value)}};
-  return c;
-}
-
 bool IsControlInput(const std::string& input) { return !input.empty() && input[0] == '^'; }
 
 }  // namespace
@@ -147,7 +128,7 @@ StatusOr<std::unique_ptr<Graph>> FoldScalesIntoFilters(std::unique_ptr<Graph> gr
       // scaled with it: (x + b) * s + o = x * s + (b * s + o).
       Tensor bias;
       if (auto [bias_add, bias_node] = SoleBinaryReader(*conv, {"BiasAdd"});
-          bias_add != nullptr && bias_add->input_edge(0)->src == conv && IsNhwcOrMatrix(*bias_add)) {
+          bias_add != nullptr && bias_add->input_edge(0)->src == conv && IsNhwc(*bias_add)) {
         if (const Tensor* b = PerChannel(bias_node, channels, 1); b != nullptr) {
           auto [next, unused] = SoleBinaryReader(*bias_add, {"Mul", "Add", "AddV2"});
           if (next != nullptr) {
@@ -192,7 +173,7 @@ StatusOr<std::unique_ptr<Graph>> FoldScalesIntoFilters(std::unique_ptr<Graph> gr
       const float* by = scale.data<float>();
       float* out = scaled.data<float>();
       for (int64_t i = 0; i < filter->NumElements(); ++i) out[i] = f[i] * by[i % channels];
-      NodeSpec c = Constant(unique_name(absorbed[0]->name() + "/folded_filter"), *filter_edge->src, std::move(scaled));
+      NodeSpec c = ConstantLike(unique_name(absorbed[0]->name() + "/folded_filter"), *filter_edge->src, std::move(scaled));
       folded.inputs[1] = c.name;
       added.emplace_back(std::move(c), filter_edge->src->assigned_device());
       constants.push_back(filter_edge->src);
@@ -217,7 +198,7 @@ StatusOr<std::unique_ptr<Graph>> FoldScalesIntoFilters(std::unique_ptr<Graph> gr
     if (offset.NumElements() > 0) {
       Tensor bias(DataType::kFloat, TensorShape({channels}));
       std::copy(offset.data<float>(), offset.data<float>() + channels, bias.data<float>());
-      NodeSpec b = Constant(unique_name(last.name() + "/bias"), last, std::move(bias));
+      NodeSpec b = ConstantLike(unique_name(last.name() + "/bias"), last, std::move(bias));
       NodeSpec bias_add;
       bias_add.name = last.name();
       bias_add.op = "BiasAdd";
