@@ -351,9 +351,8 @@ class Rewriter {
     reshape.op = "Reshape";
     reshape.device = n.requested_device();
     reshape.attrs = {{"T", DataType::kFloat}, {"Tshape", DataType::kInt32}};
+    // The mean keeps the node's control inputs: it must not run before them.
     reshape.inputs = {mean.name, AddConstant(n, 1, IntConstant(DataType::kInt32, {-1, InputChannels(n, 0)}, false))};
-    for (size_t i = 2; i < mean.inputs.size(); ++i) reshape.inputs.push_back(mean.inputs[i]);  // control inputs
-    mean.inputs.resize(2);
     added_.push_back({std::move(mean), nullptr, n.assigned_device()});
     added_.push_back({std::move(reshape), nullptr, n.assigned_device()});
   }
