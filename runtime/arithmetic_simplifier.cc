@@ -54,8 +54,11 @@ std::optional<std::pair<const Node*, int>> PassedThrough(const Node& n) {
       const auto [src, port] = input(keep);
       const Node* other = n.input_edge(1 - keep)->src;
       const TensorShape& shape = n.output_shape(0);
-      // The constant must not broadcast x to a larger shape.
-      if (here(src) && IsConstantOf(*other, identity) && shape.IsFullyDefined() && src->output_shape(port) == shape) {
+      // The constant must not broadcast x to a larger shape: a scalar never does (Keras's
+      // swish multiplies by one activations whose batch is unknown); another constant only
+      // where x's shape is known in full.
+      if (here(src) && IsConstantOf(*other, identity) &&
+          (other->constant_value()->rank() == 0 || (shape.IsFullyDefined() && src->output_shape(port) == shape))) {
         return input(keep);
       }
     }

@@ -26,7 +26,8 @@ bool IsDepthwise(const Node& n) { return n.op().find("Depthwise") != std::string
 
 const std::set<std::string, std::less<>>& UnaryOps() {
   static const auto* ops = new std::set<std::string, std::less<>>{
-      "Abs", "Elu", "Erf", "Exp", "Identity", "Neg", "Relu", "Relu6", "Selu", "Sigmoid", "Softplus", "Square", "Tanh"};
+      "Abs", "Elu", "Erf", "Exp", "Identity", "Neg", "Relu", "Relu6", "Selu", "Sigmoid", "Softplus", "Square", "Tanh",
+      "_Swish"};
   return *ops;
 }
 const std::set<std::string, std::less<>>& BinaryOps() {

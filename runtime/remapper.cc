@@ -337,12 +337,42 @@ void FuseScaleOffsets(const Graph& graph, std::map<std::string, NodeSpec, std::l
   }
 }
 
+// On a CPU, a Sigmoid whose one reader is a Mul of it by the Sigmoid's own input: one _Swish
+// named as the Mul (Keras's swish activation; EfficientNet has one after most convolutions).
+void FuseSwishes(const Graph& graph, std::map<std::string, NodeSpec, std::less<>>& fused,
+                 std::set<std::string, std::less<>>& removed) {
+  for (const Node* sigmoid : graph.nodes()) {
+    if (sigmoid->op() != "Sigmoid" || !OnCpu(*sigmoid) || !IsFloat(*sigmoid) || sigmoid->out_edges().size() != 1) {
+      continue;
+    }
+    const Edge* out = sigmoid->out_edges()[0];
+    const Node* mul = out->dst;
+    if (out->IsControl() || mul->op() != "Mul" || mul->assigned_device() != sigmoid->assigned_device() ||
+        fused.count(mul->name()) != 0 || removed.count(mul->name()) != 0) {
+      continue;
+    }
+    const Edge* x = sigmoid->input_edge(0);
+    const Edge* other = mul->input_edge(1 - out->dst_input);
+    if (other->src != x->src || other->src_output != x->src_output) continue;
+    const NodeSpec sigmoid_spec = sigmoid->ToSpec(), mul_spec = mul->ToSpec();
+    NodeSpec node;
+    node.name = mul->name();
+    node.op = "_Swish";
+    node.device = mul_spec.device;
+    node.attrs = mul_spec.attrs;
+    node.inputs = {sigmoid_spec.inputs[0]};
+    TakeOver(node, {sigmoid_spec, mul_spec}, removed);
+    fused[node.name] = std::move(node);
+  }
+}
+
 StatusOr<std::unique_ptr<Graph>> Remap(std::unique_ptr<Graph> graph) {
   const std::vector<Chain> chains = FindChains(*graph);
   std::map<std::string, NodeSpec, std::less<>> fused;  // by the name it takes over
   std::set<std::string, std::less<>> removed;
   for (const Chain& c : chains) Fuse(c, fused, removed);
   FuseScaleOffsets(*graph, fused, removed);
+  FuseSwishes(*graph, fused, removed);
   if (fused.empty()) return graph;
   std::vector<NodePart> parts;
   parts.reserve(graph->nodes().size());

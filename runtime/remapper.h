@@ -21,7 +21,8 @@
 // convolutions, on a CPU a Mul by a per-channel constant whose one reader adds a constant of
 // the same shape (a frozen batch normalisation no convolution before it absorbed:
 // scale_folding.h), with the Relu or Relu6 that alone reads the sum, becomes one
-// _FusedScaleOffset: one pass over the tensor instead of three.
+// _FusedScaleOffset: one pass over the tensor instead of three. And on a CPU a Sigmoid whose
+// one reader multiplies it by the Sigmoid's input (swish) becomes one _Swish.
 //
 //   ASSIGN_OR_RETURN(step_graph, Remap(std::move(step_graph)));
 //

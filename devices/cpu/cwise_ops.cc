@@ -344,6 +344,7 @@ TESSERA_UNARY_FUNCTOR(ReluF, x > 0 ? x : T(0), x.max(typename A::Scalar(0)), 1)
 TESSERA_UNARY_FUNCTOR(Relu6F, x > 6 ? T(6) : x > 0 ? x : T(0),
                       x.max(typename A::Scalar(0)).min(typename A::Scalar(6)), 1)
 TESSERA_UNARY_FUNCTOR(SigmoidF, x, x.logistic(), 24)
+TESSERA_UNARY_FUNCTOR(SwishF, x, x * x.logistic(), 25)
 TESSERA_UNARY_FUNCTOR(TanhF, x, x.tanh(), 24)
 TESSERA_UNARY_FUNCTOR(SinF, x, x.sin(), 16)
 TESSERA_UNARY_FUNCTOR(CosF, x, x.cos(), 16)
@@ -444,6 +445,7 @@ void RegisterCwiseKernels(KernelRegistry& r) {
   RegisterUnary<ExpF, float, double>(r, "Exp");
   RegisterUnary<LogF, float, double>(r, "Log");
   RegisterUnary<SigmoidF, float, double>(r, "Sigmoid");
+  RegisterUnary<SwishF, float, double>(r, "_Swish");
   RegisterUnary<TanhF, float, double>(r, "Tanh");
   RegisterUnary<SinF, float, double>(r, "Sin");
   RegisterUnary<CosF, float, double>(r, "Cos");

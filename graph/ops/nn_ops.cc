@@ -337,6 +337,10 @@ void RegisterNnOps(OpRegistry& r) {
   // shape but for leading 1s ([C] and [1, 1, 1, C]), which broadcasts into x's.
   RegisterCoreOp(r, OpDefBuilder("_FusedScaleOffset").Input("x: T").Input("scale: T").Input("offset: T")
                   .Output("y: T").Attr("T: {float32}").Attr("activation: string = \"\"").SetShapeFn(UnchangedShape));
+  // x * sigmoid(x) in one pass: swish (SiLU), which TensorFlow writes as a Sigmoid and a Mul
+  // (runtime/remapper.h).
+  RegisterCoreOp(r, OpDefBuilder("_Swish").Input("x: T").Output("y: T").Attr("T: {float32, float64}")
+                  .SetShapeFn(UnchangedShape));
   // Runtime-internal: the blocked layout (runtime/blocked_layout.h). An NHWC tensor into
   // blocks of `block` channels and back; a convolution (depthwise: of that channel
   // multiplier; 0, a full one) with its fused_ops ("", "BiasAdd", "BiasAdd,Relu",

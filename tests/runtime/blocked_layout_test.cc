@@ -96,7 +96,7 @@ Output Affine(const Scope& root, const std::string& name, Input x, int64_t c, ui
 // The ops of MobileNet, ResNet, DenseNet and EfficientNet in small, channels in blocks of 8
 // (and 16 where it matters): a 3-channel stem, a MaxPool, convolutions with their batch
 // normalisations, a depthwise convolution with Relu6, a concatenation of an NHWC and a
-// blocked tensor, a pre-activation normalisation, an AvgPool, a squeeze-and-excitation through
+// blocked tensor, a pre-activation normalisation, swish, an AvgPool, a squeeze-and-excitation through
 // fewer channels than a block, two
 // residual sums (with and without a Relu after), a scalar scale, an intermediate fetch, and
 // a global average at the end.
@@ -114,7 +114,8 @@ struct Cnn {
     auto dw_act = ops::Build(root.WithOpName("dw_act"), "Relu6", {Affine(root, "dw_bn", dw, 24, 8)});
     auto joined = ops::Concat(root.WithOpName("joined"), {pool, dw_act}, ops::Const(root, Tensor::Scalar<int32_t>(-1)));
     auto pre = ops::Relu(root.WithOpName("pre"), Affine(root, "pre_bn", joined, 40, 10));
-    auto b = Conv(root, "b_conv", pre, 40, 32, 3, 1, "SAME", 12);
+    auto b_conv = Conv(root, "b_conv", pre, 40, 32, 3, 1, "SAME", 12);
+    auto b = ops::Mul(root.WithOpName("b_swish"), b_conv, ops::Build(root.WithOpName("b_sigmoid"), "Sigmoid", {b_conv}));
     auto avg = ops::AvgPool(root.WithOpName("avg"), b, {1, 2, 2, 1}, {1, 2, 2, 1}, "SAME");
     auto squeezed = ops::Mean(root.WithOpName("squeezed"), avg, ops::Const(root, Tensor::FromVector<int32_t>({1, 2})),
                               {.keep_dims = true});
@@ -157,7 +158,7 @@ TEST(BlockedLayoutTest, ACnnRunsBlockedWithTheValuesOfNhwc) {
       EXPECT_FALSE(Has(blocked, gone)) << gone << " in " << nodes;
     }
     for (const char* entry : {"joined=ConcatV2", "pre=_FusedScaleOffset", "avg=_BlockedPool", "squeezed=Mean", "se=Mul",
-                              "block_out=Mul", "last=Relu", "logits/blocked=Mean", "logits=Reshape", "excite=Sigmoid",
+                              "block_out=Mul", "last=Relu", "logits/blocked=Mean", "logits=Reshape", "excite=Sigmoid", "b_swish=_Swish",
                               "se_reduce=Conv2D", "se_expand=Conv2D"}) {
       EXPECT_TRUE(Has(blocked, entry)) << entry << " in " << nodes;
     }

@@ -86,20 +86,30 @@ TEST(GraphRewritesTest, NodesThatHandOnTheirInputGo) {
   ops::Sub(root.WithOpName("zero_minus"), zeros, x);
   auto column = ops::Placeholder(root.WithOpName("column"), DataType::kFloat, TensorShape({2, 1}));
   ops::Mul(root.WithOpName("widened"), column, ones);
+  // Where shape inference does not know the batch: x * a scalar 1 goes (Keras's swish
+  // multiplies by its beta), [?, 1] * [1, 1, 1] still widens and stays.
+  auto batch = ops::Placeholder(root.WithOpName("batch"), DataType::kFloat, TensorShape({-1, 3}));
+  auto one = ops::Const(root.WithOpName("one"), Tensor::Scalar(1.0f));
+  ops::Square(root.WithOpName("batch_out"), ops::Mul(root.WithOpName("times_scalar_one"), batch, one));
+  auto any_column = ops::Placeholder(root.WithOpName("any_column"), DataType::kFloat, TensorShape({-1, 1}));
+  ops::Mul(root.WithOpName("widened_batch"), any_column, ones);
   const std::vector<std::pair<std::string, Tensor>> feeds = {
       {"x", Tensor::FromVector<float>({1, -2, 3, -4, 5, -6}, TensorShape({2, 3}))},
-      {"column", Tensor::FromVector<float>({7, 8}, TensorShape({2, 1}))}};
-  const std::vector<std::string> fetches = {"out", "zero_minus", "widened"};
+      {"column", Tensor::FromVector<float>({7, 8}, TensorShape({2, 1}))},
+      {"batch", Tensor::FromVector<float>({1, 2, 3}, TensorShape({1, 3}))},
+      {"any_column", Tensor::FromVector<float>({7, 8}, TensorShape({2, 1}))}};
+  const std::vector<std::string> fetches = {"out", "zero_minus", "widened", "batch_out", "widened_batch"};
   Step simplified = RunStep(root, fetches, {}, feeds);
   Step plain = RunStep(root, fetches, NoRewrites(), feeds);
-  ASSERT_EQ(simplified.values.size(), 3u);
-  ASSERT_EQ(plain.values.size(), 3u);
-  for (int i = 0; i < 3; ++i) {
+  ASSERT_EQ(simplified.values.size(), 5u);
+  ASSERT_EQ(plain.values.size(), 5u);
+  for (int i = 0; i < 5; ++i) {
     EXPECT_EQ(simplified.values[i].shape(), plain.values[i].shape());
     EXPECT_EQ(Floats(simplified.values[i]), Floats(plain.values[i]));
   }
   EXPECT_EQ(Floats(simplified.values[0]), (std::vector<float>{1, 4, 9, 16, 25, 36}));
-  for (const char* gone : {"times_one", "one_times", "plus_zero", "minus_zero", "neg1", "neg2", "id1", "id2", "id_n"}) {
+  for (const char* gone :
+       {"times_one", "one_times", "plus_zero", "minus_zero", "neg1", "neg2", "id1", "id2", "id_n", "times_scalar_one"}) {
     EXPECT_FALSE(std::any_of(simplified.nodes.begin(), simplified.nodes.end(),
                              [&](const std::string& n) { return n.starts_with(std::string(gone) + "="); }))
         << gone;
@@ -109,6 +119,8 @@ TEST(GraphRewritesTest, NodesThatHandOnTheirInputGo) {
   }
   EXPECT_TRUE(Has(simplified, "zero_minus=Sub"));
   EXPECT_TRUE(Has(simplified, "widened=Mul"));
+  EXPECT_TRUE(Has(simplified, "widened_batch=Mul"));
+  EXPECT_EQ(simplified.values[4].shape(), TensorShape({2, 3}));
 }
 
 // cond(p, x * 2, x): the pivot Identity carries the true branch's deadness to the

@@ -399,6 +399,41 @@ TEST(RemapperTest, AScaleAnOffsetAndTheirActivationBecomeOneNode) {
   EXPECT_EQ(*std::min_element(relu6.begin(), relu6.end()), 0.f);
 }
 
+// Swish as TensorFlow writes it, x * Sigmoid(x) in either order: one _Swish named as the
+// Mul, with the unfused values. A Sigmoid something else reads, or a Mul by another tensor,
+// stays.
+TEST(RemapperTest, ASigmoidTimesItsInputBecomesOneSwish) {
+  Scope root = Scope::NewRootScope();
+  // Each case its own input, or common subexpressions would merge their Sigmoids.
+  const auto input = [&](uint32_t seed) {
+    Tensor value = Random(TensorShape({2, 5, 3, 6}), seed);
+    for (float& v : value.flat<float>()) v *= 20;  // into both tails of the sigmoid
+    return ops::Const(root, value);
+  };
+  auto x = input(1);
+  ops::Mul(root.WithOpName("swish"), x, ops::Build(root.WithOpName("sigmoid"), "Sigmoid", {x}));
+  auto x2 = input(2);
+  ops::Mul(root.WithOpName("swish_swapped"), ops::Build(root.WithOpName("sigmoid_swapped"), "Sigmoid", {x2}), x2);
+  auto x3 = input(3);
+  auto shared = ops::Build(root.WithOpName("shared"), "Sigmoid", {x3});
+  ops::Mul(root.WithOpName("shared_swish"), x3, shared);
+  ops::Neg(root.WithOpName("other_reader"), shared);
+  ops::Mul(root.WithOpName("gated"), input(4), ops::Build(root.WithOpName("gate"), "Sigmoid", {input(5)}));
+  const std::vector<std::string> fetches = {"swish", "swish_swapped", "shared_swish", "other_reader", "gated"};
+  Step fused = RunStep(root, fetches, true);
+  Step plain = RunStep(root, fetches, false);
+  ASSERT_EQ(fused.values.size(), fetches.size());
+  ASSERT_EQ(plain.values.size(), fetches.size());
+  for (size_t i = 0; i < fetches.size(); ++i) ExpectNear(fused.values[i], plain.values[i]);
+  for (const char* entry : {"swish=_Swish", "swish_swapped=_Swish", "shared=Sigmoid", "shared_swish=Mul",
+                            "gate=Sigmoid", "gated=Mul"}) {
+    EXPECT_TRUE(Has(fused, entry)) << entry << " in " << ::testing::PrintToString(fused.ops);
+  }
+  for (const char* gone : {"sigmoid=Sigmoid", "sigmoid_swapped=Sigmoid"}) EXPECT_FALSE(Has(fused, gone)) << gone;
+  const auto swish = fused.values[0].flat<float>();
+  EXPECT_LT(*std::min_element(swish.begin(), swish.end()), 0.f);  // swish dips below zero
+}
+
 // Scale and offset the kernel cannot pair fail the step naming the node.
 TEST(RemapperTest, AScaleAndOffsetOfOtherShapesAreAnError) {
   Scope root = Scope::NewRootScope();
