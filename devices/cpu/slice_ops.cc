@@ -366,12 +366,26 @@ class PadOp : public OpKernel {
     OP_REQUIRES_OK(ctx, shape.status());
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
-    StridedWalk w;
-    w.strides = RowMajorStrides(*shape);
+    // A dimension padded on neither side joins the one before it: the input's runs along it
+    // stay contiguous in the output, so the copy moves whole runs (an NHWC image padded in
+    // rows and columns: runs of W * C elements, not of C).
+    std::vector<int64_t> in_dims, out_dims, before;
     for (int i = 0; i < in.rank(); ++i) {
-      w.offset += p[2 * i] * w.strides[i];
-      w.dims.push_back(in.dim(i));
+      if (i > 0 && p[2 * i] == 0 && p[2 * i + 1] == 0) {
+        in_dims.back() *= in.dim(i);
+        out_dims.back() *= dims[i];
+        before.back() *= dims[i];
+      } else {
+        in_dims.push_back(in.dim(i));
+        out_dims.push_back(dims[i]);
+        before.push_back(p[2 * i]);
+      }
     }
+    StridedWalk w;
+    w.dims = in_dims;
+    w.strides.assign(out_dims.size(), 1);
+    for (int i = static_cast<int>(out_dims.size()) - 2; i >= 0; --i) w.strides[i] = w.strides[i + 1] * out_dims[i + 1];
+    for (size_t i = 0; i < out_dims.size(); ++i) w.offset += before[i] * w.strides[i];
     VisitDataType(in.dtype(), [&](auto zero) {
       using T = decltype(zero);
       T* o = out->data<T>();

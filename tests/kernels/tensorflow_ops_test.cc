@@ -227,6 +227,17 @@ TEST(TensorFlowOpsTest, UnpackAndPad) {
   float sum = 0;
   for (float f : v) sum += f;
   EXPECT_EQ(sum, 276);  // every element of x exactly once
+  // Rows padded, the inner dimension not (an NHWC image's columns and channels): runs copied whole.
+  y = RunOp({{"op", "Pad"}, {"inputs", {"x", "p"}}}, {ConstNode("p", "int32", {3, 2}, Ints({0, 0, 1, 1, 0, 0}))});
+  ASSERT_TRUE(y.ok()) << y.status();
+  ASSERT_EQ(y->shape(), TensorShape({2, 5, 4}));
+  std::vector<float> rows;
+  for (int b = 0; b < 2; ++b) {
+    for (int r = 0; r < 5; ++r) {
+      for (int c = 0; c < 4; ++c) rows.push_back(r == 0 || r == 4 ? 0.f : static_cast<float>(b * 12 + (r - 1) * 4 + c));
+    }
+  }
+  EXPECT_EQ(Floats(*y), rows);
   y = RunOp({{"op", "PadV2"}, {"inputs", {"x", "p", "c"}}},
             {ConstNode("p", "int64", {3, 2}, Ints({0, 0, 0, 0, 1, 0})), ConstNode("c", "float32", {}, {-1})});
   ASSERT_TRUE(y.ok()) << y.status();
