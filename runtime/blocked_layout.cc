@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -37,7 +38,8 @@ const std::set<std::string, std::less<>>& BinaryOps() {
 }
 
 // The output channels of a convolution that can run blocked, else 0: float NHWC on a CPU,
-// undilated, SAME or VALID, a constant filter, its input and output channels whole blocks,
+// undilated, SAME or VALID, a constant filter, its output channels whole blocks and its
+// input's too (or, for a full convolution, fewer than a block: a first layer's, read NHWC),
 // and fused_ops the blocked kernel applies.
 int64_t BlockedConvChannels(const Node& n, int64_t block) {
   std::string padding, fused = "BiasAdd";
@@ -55,8 +57,8 @@ int64_t BlockedConvChannels(const Node& n, int64_t block) {
   if (filter == nullptr || filter->dtype() != DataType::kFloat || filter->rank() != 4) return 0;
   const int64_t c = filter->dim(2), o = IsDepthwise(n) ? c * filter->dim(3) : filter->dim(3);
   const TensorShape& in = n.input_edge(0)->src->output_shape(n.input_edge(0)->src_output);
-  if (c == 0 || c % block != 0 || o == 0 || o % block != 0 || in.unknown_rank() || in.rank() != 4 ||
-      in.dim(3) != c) {
+  if (c == 0 || (c % block != 0 && (c > block || IsDepthwise(n))) || o == 0 || o % block != 0 ||
+      in.unknown_rank() || in.rank() != 4 || in.dim(3) != c) {
     return 0;
   }
   return o;
@@ -86,10 +88,10 @@ std::string InputName(const Edge& e) {
   return e.src_output == 0 ? e.src->name() : StrCat(e.src->name(), ":", e.src_output);
 }
 
-// An integer constant of `dtype` (an axis or axes input's).
-Tensor IntConstant(DataType dtype, const std::vector<int64_t>& values, bool scalar) {
-  const TensorShape shape = scalar ? TensorShape({}) : TensorShape({static_cast<int64_t>(values.size())});
-  Tensor t(dtype, shape);
+// An integer constant of `dtype` (an axis, axes or paddings input's): `values` as a vector,
+// or in `shape`.
+Tensor IntConstant(DataType dtype, const std::vector<int64_t>& values, std::optional<TensorShape> shape = {}) {
+  Tensor t(dtype, shape.value_or(TensorShape({static_cast<int64_t>(values.size())})));
   for (size_t i = 0; i < values.size(); ++i) {
     if (dtype == DataType::kInt64) t.data<int64_t>()[i] = values[i];
     else t.data<int32_t>()[i] = static_cast<int32_t>(values[i]);
@@ -266,6 +268,13 @@ class Rewriter {
       }
       return c;
     }
+    if (n.op() == "Pad" || n.op() == "PadV2") {
+      // Rows and columns only: the same padding of each block's planes.
+      const Tensor* paddings = ConstInput(n, 1);
+      if (c == 0 || !IsIntConst(paddings) || paddings->shape() != TensorShape({4, 2})) return 0;
+      const std::vector<int64_t> p = IntTensorValues(*paddings);
+      return p[0] == 0 && p[1] == 0 && p[6] == 0 && p[7] == 0 ? c : 0;
+    }
     if (n.op() == "Mean") {
       bool keep_dims = false;
       const Tensor* axes = ConstInput(n, 1);
@@ -346,14 +355,14 @@ class Rewriter {
     NodeSpec mean = n.ToSpec();
     mean.name = UniqueName(n.name() + "/blocked");
     mean.attrs["keep_dims"] = true;
-    mean.inputs[1] = AddConstant(n, 1, IntConstant(ConstInput(n, 1)->dtype(), {2, 3}, false));
+    mean.inputs[1] = AddConstant(n, 1, IntConstant(ConstInput(n, 1)->dtype(), {2, 3}));
     NodeSpec reshape;
     reshape.name = n.name();
     reshape.op = "Reshape";
     reshape.device = n.requested_device();
     reshape.attrs = {{"T", DataType::kFloat}, {"Tshape", DataType::kInt32}};
     // The mean keeps the node's control inputs: it must not run before them.
-    reshape.inputs = {mean.name, AddConstant(n, 1, IntConstant(DataType::kInt32, {-1, InputChannels(n, 0)}, false))};
+    reshape.inputs = {mean.name, AddConstant(n, 1, IntConstant(DataType::kInt32, {-1, InputChannels(n, 0)}))};
     added_.push_back({std::move(mean), nullptr, n.assigned_device()});
     added_.push_back({std::move(reshape), nullptr, n.assigned_device()});
   }
@@ -380,7 +389,8 @@ class Rewriter {
       def.attrs["num_args"] = int64_t{n.num_inputs() - 2};
       def.attrs["depthwise"] = IsDepthwise(n) ? filter.dim(3) : int64_t{0};
       def.attrs["block"] = block_;
-      if (!Blocked(*n.input_edge(0))) def.inputs[0] = ToBlocked(*n.input_edge(0), n);
+      if (filter.dim(2) < block_) def.attrs["input_layout"] = std::string("NHWC");
+      else if (!Blocked(*n.input_edge(0))) def.inputs[0] = ToBlocked(*n.input_edge(0), n);
       if (auto it = residuals_.find(&n); it != residuals_.end()) {
         const Residual& r = it->second;
         const Node& last = r.relu != nullptr ? *r.relu : *r.add;
@@ -419,13 +429,18 @@ class Rewriter {
       renamed_op("_BlockedPool");
       def.attrs["pooling"] = std::string(n.op() == "MaxPool" ? "MAX" : "AVG");
       def.attrs["block"] = block_;
+    } else if (n.op() == "Pad" || n.op() == "PadV2") {
+      const Tensor& paddings = *ConstInput(n, 1);
+      const std::vector<int64_t> p = IntTensorValues(paddings);
+      def.inputs[1] = AddConstant(
+          n, 1, IntConstant(paddings.dtype(), {0, 0, 0, 0, p[2], p[3], p[4], p[5], 0, 0}, TensorShape({5, 2})));
     } else if (n.op() == "Mean") {
       const Tensor& axes = *ConstInput(n, 1);
-      def.inputs[1] = AddConstant(n, 1, IntConstant(axes.dtype(), {2, 3}, false));
+      def.inputs[1] = AddConstant(n, 1, IntConstant(axes.dtype(), {2, 3}));
     } else if (n.op() == "ConcatV2") {
       const int last = n.num_inputs() - 1;
       const Tensor& axis = *ConstInput(n, last);
-      def.inputs[last] = AddConstant(n, last, IntConstant(axis.dtype(), {1}, axis.rank() == 0));
+      def.inputs[last] = AddConstant(n, last, IntConstant(axis.dtype(), {1}, axis.shape()));
       for (int i = 0; i < last; ++i) {
         if (!Blocked(*n.input_edge(i))) def.inputs[i] = ToBlocked(*n.input_edge(i), n);
       }

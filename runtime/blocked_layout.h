@@ -2,14 +2,15 @@
 // transformer keeps them: on a CPU, oneDNN's convolutions read and write [N, C/B, H, W, B]
 // (B channels of a pixel together; B = 16 where the CPU has AVX-512, else 8) faster than
 // NHWC, so a float NHWC Conv2D or DepthwiseConv2dNative (fused or not) whose filter is a
-// constant and whose channels in and out are whole blocks becomes a _BlockedConv2D, and what
-// reads its result in place keeps it blocked:
+// constant and whose channels in and out are whole blocks becomes a _BlockedConv2D (as does
+// a full one of fewer input channels than a block, a first layer's, which reads its NHWC
+// input as it is), and what reads its result in place keeps it blocked:
 // - unary activations;
 // - binary arithmetic between blocked tensors of the same channels, or with a per-channel or
 //   scalar constant (blocked too; a BiasAdd becomes an AddV2), or with another 4-D tensor of
 //   the same channels, which enters the layout (a squeeze-and-excitation's [N, 1, 1, C]
 //   scale); a _FusedScaleOffset's scale and offset are blocked;
-// - ConcatV2 along the channels; MaxPool and AvgPool (_BlockedPool);
+// - ConcatV2 along the channels; MaxPool and AvgPool (_BlockedPool); Pad of rows and columns;
 // - Mean over rows and columns (one that drops them is taken blocked, then reshaped to
 //   [N, C], which is the same memory).
 // A _ToBlocked enters a chain and a _FromBlocked leaves it wherever anything else (a fetch

@@ -104,6 +104,15 @@ class BlockedConv2DOp : public OpKernel {
     Status s = c->GetAttr("block", &block_);
     if (s.ok()) s = c->GetAttr("depthwise", &depthwise_);
     if (s.ok()) s = c->GetAttr("fused_ops", &fused);
+    std::string input_layout;
+    if (s.ok()) s = c->GetAttr("input_layout", &input_layout);
+    nhwc_input_ = input_layout == "NHWC";
+    if (s.ok() && input_layout != "blocked" && !nhwc_input_) {
+      s = errors::InvalidArgument("input_layout must be blocked or NHWC, got '", input_layout, "'");
+    }
+    if (s.ok() && nhwc_input_ && depthwise_ != 0) {
+      s = errors::Unimplemented("a depthwise convolution from an NHWC input to a blocked output");
+    }
     if (s.ok() && block_ != 8 && block_ != 16) s = errors::InvalidArgument("block must be 8 or 16, got ", block_);
     if (s.ok() && depthwise_ < 0) s = errors::InvalidArgument("depthwise must be >= 0, got ", depthwise_);
     bias_ = fused.rfind("BiasAdd", 0) == 0;
@@ -122,7 +131,9 @@ class BlockedConv2DOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     const Tensor& in = ctx->input(0);
     const Tensor& f = ctx->input(1);
-    StatusOr<TensorShape> nhwc = Unblocked(*this, in, block_);
+    OP_REQUIRES(ctx, !nhwc_input_ || in.rank() == 4,
+                errors::InvalidArgument(name(), " reads an NHWC tensor, got ", in.shape().DebugString()));
+    StatusOr<TensorShape> nhwc = nhwc_input_ ? in.shape() : Unblocked(*this, in, block_);
     OP_REQUIRES_OK(ctx, nhwc.status());
     OP_REQUIRES(ctx, f.rank() == 4, errors::InvalidArgument("filter must be 4-D, got ", f.shape().DebugString()));
     StatusOr<Geometry> g = MakeGeometry(*nhwc, f.dim(0), f.dim(1), attrs_.strides, attrs_.padding);
@@ -157,14 +168,20 @@ class BlockedConv2DOp : public OpKernel {
     if (out->NumElements() == 0) return;
     ConvEpilogue epilogue{bias_ ? ctx->input(2).data<float>() : nullptr, relu_, relu6_};
     epilogue.sum = sum_;
-    OP_REQUIRES_OK(ctx, DnnlBlockedConv2D(ctx, *g, o, depthwise_, block_, in.data<float>(), f.data<float>(),
-                                          out->data<float>(), epilogue, packed_.get()));
+    if (nhwc_input_) {
+      OP_REQUIRES_OK(ctx, DnnlBlockedConv2DFromNhwc(ctx, *g, o, block_, in.data<float>(), f.data<float>(),
+                                                    out->data<float>(), epilogue, packed_.get()));
+    } else {
+      OP_REQUIRES_OK(ctx, DnnlBlockedConv2D(ctx, *g, o, depthwise_, block_, in.data<float>(), f.data<float>(),
+                                            out->data<float>(), epilogue, packed_.get()));
+    }
   }
 
  private:
   const ConvAttrs attrs_;
   int64_t block_ = 0, depthwise_ = 0;
   bool bias_ = false, sum_ = false, relu_ = false, relu6_ = false;
+  bool nhwc_input_ = false;  // input_layout NHWC: a first layer's, of any channels
   std::unique_ptr<PackedFilter> packed_;  // where the filter is a constant
 };
 
@@ -189,12 +206,11 @@ class BlockedPoolOp : public OpKernel {
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({in.dim(0), in.dim(1), g->oh, g->ow, block_}), &out));
     if (out->NumElements() == 0) return;
     const Geometry geo = *g;
+    using PoolFn = void (*)(const float*, const Geometry&, int64_t, int64_t, float*);
+    const PoolFn pool = block_ == 8 ? (max_ ? PoolImages<float, true, 8> : PoolImages<float, false, 8>)
+                                    : (max_ ? PoolImages<float, true, 16> : PoolImages<float, false, 16>);
     ctx->ParallelFor(geo.n, geo.oh * geo.ow * geo.kh * geo.kw * block_, [&](int64_t begin, int64_t end) {
-      if (max_) {
-        PoolImages<float, true>(in.data<float>(), geo, begin, end, out->data<float>());
-      } else {
-        PoolImages<float, false>(in.data<float>(), geo, begin, end, out->data<float>());
-      }
+      pool(in.data<float>(), geo, begin, end, out->data<float>());
     });
   }
 

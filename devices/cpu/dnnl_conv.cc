@@ -40,7 +40,7 @@ struct Primitive {
 
 // Everything a primitive depends on; the output size fixes the bottom and right padding.
 using Key = std::tuple<Kind, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-                       int64_t, int64_t, int64_t, int64_t, bool, bool, bool, bool, int64_t, int64_t>;
+                       int64_t, int64_t, int64_t, int64_t, bool, bool, bool, bool, int64_t, int64_t, bool>;
 
 // What a forward primitive is besides its shapes: whether it adds a bias, the activation it
 // applies, and whether it is depthwise.
@@ -55,12 +55,15 @@ struct Fusion {
   // The activations' layout: 0 for NHWC, else oneDNN's blocked nChw8c or nChw16c (of that
   // many channels a block).
   int64_t block = 0;
+  // With a block, the input is NCHW instead: a first layer's few channels, which oneDNN's
+  // blocked convolutions read in that layout alone.
+  bool nchw_src = false;
 };
 
 Tag ActivationTag(int64_t block) { return block == 0 ? Tag::nhwc : block == 8 ? Tag::nChw8c : Tag::nChw16c; }
 
 StatusOr<std::shared_ptr<const Primitive>> Build(Kind kind, const Geometry& g, int64_t n, int64_t o, Fusion fusion) {
-  const memory::desc src({n, g.c, g.h, g.w}, kF32, ActivationTag(fusion.block));
+  const memory::desc src({n, g.c, g.h, g.w}, kF32, fusion.nchw_src ? Tag::nchw : ActivationTag(fusion.block));
   const memory::desc dst({n, o, g.oh, g.ow}, kF32, ActivationTag(fusion.block));
   // Grouped weights [C, multiplier, 1, KH, KW] for a depthwise convolution; TensorFlow's
   // [KH, KW, C, multiplier] is oneDNN's hwigo.
@@ -167,7 +170,7 @@ StatusOr<std::shared_ptr<const Primitive>> Get(Kind kind, const Geometry& g, int
   static std::mutex mu;
   static auto* cache = new std::map<Key, std::shared_ptr<const Primitive>>();
   const Key key{kind, n, g.h, g.w, g.c, o, g.kh, g.kw, g.sh, g.sw, g.pad_top, g.pad_left, g.oh, g.ow, fusion.bias,
-                fusion.relu, fusion.relu6, fusion.sum, fusion.depthwise, fusion.block};
+                fusion.relu, fusion.relu6, fusion.sum, fusion.depthwise, fusion.block, fusion.nchw_src};
   {
     std::lock_guard<std::mutex> lock(mu);
     if (auto it = cache->find(key); it != cache->end()) return it->second;
@@ -410,8 +413,10 @@ constexpr int64_t kMinBlockedPartMacs = 200 << 10;
 // a single image in parts of its output channels, each a whole number of blocks and a
 // contiguous run of the output (and, depthwise, of the input).
 Status BlockedForward(OpKernelContext* ctx, const Geometry& g, int64_t o, const float* src, const float* filter,
-                      float* out, const ConvEpilogue& epilogue, int64_t depthwise, int64_t block, PackedFilter* packed) {
-  const Fusion fusion{epilogue.bias != nullptr, epilogue.relu, epilogue.relu6, epilogue.sum, depthwise, block};
+                      float* out, const ConvEpilogue& epilogue, int64_t depthwise, int64_t block, bool nchw_src,
+                      PackedFilter* packed) {
+  const Fusion fusion{epilogue.bias != nullptr, epilogue.relu, epilogue.relu6, epilogue.sum, depthwise, block,
+                      nchw_src};
   const int64_t macs = g.oh * g.ow * o * g.kh * g.kw * (depthwise > 0 ? 1 : g.c);
   const int64_t blocks = o / block;
   // A depthwise part's input channels must be whole blocks too: with a multiplier of 1 they
@@ -524,7 +529,24 @@ Status DnnlDepthwiseConv2D(OpKernelContext* ctx, const Geometry& g, int64_t mult
 Status DnnlBlockedConv2D(OpKernelContext* ctx, const Geometry& g, int64_t o, int64_t depthwise, int64_t block,
                          const float* in, const float* filter, float* out, const ConvEpilogue& epilogue,
                          PackedFilter* packed) {
-  return BlockedForward(ctx, g, o, in, filter, out, epilogue, depthwise, block, packed);
+  return BlockedForward(ctx, g, o, in, filter, out, epilogue, depthwise, block, false, packed);
+}
+
+Status DnnlBlockedConv2DFromNhwc(OpKernelContext* ctx, const Geometry& g, int64_t o, int64_t block, const float* in,
+                                 const float* filter, float* out, const ConvEpilogue& epilogue, PackedFilter* packed) {
+  Tensor nchw;
+  RETURN_IF_ERROR(ctx->allocate_temp(DataType::kFloat, TensorShape({g.n, g.c, g.h, g.w}), &nchw));
+  try {
+    OneDnnOnThisThreadOnly();
+    dnnl::stream stream(Engine());
+    memory from(memory::desc({g.n, g.c, g.h, g.w}, kF32, Tag::nhwc), Engine(), const_cast<float*>(in));
+    memory to(memory::desc({g.n, g.c, g.h, g.w}, kF32, Tag::nchw), Engine(), nchw.raw_data());
+    dnnl::reorder(from, to).execute(stream, from, to);
+    stream.wait();
+  } catch (const dnnl::error& e) {
+    return errors::Internal("oneDNN could not reorder a convolution's input to NCHW: ", e.what());
+  }
+  return BlockedForward(ctx, g, o, nchw.data<float>(), filter, out, epilogue, 0, block, true, packed);
 }
 
 Status DnnlConv2DBackpropInput(OpKernelContext* ctx, const Geometry& g, int64_t o, const float* filter,

@@ -68,6 +68,12 @@ Status DnnlDepthwiseConv2D(OpKernelContext* ctx, const Geometry& g, int64_t mult
 Status DnnlBlockedConv2D(OpKernelContext* ctx, const Geometry& g, int64_t o, int64_t depthwise, int64_t block,
                          const float* in, const float* filter, float* out, const ConvEpilogue& epilogue = {},
                          PackedFilter* packed = nullptr);
+// The same full convolution from an NHWC input of any channels (a first layer's few, which
+// are not whole blocks) to a blocked output: `in` [N, H, W, C], out [N, O / block, OH, OW,
+// block].
+Status DnnlBlockedConv2DFromNhwc(OpKernelContext* ctx, const Geometry& g, int64_t o, int64_t block, const float* in,
+                                 const float* filter, float* out, const ConvEpilogue& epilogue = {},
+                                 PackedFilter* packed = nullptr);
 // d_in [N, H, W, C] from d_out [N, OH, OW, O].
 Status DnnlConv2DBackpropInput(OpKernelContext* ctx, const Geometry& g, int64_t o, const float* filter,
                                const float* d_out, float* d_in);

@@ -188,14 +188,15 @@ Status FromBlockedShape(InferenceContext& c) {
   return Status::OK();
 }
 
-// A blocked op's shape: its NHWC form's, blocked. `nhwc_shape` sees input 0 unblocked.
-Status BlockedWindowShape(InferenceContext& c, const ShapeFn& nhwc_shape) {
+// A blocked op's shape: its NHWC form's, blocked. `nhwc_shape` sees input 0 unblocked (or as
+// it is, where the op reads NHWC).
+Status BlockedWindowShape(InferenceContext& c, const ShapeFn& nhwc_shape, bool nhwc_input = false) {
   int64_t block;
   RETURN_IF_ERROR(c.GetAttr("block", &block));
   std::vector<TensorShape> inputs;
   std::vector<const Tensor*> values;
   for (int i = 0; i < c.num_inputs(); ++i) {
-    inputs.push_back(i == 0 ? UnblockedShape(c.input(0)) : c.input(i));
+    inputs.push_back(i == 0 && !nhwc_input ? UnblockedShape(c.input(0)) : c.input(i));
     values.push_back(c.input_tensor(i));
   }
   InferenceContext nhwc("", c.attrs(), std::move(inputs), std::move(values), 1);
@@ -207,8 +208,10 @@ Status BlockedWindowShape(InferenceContext& c, const ShapeFn& nhwc_shape) {
 
 Status BlockedConvShape(InferenceContext& c) {
   int64_t depthwise;
+  std::string input_layout;
   RETURN_IF_ERROR(c.GetAttr("depthwise", &depthwise));
-  return BlockedWindowShape(c, depthwise > 0 ? DepthwiseConv2dShape : Conv2DShape);
+  RETURN_IF_ERROR(c.GetAttr("input_layout", &input_layout));
+  return BlockedWindowShape(c, depthwise > 0 ? DepthwiseConv2dShape : Conv2DShape, input_layout == "NHWC");
 }
 
 Status BlockedPoolShape(InferenceContext& c) { return BlockedWindowShape(c, PoolShape); }
@@ -345,7 +348,8 @@ void RegisterNnOps(OpRegistry& r) {
   // blocks of `block` channels and back; a convolution (depthwise: of that channel
   // multiplier; 0, a full one) with its fused_ops ("", "BiasAdd", "BiasAdd,Relu",
   // "BiasAdd,Relu6", and "BiasAdd,Add" or "BiasAdd,Add,Relu" whose second arg is a
-  // residual summand) and a MaxPool or AvgPool (`pooling` MAX or AVG) over blocked tensors.
+  // residual summand; input_layout NHWC reads a plain NHWC input of any channels, a first
+  // layer's) and a MaxPool or AvgPool (`pooling` MAX or AVG) over blocked tensors.
   RegisterCoreOp(r, OpDefBuilder("_ToBlocked").Input("input: T").Output("output: T").Attr("T: {float32}")
                   .Attr("block: int").SetShapeFn(ToBlockedShape));
   RegisterCoreOp(r, OpDefBuilder("_FromBlocked").Input("input: T").Output("output: T").Attr("T: {float32}")
@@ -354,7 +358,8 @@ void RegisterNnOps(OpRegistry& r) {
                   .Output("output: T").Attr("T: {float32}").Attr("num_args: int >= 0").Attr("strides: list(int)")
                   .Attr("padding: string").Attr("data_format: string = \"NHWC\"")
                   .Attr("dilations: list(int) = [1, 1, 1, 1]").Attr("fused_ops: string = \"\"")
-                  .Attr("depthwise: int = 0").Attr("block: int").SetShapeFn(BlockedConvShape));
+                  .Attr("depthwise: int = 0").Attr("block: int").Attr("input_layout: string = \"blocked\"")
+                  .SetShapeFn(BlockedConvShape));
   RegisterCoreOp(r, OpDefBuilder("_BlockedPool").Input("input: T").Output("output: T").Attr("T: {float32}")
                   .Attr("ksize: list(int) >= 4").Attr("strides: list(int) >= 4").Attr("padding: string")
                   .Attr("data_format: string = \"NHWC\"").Attr("pooling: string").Attr("block: int")

@@ -1,7 +1,8 @@
 // The blocked layout (runtime/blocked_layout.h): a CNN's chain of convolutions on a CPU runs
 // as _BlockedConv2D and the ops between them on blocked tensors, with the values of the graph
-// run in NHWC; what cannot run blocked (a first convolution of 3 channels, a lone convolution,
-// a filter that is not a constant) stays as it was. The blocked kernels against NHWC ones for
+// run in NHWC; a first layer of 3 channels reads NHWC and writes blocked; what cannot run
+// blocked (a convolution fused with its pool, a lone convolution, a filter that is not a
+// constant) stays as it was. The blocked kernels against NHWC ones for
 // both block sizes, batch and single-image parts; and the inputs they refuse.
 #include "runtime/blocked_layout.h"
 
@@ -119,7 +120,8 @@ struct Cnn {
     auto avg = ops::AvgPool(root.WithOpName("avg"), b, {1, 2, 2, 1}, {1, 2, 2, 1}, "SAME");
     auto squeezed = ops::Mean(root.WithOpName("squeezed"), avg, ops::Const(root, Tensor::FromVector<int32_t>({1, 2})),
                               {.keep_dims = true});
-    // EfficientNet's squeeze-and-excitation narrows to fewer channels than a block: NHWC.
+    // EfficientNet's squeeze-and-excitation narrows to fewer channels than a block: NHWC,
+    // and the expansion after it reads that NHWC.
     auto narrow = ops::Relu(root.WithOpName("narrow"), Conv(root, "se_reduce", squeezed, 32, 4, 1, 1, "VALID", 13));
     auto excite = ops::Build(root.WithOpName("excite"), "Sigmoid", {Conv(root, "se_expand", narrow, 4, 32, 1, 1, "VALID", 18)});
     auto se = ops::Mul(root.WithOpName("se"), avg, excite);
@@ -159,16 +161,49 @@ TEST(BlockedLayoutTest, ACnnRunsBlockedWithTheValuesOfNhwc) {
     }
     for (const char* entry : {"joined=ConcatV2", "pre=_FusedScaleOffset", "avg=_BlockedPool", "squeezed=Mean", "se=Mul",
                               "block_out=Mul", "last=Relu", "logits/blocked=Mean", "logits=Reshape", "excite=Sigmoid", "b_swish=_Swish",
-                              "se_reduce=Conv2D", "se_expand=Conv2D"}) {
+                              "se_reduce=Conv2D", "se_expand=_BlockedConv2D"}) {
       EXPECT_TRUE(Has(blocked, entry)) << entry << " in " << nodes;
     }
-    // In: the pool's result (read twice) and the excitation's [N, 1, 1, 32]; out: the
-    // squeeze for the NHWC convolutions after it, and block_out for its fetch. The final
-    // Mean, which drops rows and columns, is taken blocked.
-    EXPECT_EQ(Count(blocked, "_ToBlocked"), 2) << nodes;
+    // In: the pool's result (read twice); out: the squeeze for the NHWC convolution after it,
+    // and block_out for its fetch. The final Mean, which drops rows and columns, is taken
+    // blocked.
+    EXPECT_EQ(Count(blocked, "_ToBlocked"), 1) << nodes;
     EXPECT_EQ(Count(blocked, "_FromBlocked"), 2) << nodes;
     EXPECT_EQ(blocked.values[1].shape(), TensorShape({batch, 3, 2, 32}));
     EXPECT_EQ(Count(nhwc, "_BlockedConv2D") + Count(nhwc, "_ToBlocked"), 0) << "the switch is off";
+  }
+}
+
+// A first layer's convolution of 3 channels reads its NHWC input as it is and writes
+// blocked: MobileNet's stem (no pool to fuse with), and ResNet's, whose zero padding of rows
+// and columns before its pool is taken blocked too. No _ToBlocked after either.
+TEST(BlockedLayoutTest, AFirstLayerReadsNhwcAndWritesBlocked) {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DataType::kFloat, TensorShape({-1, 20, 18, 3}));
+  auto stem = ops::Build(root.WithOpName("stem"), "Relu6",
+                         {ops::BiasAdd(root.WithOpName("stem_bias"), Conv(root, "stem_conv", x, 3, 16, 3, 2, "SAME", 1),
+                                       ops::Const(root, Uniform({16}, 2)))});
+  ops::Relu(root.WithOpName("out"), Conv(root, "next", stem, 16, 8, 1, 1, "SAME", 3));
+  const auto pad = [&](const char* name, Input in, int32_t by) {
+    return ops::Build(root.WithOpName(name), "Pad",
+                      {in, ops::Const(root, Tensor::FromVector<int32_t>({0, 0, by, by, by, by, 0, 0}, TensorShape({4, 2})))});
+  };
+  auto conv1 = ops::Relu(root.WithOpName("conv1"), Conv(root, "conv1_conv", pad("conv1_pad", x, 3), 3, 8, 7, 2, "VALID", 5));
+  auto pool1 = ops::MaxPool(root.WithOpName("pool1"), pad("pool1_pad", conv1, 1), {1, 3, 3, 1}, {1, 2, 2, 1}, "VALID");
+  ops::Relu(root.WithOpName("res_out"), Conv(root, "res_next", pool1, 8, 16, 1, 1, "SAME", 6));
+  for (int64_t batch : {1, 2}) {
+    SCOPED_TRACE(batch);
+    const std::vector<std::pair<std::string, Tensor>> feeds = {{"x", Uniform({batch, 20, 18, 3}, 4, -2, 2)}};
+    const Step blocked = RunStep(root, {"out", "res_out"}, true, feeds);
+    const Step nhwc = RunStep(root, {"out", "res_out"}, false, feeds);
+    ExpectSameValues(blocked, nhwc);
+    const std::string nodes = ::testing::PrintToString(blocked.nodes);
+    // (20 rows padded by 3 on each side are not what SAME pads: the pad stays.)
+    for (const char* entry : {"stem=_BlockedConv2D", "conv1_pad=Pad", "conv1_conv=_BlockedConv2D", "conv1=Relu",
+                              "pool1_pad=Pad", "pool1=_BlockedPool"}) {
+      EXPECT_TRUE(Has(blocked, entry)) << entry << " in " << nodes;
+    }
+    EXPECT_EQ(Count(blocked, "_ToBlocked"), 0) << nodes;
   }
 }
 
@@ -194,15 +229,18 @@ TEST(BlockedLayoutTest, WhatWouldNotGainStaysNhwc) {
 
 // _ToBlocked -> _BlockedConv2D (full and depthwise, with and without a bias and activation)
 // -> _FromBlocked against Conv2D / DepthwiseConv2dNative and the same bias and activation,
-// for blocks of 8 and 16; one image (cut into parts of its output channels) and a batch.
+// for blocks of 8 and 16; one image (cut into parts of its output channels) and a batch; and
+// a full convolution of 3 channels that reads its NHWC input as it is.
 TEST(BlockedLayoutTest, TheBlockedConvolutionMatchesNhwc) {
   for (int64_t block : {8, 16}) {
-    for (int64_t depthwise : {0, 1}) {
+    for (const char* kind : {"full", "depthwise", "full from NHWC"}) {
       for (const char* fused : {"", "BiasAdd", "BiasAdd,Relu", "BiasAdd,Relu6"}) {
         for (int64_t batch : {1, 3}) {
-          SCOPED_TRACE(StrCat("block ", block, " depthwise ", depthwise, " fused '", fused, "' batch ", batch));
+          SCOPED_TRACE(StrCat("block ", block, " ", kind, " fused '", fused, "' batch ", batch));
           Scope root = Scope::NewRootScope();
-          const int64_t c = (depthwise ? 4 : 2) * block, o = depthwise ? c : 3 * block;
+          const int64_t depthwise = std::string(kind) == "depthwise";
+          const bool nhwc_input = std::string(kind) == "full from NHWC";
+          const int64_t c = nhwc_input ? 3 : (depthwise ? 4 : 2) * block, o = depthwise ? c : 3 * block;
           auto x = ops::Placeholder(root.WithOpName("x"), DataType::kFloat);
           Tensor filter = Uniform({3, 3, c, depthwise ? 1 : o}, 2, -2, 2);
           Tensor bias = Uniform({o}, 3);
@@ -210,7 +248,8 @@ TEST(BlockedLayoutTest, TheBlockedConvolutionMatchesNhwc) {
           auto f = ops::Const(root, filter);
           Output want = ops::Build(root.WithOpName("nhwc"), depthwise ? "DepthwiseConv2dNative" : "Conv2D", {x, f}, attrs);
           const std::string ops_list = fused;
-          std::vector<Input> inputs = {ops::Build(root.WithOpName("in"), "_ToBlocked", {x}, {{"block", block}}), f};
+          const Input in = nhwc_input ? Input(x) : ops::Build(root.WithOpName("in"), "_ToBlocked", {x}, {{"block", block}});
+          std::vector<Input> inputs = {in, f};
           if (!ops_list.empty()) {
             want = ops::BiasAdd(root.WithOpName("biased"), want, ops::Const(root, bias));
             inputs.push_back(ops::Const(root, bias));
@@ -222,6 +261,7 @@ TEST(BlockedLayoutTest, TheBlockedConvolutionMatchesNhwc) {
           attrs["num_args"] = int64_t{ops_list.empty() ? 0 : 1};
           attrs["depthwise"] = depthwise;
           attrs["block"] = block;
+          if (nhwc_input) attrs["input_layout"] = std::string("NHWC");
           auto conv = ops::Build(root.WithOpName("blocked"), "_BlockedConv2D", inputs, attrs);
           ops::Build(root.WithOpName("got"), "_FromBlocked", {conv});
           // Blocks of 8: large enough that one image's convolution is cut into two parts of its
