@@ -1,5 +1,6 @@
 #include "devices/cpu/cpu_kernels.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "devices/cpu/cpu_provider.h"
@@ -9,10 +10,25 @@
 namespace tessera {
 namespace {
 
-Status CopyRowsOnHost(OpKernelContext*, const RowCopy& c) {
+// Rows cut into pieces of about kPiece bytes, the pieces across the intra-op threads: one
+// core's copy falls short of what two move (DenseNet121's concatenations at batch 32 took
+// 112 ms of a 2.5 s step on one thread, and as long on two).
+Status CopyRowsOnHost(OpKernelContext* ctx, const RowCopy& c) {
+  constexpr int64_t kPiece = 64 << 10;
   char* dst = static_cast<char*>(c.dst);
   const char* src = static_cast<const char*>(c.src);
-  for (int64_t r = 0; r < c.rows; ++r) std::memcpy(dst + r * c.dst_pitch, src + r * c.src_pitch, c.row_bytes);
+  const int64_t row_bytes = static_cast<int64_t>(c.row_bytes);
+  const int64_t pieces = std::max<int64_t>(1, row_bytes / kPiece);  // a row's
+  const int64_t piece = (row_bytes + pieces - 1) / pieces;
+  const auto copy = [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t r = i / pieces, from = i % pieces * piece;
+      std::memcpy(dst + r * c.dst_pitch + from, src + r * c.src_pitch + from, std::min(piece, row_bytes - from));
+    }
+  };
+  // About a cycle for every 4 bytes a memcpy moves.
+  if (ctx != nullptr) ctx->ParallelFor(c.rows * pieces, std::max<int64_t>(1, piece / 4), copy);
+  else copy(0, c.rows * pieces);
   return Status::OK();
 }
 

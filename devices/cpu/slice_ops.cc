@@ -386,11 +386,21 @@ class PadOp : public OpKernel {
     w.strides.assign(out_dims.size(), 1);
     for (int i = static_cast<int>(out_dims.size()) - 2; i >= 0; --i) w.strides[i] = w.strides[i + 1] * out_dims[i + 1];
     for (size_t i = 0; i < out_dims.size(); ++i) w.offset += before[i] * w.strides[i];
+    // Where the outermost (joined) dimension is not padded, its slabs are padded apart, across
+    // the intra-op threads (a batch of blocked activations: one slab per block of channels).
+    const bool slabs = w.dims.size() > 1 && before[0] == 0 && out_dims[0] == in_dims[0];
+    const int64_t count = slabs ? in_dims[0] : 1;
+    const int64_t in_slab = count == 0 ? 0 : in.NumElements() / count, out_slab = count == 0 ? 0 : out->NumElements() / count;
     VisitDataType(in.dtype(), [&](auto zero) {
       using T = decltype(zero);
-      T* o = out->data<T>();
-      std::fill(o, o + out->NumElements(), has_constant ? ctx->input(2).template data<T>()[0] : T());
-      ScatterWalk<T>(in.data<T>(), w, o);
+      const T value = has_constant ? ctx->input(2).template data<T>()[0] : T();
+      ctx->ParallelFor(count, out_slab, [&](int64_t first, int64_t last) {
+        T* o = out->data<T>() + first * out_slab;
+        std::fill(o, o + (last - first) * out_slab, value);
+        StridedWalk part = w;
+        if (slabs) part.dims[0] = last - first;
+        ScatterWalk<T>(in.data<T>() + first * in_slab, part, o);
+      });
     });
   }
 };
