@@ -57,7 +57,8 @@ std::optional<std::pair<const Node*, int>> PassedThrough(const Node& n) {
       // The constant must not broadcast x to a larger shape: a scalar never does (Keras's
       // swish multiplies by one activations whose batch is unknown); another constant only
       // where x's shape is known in full.
-      if (here(src) && IsConstantOf(*other, identity) &&
+      // Not of a variable's reference: x * 1 reads the variable when it runs, as Identity does.
+      if (here(src) && !src->output_is_ref(port) && IsConstantOf(*other, identity) &&
           (other->constant_value()->rank() == 0 || (shape.IsFullyDefined() && src->output_shape(port) == shape))) {
         return input(keep);
       }

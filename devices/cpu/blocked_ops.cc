@@ -193,6 +193,7 @@ class BlockedPoolOp : public OpKernel {
     Status s = c->GetAttr("block", &block_);
     if (s.ok()) s = c->GetAttr("pooling", &pooling);
     if (s.ok() && pooling != "MAX" && pooling != "AVG") s = errors::InvalidArgument("pooling is MAX or AVG, not ", pooling);
+    if (s.ok() && block_ != 8 && block_ != 16) s = errors::InvalidArgument("block must be 8 or 16, got ", block_);
     max_ = pooling == "MAX";
     if (!s.ok()) c->SetStatus(s);
   }

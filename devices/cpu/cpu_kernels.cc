@@ -18,16 +18,15 @@ Status CopyRowsOnHost(OpKernelContext* ctx, const RowCopy& c) {
   char* dst = static_cast<char*>(c.dst);
   const char* src = static_cast<const char*>(c.src);
   const int64_t row_bytes = static_cast<int64_t>(c.row_bytes);
-  const int64_t pieces = std::max<int64_t>(1, row_bytes / kPiece);  // a row's
-  const int64_t piece = (row_bytes + pieces - 1) / pieces;
+  const int64_t pieces = std::max<int64_t>(1, (row_bytes + kPiece - 1) / kPiece);  // a row's; the last may be short
   const auto copy = [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      const int64_t r = i / pieces, from = i % pieces * piece;
-      std::memcpy(dst + r * c.dst_pitch + from, src + r * c.src_pitch + from, std::min(piece, row_bytes - from));
+      const int64_t r = i / pieces, from = i % pieces * kPiece;
+      std::memcpy(dst + r * c.dst_pitch + from, src + r * c.src_pitch + from, std::min(kPiece, row_bytes - from));
     }
   };
   // About a cycle for every 4 bytes a memcpy moves.
-  if (ctx != nullptr) ctx->ParallelFor(c.rows * pieces, std::max<int64_t>(1, piece / 4), copy);
+  if (ctx != nullptr) ctx->ParallelFor(c.rows * pieces, std::min(kPiece, row_bytes) / 4 + 1, copy);
   else copy(0, c.rows * pieces);
   return Status::OK();
 }

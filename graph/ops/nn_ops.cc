@@ -211,6 +211,12 @@ Status BlockedConvShape(InferenceContext& c) {
   std::string input_layout;
   RETURN_IF_ERROR(c.GetAttr("depthwise", &depthwise));
   RETURN_IF_ERROR(c.GetAttr("input_layout", &input_layout));
+  if (input_layout != "blocked" && input_layout != "NHWC") {
+    return errors::InvalidArgument("input_layout must be blocked or NHWC, got '", input_layout, "'");
+  }
+  if (input_layout == "NHWC" && depthwise != 0) {
+    return errors::Unimplemented("a depthwise convolution from an NHWC input to a blocked output");
+  }
   return BlockedWindowShape(c, depthwise > 0 ? DepthwiseConv2dShape : Conv2DShape, input_layout == "NHWC");
 }
 

@@ -35,6 +35,29 @@ TEST(ConcatSplitTest, ConcatAlongEachAxis) {
   EXPECT_THAT(Values<int32_t>(c), ElementsAre(0, 1, 10, 11, 12, 2, 3, 13, 14, 15));
 }
 
+// Rows longer than a copy's piece (64 KiB) are copied in pieces across the intra-op threads,
+// the last piece of each row short.
+TEST(ConcatSplitTest, LongRowsAreCopiedInPieces) {
+  Scope root = Scope::NewRootScope();
+  auto a = ops::Const(root, Iota({3, 40000}));  // 160,000 bytes a row: three pieces
+  auto b = ops::Const(root, Iota({3, 17}));
+  auto cols = ops::Concat(root.WithOpName("cols"), {a, b}, 1);
+  auto rows = ops::Concat(root.WithOpName("rows"), {a, a}, 0);  // one row of 480,000 bytes an input
+  ASSERT_TRUE(root.ok()) << root.status();
+  const std::vector<int32_t> c = Values<int32_t>(testing::Eval(root, cols));
+  const std::vector<int32_t> r = Values<int32_t>(testing::Eval(root, rows));
+  std::vector<int32_t> want_cols, want_rows;
+  for (int32_t i = 0; i < 3; ++i) {
+    for (int32_t j = 0; j < 40000; ++j) want_cols.push_back(i * 40000 + j);
+    for (int32_t j = 0; j < 17; ++j) want_cols.push_back(i * 17 + j);
+  }
+  for (int copy = 0; copy < 2; ++copy) {
+    for (int32_t i = 0; i < 3 * 40000; ++i) want_rows.push_back(i);
+  }
+  EXPECT_EQ(c, want_cols);
+  EXPECT_EQ(r, want_rows);
+}
+
 TEST(ConcatSplitTest, SplitUndoesConcat) {
   Scope root = Scope::NewRootScope();
   auto x = ops::Const(root, Iota({4, 3, 2}));

@@ -251,6 +251,29 @@ TEST(TensorFlowOpsTest, UnpackAndPad) {
   EXPECT_FALSE(y.ok());  // a padded size that overflows
 }
 
+// A Pad large enough to run across the intra-op threads, a slab of its unpadded batch each:
+// int64 paddings, uneven on each side, and PadV2's constant.
+TEST(TensorFlowOpsTest, APadOfABatchRunsInSlabs) {
+  const int64_t n = 4, h = 32, w = 32, c = 16;
+  auto y = RunOp({{"op", "PadV2"}, {"inputs", {"big", "p", "c"}}},
+                 {ConstNode("big", "float32", {n, h, w, c}, Iota(static_cast<int>(n * h * w * c))),
+                  ConstNode("p", "int64", {4, 2}, Ints({0, 0, 2, 1, 1, 3, 0, 0})), ConstNode("c", "float32", {}, {7})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  ASSERT_EQ(y->shape(), TensorShape({n, h + 3, w + 4, c}));
+  std::vector<float> want;
+  for (int64_t b = 0; b < n; ++b) {
+    for (int64_t r = 0; r < h + 3; ++r) {
+      for (int64_t col = 0; col < w + 4; ++col) {
+        const bool inside = r >= 2 && r < 2 + h && col >= 1 && col < 1 + w;
+        for (int64_t ch = 0; ch < c; ++ch) {
+          want.push_back(inside ? static_cast<float>(((b * h + r - 2) * w + col - 1) * c + ch) : 7.f);
+        }
+      }
+    }
+  }
+  EXPECT_EQ(Floats(*y), want);
+}
+
 TEST(TensorFlowOpsTest, SelectAndSelectV2) {
   json cond = ConstNode("c", "bool", {2}, {true, false});
   auto y = RunOp({{"op", "Select"}, {"inputs", {"c", "x", "z"}}},

@@ -184,12 +184,16 @@ TEST(BlockedLayoutTest, AFirstLayerReadsNhwcAndWritesBlocked) {
                          {ops::BiasAdd(root.WithOpName("stem_bias"), Conv(root, "stem_conv", x, 3, 16, 3, 2, "SAME", 1),
                                        ops::Const(root, Uniform({16}, 2)))});
   ops::Relu(root.WithOpName("out"), Conv(root, "next", stem, 16, 8, 1, 1, "SAME", 3));
-  const auto pad = [&](const char* name, Input in, int32_t by) {
-    return ops::Build(root.WithOpName(name), "Pad",
-                      {in, ops::Const(root, Tensor::FromVector<int32_t>({0, 0, by, by, by, by, 0, 0}, TensorShape({4, 2})))});
-  };
-  auto conv1 = ops::Relu(root.WithOpName("conv1"), Conv(root, "conv1_conv", pad("conv1_pad", x, 3), 3, 8, 7, 2, "VALID", 5));
-  auto pool1 = ops::MaxPool(root.WithOpName("pool1"), pad("pool1_pad", conv1, 1), {1, 3, 3, 1}, {1, 2, 2, 1}, "VALID");
+  auto conv1_pad = ops::Build(
+      root.WithOpName("conv1_pad"), "Pad",
+      {x, ops::Const(root, Tensor::FromVector<int32_t>({0, 0, 3, 3, 3, 3, 0, 0}, TensorShape({4, 2})))});
+  auto conv1 = ops::Relu(root.WithOpName("conv1"), Conv(root, "conv1_conv", conv1_pad, 3, 8, 7, 2, "VALID", 5));
+  // Uneven, int64, and a constant of PadV2's: still rows and columns only.
+  auto pool1_pad = ops::Build(
+      root.WithOpName("pool1_pad"), "PadV2",
+      {conv1, ops::Const(root, Tensor::FromVector<int64_t>({0, 0, 1, 0, 0, 2, 0, 0}, TensorShape({4, 2}))),
+       ops::Const(root, Tensor::Scalar(-0.5f))});
+  auto pool1 = ops::MaxPool(root.WithOpName("pool1"), pool1_pad, {1, 3, 3, 1}, {1, 2, 2, 1}, "VALID");
   ops::Relu(root.WithOpName("res_out"), Conv(root, "res_next", pool1, 8, 16, 1, 1, "SAME", 6));
   for (int64_t batch : {1, 2}) {
     SCOPED_TRACE(batch);
@@ -200,7 +204,7 @@ TEST(BlockedLayoutTest, AFirstLayerReadsNhwcAndWritesBlocked) {
     const std::string nodes = ::testing::PrintToString(blocked.nodes);
     // (20 rows padded by 3 on each side are not what SAME pads: the pad stays.)
     for (const char* entry : {"stem=_BlockedConv2D", "conv1_pad=Pad", "conv1_conv=_BlockedConv2D", "conv1=Relu",
-                              "pool1_pad=Pad", "pool1=_BlockedPool"}) {
+                              "pool1_pad=PadV2", "pool1=_BlockedPool"}) {
       EXPECT_TRUE(Has(blocked, entry)) << entry << " in " << nodes;
     }
     EXPECT_EQ(Count(blocked, "_ToBlocked"), 0) << nodes;
@@ -208,7 +212,7 @@ TEST(BlockedLayoutTest, AFirstLayerReadsNhwcAndWritesBlocked) {
 }
 
 // A convolution alone between NHWC ops would pay two reorders for its gain; one whose
-// filter is a variable's (training) or whose channels are not whole blocks stays too.
+// filter is a variable's (training) or whose output channels are not whole blocks stays too.
 TEST(BlockedLayoutTest, WhatWouldNotGainStaysNhwc) {
   Scope root = Scope::NewRootScope();
   auto x = ops::Placeholder(root.WithOpName("x"), DataType::kFloat, TensorShape({-1, 6, 6, 8}));
@@ -283,26 +287,28 @@ TEST(BlockedLayoutTest, TheBlockedConvolutionMatchesNhwc) {
 }
 
 // A blocked tensor is pooled as NHWC images of one block each: MaxPool and AvgPool (SAME,
-// averaging over the cells inside the input) give the NHWC pool's values.
+// averaging over the cells inside the input) give the NHWC pool's values, blocks of 8 and 16.
 TEST(BlockedLayoutTest, TheBlockedPoolMatchesNhwc) {
   for (const char* pooling : {"MAX", "AVG"}) {
-    SCOPED_TRACE(pooling);
-    Scope root = Scope::NewRootScope();
-    auto x = ops::Placeholder(root.WithOpName("x"), DataType::kFloat);
-    const std::vector<int64_t> ksize = {1, 3, 2, 1}, strides = {1, 2, 2, 1};
-    if (std::string(pooling) == "MAX") ops::MaxPool(root.WithOpName("want"), x, ksize, strides, "SAME");
-    else ops::AvgPool(root.WithOpName("want"), x, ksize, strides, "SAME");
-    auto in = ops::Build(root.WithOpName("in"), "_ToBlocked", {x}, {{"block", int64_t{8}}});
-    auto pooled = ops::Build(root.WithOpName("pooled"), "_BlockedPool", {in},
-                             {{"ksize", ksize}, {"strides", strides}, {"padding", std::string("SAME")},
-                              {"pooling", std::string(pooling)}, {"block", int64_t{8}}});
-    ops::Build(root.WithOpName("got"), "_FromBlocked", {pooled});
-    Step step = RunStep(root, {"got", "want"}, false, {{"x", Uniform({2, 7, 5, 24}, 1)}});
-    ASSERT_TRUE(step.status.ok()) << step.status;
-    Step got, expected;
-    got.values = {step.values[0]};
-    expected.values = {step.values[1]};
-    ExpectSameValues(got, expected);
+    for (int64_t block : {8, 16}) {
+      SCOPED_TRACE(StrCat(pooling, " block ", block));
+      Scope root = Scope::NewRootScope();
+      auto x = ops::Placeholder(root.WithOpName("x"), DataType::kFloat);
+      const std::vector<int64_t> ksize = {1, 3, 2, 1}, strides = {1, 2, 2, 1};
+      if (std::string(pooling) == "MAX") ops::MaxPool(root.WithOpName("want"), x, ksize, strides, "SAME");
+      else ops::AvgPool(root.WithOpName("want"), x, ksize, strides, "SAME");
+      auto in = ops::Build(root.WithOpName("in"), "_ToBlocked", {x}, {{"block", block}});
+      auto pooled = ops::Build(root.WithOpName("pooled"), "_BlockedPool", {in},
+                               {{"ksize", ksize}, {"strides", strides}, {"padding", std::string("SAME")},
+                                {"pooling", std::string(pooling)}, {"block", block}});
+      ops::Build(root.WithOpName("got"), "_FromBlocked", {pooled});
+      Step step = RunStep(root, {"got", "want"}, false, {{"x", Uniform({2, 7, 5, 48}, 1)}});
+      ASSERT_TRUE(step.status.ok()) << step.status;
+      Step got, expected;
+      got.values = {step.values[0]};
+      expected.values = {step.values[1]};
+      ExpectSameValues(got, expected);
+    }
   }
 }
 
@@ -342,6 +348,22 @@ TEST(BlockedLayoutTest, BadInputsAreErrorsNamingTheNode) {
   EXPECT_THAT(s.message(), HasSubstr("blocked tensor"));
   ASSERT_TRUE(session->Run({{"x", Uniform({1, 2, 2, 16}, 4)}}, {"to"}, {}, &out).ok());
   EXPECT_EQ(out[0].shape(), TensorShape({1, 2, 2, 2, 8}));
+
+  // A layout the convolution cannot read, and a block the pool has no kernel for.
+  Scope layout = Scope::NewRootScope();
+  ops::Build(layout.WithOpName("bad_layout"), "_BlockedConv2D",
+             {ops::Const(layout, Uniform({1, 2, 2, 3}, 5)), ops::Const(layout, Uniform({1, 1, 3, 8}, 6))},
+             {{"strides", std::vector<int64_t>{1, 1, 1, 1}}, {"padding", std::string("SAME")},
+              {"num_args", int64_t{0}}, {"block", int64_t{8}}, {"input_layout", std::string("NCHW")}});
+  EXPECT_THAT(layout.status().message(), HasSubstr("input_layout"));
+  Scope pool = Scope::NewRootScope();
+  ops::Build(pool.WithOpName("bad_pool"), "_BlockedPool", {ops::Const(pool, Uniform({1, 1, 2, 2, 4}, 7))},
+             {{"ksize", std::vector<int64_t>{1, 2, 2, 1}}, {"strides", std::vector<int64_t>{1, 1, 1, 1}},
+              {"padding", std::string("VALID")}, {"pooling", std::string("MAX")}, {"block", int64_t{4}}});
+  Step bad = RunStep(pool, {"bad_pool"}, false, {});
+  EXPECT_EQ(bad.status.code(), Code::kInvalidArgument);
+  EXPECT_THAT(bad.status.message(), HasSubstr("bad_pool"));
+  EXPECT_THAT(bad.status.message(), HasSubstr("block must be 8 or 16"));
 }
 
 }  // namespace

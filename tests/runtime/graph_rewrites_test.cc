@@ -87,7 +87,7 @@ TEST(GraphRewritesTest, NodesThatHandOnTheirInputGo) {
   auto column = ops::Placeholder(root.WithOpName("column"), DataType::kFloat, TensorShape({2, 1}));
   ops::Mul(root.WithOpName("widened"), column, ones);
   // Where shape inference does not know the batch: x * a scalar 1 goes (Keras's swish
-  // multiplies by its beta), [?, 1] * [1, 1, 1] still widens and stays.
+  // multiplies by its beta), [?, 1] * [3] ones still widens and stays.
   auto batch = ops::Placeholder(root.WithOpName("batch"), DataType::kFloat, TensorShape({-1, 3}));
   auto one = ops::Const(root.WithOpName("one"), Tensor::Scalar(1.0f));
   ops::Square(root.WithOpName("batch_out"), ops::Mul(root.WithOpName("times_scalar_one"), batch, one));
@@ -152,9 +152,13 @@ TEST(GraphRewritesTest, AnIdentityReadingAVariableStays) {
   auto v = ops::Variable(root.WithOpName("v"), TensorShape({}), DataType::kFloat);
   ops::Assign(root.WithOpName("init"), v, ops::Const(root, Tensor::Scalar(1.0f)));
   auto snapshot = ops::Identity(root.WithOpName("snapshot"), v);
-  auto update = ops::AssignAdd(root.WithOpName("update").WithControlDependencies({snapshot.op()}), v,
-                               ops::Const(root, Tensor::Scalar(10.0f)));
+  // v * 1 reads the variable when it runs too.
+  auto times_one = ops::Mul(root.WithOpName("times_one"), v, ops::Const(root, Tensor::Scalar(1.0f)));
+  auto update = ops::AssignAdd(root.WithOpName("update").WithControlDependencies({snapshot.op(), times_one.op()}),
+                               v, ops::Const(root, Tensor::Scalar(10.0f)));
   ops::Add(root.WithOpName("after").WithControlDependencies({update.op()}), snapshot,
+           ops::Const(root, Tensor::Scalar(0.5f)));
+  ops::Add(root.WithOpName("after_times_one").WithControlDependencies({update.op()}), times_one,
            ops::Const(root, Tensor::Scalar(0.5f)));
   GraphSpec def;
   ASSERT_TRUE(root.ToSpec(&def).ok());
@@ -165,13 +169,18 @@ TEST(GraphRewritesTest, AnIdentityReadingAVariableStays) {
   RunOptions options;
   options.output_partition_graphs = true;
   RunMetadata metadata;
-  ASSERT_TRUE((*session)->Run(options, {}, {"after"}, {}, &out, &metadata).ok());
+  ASSERT_TRUE((*session)->Run(options, {}, {"after", "after_times_one"}, {}, &out, &metadata).ok());
   EXPECT_EQ(Floats(out[0]), std::vector<float>{1.5f});  // the value before the update
-  bool kept = false;
+  EXPECT_EQ(Floats(out[1]), std::vector<float>{1.5f});
+  bool kept = false, kept_times_one = false;
   for (const GraphSpec& part : metadata.partition_graphs) {
-    for (const NodeSpec& n : part.nodes) kept |= n.name == "snapshot";
+    for (const NodeSpec& n : part.nodes) {
+      kept |= n.name == "snapshot";
+      kept_times_one |= n.name == "times_one";
+    }
   }
   EXPECT_TRUE(kept);
+  EXPECT_TRUE(kept_times_one);
 }
 
 TEST(GraphRewritesTest, CommonSubexpressionsAreComputedOnce) {
