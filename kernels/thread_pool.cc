@@ -107,8 +107,8 @@ struct ThreadPool::Impl {
   // 25-45 us to wake (measured on a 2-vCPU VM), longer than many of a step's loops take;
   // and a CNN's single-image convolutions, each cut across the threads, come one after
   // another with a few that are not cut between them (50-300 us: MobileNetV2 at batch 1 and
-  // two threads ran 8.1 ms with 100 us of lingering, 7.3 with 1 ms). Yielding, so that a
-  // busier thread on the core runs.
+  // two threads ran 9.1 ms with 100 us of lingering, 8.1 with 1 ms, medians of 8 runs).
+  // Yielding, so that a busier thread on the core runs.
   // A loop claims lingering helpers one by one (Claim) and queues itself once for each, so
   // loops begun at once from several threads (concurrent kernels, an input pipeline beside
   // the step) each get the helpers they counted on. A helper whose time is up leaves only

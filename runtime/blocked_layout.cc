@@ -103,6 +103,21 @@ bool IsIntConst(const Tensor* t) {
   return t != nullptr && (t->dtype() == DataType::kInt32 || t->dtype() == DataType::kInt64);
 }
 
+// Whether `n` is a float Mean on a CPU over the rows and columns of a 4-D NHWC tensor,
+// keeping them as dimensions or not as `keep_dims` says.
+bool IsMeanOverRowsAndColumns(const Node& n, bool keep_dims) {
+  bool keeps = !keep_dims;
+  const Tensor* axes = ConstInput(n, 1);
+  if (n.op() != "Mean" || !OnCpu(n) || !IsFloat(n) || !n.GetAttr("keep_dims", &keeps).ok() || keeps != keep_dims ||
+      !IsIntConst(axes)) {
+    return false;
+  }
+  std::vector<int64_t> a = IntTensorValues(*axes);
+  for (int64_t& x : a) x = x < 0 ? x + 4 : x;
+  std::sort(a.begin(), a.end());
+  return a == std::vector<int64_t>{1, 2};
+}
+
 class Rewriter {
  public:
   Rewriter(const Graph& graph, int64_t block) : graph_(graph), block_(block), channels_(graph.nodes().size(), 0) {
@@ -223,16 +238,7 @@ class Rewriter {
   // GlobalAveragePooling2D): [N, C/B, 1, 1, B] is [N, C] in memory, so the mean is taken
   // blocked and reshaped, and the activations never leave the layout.
   bool IsMeanOfBlocked(const Node& n) const {
-    bool keep_dims = true;
-    const Tensor* axes = ConstInput(n, 1);
-    if (n.op() != "Mean" || !OnCpu(n) || !IsFloat(n) || InputChannels(n, 0) == 0 ||
-        !n.GetAttr("keep_dims", &keep_dims).ok() || keep_dims || !IsIntConst(axes)) {
-      return false;
-    }
-    std::vector<int64_t> a = IntTensorValues(*axes);
-    for (int64_t& x : a) x = x < 0 ? x + 4 : x;
-    std::sort(a.begin(), a.end());
-    return a == std::vector<int64_t>{1, 2};
+    return InputChannels(n, 0) > 0 && IsMeanOverRowsAndColumns(n, /*keep_dims=*/false);
   }
 
   // The channels of n's result if it runs blocked, else 0. Its inputs are decided.
@@ -275,15 +281,7 @@ class Rewriter {
       const std::vector<int64_t> p = IntTensorValues(*paddings);
       return p[0] == 0 && p[1] == 0 && p[6] == 0 && p[7] == 0 ? c : 0;
     }
-    if (n.op() == "Mean") {
-      bool keep_dims = false;
-      const Tensor* axes = ConstInput(n, 1);
-      if (c == 0 || !n.GetAttr("keep_dims", &keep_dims).ok() || !keep_dims || !IsIntConst(axes)) return 0;
-      std::vector<int64_t> a = IntTensorValues(*axes);
-      for (int64_t& x : a) x = x < 0 ? x + 4 : x;
-      std::sort(a.begin(), a.end());
-      return a == std::vector<int64_t>{1, 2} ? c : 0;
-    }
+    if (n.op() == "Mean") return IsMeanOverRowsAndColumns(n, /*keep_dims=*/true) ? c : 0;
     if (n.op() == "ConcatV2") {
       const Tensor* axis = ConstInput(n, n.num_inputs() - 1);
       if (!IsIntConst(axis) || axis->NumElements() != 1) return 0;

@@ -1,6 +1,8 @@
 // Ops that gather elements into a new layout: Pack, Unpack, Slice, StridedSlice, Transpose, Tile
 // and Pad. Each maps its output (Pad: its input), element by element in order, onto a strided
 // walk of the other tensor, for every dtype (strings by assignment).
+#include <functional>
+#include <numeric>
 #include <utility>
 #include <vector>
 
@@ -390,7 +392,11 @@ class PadOp : public OpKernel {
     // the intra-op threads (a batch of blocked activations: one slab per block of channels).
     const bool slabs = w.dims.size() > 1 && before[0] == 0 && out_dims[0] == in_dims[0];
     const int64_t count = slabs ? in_dims[0] : 1;
-    const int64_t in_slab = count == 0 ? 0 : in.NumElements() / count, out_slab = count == 0 ? 0 : out->NumElements() / count;
+    int64_t in_slab = in.NumElements(), out_slab = out->NumElements();
+    if (slabs) {
+      in_slab = std::accumulate(in_dims.begin() + 1, in_dims.end(), int64_t{1}, std::multiplies<>());
+      out_slab = w.strides[0];
+    }
     VisitDataType(in.dtype(), [&](auto zero) {
       using T = decltype(zero);
       const T value = has_constant ? ctx->input(2).template data<T>()[0] : T();
