@@ -8,6 +8,7 @@
 #include "devices/cpu/cpu_kernels.h"
 #include "devices/cpu/dnnl_conv.h"
 #include "devices/cpu/pooling.h"
+#include "devices/cpu/winograd_conv.h"
 #include "graph/op_kinds.h"
 #include "kernels/util/conv_geometry.h"
 
@@ -125,7 +126,10 @@ class BlockedConv2DOp : public OpKernel {
     }
     if (!s.ok()) c->SetStatus(s);
     const Edge* filter = c->node().input_edge(1);
-    if (filter != nullptr && IsConstant(filter->src->op())) packed_ = std::make_unique<PackedFilter>();
+    if (filter != nullptr && IsConstant(filter->src->op())) {
+      packed_ = std::make_unique<PackedFilter>();
+      if (depthwise_ == 0 && !nhwc_input_) winograd_ = std::make_unique<WinogradFilter>();
+    }
   }
 
   void Compute(OpKernelContext* ctx) override {
@@ -171,6 +175,9 @@ class BlockedConv2DOp : public OpKernel {
     if (nhwc_input_) {
       OP_REQUIRES_OK(ctx, DnnlBlockedConv2DFromNhwc(ctx, *g, o, block_, in.data<float>(), f.data<float>(),
                                                     out->data<float>(), epilogue, packed_.get()));
+    } else if (winograd_ != nullptr && WinogradSuits(*g)) {
+      OP_REQUIRES_OK(ctx, WinogradBlockedConv2D(ctx, *g, o, block_, in.data<float>(), f.data<float>(),
+                                                out->data<float>(), epilogue, winograd_.get()));
     } else {
       OP_REQUIRES_OK(ctx, DnnlBlockedConv2D(ctx, *g, o, depthwise_, block_, in.data<float>(), f.data<float>(),
                                             out->data<float>(), epilogue, packed_.get()));
@@ -183,6 +190,7 @@ class BlockedConv2DOp : public OpKernel {
   bool bias_ = false, sum_ = false, relu_ = false, relu6_ = false;
   bool nhwc_input_ = false;  // input_layout NHWC: a first layer's, of any channels
   std::unique_ptr<PackedFilter> packed_;  // where the filter is a constant
+  std::unique_ptr<WinogradFilter> winograd_;  // where it is a full convolution's constant
 };
 
 // A blocked tensor [N, C/B, H, W, B] is, to a pool, NHWC images [N * C/B, H, W, B].
