@@ -196,9 +196,13 @@ class Layer {
 
 // Tiles a chunk holds: its scratch within ~3 MiB, in the L2 and L3 beside the core, but
 // enough rows that the products reuse each panel of the filter (measured on ResNet50's
-// layers: 36-72 tiles at 64 channels ran best).
-int64_t ChunkTiles(int64_t c, int64_t o) {
-  return std::clamp<int64_t>((int64_t{3} << 20) / (36 * 4 * (c + o)), 12, 72);
+// layers: 36-72 tiles at 64 channels ran best); and small enough that each thread has two
+// chunks of its own where there are 12 tiles a chunk to share (ResNet50's 56x56 layers at
+// batch 1 on two threads: 1.6-1.9 ms cut by output channels, 0.84-0.93 in chunks; fewer
+// than 12 rows to a product ran slower than the cut by channels).
+int64_t ChunkTiles(int64_t c, int64_t o, int64_t tiles, int64_t threads) {
+  const int64_t fit = std::clamp<int64_t>((int64_t{3} << 20) / (36 * 4 * (c + o)), 12, 72);
+  return std::max<int64_t>(std::min(fit, (tiles + 2 * threads - 1) / (2 * threads)), 12);
 }
 
 }  // namespace
@@ -232,9 +236,10 @@ Status WinogradBlockedConv2D(OpKernelContext* ctx, const Geometry& g, int64_t o,
   if (epilogue.max_pool != nullptr || g.c % 8 != 0 || o % 8 != 0 || !WinogradSuits(g)) {
     return errors::Internal("F(4x4, 3x3) takes 3x3 stride-1 convolutions of whole blocks, without a pool");
   }
-  const Layer layer(g, o, block, in, transformed->Get(filter, g.c, o), out, epilogue, ChunkTiles(g.c, o));
-  const int64_t chunks = (layer.tiles() + layer.chunk() - 1) / layer.chunk();
   const int64_t threads = ctx->intra_op_pool()->NumThreads();
+  const Layer layer(g, o, block, in, transformed->Get(filter, g.c, o), out, epilogue,
+                    ChunkTiles(g.c, o, Tiles(g).count, threads));
+  const int64_t chunks = (layer.tiles() + layer.chunk() - 1) / layer.chunk();
   const int64_t chunk_macs = 36 * layer.chunk() * g.c * o;
   if (chunks >= 2 * threads) {
     // Whole chunks a thread: each chunk's scratch stays with the core that made it.
@@ -251,8 +256,8 @@ Status WinogradBlockedConv2D(OpKernelContext* ctx, const Geometry& g, int64_t o,
     for (const Status& s : status) RETURN_IF_ERROR(s);
     return Status::OK();
   }
-  // Few chunks (a single image): each one's input transform across the threads, then its
-  // products and output transform by groups of output channels.
+  // Few chunks (a small single image): each one's input transform across the threads, then
+  // its products and output transform by groups of output channels.
   Tensor scratch;
   RETURN_IF_ERROR(ctx->allocate_temp(DataType::kFloat, TensorShape({layer.scratch_floats()}), &scratch));
   float* v = scratch.data<float>();

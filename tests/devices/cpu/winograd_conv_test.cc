@@ -139,7 +139,7 @@ TEST(WinogradConvTest, EveryEpilogueAppliesAfterTheTransform) {
 }
 
 TEST(WinogradConvTest, ABatchOfManyChunksAgreesWithTheDirectSum) {
-  // 12 images of 5x4 tiles, 72 to a chunk at these channels: 4 chunks, two a thread.
+  // 12 images of 5x4 tiles: 4 chunks at these channels, two a thread.
   for (int threads : {1, 2}) {
     ExpectAgreesWithDirectSum({12, 17, 13, 16, 24, 8, true, "BiasAdd,Add,Relu", threads});
     ExpectAgreesWithDirectSum({12, 19, 15, 32, 16, 16, false, "BiasAdd", threads});
