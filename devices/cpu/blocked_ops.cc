@@ -128,7 +128,7 @@ class BlockedConv2DOp : public OpKernel {
     const Edge* filter = c->node().input_edge(1);
     if (filter != nullptr && IsConstant(filter->src->op())) {
       packed_ = std::make_unique<PackedFilter>();
-      if (depthwise_ == 0 && !nhwc_input_) winograd_ = std::make_unique<WinogradFilter>();
+      if (depthwise_ == 0 && !nhwc_input_) transformed_ = std::make_unique<TransformedFilter>();
     }
   }
 
@@ -175,9 +175,9 @@ class BlockedConv2DOp : public OpKernel {
     if (nhwc_input_) {
       OP_REQUIRES_OK(ctx, DnnlBlockedConv2DFromNhwc(ctx, *g, o, block_, in.data<float>(), f.data<float>(),
                                                     out->data<float>(), epilogue, packed_.get()));
-    } else if (winograd_ != nullptr && WinogradSuits(*g)) {
+    } else if (transformed_ != nullptr && WinogradSuits(*g)) {
       OP_REQUIRES_OK(ctx, WinogradBlockedConv2D(ctx, *g, o, block_, in.data<float>(), f.data<float>(),
-                                                out->data<float>(), epilogue, winograd_.get()));
+                                                out->data<float>(), epilogue, transformed_.get()));
     } else {
       OP_REQUIRES_OK(ctx, DnnlBlockedConv2D(ctx, *g, o, depthwise_, block_, in.data<float>(), f.data<float>(),
                                             out->data<float>(), epilogue, packed_.get()));
@@ -190,7 +190,8 @@ class BlockedConv2DOp : public OpKernel {
   bool bias_ = false, sum_ = false, relu_ = false, relu6_ = false;
   bool nhwc_input_ = false;  // input_layout NHWC: a first layer's, of any channels
   std::unique_ptr<PackedFilter> packed_;  // where the filter is a constant
-  std::unique_ptr<WinogradFilter> winograd_;  // where it is a full convolution's constant
+  // For Winograd's kernel, where a full convolution's filter is a constant.
+  std::unique_ptr<TransformedFilter> transformed_;
 };
 
 // A blocked tensor [N, C/B, H, W, B] is, to a pool, NHWC images [N * C/B, H, W, B].

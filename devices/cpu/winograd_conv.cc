@@ -207,23 +207,18 @@ int64_t ChunkTiles(int64_t c, int64_t o, int64_t tiles, int64_t threads) {
 
 }  // namespace
 
-const float* WinogradFilter::Get(const float* filter, int64_t c, int64_t o) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (source_ == filter && transformed_.NumElements() == 36 * c * o) return transformed_.data<float>();
-  Tensor u(DataType::kFloat, TensorShape({36, o / 8, c, 8}));
-  float* to = u.data<float>();
-  for (int64_t ci = 0; ci < c; ++ci) {
-    for (int64_t q = 0; q < o / 8; ++q) {
-      Floats8 window[9], rows[18], patch[36];
-      for (int k = 0; k < 9; ++k) window[k] = Load(filter + (k * c + ci) * o + q * 8);
-      for (int j = 0; j < 3; ++j) FilterRows(window + j, 3, rows + j, 3);    // down each column
-      for (int i = 0; i < 6; ++i) FilterRows(rows + i * 3, 1, patch + i * 6, 1);  // along each row
-      for (int p = 0; p < 36; ++p) Store(patch[p], to + ((p * (o / 8) + q) * c + ci) * 8);
+const float* WinogradFilter(TransformedFilter* transformed, const float* filter, int64_t c, int64_t o) {
+  return transformed->Get(filter, 36 * c * o, [&](float* to) {
+    for (int64_t ci = 0; ci < c; ++ci) {
+      for (int64_t q = 0; q < o / 8; ++q) {
+        Floats8 window[9], rows[18], patch[36];
+        for (int k = 0; k < 9; ++k) window[k] = Load(filter + (k * c + ci) * o + q * 8);
+        for (int j = 0; j < 3; ++j) FilterRows(window + j, 3, rows + j, 3);          // down each column
+        for (int i = 0; i < 6; ++i) FilterRows(rows + i * 3, 1, patch + i * 6, 1);  // along each row
+        for (int p = 0; p < 36; ++p) Store(patch[p], to + ((p * (o / 8) + q) * c + ci) * 8);
+      }
     }
-  }
-  transformed_ = std::move(u);
-  source_ = filter;
-  return transformed_.data<float>();
+  });
 }
 
 bool WinogradSuits(const Geometry& g) {
@@ -232,12 +227,12 @@ bool WinogradSuits(const Geometry& g) {
 
 Status WinogradBlockedConv2D(OpKernelContext* ctx, const Geometry& g, int64_t o, int64_t block, const float* in,
                              const float* filter, float* out, const ConvEpilogue& epilogue,
-                             WinogradFilter* transformed) {
+                             TransformedFilter* transformed) {
   if (epilogue.max_pool != nullptr || g.c % 8 != 0 || o % 8 != 0 || !WinogradSuits(g)) {
     return errors::Internal("F(4x4, 3x3) takes 3x3 stride-1 convolutions of whole blocks, without a pool");
   }
   const int64_t threads = ctx->intra_op_pool()->NumThreads();
-  const Layer layer(g, o, block, in, transformed->Get(filter, g.c, o), out, epilogue,
+  const Layer layer(g, o, block, in, WinogradFilter(transformed, filter, g.c, o), out, epilogue,
                     ChunkTiles(g.c, o, Tiles(g).count, threads));
   const int64_t chunks = (layer.tiles() + layer.chunk() - 1) / layer.chunk();
   const int64_t chunk_macs = 36 * layer.chunk() * g.c * o;

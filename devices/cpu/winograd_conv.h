@@ -10,30 +10,18 @@
 // Results differ from a direct convolution's by rounding, ~1e-5 of the output's magnitude
 // (ResNet50's layers, measured), against ~1e-7 for the direct one.
 //
-// Thread safety: WinogradBlockedConv2D may run concurrently, with the same WinogradFilter
-// or different ones.
-
-#include <mutex>
+// Thread safety: WinogradBlockedConv2D may run concurrently, with the same
+// TransformedFilter or different ones.
 
 #include "devices/cpu/dnnl_conv.h"
+#include "devices/cpu/transformed_filter.h"
 #include "kernels/op_kernel.h"
 #include "kernels/util/conv_geometry.h"
 
 namespace tessera::cpu {
 
-// A constant filter in the transformed domain, made on first use and kept (a kernel whose
-// filter is a Const holds one). Thread-safe.
-class WinogradFilter {
- public:
-  // `filter` [3, 3, C, O] transformed, as [36, O / 8, C, 8]: made again if `filter` is
-  // another buffer than last time.
-  const float* Get(const float* filter, int64_t c, int64_t o);
-
- private:
-  std::mutex mu_;
-  const float* source_ = nullptr;  // guarded by mu_
-  Tensor transformed_;             // guarded by mu_
-};
+// `filter` [3, 3, C, O] in the transformed domain, [36, O / 8, C, 8].
+const float* WinogradFilter(TransformedFilter* transformed, const float* filter, int64_t c, int64_t o);
 
 // Whether WinogradBlockedConv2D takes `g`: a 3x3 window at stride 1 over enough tiles of
 // output that the transformed filter, 4x the filter's size, is worth reading (ResNet50's
@@ -41,9 +29,10 @@ class WinogradFilter {
 bool WinogradSuits(const Geometry& g);
 
 // DnnlBlockedConv2D's full convolution (the same layouts, and the epilogue's bias, sum and
-// activation; no max_pool) by F(4x4, 3x3). C and O are whole blocks.
+// activation; no max_pool) by F(4x4, 3x3), the filter transformed once into `transformed`.
+// C and O are whole blocks.
 Status WinogradBlockedConv2D(OpKernelContext* ctx, const Geometry& g, int64_t o, int64_t block, const float* in,
                              const float* filter, float* out, const ConvEpilogue& epilogue,
-                             WinogradFilter* transformed);
+                             TransformedFilter* transformed);
 
 }  // namespace tessera::cpu

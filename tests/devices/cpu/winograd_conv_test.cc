@@ -56,7 +56,8 @@ void DirectConv(const Case& k, const Tensor& in, const Tensor& f, int64_t oh, in
               const int64_t iy = y + ky - pad_top, ix = xo + kx - pad_left;
               if (iy < 0 || iy >= k.h || ix < 0 || ix >= k.w) continue;
               for (int64_t c = 0; c < k.c; ++c) {
-                const double term = double{x[((n * k.h + iy) * k.w + ix) * k.c + c]} * w[((ky * 3 + kx) * k.c + c) * k.o + o];
+                const double term =
+                    double{x[((n * k.h + iy) * k.w + ix) * k.c + c]} * w[((ky * 3 + kx) * k.c + c) * k.o + o];
                 s += term;
                 m += std::abs(term);
               }
@@ -168,11 +169,11 @@ TEST(WinogradConvTest, OnlyThreeByThreeStrideOneOverEnoughTilesSuits) {
 // another one.
 TEST(WinogradConvTest, TheTransformedFilterFollowsItsSource) {
   const Tensor a = Uniform({3, 3, 8, 8}, 5, -1, 1), b = Uniform({3, 3, 8, 8}, 6, -1, 1);
-  cpu::WinogradFilter filter;
-  const float* first = filter.Get(a.data<float>(), 8, 8);
+  cpu::TransformedFilter filter;
+  const float* first = cpu::WinogradFilter(&filter, a.data<float>(), 8, 8);
   const std::vector<float> from_a(first, first + 36 * 64);
-  EXPECT_EQ(filter.Get(a.data<float>(), 8, 8), first);
-  const float* second = filter.Get(b.data<float>(), 8, 8);
+  EXPECT_EQ(cpu::WinogradFilter(&filter, a.data<float>(), 8, 8), first);
+  const float* second = cpu::WinogradFilter(&filter, b.data<float>(), 8, 8);
   const std::vector<float> from_b(second, second + 36 * 64);
   EXPECT_NE(from_a, from_b);
   // Position (5, 5) of G g G^T is the window's corner g[2][2], untouched: lane 0 of channel 0.
