@@ -5,6 +5,7 @@
 #include <functional>
 #include <random>
 
+#include "graph/builder/op_builder.h"
 #include "tests/test_util.h"
 
 namespace tessera {
@@ -236,8 +237,9 @@ TEST(MatMulTest, LargeProductsRunInPanelsWithTheSameResult) {
   });
 }
 
-// float32 products are cut between the intra-op threads, by rows, or by columns when there
-// are few rows (one image's): every split gives the exact sums of small integers.
+// float32 products are cut between the intra-op threads, by rows or columns of the product,
+// or, with a few rows (one image's), by rows of b: every split gives the exact sums of small
+// integers.
 TEST(MatMulTest, SplitsBetweenThreadsByRowsOrColumns) {
   std::mt19937 rng(3);
   std::uniform_int_distribution<int> u(-2, 2);
@@ -269,6 +271,45 @@ TEST(MatMulTest, SplitsBetweenThreadsByRowsOrColumns) {
           EXPECT_EQ(Values<float>(out[0]), want);
         }
       }
+    }
+  }
+}
+
+// A product of a few rows (one image through a dense layer) sums the rows of b in parts, one
+// a thread, where b is large enough (here 700 x 301 floats, uneven parts on three threads);
+// _FusedMatMul's bias and ReLU apply once, after the parts are added up.
+TEST(MatMulTest, AFewRowsSumTheRowsOfBInPartsThenTheEpilogue) {
+  std::mt19937 rng(4);
+  std::uniform_int_distribution<int> u(-2, 2);
+  const int k = 700, n = 301;
+  for (int m : {1, 5}) {
+    std::vector<float> a(m * k), b(k * n), bias(n), want(m * n);
+    for (auto& x : a) x = static_cast<float>(u(rng));
+    for (auto& x : b) x = static_cast<float>(u(rng));
+    for (auto& x : bias) x = static_cast<float>(u(rng));
+    for (int i = 0; i < m; ++i)
+      for (int j = 0; j < n; ++j) {
+        float sum = bias[j];
+        for (int p = 0; p < k; ++p) sum += a[i * k + p] * b[p * n + j];
+        want[i * n + j] = std::max(sum, 0.f);
+      }
+    for (int threads : {1, 2, 3}) {
+      SCOPED_TRACE(StrCat(m, " rows on ", threads, " threads"));
+      Scope root = Scope::NewRootScope();
+      auto pa = ops::Placeholder(root.WithOpName("a"), DataType::kFloat);
+      auto pb = ops::Placeholder(root.WithOpName("b"), DataType::kFloat);
+      ops::Build(root.WithOpName("product"), "_FusedMatMul",
+                 {pa, pb, ops::Const(root, F(bias, TensorShape({n})))},
+                 {{"transpose_a", false}, {"transpose_b", false}, {"num_args", int64_t{1}},
+                  {"fused_ops", std::string("BiasAdd,Relu")}});
+      SessionConfig config;
+      config.intra_op_parallelism_threads = threads;
+      auto session = testing::MakeSession(root, config);
+      std::vector<Tensor> out;
+      const Status s = session->Run({{"a", F(a, TensorShape({m, k}))}, {"b", F(b, TensorShape({k, n}))}},
+                                    {"product"}, {}, &out);
+      ASSERT_TRUE(s.ok()) << s;
+      EXPECT_EQ(Values<float>(out[0]), want);
     }
   }
 }
