@@ -1,15 +1,16 @@
 #pragma once
 // A constant filter in a layout of one of our own kernels (winograd_conv.h), made on first
-// use and kept: a kernel whose filter input is a Const
-// holds one, so that a frozen model's filters are transformed once, not on every call.
+// use and kept: a kernel whose filter input is a Const holds one, so that a frozen model's
+// filters are transformed once, not on every call.
 //
-// Thread safety: Get may run concurrently; a pointer it returned stays valid until Get
-// makes the transform again from another buffer.
+// Thread safety: Get may run concurrently. What it returns shares the transform's buffer,
+// which stays alive while the caller holds it, whatever Get makes later.
 
 #include <cstdint>
 #include <functional>
 #include <mutex>
 
+#include "graph/allocator.h"
 #include "graph/tensor.h"
 
 namespace tessera::cpu {
@@ -18,15 +19,15 @@ class TransformedFilter {
  public:
   // `filter` transformed by `make` into `floats` floats: made again if `filter` is another
   // buffer than last time (a kernel's constant is always the same one).
-  const float* Get(const float* filter, int64_t floats, const std::function<void(float*)>& make) {
+  StatusOr<Tensor> Get(const float* filter, int64_t floats, const std::function<void(float*)>& make) {
     std::lock_guard<std::mutex> lock(mu_);
     if (source_ != filter || transformed_.NumElements() != floats) {
-      Tensor made(DataType::kFloat, TensorShape({floats}));
+      ASSIGN_OR_RETURN(Tensor made, Tensor::Allocate(CpuAllocator(), DataType::kFloat, TensorShape({floats})));
       make(made.data<float>());
       transformed_ = std::move(made);
       source_ = filter;
     }
-    return transformed_.data<float>();
+    return transformed_;
   }
 
  private:

@@ -94,9 +94,9 @@ struct Tiles {
 
 // One layer's work, by tiles and by groups of eight channels ("lanes" of the blocked
 // layout: a block of 16 holds two).
-class Layer {
+class WinogradLayer {
  public:
-  Layer(const Geometry& g, int64_t o, int64_t block, const float* in, const float* u, float* out,
+  WinogradLayer(const Geometry& g, int64_t o, int64_t block, const float* in, const float* u, float* out,
         const ConvEpilogue& epilogue, int64_t chunk)
       : g_(g), o_(o), block_(block), in_(in), u_(u), out_(out), epilogue_(epilogue), tiles_(g), chunk_(chunk) {}
 
@@ -207,7 +207,7 @@ int64_t ChunkTiles(int64_t c, int64_t o, int64_t tiles, int64_t threads) {
 
 }  // namespace
 
-const float* WinogradFilter(TransformedFilter* transformed, const float* filter, int64_t c, int64_t o) {
+StatusOr<Tensor> WinogradFilter(TransformedFilter* transformed, const float* filter, int64_t c, int64_t o) {
   return transformed->Get(filter, 36 * c * o, [&](float* to) {
     for (int64_t ci = 0; ci < c; ++ci) {
       for (int64_t q = 0; q < o / 8; ++q) {
@@ -228,12 +228,16 @@ bool WinogradSuits(const Geometry& g) {
 Status WinogradBlockedConv2D(OpKernelContext* ctx, const Geometry& g, int64_t o, int64_t block, const float* in,
                              const float* filter, float* out, const ConvEpilogue& epilogue,
                              TransformedFilter* transformed) {
-  if (epilogue.max_pool != nullptr || g.c % 8 != 0 || o % 8 != 0 || !WinogradSuits(g)) {
-    return errors::Internal("F(4x4, 3x3) takes 3x3 stride-1 convolutions of whole blocks, without a pool");
+  if (epilogue.max_pool != nullptr || (block != 8 && block != 16) || g.c % block != 0 || o % block != 0 ||
+      !WinogradSuits(g)) {
+    return errors::Internal("F(4x4, 3x3) takes 3x3 stride-1 convolutions of whole blocks of 8 or 16 channels, ",
+                            "without a pool; got ", g.kh, "x", g.kw, " at stride ", g.sh, "x", g.sw, ", ", g.c,
+                            " -> ", o, " channels in blocks of ", block, epilogue.max_pool != nullptr ? ", pooled" : "");
   }
+  ASSIGN_OR_RETURN(const Tensor u, WinogradFilter(transformed, filter, g.c, o));
   const int64_t threads = ctx->intra_op_pool()->NumThreads();
-  const Layer layer(g, o, block, in, WinogradFilter(transformed, filter, g.c, o), out, epilogue,
-                    ChunkTiles(g.c, o, Tiles(g).count, threads));
+  const WinogradLayer layer(g, o, block, in, u.data<float>(), out, epilogue,
+                            ChunkTiles(g.c, o, Tiles(g).count, threads));
   const int64_t chunks = (layer.tiles() + layer.chunk() - 1) / layer.chunk();
   const int64_t chunk_macs = 36 * layer.chunk() * g.c * o;
   if (chunks >= 2 * threads) {
@@ -258,6 +262,7 @@ Status WinogradBlockedConv2D(OpKernelContext* ctx, const Geometry& g, int64_t o,
   float* v = scratch.data<float>();
   float* m = v + 36 * layer.chunk() * g.c;
   for (int64_t first = 0; first < layer.tiles(); first += layer.chunk()) {
+    if (ctx->IsCancelled()) return errors::Cancelled("Step was cancelled");
     const int64_t count = std::min(layer.chunk(), layer.tiles() - first);
     ctx->ParallelFor(count * (g.c / 8), 300, [&](int64_t begin, int64_t end) {
       layer.TransformInput(first, begin, end, v);

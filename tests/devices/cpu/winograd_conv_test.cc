@@ -129,6 +129,9 @@ TEST(WinogradConvTest, OneImageAgreesWithTheDirectSum) {
       // 3 input and 5 output lane groups of 8: an odd group in each, a lone panel in the products.
       ExpectAgreesWithDirectSum({1, 19, 17, 24, 40, 8, same, "", threads});
       ExpectAgreesWithDirectSum({1, 19, 17, 16, 48, 16, same, "BiasAdd,Relu", threads});
+      // Enough input channels that the input transform is cut across the threads too.
+      ExpectAgreesWithDirectSum({1, 21, 20, 64, 24, 8, same, "BiasAdd", threads});
+      ExpectAgreesWithDirectSum({1, 18, 18, 32, 32, 16, same, "BiasAdd,Add,Relu", threads});
     }
   }
 }
@@ -166,16 +169,19 @@ TEST(WinogradConvTest, OnlyThreeByThreeStrideOneOverEnoughTilesSuits) {
 }
 
 // The transformed filter is kept while the filter is the same buffer, and made again from
-// another one.
+// another one; a transform handed out stays whole while its holder keeps it.
 TEST(WinogradConvTest, TheTransformedFilterFollowsItsSource) {
   const Tensor a = Uniform({3, 3, 8, 8}, 5, -1, 1), b = Uniform({3, 3, 8, 8}, 6, -1, 1);
   cpu::TransformedFilter filter;
-  const float* first = cpu::WinogradFilter(&filter, a.data<float>(), 8, 8);
-  const std::vector<float> from_a(first, first + 36 * 64);
-  EXPECT_EQ(cpu::WinogradFilter(&filter, a.data<float>(), 8, 8), first);
-  const float* second = cpu::WinogradFilter(&filter, b.data<float>(), 8, 8);
-  const std::vector<float> from_b(second, second + 36 * 64);
+  StatusOr<Tensor> first = cpu::WinogradFilter(&filter, a.data<float>(), 8, 8);
+  ASSERT_TRUE(first.ok()) << first.status();
+  const std::vector<float> from_a(first->data<float>(), first->data<float>() + 36 * 64);
+  EXPECT_EQ(cpu::WinogradFilter(&filter, a.data<float>(), 8, 8)->data<float>(), first->data<float>());
+  StatusOr<Tensor> second = cpu::WinogradFilter(&filter, b.data<float>(), 8, 8);
+  ASSERT_TRUE(second.ok()) << second.status();
+  const std::vector<float> from_b(second->data<float>(), second->data<float>() + 36 * 64);
   EXPECT_NE(from_a, from_b);
+  EXPECT_EQ(std::vector<float>(first->data<float>(), first->data<float>() + 36 * 64), from_a);
   // Position (5, 5) of G g G^T is the window's corner g[2][2], untouched: lane 0 of channel 0.
   EXPECT_EQ(from_a[(35 * 1 * 8 + 0) * 8], a.data<float>()[(8 * 8) * 8]);
 }
