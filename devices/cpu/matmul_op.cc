@@ -1,7 +1,8 @@
 // MatMul: float32 on oneDNN's sgemm, the faster of the two libraries linked (bench/
-// matmul_bench), but for products of a few rows or columns; those and the other types
-// through Eigen's tensor contraction; both on the device's intra-op pool. Its own
-// translation unit: the contraction is slow to compile.
+// matmul_bench), but for products of a few rows or columns; a single row (one image through
+// a dense layer) by a matrix-vector product of our own, the rest through Eigen's tensor
+// contraction; all on the device's intra-op pool. Its own translation unit: the
+// contraction is slow to compile.
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
@@ -83,40 +84,38 @@ Status Sgemm(OpKernelContext* ctx, bool ta, bool tb, int64_t m, int64_t n, int64
   return Status::OK();
 }
 
-// c [m, n] = a [m, k] b [k, n] for a few rows (one image through a dense layer): whole rows
-// of b streamed through once, each adding a multiple of itself to every row of c; the rows
-// of b in parts across the intra-op pool, each part's sums apart until they are added up.
-// The product is bound by reading b, which one core alone does at ~18 GB/s here: Eigen's
-// matrix-vector product ran on one thread (MobileNetV2's classifier, 1280 x 1000: 320-335
-// us at one and two threads alike).
-Status FewRowsProduct(OpKernelContext* ctx, int64_t m, int64_t n, int64_t k, const float* a, const float* b,
-                      float* c, const Epilogue& epilogue) {
+// c [1, n] = a [1, k] b [k, n] (one image through a dense layer): whole rows of b streamed
+// through once, each adding a multiple of itself to c; the rows of b in parts across the
+// intra-op pool, each part's sums apart until they are added up. The product is bound by
+// reading b, which one core alone does at ~18 GB/s here: Eigen's matrix-vector product ran
+// on one thread (MobileNetV2's classifier, 1280 x 1000: 320-335 us at one and two threads
+// alike). A part's sums are as large as c, so each part has at least 8 rows of b.
+Status RowTimesMatrix(OpKernelContext* ctx, int64_t n, int64_t k, const float* a, const float* b, float* c,
+                      const Epilogue& epilogue) {
   constexpr int64_t kMinBytesPerThread = 256 << 10;
-  const int64_t parts = std::clamp<int64_t>(k * n * static_cast<int64_t>(sizeof(float)) / kMinBytesPerThread, 1,
-                                            ctx->intra_op_pool()->NumThreads());
+  const int64_t most = std::max<int64_t>(1, std::min<int64_t>(ctx->intra_op_pool()->NumThreads(), k / 8));
+  const int64_t parts =
+      std::clamp<int64_t>(k * n * static_cast<int64_t>(sizeof(float)) / kMinBytesPerThread, 1, most);
   Tensor partial;  // the sums of the parts after the first, which sums into c
-  if (parts > 1) RETURN_IF_ERROR(ctx->allocate_temp(DataType::kFloat, TensorShape({parts - 1, m, n}), &partial));
+  if (parts > 1) RETURN_IF_ERROR(ctx->allocate_temp(DataType::kFloat, TensorShape({parts - 1, n}), &partial));
   ctx->ParallelFor(parts, int64_t{1} << 30, [&](int64_t begin, int64_t end) {
     for (int64_t part = begin; part < end; ++part) {
-      float* sums = part == 0 ? c : partial.data<float>() + (part - 1) * m * n;
-      std::fill_n(sums, m * n, 0.f);
+      float* __restrict sums = part == 0 ? c : partial.data<float>() + (part - 1) * n;
+      std::fill_n(sums, n, 0.f);
       for (int64_t i = part * k / parts; i < (part + 1) * k / parts; ++i) {
         if (i % 4096 == 0 && ctx->IsCancelled()) return;  // b may be gigabytes
         const float* __restrict row = b + i * n;
-        for (int64_t r = 0; r < m; ++r) {
-          const float x = a[r * k + i];
-          float* __restrict out = sums + r * n;
-          for (int64_t j = 0; j < n; ++j) out[j] += x * row[j];
-        }
+        const float x = a[i];
+        for (int64_t j = 0; j < n; ++j) sums[j] += x * row[j];
       }
     }
   });
   if (ctx->IsCancelled()) return errors::Cancelled("Step was cancelled");
   for (int64_t part = 1; part < parts; ++part) {
-    const float* __restrict sums = partial.data<float>() + (part - 1) * m * n;
-    for (int64_t j = 0; j < m * n; ++j) c[j] += sums[j];
+    const float* __restrict sums = partial.data<float>() + (part - 1) * n;
+    for (int64_t j = 0; j < n; ++j) c[j] += sums[j];
   }
-  ApplyEpilogue(epilogue, c, n, m, 0, n);
+  ApplyEpilogue(epilogue, c, n, 1, 0, n);
   return Status::OK();
 }
 
@@ -167,9 +166,8 @@ class MatMulOp : public OpKernel {
     constexpr int64_t kPanelFlops = int64_t{1} << 31;
     const int64_t panel_rows = std::max<int64_t>(1, kPanelFlops / (2 * n * k));
     if constexpr (std::is_same_v<T, float>) {
-      if (m < kMinSgemmSide && !transpose_a_ && !transpose_b_) {
-        OP_REQUIRES_OK(ctx,
-                       FewRowsProduct(ctx, m, n, k, a.data<float>(), b.data<float>(), out->data<float>(), epilogue));
+      if (m == 1 && !transpose_b_) {  // a's one row reads the same transposed or not
+        OP_REQUIRES_OK(ctx, RowTimesMatrix(ctx, n, k, a.data<float>(), b.data<float>(), out->data<float>(), epilogue));
         return;
       }
       if (m >= kMinSgemmSide && n >= kMinSgemmSide) {

@@ -237,16 +237,17 @@ TEST(MatMulTest, LargeProductsRunInPanelsWithTheSameResult) {
   });
 }
 
-// float32 products are cut between the intra-op threads, by rows or columns of the product,
-// or, with a few rows (one image's), by rows of b: every split gives the exact sums of small
-// integers.
+// float32 products are cut between the intra-op threads, by rows of the product, by its
+// columns where there are more of them, or, for a single row (one image's), by rows of b:
+// every split gives the exact sums of small integers.
 TEST(MatMulTest, SplitsBetweenThreadsByRowsOrColumns) {
   std::mt19937 rng(3);
   std::uniform_int_distribution<int> u(-2, 2);
   struct Shape {
     int m, k, n;
   };
-  for (Shape shape : {Shape{300, 200, 150}, Shape{2, 1000, 4000}, Shape{1, 64, 3}}) {
+  for (Shape shape : {Shape{300, 200, 150}, Shape{20, 64, 300}, Shape{2, 1000, 4000}, Shape{1, 1000, 400},
+                      Shape{1, 64, 3}}) {
     const int m = shape.m, k = shape.k, n = shape.n;
     std::vector<float> a(m * k), b(k * n), want(m * n, 0);
     for (auto& x : a) x = static_cast<float>(u(rng));
@@ -275,10 +276,11 @@ TEST(MatMulTest, SplitsBetweenThreadsByRowsOrColumns) {
   }
 }
 
-// A product of a few rows (one image through a dense layer) sums the rows of b in parts, one
-// a thread, where b is large enough (here 700 x 301 floats, uneven parts on three threads);
-// _FusedMatMul's bias and ReLU apply once, after the parts are added up.
-TEST(MatMulTest, AFewRowsSumTheRowsOfBInPartsThenTheEpilogue) {
+// A product of one row (one image through a dense layer) sums the rows of b in parts, one a
+// thread, where b is large enough (here 700 x 301 floats, uneven parts on three threads);
+// _FusedMatMul's bias and ReLU apply once, after the parts are added up. Five rows go
+// through Eigen with the same epilogue.
+TEST(MatMulTest, ARowSumsTheRowsOfBInPartsThenTheEpilogue) {
   std::mt19937 rng(4);
   std::uniform_int_distribution<int> u(-2, 2);
   const int k = 700, n = 301;
