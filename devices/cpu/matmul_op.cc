@@ -17,10 +17,6 @@
 namespace tessera::cpu {
 namespace {
 
-// oneDNN's sgemm packs its operands on every call: for a product of a few rows or columns
-// (one image through a dense layer) that costs more than a matrix-vector product.
-constexpr int64_t kMinSgemmSide = 16;
-
 // Below this much work a hop to another thread costs more than it saves.
 constexpr double kMinFlopsPerThread = 4e6;
 
@@ -165,6 +161,9 @@ class MatMulOp : public OpKernel {
     // with the step's cancellation checked between them.
     constexpr int64_t kPanelFlops = int64_t{1} << 31;
     const int64_t panel_rows = std::max<int64_t>(1, kPanelFlops / (2 * n * k));
+    // oneDNN's sgemm packs its operands on every call: for a product of a few rows or columns
+    // that costs more than Eigen's matrix product.
+    constexpr int64_t kMinSgemmSide = 16;
     if constexpr (std::is_same_v<T, float>) {
       if (m == 1 && !transpose_b_) {  // a's one row reads the same transposed or not
         OP_REQUIRES_OK(ctx, RowTimesMatrix(ctx, n, k, a.data<float>(), b.data<float>(), out->data<float>(), epilogue));

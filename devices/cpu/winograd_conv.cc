@@ -97,7 +97,7 @@ struct Tiles {
 class WinogradLayer {
  public:
   WinogradLayer(const Geometry& g, int64_t o, int64_t block, const float* in, const float* u, float* out,
-        const ConvEpilogue& epilogue, int64_t chunk)
+                const ConvEpilogue& epilogue, int64_t chunk)
       : g_(g), o_(o), block_(block), in_(in), u_(u), out_(out), epilogue_(epilogue), tiles_(g), chunk_(chunk) {}
 
   int64_t tiles() const { return tiles_.count; }
