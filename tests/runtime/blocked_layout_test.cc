@@ -11,11 +11,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
 
 #include "graph/builder/op_builder.h"
 #include "graph/builder/ops.h"
 #include "runtime/session.h"
+#include "tests/random_tensor.h"
 #include "tests/test_util.h"
 
 namespace tessera {
@@ -23,13 +23,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-Tensor Uniform(const TensorShape& shape, uint32_t seed, float low = -1, float high = 1) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(low, high);
-  Tensor t(DataType::kFloat, shape);
-  for (float& v : t.flat<float>()) v = u(rng);
-  return t;
-}
+using testing::Uniform;
 
 struct Step {
   Status status;

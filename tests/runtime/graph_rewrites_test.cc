@@ -9,13 +9,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
 
 #include "graph/builder/op_builder.h"
 #include "graph/builder/ops.h"
 #include "graph/serialize/graph_json.h"
 #include "runtime/constant_folding.h"
 #include "runtime/session.h"
+#include "tests/random_tensor.h"
 #include "tests/test_util.h"
 
 namespace tessera {
@@ -365,13 +365,7 @@ TEST(GraphRewritesTest, TheConfigSwitches) {
               HasSubstr("'rewrite_options.arithmetic_optimization' must be DEFAULT, ON or OFF"));
 }
 
-Tensor Uniform(TensorShape shape, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  Tensor t(DataType::kFloat, shape);
-  for (float& v : t.flat<float>()) v = u(rng);
-  return t;
-}
+using testing::Uniform;
 
 // The rewritten step's values are the plain step's, to float32's rounding.
 void ExpectSameValues(const Step& rewritten, const Step& plain, const std::vector<std::string>& fetches) {

@@ -8,23 +8,17 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 
 #include "graph/builder/op_builder.h"
 #include "graph/builder/ops.h"
 #include "runtime/session.h"
+#include "tests/random_tensor.h"
 #include "tests/test_util.h"
 
 namespace tessera {
 namespace {
 
-Tensor Uniform(const TensorShape& shape, uint32_t seed, float low, float high) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(low, high);
-  Tensor t(DataType::kFloat, shape);
-  for (float& v : t.flat<float>()) v = u(rng);
-  return t;
-}
+using testing::Uniform;
 
 struct Case {
   int64_t batch, h, w, c, o, block;
