@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -71,7 +72,17 @@ constexpr int64_t kMiB = 1 << 20;
 // nothing is left behind.
 constexpr uid_t kStranger = 46791;
 
-bool CanBeAnotherUser() { return ::geteuid() == 0 && ::getpwuid(kStranger) == nullptr; }
+// Root, an unused uid, and a binary that uid can reach: a checkout under a directory only
+// its owner may enter (mktemp -d makes one) keeps the tessera binary from every other user.
+bool CanBeAnotherUser() {
+  if (::geteuid() != 0 || ::getpwuid(kStranger) != nullptr) return false;
+  for (std::string path = TESSERA_CLI; !path.empty() && path != "/"; path = path.substr(0, path.rfind('/'))) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 || (st.st_mode & S_IXOTH) == 0) return false;
+    if (path.rfind('/') == std::string::npos) break;
+  }
+  return true;
+}
 
 // In a forked child: becomes `uid` (and its group) for good, or exits.
 void BecomeUser(uid_t uid) {
@@ -491,7 +502,9 @@ TEST(AbandonedReceiveTest, ReceivesForStepsThatNeverRunLeaveNothingBehind) {
 // turns that peer away and goes on (it used to abort on std::system_error). The server runs
 // as a user of its own, so that the limit counts its threads and its peers' processes only.
 TEST(ProcessLimitTest, AServerWithNoThreadsToSpareTurnsPeersAwayAndLives) {
-  if (!CanBeAnotherUser()) GTEST_SKIP() << "needs root (CI runs as root) to run the server as uid " << kStranger;
+  if (!CanBeAnotherUser()) {
+    GTEST_SKIP() << "needs root (CI runs as root) and a binary uid " << kStranger << " can reach, to run the server as it";
+  }
   // A process may not lower another's limits without CAP_SYS_RESOURCE: the server is started
   // once to count its threads, then again under a limit that leaves room for 24 more.
   rlim_t threads = 0;
@@ -539,7 +552,9 @@ TEST(ProcessLimitTest, AServerWithNoThreadsToSpareTurnsPeersAwayAndLives) {
 // A client process out of threads (the same limit, on the receiving side) is told so, and
 // its task takes gRPC to that peer instead; it used to abort.
 TEST(ProcessLimitTest, AClientWithNoThreadToSpareIsToldSoInsteadOfAborting) {
-  if (!CanBeAnotherUser()) GTEST_SKIP() << "needs root (CI runs as root) to run the client as uid " << kStranger;
+  if (!CanBeAnotherUser()) {
+    GTEST_SKIP() << "needs root (CI runs as root) and a binary uid " << kStranger << " can reach, to run the client as it";
+  }
   ServerSetup setup;
   setup.uid = kStranger;
   ServerProcess server(setup);
