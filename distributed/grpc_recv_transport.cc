@@ -3,6 +3,7 @@
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <mutex>
 
 #include "distributed/protos/worker_service.grpc.pb.h"
@@ -44,7 +45,10 @@ class GrpcRecvTransport::Call final : public Recv,
     StartRead(&part_);
     StartCall();
   }
-  void Cancel() override { context_->TryCancel(); }
+  void Cancel() override {
+    cancelled_here_ = true;
+    context_->TryCancel();
+  }
 
   // The receiver has its tensor as soon as the last element is in, without waiting for
   // the status that follows.
@@ -52,6 +56,7 @@ class GrpcRecvTransport::Call final : public Recv,
     if (!ok) return;  // the stream ended: OnDone says how
     assembled_ = assembler_.Add(part_);
     if (!assembled_.ok()) {
+      cancelled_here_ = true;
       context_->TryCancel();
       return;
     }
@@ -60,7 +65,7 @@ class GrpcRecvTransport::Call final : public Recv,
   }
 
   void OnDone(const grpc::Status& s) override {
-    if (!delivered_) Assembled(assembled_.ok() ? FromGrpc(s, *context_, peer_) : assembled_);
+    if (!delivered_) Assembled(assembled_.ok() ? FromGrpc(s, *context_, peer_, cancelled_here_) : assembled_);
     self_.reset();  // may be the last hold on this
   }
 
@@ -89,6 +94,7 @@ class GrpcRecvTransport::Call final : public Recv,
   RecvTensorAssembler assembler_;
   Status assembled_;        // the first part that would not assemble
   bool delivered_ = false;  // done_ has been called
+  std::atomic<bool> cancelled_here_{false};
 };
 
 GrpcRecvTransport::GrpcRecvTransport(std::shared_ptr<grpc::Channel> channel, std::string peer, std::string token)

@@ -2,6 +2,8 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
+
 #include "distributed/protos/worker_service.grpc.pb.h"
 #include "distributed/rpc_decode.h"
 #include "distributed/rpc_util.h"
@@ -34,9 +36,13 @@ class GrpcWorker::Call final : public RunGraphCall {
     std::unique_ptr<grpc::ClientContext> context;
     rpc::RunGraphRequest request;
     rpc::RunGraphResponse response;
+    std::atomic<bool> cancelled_here{false};
   };
   explicit Call(std::shared_ptr<State> state) : state_(std::move(state)) {}
-  void Cancel() override { state_->context->TryCancel(); }
+  void Cancel() override {
+    state_->cancelled_here = true;
+    state_->context->TryCancel();
+  }
 
  private:
   const std::shared_ptr<State> state_;
@@ -118,7 +124,7 @@ std::unique_ptr<RunGraphCall> GrpcWorker::RunGraphAsync(RunGraphRequest request,
   auto call = std::make_unique<Call>(state);
   auto* rpc = new OneRequestCall<rpc::RunGraphRequest>(
       &state->request, [this, state, done = std::move(done)](const grpc::Status& st) {
-        Status s = FromGrpc(st, *state->context, task());
+        Status s = FromGrpc(st, *state->context, task(), state->cancelled_here);
         std::map<int, Tensor> retvals;
         for (const rpc::IndexedTensor& r : state->response.retvals()) {
           if (!s.ok()) break;

@@ -28,10 +28,14 @@ void HoldGrpcCallbackQueue() {
   (void)held;
 }
 
-Status FromGrpc(const grpc::Status& s, const grpc::ClientContext& context, std::string_view peer) {
+Status FromGrpc(const grpc::Status& s, const grpc::ClientContext& context, std::string_view peer,
+                bool cancelled_here) {
   if (s.ok()) return Status::OK();
   const Code code = static_cast<Code>(s.error_code());
   const bool answered = context.GetServerTrailingMetadata().count(kAnsweredHeader) > 0;
+  if (!answered && code == Code::kCancelled && !cancelled_here) {
+    return errors::Unavailable(peer, " stopped serving the call: ", s.error_message());
+  }
   if (!answered && (code == Code::kUnavailable || code == Code::kDeadlineExceeded)) {
     return Status(code, StrCat(peer, " did not answer: ", s.error_message()));
   }

@@ -97,7 +97,10 @@ inline void MarkAnswered(grpc::ServerContextBase* context) { context->AddTrailin
 void HoldGrpcCallbackQueue();
 
 // The call's status as ours. `peer` names who was asked: an Unavailable or
-// DeadlineExceeded it did not answer itself says "<peer> did not answer".
-Status FromGrpc(const grpc::Status& s, const grpc::ClientContext& context, std::string_view peer);
+// DeadlineExceeded it did not answer itself says "<peer> did not answer". A Cancelled it
+// did not answer, when this side did not cancel (`cancelled_here`), is the peer's server
+// stopping with the call in flight: Unavailable, as a peer that is gone.
+Status FromGrpc(const grpc::Status& s, const grpc::ClientContext& context, std::string_view peer,
+                bool cancelled_here = false);
 
 }  // namespace tessera
