@@ -147,6 +147,24 @@ StatusOr<Tensor> Tensor::Reshaped(const TensorShape& shape) const {
   return t;
 }
 
+StatusOr<Tensor> Tensor::Resized(const TensorShape& shape) const {
+  if (DataTypeHoldsStrings(dtype_) || dtype_ == DataType::kVariant) {
+    return errors::Unimplemented("resizing a tensor of ", DataTypeName(dtype_), " in its buffer");
+  }
+  if (!shape.IsFullyDefined() || buffer_ == nullptr) {
+    return errors::InvalidArgument("Cannot resize a tensor to shape ", shape.DebugString(), " in its buffer");
+  }
+  const size_t offset = static_cast<size_t>(static_cast<char*>(data_) - static_cast<char*>(buffer_->data()));
+  const size_t room = (buffer_->bytes() - offset) / DataTypeStorageSize(dtype_);
+  if (static_cast<uint64_t>(shape.num_elements()) > room) {
+    return errors::OutOfRange("A buffer with room for ", room, " elements cannot hold shape ", shape.DebugString());
+  }
+  Tensor t = *this;
+  t.shape_ = shape;
+  t.num_elements_ = shape.num_elements();
+  return t;
+}
+
 Tensor Tensor::DeepCopy() const {
   StatusOr<Tensor> t = DeepCopy(CpuAllocator());
   if (!t.ok()) throw std::bad_alloc();  // like the constructor

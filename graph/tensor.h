@@ -120,6 +120,11 @@ class Tensor {
   Tensor SubSlice(int64_t index) const;
   // The same buffer seen with another shape of the same number of elements.
   StatusOr<Tensor> Reshaped(const TensorShape& shape) const;
+  // The same buffer from this tensor's first element, seen with a shape of fewer or more
+  // elements: room reserved in a bigger allocation, taken up later. OutOfRange when the
+  // elements would run past the buffer; Unimplemented for strings and variants (their
+  // elements are objects, constructed for the buffer's own count).
+  StatusOr<Tensor> Resized(const TensorShape& shape) const;
   // A copy with its own buffer.
   Tensor DeepCopy() const;
   // A copy with its own buffer from `allocator`; ResourceExhausted when it is exhausted.

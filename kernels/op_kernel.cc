@@ -121,6 +121,20 @@ Status OpKernelContext::forward_input_or_allocate_output(int in, int i, const Te
   return allocate_output(i, shape, out);
 }
 
+bool OpKernelContext::forward_input_resized(int in, int i, const TensorShape& shape, Tensor** out) {
+  Tensor& input = p_.inputs[in].tensor;
+  if (p_.inputs[in].ref != nullptr || !input.BufferIsUnshared() || input.dtype() != p_.kernel->output_type(i) ||
+      p_.kernel->input_memory_type(in) != p_.kernel->output_memory_type(i)) {
+    return false;
+  }
+  StatusOr<Tensor> resized = input.Resized(shape);
+  if (!resized.ok()) return false;
+  p_.outputs[i].tensor = *std::move(resized);
+  input = Tensor();
+  *out = &p_.outputs[i].tensor;
+  return true;
+}
+
 Status OpKernelContext::allocate_temp(DataType dtype, const TensorShape& shape, Tensor* out,
                                       AllocatorAttributes attr) {
   ASSIGN_OR_RETURN(*out, Tensor::Allocate(p_.device->GetAllocator(attr), dtype, shape, p_.device->name()));

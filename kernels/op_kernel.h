@@ -207,6 +207,11 @@ class OpKernelContext {
   // Gives output i the buffer of input `in` when nothing else holds it and dtype and
   // shape allow, else allocates; the kernel then writes the output (possibly in place).
   Status forward_input_or_allocate_output(int in, int i, const TensorShape& shape, Tensor** out);
+  // Gives output i input `in`'s buffer seen with `shape`, from the input's first element
+  // (room its producer reserved past its end: Tensor::Resized), when nothing else holds it
+  // and it has the room; the input's elements keep their places. False, changing nothing,
+  // otherwise.
+  bool forward_input_resized(int in, int i, const TensorShape& shape, Tensor** out);
   Status allocate_temp(DataType dtype, const TensorShape& shape, Tensor* out, AllocatorAttributes attr = {});
   AllocatorAttributes input_alloc_attr(int i) const {
     return AllocatorAttributes::For(p_.kernel->input_memory_type(i));

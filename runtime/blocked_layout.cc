@@ -120,7 +120,8 @@ bool IsMeanOverRowsAndColumns(const Node& n, bool keep_dims) {
 
 class Rewriter {
  public:
-  Rewriter(const Graph& graph, int64_t block) : graph_(graph), block_(block), channels_(graph.nodes().size(), 0) {
+  Rewriter(const Graph& graph, int64_t block)
+      : graph_(graph), block_(block), channels_(graph.nodes().size(), 0), chain_reach_(graph.nodes().size(), 0) {
     for (const Node* n : graph.nodes()) names_.insert(n->name());
   }
 
@@ -138,6 +139,16 @@ class Rewriter {
         if (IsConv(*n) && channels_[n->id()] > 0 && !Blocked(*n->input_edge(0)) && !LeadsToAConvolution(*n)) {
           lone_.insert(n);
           changed = true;
+        }
+      }
+    }
+    // Last to first, so that each link sees where the links after it reach.
+    for (auto n = order.rbegin(); n != order.rend(); ++n) {
+      if ((*n)->op() != "ConcatV2" || channels_[(*n)->id()] == 0) continue;
+      int64_t& reach = chain_reach_[(*n)->id()] = channels_[(*n)->id()];
+      for (const Edge* e : (*n)->out_edges()) {
+        if (e->dst_input == 0 && e->src_output == 0 && e->dst->op() == "ConcatV2") {
+          reach = std::max(reach, chain_reach_[e->dst->id()]);
         }
       }
     }
@@ -442,6 +453,7 @@ class Rewriter {
       for (int i = 0; i < last; ++i) {
         if (!Blocked(*n.input_edge(i))) def.inputs[i] = ToBlocked(*n.input_edge(i), n);
       }
+      if (chain_reach_[n.id()] > channels_[n.id()]) def.attrs["_reserve_axis_size"] = chain_reach_[n.id()] / block_;
     }
     return part;
   }
@@ -449,6 +461,9 @@ class Rewriter {
   const Graph& graph_;
   const int64_t block_;
   std::vector<int64_t> channels_;  // by node id: the channels of its blocked result, or 0
+  // By node id, for a blocked ConcatV2: the channels of the last link of the chain it starts,
+  // each link concatenating onto the last one's result (ConcatV2's kernel says why).
+  std::vector<int64_t> chain_reach_;
   std::set<const Node*> lone_;     // convolutions that stay out of the layout
   struct Residual {
     const Node* add;

@@ -33,9 +33,18 @@ void OuterInner(const TensorShape& s, int axis, int64_t* outer, int64_t* inner) 
   for (int d = axis + 1; d < s.rank(); ++d) *inner *= s.dim(d);
 }
 
+// A chain of concatenations that each add to the last one's result (DenseNet's dense
+// blocks) would copy what it has gathered once a link, quadratic in the chain's length.
+// Where the axis is outermost but for dimensions of 1 (a blocked tensor of one image),
+// the result is its inputs one after another: the graph's rewrite gives the chain's links
+// `_reserve_axis_size`, the size along the axis its last link reaches; a link allocates
+// room for that, and the next, holding the only reference to its first input, takes that
+// buffer over and copies only the rest in behind it.
 class ConcatV2Op : public OpKernel {
  public:
-  ConcatV2Op(OpKernelConstruction* c, CopyRowsFn copy_rows) : OpKernel(c), copy_rows_(std::move(copy_rows)) {}
+  ConcatV2Op(OpKernelConstruction* c, CopyRowsFn copy_rows) : OpKernel(c), copy_rows_(std::move(copy_rows)) {
+    if (!c->GetAttr("_reserve_axis_size", &reserve_).ok()) reserve_ = 0;
+  }
   void Compute(OpKernelContext* ctx) override {
     const int n = ctx->num_inputs() - 1;
     const Tensor& first = ctx->input(0);
@@ -55,15 +64,30 @@ class ConcatV2Op : public OpKernel {
                                           t.shape().DebugString()));
       dims[*axis] += t.dim(*axis);
     }
-    Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape(dims), &out));
+    const TensorShape shape(dims);
     int64_t outer, inner;
-    OuterInner(out->shape(), *axis, &outer, &inner);
+    OuterInner(shape, *axis, &outer, &inner);
     const size_t elem = DataTypeStorageSize(first.dtype());
     const size_t out_row = static_cast<size_t>(dims[*axis] * inner) * elem;
+    // Read before input 0 may be handed over.
+    const size_t first_row = static_cast<size_t>(first.dim(*axis) * inner) * elem;
+    Tensor* out;
+    int copied = 0;  // the inputs already in place
+    if (outer == 1 && n > 1 && ctx->forward_input_resized(0, 0, shape, &out)) {
+      copied = 1;
+    } else if (outer == 1 && reserve_ > dims[*axis]) {
+      std::vector<int64_t> room = dims;
+      room[*axis] = reserve_;
+      OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape(room), &out));
+      StatusOr<Tensor> resized = out->Resized(shape);
+      OP_REQUIRES_OK(ctx, resized.status());
+      *out = *std::move(resized);
+    } else {
+      OP_REQUIRES_OK(ctx, ctx->allocate_output(0, shape, &out));
+    }
     char* dst = static_cast<char*>(out->raw_data());
-    size_t offset = 0;
-    for (int i = 0; i < n; ++i) {
+    size_t offset = copied == 1 ? first_row : 0;
+    for (int i = copied; i < n; ++i) {
       const Tensor& t = ctx->input(i);
       const size_t row = static_cast<size_t>(t.dim(*axis) * inner) * elem;
       if (row > 0 && outer > 0) {
@@ -75,6 +99,7 @@ class ConcatV2Op : public OpKernel {
 
  private:
   const CopyRowsFn copy_rows_;
+  int64_t reserve_;  // _reserve_axis_size, or 0
 };
 
 // Cuts `value` along `axis` into pieces of the given sizes.

@@ -75,6 +75,26 @@ TEST(TensorTest, ReshapedChecksElementCount) {
   EXPECT_EQ(t.Reshaped(TensorShape({3})).status().code(), Code::kInvalidArgument);
 }
 
+TEST(TensorTest, ResizedTakesUpRoomLeftInTheBuffer) {
+  Tensor whole = Tensor::FromVector<float>({1, 2, 3, 4, 5, 6});
+  StatusOr<Tensor> front = whole.Resized(TensorShape({1, 2}));
+  ASSERT_TRUE(front.ok()) << front.status();
+  EXPECT_EQ(front->data<float>(), whole.data<float>());
+  EXPECT_EQ(front->NumElements(), 2);
+  whole = Tensor();
+  StatusOr<Tensor> grown = front->Resized(TensorShape({2, 3}));
+  ASSERT_TRUE(grown.ok()) << grown.status();
+  EXPECT_EQ(grown->data<float>()[5], 6);
+  EXPECT_EQ(front->Resized(TensorShape({7})).status().code(), Code::kOutOfRange);
+  // A view that starts inside the buffer has only the room after its first element.
+  Tensor tail = grown->Reshaped(TensorShape({6}))->Slice(4, 6);
+  EXPECT_TRUE(tail.Resized(TensorShape({2})).ok());
+  EXPECT_EQ(tail.Resized(TensorShape({3})).status().code(), Code::kOutOfRange);
+  EXPECT_EQ(Tensor(DataType::kString, TensorShape({2})).Resized(TensorShape({1})).status().code(),
+            Code::kUnimplemented);
+  EXPECT_EQ(Tensor().Resized(TensorShape({1})).status().code(), Code::kInvalidArgument);
+}
+
 TEST(TensorTest, AllocationIsAlignedAndAccounted) {
   auto alloc = std::make_shared<TrackingAllocator>("test", CpuAllocator());
   {

@@ -1,9 +1,12 @@
 // ConcatV2, Split and SplitV: values along every axis, static shapes, zero-copy batch
-// splits, and the errors for mismatched inputs.
+// splits, chains of concatenations grown in place, and the errors for mismatched inputs.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "graph/builder/ops.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/thread_pool.h"
+#include "runtime/device_mgr.h"
 #include "runtime/session.h"
 #include "tests/test_util.h"
 
@@ -56,6 +59,121 @@ TEST(ConcatSplitTest, LongRowsAreCopiedInPieces) {
   }
   EXPECT_EQ(c, want_cols);
   EXPECT_EQ(r, want_rows);
+}
+
+// The kernel of one ConcatV2 node of two float inputs along axis 1, run by hand so that the
+// test sees which buffer its output is in.
+class ConcatChainTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    StatusOr<std::unique_ptr<ThreadPool>> pool = ThreadPool::Create("intra_op", 1);
+    ASSERT_TRUE(pool.ok());
+    pool_ = std::move(*pool);
+    StatusOr<std::unique_ptr<DeviceMgr>> devices = DeviceMgr::CreateLocal({{"CPU", 1}}, pool_.get(), int64_t{1} << 30);
+    ASSERT_TRUE(devices.ok()) << devices.status();
+    devices_ = std::move(*devices);
+  }
+
+  std::unique_ptr<OpKernel> Kernel(int64_t reserve) {
+    GraphSpec def;
+    for (const char* name : {"a", "b"}) {
+      NodeSpec p;
+      p.name = name;
+      p.op = "Placeholder";
+      p.attrs["dtype"] = DataType::kFloat;
+      def.nodes.push_back(p);
+    }
+    NodeSpec axis;
+    axis.name = "axis";
+    axis.op = "Const";
+    axis.attrs["dtype"] = DataType::kInt32;
+    axis.attrs["value"] = Tensor::Scalar<int32_t>(1);
+    def.nodes.push_back(axis);
+    NodeSpec concat;
+    concat.name = "link";
+    concat.op = "ConcatV2";
+    concat.inputs = {"a", "b", "axis"};
+    concat.attrs["T"] = DataType::kFloat;
+    concat.attrs["N"] = int64_t{2};
+    concat.attrs["Tidx"] = DataType::kInt32;
+    if (reserve > 0) concat.attrs["_reserve_axis_size"] = reserve;
+    def.nodes.push_back(concat);
+    StatusOr<std::unique_ptr<Graph>> g = Graph::FromSpec(def);
+    EXPECT_TRUE(g.ok()) << g.status();
+    if (!g.ok()) return nullptr;
+    StatusOr<std::unique_ptr<OpKernel>> k =
+        KernelRegistry::Global()->CreateKernel(*(*g)->FindNode("link"), devices_->devices().at(0));
+    EXPECT_TRUE(k.ok()) << k.status();
+    return k.ok() ? std::move(*k) : nullptr;
+  }
+
+  // Runs `kernel` on a and b (moved in: the kernel may take a's buffer over).
+  StatusOr<Tensor> Run(OpKernel& kernel, Tensor a, Tensor b) {
+    TensorValue inputs[3];
+    inputs[0].tensor = std::move(a);
+    inputs[1].tensor = std::move(b);
+    inputs[2].tensor = Tensor::Scalar<int32_t>(1);
+    TensorValue outputs[1];
+    OpKernelContext::Params params;
+    params.kernel = &kernel;
+    params.device = devices_->devices().at(0);
+    params.inputs = inputs;
+    params.outputs = outputs;
+    OpKernelContext ctx(params);
+    kernel.Compute(&ctx);
+    RETURN_IF_ERROR(ctx.status());
+    return outputs[0].tensor;
+  }
+
+  std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<DeviceMgr> devices_;
+};
+
+TEST_F(ConcatChainTest, LinksFillTheRoomTheFirstReserved) {
+  std::unique_ptr<OpKernel> first = Kernel(/*reserve=*/4), next = Kernel(0);
+  ASSERT_TRUE(first && next);
+  auto x = [](std::vector<float> v) { return Tensor::FromVector<float>(v, TensorShape({1, int64_t(v.size()) / 2, 2})); };
+  StatusOr<Tensor> joined = Run(*first, x({1, 2}), x({3, 4}));
+  ASSERT_TRUE(joined.ok()) << joined.status();
+  EXPECT_EQ(joined->shape(), TensorShape({1, 2, 2}));
+  EXPECT_TRUE(joined->Resized(TensorShape({1, 4, 2})).ok()) << "no room reserved";
+  const float* where = joined->data<float>();
+  StatusOr<Tensor> longer = Run(*next, *std::move(joined), x({5, 6}));
+  ASSERT_TRUE(longer.ok()) << longer.status();
+  EXPECT_EQ(longer->data<float>(), where);
+  EXPECT_THAT(Values<float>(*longer), ElementsAre(1, 2, 3, 4, 5, 6));
+  // Held elsewhere too, the first input is copied, not written past.
+  Tensor held = *longer;
+  StatusOr<Tensor> branch = Run(*next, held, x({7, 8}));
+  ASSERT_TRUE(branch.ok()) << branch.status();
+  EXPECT_NE(branch->data<float>(), where);
+  EXPECT_THAT(Values<float>(*branch), ElementsAre(1, 2, 3, 4, 5, 6, 7, 8));
+  EXPECT_THAT(Values<float>(held), ElementsAre(1, 2, 3, 4, 5, 6));
+  held = Tensor();
+  StatusOr<Tensor> last = Run(*next, *std::move(longer), x({9, 10}));
+  ASSERT_TRUE(last.ok()) << last.status();
+  EXPECT_EQ(last->data<float>(), where);
+  EXPECT_THAT(Values<float>(*last), ElementsAre(1, 2, 3, 4, 5, 6, 9, 10));
+  // Out of room: a buffer of its own.
+  StatusOr<Tensor> beyond = Run(*next, *std::move(last), x({11, 12}));
+  ASSERT_TRUE(beyond.ok()) << beyond.status();
+  EXPECT_NE(beyond->data<float>(), where);
+  EXPECT_THAT(Values<float>(*beyond), ElementsAre(1, 2, 3, 4, 5, 6, 9, 10, 11, 12));
+}
+
+// With more than one row before the axis, the inputs interleave in the result: no room is
+// reserved, and nothing is grown in place.
+TEST_F(ConcatChainTest, RowsBeforeTheAxisCopyAsAlways) {
+  std::unique_ptr<OpKernel> first = Kernel(/*reserve=*/4);
+  ASSERT_TRUE(first);
+  auto x = [](std::vector<float> v) { return Tensor::FromVector<float>(v, TensorShape({2, 1, 1})); };
+  StatusOr<Tensor> joined = Run(*first, x({1, 2}), x({3, 4}));
+  ASSERT_TRUE(joined.ok()) << joined.status();
+  EXPECT_THAT(Values<float>(*joined), ElementsAre(1, 3, 2, 4));
+  EXPECT_FALSE(joined->Resized(TensorShape({2, 3, 1})).ok());
+  StatusOr<Tensor> again = Run(*first, *std::move(joined), x({5, 6}));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_THAT(Values<float>(*again), ElementsAre(1, 3, 5, 2, 4, 6));
 }
 
 TEST(ConcatSplitTest, SplitUndoesConcat) {

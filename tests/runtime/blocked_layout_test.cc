@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "graph/builder/op_builder.h"
 #include "graph/builder/ops.h"
@@ -29,6 +30,7 @@ struct Step {
   Status status;
   std::vector<Tensor> values;
   std::vector<std::string> nodes;  // "name=op" of every node in the partition graphs
+  std::map<std::string, int64_t> reserves;  // by node: its _reserve_axis_size
 };
 
 Step RunStep(const Scope& root, const std::vector<std::string>& fetches, bool remapping,
@@ -48,7 +50,11 @@ Step RunStep(const Scope& root, const std::vector<std::string>& fetches, bool re
   RunMetadata metadata;
   step.status = session->Run(options, feeds, fetches, {}, &step.values, &metadata);
   for (const GraphSpec& part : metadata.partition_graphs) {
-    for (const NodeSpec& n : part.nodes) step.nodes.push_back(n.name + "=" + n.op);
+    for (const NodeSpec& n : part.nodes) {
+      step.nodes.push_back(n.name + "=" + n.op);
+      int64_t reserve = 0;
+      if (GetAttr(n.attrs, n.name, "_reserve_axis_size", &reserve).ok()) step.reserves[n.name] = reserve;
+    }
   }
   return step;
 }
@@ -166,6 +172,39 @@ TEST(BlockedLayoutTest, ACnnRunsBlockedWithTheValuesOfNhwc) {
     EXPECT_EQ(Count(blocked, "_FromBlocked"), 2) << nodes;
     EXPECT_EQ(blocked.values[1].shape(), TensorShape({batch, 3, 2, 32}));
     EXPECT_EQ(Count(nhwc, "_BlockedConv2D") + Count(nhwc, "_ToBlocked"), 0) << "the switch is off";
+  }
+}
+
+// DenseNet's dense block: each layer concatenates its convolution's channels onto all that
+// came before. The links reserve room for the block's last, and values are NHWC's for one
+// image (each link taking over the last one's buffer) and for several (copying).
+TEST(BlockedLayoutTest, ADenseBlockReservesRoomForItsLastConcatenation) {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DataType::kFloat, TensorShape({-1, 9, 7, 16}));
+  Output block = ops::Relu(root.WithOpName("stem"), Conv(root, "stem_conv", x, 16, 32, 3, 1, "SAME", 1));
+  int64_t channels = 32;
+  for (int layer = 0; layer < 3; ++layer) {
+    const std::string name = StrCat("layer", layer);
+    auto pre = ops::Relu(root.WithOpName(name + "_pre"), Affine(root, name + "_bn", block, channels, 10 + layer));
+    auto grown = Conv(root, (name + "_conv").c_str(), pre, channels, 16, 3, 1, "SAME", 20 + layer);
+    block = ops::Concat(root.WithOpName(name), {block, grown}, ops::Const(root, Tensor::Scalar<int32_t>(3)));
+    channels += 16;
+  }
+  ops::Relu(root.WithOpName("out"), Conv(root, "head", block, channels, 16, 1, 1, "SAME", 30));
+  for (int64_t batch : {1, 2}) {
+    SCOPED_TRACE(batch);
+    const std::vector<std::pair<std::string, Tensor>> feeds = {{"x", Uniform({batch, 9, 7, 16}, 4)}};
+    const Step blocked = RunStep(root, {"out", "layer1"}, true, feeds);
+    const Step nhwc = RunStep(root, {"out", "layer1"}, false, feeds);
+    ExpectSameValues(blocked, nhwc);
+    const std::string nodes = ::testing::PrintToString(blocked.nodes);
+    for (const char* link : {"layer0=ConcatV2", "layer1=ConcatV2", "layer2=ConcatV2"}) {
+      EXPECT_TRUE(Has(blocked, link)) << link << " in " << nodes;
+    }
+    const int64_t block_size = 80 / blocked.reserves.at("layer0");
+    EXPECT_TRUE(block_size == 8 || block_size == 16) << block_size;
+    EXPECT_EQ(blocked.reserves.at("layer1"), 80 / block_size);
+    EXPECT_EQ(blocked.reserves.count("layer2"), 0u) << "the last link has the room it needs";
   }
 }
 
