@@ -251,7 +251,7 @@ StatusOr<std::unique_ptr<SavedModelBundle>> LoadSavedModel(const std::string& di
   auto bundle = std::unique_ptr<SavedModelBundle>(new SavedModelBundle);
   bundle->dir_ = dir;
   ASSIGN_OR_RETURN(bundle->info_, Info(*meta, dir));
-  StatusOr<GraphSpec> graph = GraphSpecFromTensorFlow(meta->graph_def().SerializeAsString(), TensorFlowFormat::kBinary);
+  StatusOr<GraphSpec> graph = GraphSpecFromTensorFlow(meta->graph_def());
   if (!graph.ok()) return graph.status().WithPrefix(StrCat("SavedModel '", dir, "': "));
   StatusOr<std::unique_ptr<Session>> session = Session::Create(config, *graph);
   if (!session.ok()) return session.status().WithPrefix(StrCat("SavedModel '", dir, "': "));

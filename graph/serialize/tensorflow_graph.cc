@@ -425,7 +425,11 @@ TensorFlowFormat SniffTensorFlowFormat(std::string_view bytes) {
 StatusOr<GraphSpec> GraphSpecFromTensorFlow(std::string_view bytes, TensorFlowFormat format,
                                           const GraphDefImportOptions& options) {
   ASSIGN_OR_RETURN(pb::GraphDef parsed, ParseProto(bytes, format));
-  ASSIGN_OR_RETURN(pb::GraphDef proto, InlineTensorFlowFunctions(parsed, *options.ops));
+  return GraphSpecFromTensorFlow(parsed, options);
+}
+
+StatusOr<GraphSpec> GraphSpecFromTensorFlow(const pb::GraphDef& graph, const GraphDefImportOptions& options) {
+  ASSIGN_OR_RETURN(pb::GraphDef proto, InlineTensorFlowFunctions(graph, *options.ops));
   GraphSpec def;
   DroppedAttrs dropped;
   for (const pb::NodeDef& n : proto.node()) {

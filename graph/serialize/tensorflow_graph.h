@@ -41,6 +41,11 @@ struct GraphDefImportOptions {
 
 StatusOr<GraphSpec> GraphSpecFromTensorFlow(std::string_view bytes, TensorFlowFormat format,
                                           const GraphDefImportOptions& options = {});
+namespace tfgraph {
+class GraphDef;
+}
+// The same from a GraphDef already parsed: a SavedModel's MetaGraphDef holds one.
+StatusOr<GraphSpec> GraphSpecFromTensorFlow(const tfgraph::GraphDef& graph, const GraphDefImportOptions& options = {});
 // Unimplemented for a node holding a function (a dataset's `f`): only JSON holds those.
 StatusOr<std::string> GraphSpecToTensorFlow(const GraphSpec& def, TensorFlowFormat format);
 
