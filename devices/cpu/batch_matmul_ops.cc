@@ -206,20 +206,43 @@ class EinsumOp : public OpKernel {
       for (char c : labels) n *= size[c];
       return n;
     };
-    const int64_t nb = product(batch), m = product(free_a), k = product(contract), n = product(free_b);
-    Tensor at = Transposed<T>(a, perm(eq_.a, batch + free_a + contract));
-    Tensor bt = Transposed<T>(b, perm(eq_.b, batch + contract + free_b));
-    StatusOr<Tensor> a3 = at.Reshaped(TensorShape({nb, m, k}));
-    StatusOr<Tensor> b3 = bt.Reshaped(TensorShape({nb, k, n}));
-    OP_REQUIRES_OK(ctx, a3.status());
-    OP_REQUIRES_OK(ctx, b3.status());
+    // Each operand may enter the product as it is or transposed (adj), and the product may
+    // be taken in either order: of those layouts, the ones its labels are already in, or
+    // that keep its last dimension last (a copy of whole rows), cost least to make.
+    auto cost = [](const std::string& labels, const std::string& order) {
+      return labels == order ? 0 : !labels.empty() && !order.empty() && labels.back() == order.back() ? 1 : 2;
+    };
+    auto pick = [&](const std::string& labels, const std::string& plain, const std::string& adjoint, bool* adj) {
+      *adj = cost(labels, adjoint) < cost(labels, plain);
+      return *adj ? adjoint : plain;
+    };
+    // [batch, free_a, free_b] as A.B, or [batch, free_b, free_a] as B'.A'.
+    const bool swap = cost(batch + free_b + free_a, eq_.out) < cost(batch + free_a + free_b, eq_.out);
+    const std::string& left_labels = swap ? eq_.b : eq_.a;
+    const std::string& right_labels = swap ? eq_.a : eq_.b;
+    const std::string& left_free = swap ? free_b : free_a;
+    const std::string& right_free = swap ? free_a : free_b;
+    bool adj_x, adj_y;
+    const std::string left_order = pick(left_labels, batch + left_free + contract, batch + contract + left_free, &adj_x);
+    const std::string right_order =
+        pick(right_labels, batch + contract + right_free, batch + right_free + contract, &adj_y);
+    const int64_t nb = product(batch), m = product(left_free), k = product(contract), n = product(right_free);
+    const Tensor& left = swap ? b : a;
+    const Tensor& right = swap ? a : b;
+    StatusOr<Tensor> x = Transposed<T>(left, perm(left_labels, left_order))
+                             .Reshaped(adj_x ? TensorShape({nb, k, m}) : TensorShape({nb, m, k}));
+    StatusOr<Tensor> y = Transposed<T>(right, perm(right_labels, right_order))
+                             .Reshaped(adj_y ? TensorShape({nb, n, k}) : TensorShape({nb, k, n}));
+    OP_REQUIRES_OK(ctx, x.status());
+    OP_REQUIRES_OK(ctx, y.status());
     Tensor product3(a.dtype(), TensorShape({nb, m, n}));
-    OP_REQUIRES_OK(ctx, BatchMatMul<T>(ctx, *a3, *b3, false, false, false, &product3));
-    TensorShape natural;
-    for (char c : batch + free_a + free_b) natural.AddDim(size[c]);
-    StatusOr<Tensor> result = product3.Reshaped(natural);
+    OP_REQUIRES_OK(ctx, BatchMatMul<T>(ctx, *x, *y, adj_x, adj_y, false, &product3));
+    const std::string natural = batch + left_free + right_free;
+    TensorShape shape;
+    for (char c : natural) shape.AddDim(size[c]);
+    StatusOr<Tensor> result = product3.Reshaped(shape);
     OP_REQUIRES_OK(ctx, result.status());
-    ctx->set_output(0, Transposed<T>(*result, perm(batch + free_a + free_b, eq_.out)));
+    ctx->set_output(0, Transposed<T>(*result, perm(natural, eq_.out)));
   }
 
  private:

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
 #include <random>
 
 #include "graph/builder/op_builder.h"
@@ -143,6 +144,51 @@ TEST(ModelOpsTest, EinsumAsAttentionWritesIt) {
           want.data<float>()[((a * 4 + c) * 3 + b) * 6 + e] = sum;
         }
   ExpectNear(got, want);
+}
+
+// Every way the kernel may lay out an operand (as it is, transposed) and order the product:
+// each equation against the sum its labels spell out.
+TEST(ModelOpsTest, EinsumMatchesItsDefinitionWhateverItsLabelsOrder) {
+  const std::map<char, int64_t> size = {{'a', 2}, {'b', 3}, {'c', 4}, {'d', 5}, {'e', 6}};
+  for (const char* equation : {"aecd,abcd->acbe", "acbe,aecd->abcd", "ab,bc->ac", "ab,cb->ac", "ba,bc->ac",
+                               "ba,cb->ca", "ab,bc->ca", "abc,acd->adb", "abcd,cde->abe", "ab,ab->a"}) {
+    SCOPED_TRACE(equation);
+    const std::string eq = equation;
+    const std::string a = eq.substr(0, eq.find(',')), b = eq.substr(eq.find(',') + 1, eq.find('-') - eq.find(',') - 1),
+                      out = eq.substr(eq.find('>') + 1);
+    auto shape = [&](const std::string& labels) {
+      std::vector<int64_t> dims;
+      for (char c : labels) dims.push_back(size.at(c));
+      return TensorShape(dims);
+    };
+    const Tensor x = Random(shape(a), 11), y = Random(shape(b), 12);
+    Scope root = Scope::NewRootScope();
+    const Tensor got = testing::Eval(root, ops::Build(root, "Einsum", {ops::Const(root, x), ops::Const(root, y)},
+                                                      {{"equation", eq}}));
+    // Every assignment of the labels: each adds x's element times y's to the output's.
+    std::string labels;
+    for (char c : a + b) {
+      if (labels.find(c) == std::string::npos) labels += c;
+    }
+    Tensor want(DataType::kFloat, shape(out));
+    for (float& v : want.flat<float>()) v = 0;
+    std::map<char, int64_t> at;
+    for (char c : labels) at[c] = 0;
+    auto offset = [&](const std::string& l) {
+      int64_t o = 0;
+      for (char c : l) o = o * size.at(c) + at[c];
+      return o;
+    };
+    for (bool more = true; more;) {
+      want.data<float>()[offset(out)] += x.data<float>()[offset(a)] * y.data<float>()[offset(b)];
+      more = false;
+      for (auto c = labels.rbegin(); c != labels.rend() && !more; ++c) {
+        more = ++at[*c] < size.at(*c);
+        if (!more) at[*c] = 0;
+      }
+    }
+    ExpectNear(got, want);
+  }
 }
 
 TEST(ModelOpsTest, EinsumRefusesWhatItDoesNotRunNamingTheEquation) {
