@@ -313,6 +313,8 @@ class UnaryOp : public OpKernel {
     ctx->ParallelFor(out->NumElements(), F::kCost, [&](int64_t b, int64_t e) {
       if constexpr (std::is_integral_v<T>) {
         for (int64_t i = b; i < e; ++i) op[i] = F::Int(ip[i]);
+      } else if constexpr (requires { F::Span(ip, op, int64_t{0}); }) {
+        F::Span(ip + b, op + b, e - b);  // a loop of its own, for what Eigen has no packet of
       } else {
         ArrayMap<T>(op + b, e - b) = F::Array(ConstArrayMap<T>(ip + b, e - b));
       }
@@ -339,12 +341,11 @@ TESSERA_UNARY_FUNCTOR(RsqrtF, x, x.rsqrt(), 8)
 TESSERA_UNARY_FUNCTOR(ExpF, x, x.exp(), 16)
 TESSERA_UNARY_FUNCTOR(ErfF, x, x.unaryExpr([](typename A::Scalar v) { return std::erf(v); }), 24)
 // erfc of floats as Numerical Recipes' erfcc (fractional error below 1.2e-7; 1.05e-7
-// measured over [-10, 10] against a double erfc; 4.1e-7 in float, where std::erfc has ~1e-7),
-// eight lanes at a time with Eigen's exp:
-// one element at a time (std::erfc), a GELU's erfc was a fifth of the Transformer's time at
-// batch 32. x * x is carried as hi + lo (exact with an FMA) and exp(-hi) taken in two
-// halves, so that neither a rounding of x * x nor an exp past float's range shows in the
-// tail. Doubles keep std::erfc.
+// measured over [-10, 10] against a double erfc; 4.1e-7 evaluated in float), eight lanes at
+// a time with Eigen's exp: std::erfc, an element at a time, was a fifth of the
+// Transformer's time at batch 32 (its GELU). x * x is carried as hi + lo (exact with an FMA)
+// and exp(-hi) taken in two halves, so that neither the rounding of x * x nor an exp past
+// float's range shows in the tail.
 void ErfcFloats(const float* x, float* out, int64_t n) {
   constexpr int64_t kBlock = 64;
   using Block = Eigen::Array<float, kBlock, 1>;
@@ -370,23 +371,17 @@ void ErfcFloats(const float* x, float* out, int64_t n) {
   }
 }
 
-template <typename T>
-class ErfcOp : public OpKernel {
- public:
-  using OpKernel::OpKernel;
-  void Compute(OpKernelContext* ctx) override {
-    const Tensor& in = ctx->input(0);
-    const T* ip = in.data<T>();
-    Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output(0, 0, in.shape(), &out));
-    T* op = out->data<T>();
-    ctx->ParallelFor(out->NumElements(), 24, [&](int64_t b, int64_t e) {
-      if constexpr (std::is_same_v<T, float>) {
-        ErfcFloats(ip + b, op + b, e - b);
-      } else {
-        for (int64_t i = b; i < e; ++i) op[i] = std::erfc(ip[i]);
-      }
-    });
+// Floats through ErfcFloats; doubles keep std::erfc, which its error bound would not match.
+struct ErfcF {
+  static constexpr int64_t kCost = 24;
+  template <typename T>
+  static T Int(T x) {
+    return x;
+  }
+  static void Span(const float* x, float* out, int64_t n) { ErfcFloats(x, out, n); }
+  template <typename A>
+  static auto Array(const A& x) {
+    return x.unaryExpr([](typename A::Scalar v) { return std::erfc(v); });
   }
 };
 TESSERA_UNARY_FUNCTOR(LogF, x, x.log(), 16)
@@ -491,8 +486,7 @@ void RegisterCwiseKernels(KernelRegistry& r) {
   RegisterUnary<SqrtF, float, double>(r, "Sqrt");
   RegisterUnary<RsqrtF, float, double>(r, "Rsqrt");
   RegisterUnary<ErfF, float, double>(r, "Erf");
-  r.Register<ErfcOp<float>>(KernelDefBuilder("Erfc").Device(kDeviceCpu).TypeConstraint<float>("T"));
-  r.Register<ErfcOp<double>>(KernelDefBuilder("Erfc").Device(kDeviceCpu).TypeConstraint<double>("T"));
+  RegisterUnary<ErfcF, float, double>(r, "Erfc");
   RegisterUnary<ExpF, float, double>(r, "Exp");
   RegisterUnary<LogF, float, double>(r, "Log");
   RegisterUnary<SigmoidF, float, double>(r, "Sigmoid");

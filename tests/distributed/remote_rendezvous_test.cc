@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "distributed/cluster_server.h"
+#include "distributed/rpc_util.h"
 #include "tests/distributed/free_port.h"
 #include "tests/distributed/process_stats.h"
 
@@ -112,6 +113,18 @@ TEST_P(RemoteRendezvousTest, AnAbortOnTheSendersSideReachesTheReceiver) {
   EXPECT_EQ(status.code(), Code::kAborted) << status;
   EXPECT_THAT(std::string(status.message()), HasSubstr("from /job:ps/replica:0/task:0"));
   EXPECT_THAT(std::string(status.message()), HasSubstr("node w ran out of memory"));
+}
+
+// gRPC cancels a stopping server's calls: unanswered, a Cancelled this side did not ask for
+// is the peer gone, and one it asked for stays Cancelled.
+TEST(FromGrpcTest, ACancelThisSideDidNotAskForIsThePeerGone) {
+  const grpc::Status cancelled(grpc::StatusCode::CANCELLED, "Cancelled");
+  const grpc::ClientContext unanswered;
+  const Status gone = FromGrpc(cancelled, unanswered, "/job:ps/replica:0/task:0");
+  EXPECT_EQ(gone.code(), Code::kUnavailable) << gone;
+  EXPECT_THAT(std::string(gone.message()), HasSubstr("/job:ps/replica:0/task:0 stopped serving the call"));
+  EXPECT_EQ(FromGrpc(cancelled, unanswered, "/job:ps/replica:0/task:0", /*cancelled_here=*/true).code(),
+            Code::kCancelled);
 }
 
 // The ps's server is destroyed (as an embedding program stops it) while receives from it
