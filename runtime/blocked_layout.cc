@@ -37,10 +37,12 @@ const std::set<std::string, std::less<>>& BinaryOps() {
   return *ops;
 }
 
+int64_t WholeBlocks(int64_t channels, int64_t block) { return (channels + block - 1) / block * block; }
+
 // The output channels of a convolution that can run blocked, else 0: float NHWC on a CPU,
-// undilated, SAME or VALID, a constant filter, its output channels whole blocks and its
-// input's too (or, for a full convolution, fewer than a block: a first layer's, read NHWC),
-// and fused_ops the blocked kernel applies.
+// undilated, SAME or VALID, a constant filter (and bias, where its output channels are not
+// whole blocks: both are padded with zeros), a depthwise one's multiplier 1 or its channels
+// whole blocks, and fused_ops the blocked kernel applies.
 int64_t BlockedConvChannels(const Node& n, int64_t block) {
   std::string padding, fused = "BiasAdd";
   std::vector<int64_t> dilations;
@@ -57,9 +59,13 @@ int64_t BlockedConvChannels(const Node& n, int64_t block) {
   if (filter == nullptr || filter->dtype() != DataType::kFloat || filter->rank() != 4) return 0;
   const int64_t c = filter->dim(2), o = IsDepthwise(n) ? c * filter->dim(3) : filter->dim(3);
   const TensorShape& in = n.input_edge(0)->src->output_shape(n.input_edge(0)->src_output);
-  if (c == 0 || (c % block != 0 && (c > block || IsDepthwise(n))) || o == 0 || o % block != 0 ||
-      in.unknown_rank() || in.rank() != 4 || in.dim(3) != c) {
+  if (c == 0 || o == 0 || (IsDepthwise(n) && filter->dim(3) != 1 && c % block != 0) || in.unknown_rank() ||
+      in.rank() != 4 || in.dim(3) != c) {
     return 0;
+  }
+  if (o % block != 0 && n.num_inputs() > 2) {
+    const Tensor* bias = ConstInput(n, 2);
+    if (bias == nullptr || bias->dtype() != DataType::kFloat || bias->shape() != TensorShape({o})) return 0;
   }
   return o;
 }
@@ -77,11 +83,31 @@ ConstKind ClassifyConst(const Tensor* t, int64_t channels) {
   return ConstKind::kNone;
 }
 
-// Per-channel values as a blocked [1, C/B, 1, 1, B] tensor: the same memory order.
+// Per-channel values as a blocked [1, C/B, 1, 1, B] tensor (the same memory order), zeros
+// past the last channel.
 Tensor BlockedPerChannel(const Tensor& t, int64_t block) {
-  Tensor blocked(DataType::kFloat, TensorShape({1, t.NumElements() / block, 1, 1, block}));
-  std::copy_n(t.data<float>(), t.NumElements(), blocked.data<float>());
+  const int64_t padded = WholeBlocks(t.NumElements(), block);
+  Tensor blocked(DataType::kFloat, TensorShape({1, padded / block, 1, 1, block}));
+  std::fill(std::copy_n(t.data<float>(), t.NumElements(), blocked.data<float>()), blocked.data<float>() + padded, 0.f);
   return blocked;
+}
+
+// `t` with dimension `axis` grown to `size`, zeros in what it gains: a filter's or a bias's
+// channels padded to whole blocks.
+Tensor ZeroPadded(const Tensor& t, int axis, int64_t size) {
+  if (t.dim(axis) == size) return t;
+  std::vector<int64_t> dims(t.shape().dims().begin(), t.shape().dims().end());
+  int64_t inner = 1;
+  for (size_t i = axis + 1; i < dims.size(); ++i) inner *= dims[i];
+  const int64_t from = dims[axis], outer = t.NumElements() / (from * inner);
+  dims[axis] = size;
+  Tensor padded(DataType::kFloat, TensorShape(dims));
+  float* out = padded.data<float>();
+  for (int64_t i = 0; i < outer; ++i) {
+    out = std::copy_n(t.data<float>() + i * from * inner, from * inner, out);
+    out = std::fill_n(out, (size - from) * inner, 0.f);
+  }
+  return padded;
 }
 
 std::string InputName(const Edge& e) {
@@ -249,7 +275,8 @@ class Rewriter {
   // GlobalAveragePooling2D): [N, C/B, 1, 1, B] is [N, C] in memory, so the mean is taken
   // blocked and reshaped, and the activations never leave the layout.
   bool IsMeanOfBlocked(const Node& n) const {
-    return InputChannels(n, 0) > 0 && IsMeanOverRowsAndColumns(n, /*keep_dims=*/false);
+    const int64_t c = InputChannels(n, 0);
+    return c > 0 && c % block_ == 0 && IsMeanOverRowsAndColumns(n, /*keep_dims=*/false);
   }
 
   // The channels of n's result if it runs blocked, else 0. Its inputs are decided.
@@ -261,7 +288,9 @@ class Rewriter {
     if (BinaryOps().count(n.op()) != 0) {
       if (n.op() == "BiasAdd" && (!IsNhwc(n) || c == 0)) return 0;
       const int64_t channels = std::max(c, InputChannels(n, 1));
-      if (channels == 0) return 0;
+      // Padding lanes hold zeros or what finite arithmetic made of them; 0 / 0 would be a NaN
+      // that the next convolution's zero weights could not cancel.
+      if (channels == 0 || (n.op() == "RealDiv" && channels % block_ != 0)) return 0;
       for (int i = 0; i < 2; ++i) {
         const int64_t ci = InputChannels(n, i);
         if (ci != 0 ? ci != channels
@@ -303,6 +332,7 @@ class Rewriter {
       int64_t sum = 0, blocked = 0;
       for (int i = 0; i + 1 < n.num_inputs(); ++i) {
         int64_t ci = InputChannels(n, i);
+        if (ci % block_ != 0) return 0;  // padding would land between the channels
         blocked += ci > 0;
         if (ci == 0) {
           const TensorShape& in = n.input_edge(i)->src->output_shape(n.input_edge(i)->src_output);
@@ -331,6 +361,7 @@ class Rewriter {
     to.op = "_FromBlocked";
     to.device = n.requested_device();
     to.attrs = {{"T", DataType::kFloat}};
+    if (channels_[n.id()] % block_ != 0) to.attrs["channels"] = channels_[n.id()];
     to.inputs = {n.name()};
     added_.push_back({std::move(to), nullptr, n.assigned_device()});
     return it->second;
@@ -388,7 +419,20 @@ class Rewriter {
     };
     if (IsConv(n)) {
       const Tensor& filter = *ConstInput(n, 1);
+      // A first layer's few channels are read as they are; a depthwise convolution's never.
+      const bool nhwc_input = !IsDepthwise(n) && filter.dim(2) < block_ && !Blocked(*n.input_edge(0));
       renamed_op("_BlockedConv2D");
+      // Channels that are not whole blocks: the filter's (and bias's) zero padding makes the
+      // padding lanes zero where they are written and ignores them where they are read.
+      if (IsDepthwise(n) && filter.dim(2) % block_ != 0) {
+        def.inputs[1] = AddConstant(n, 1, ZeroPadded(filter, 2, WholeBlocks(filter.dim(2), block_)));
+      } else if (!IsDepthwise(n) && (filter.dim(3) % block_ != 0 || (!nhwc_input && filter.dim(2) % block_ != 0))) {
+        const Tensor rows = nhwc_input ? filter : ZeroPadded(filter, 2, WholeBlocks(filter.dim(2), block_));
+        def.inputs[1] = AddConstant(n, 1, ZeroPadded(rows, 3, WholeBlocks(filter.dim(3), block_)));
+      }
+      if (channels % block_ != 0 && n.num_inputs() > 2) {
+        def.inputs[2] = AddConstant(n, 2, ZeroPadded(*ConstInput(n, 2), 0, WholeBlocks(channels, block_)));
+      }
       AttrMap attrs;
       for (const char* attr : {"strides", "padding", "data_format", "dilations", "fused_ops"}) {
         if (auto it = n.attrs().find(attr); it != n.attrs().end()) attrs[attr] = it->second;
@@ -398,7 +442,7 @@ class Rewriter {
       def.attrs["num_args"] = int64_t{n.num_inputs() - 2};
       def.attrs["depthwise"] = IsDepthwise(n) ? filter.dim(3) : int64_t{0};
       def.attrs["block"] = block_;
-      if (filter.dim(2) < block_) def.attrs["input_layout"] = std::string("NHWC");
+      if (nhwc_input) def.attrs["input_layout"] = std::string("NHWC");
       else if (!Blocked(*n.input_edge(0))) def.inputs[0] = ToBlocked(*n.input_edge(0), n);
       if (auto it = residuals_.find(&n); it != residuals_.end()) {
         const Residual& r = it->second;

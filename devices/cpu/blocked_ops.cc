@@ -27,6 +27,7 @@ CopyBlockFn BlockCopier(int64_t block) {
 }
 
 // One B-float vector of a pixel per copy; the rows of the NHWC side are the unit of work.
+// Channels that are not whole blocks fill the last block's first lanes, zeros the rest.
 class ToBlockedOp : public OpKernel {
  public:
   explicit ToBlockedOp(OpKernelConstruction* c) : OpKernel(c) {
@@ -36,10 +37,10 @@ class ToBlockedOp : public OpKernel {
   }
   void Compute(OpKernelContext* ctx) override {
     const Tensor& in = ctx->input(0);
-    OP_REQUIRES(ctx, in.rank() == 4 && in.dim(3) % block_ == 0,
-                errors::InvalidArgument(name(), ": a blocked layout of ", block_, "-channel blocks holds 4-D tensors ",
-                                        "of whole blocks, got ", in.shape().DebugString()));
-    const int64_t n = in.dim(0), h = in.dim(1), w = in.dim(2), c = in.dim(3), blocks = c / block_;
+    OP_REQUIRES(ctx, in.rank() == 4,
+                errors::InvalidArgument(name(), ": a blocked layout holds 4-D tensors, got ", in.shape().DebugString()));
+    const int64_t n = in.dim(0), h = in.dim(1), w = in.dim(2), c = in.dim(3), whole = c / block_,
+                  blocks = (c + block_ - 1) / block_;
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({n, blocks, h, w, block_}), &out));
     const float* x = in.data<float>();
@@ -50,9 +51,15 @@ class ToBlockedOp : public OpKernel {
       for (int64_t row = begin; row < end; ++row) {
         const int64_t image = row / h, r = row % h;
         const float* src = x + row * w * c;
-        for (int64_t cb = 0; cb < blocks; ++cb) {
+        for (int64_t cb = 0; cb < whole; ++cb) {
           float* dst = y + ((image * blocks + cb) * h + r) * w * b;
           for (int64_t col = 0; col < w; ++col) copy(src + col * c + cb * b, dst + col * b);
+        }
+        if (whole < blocks) {
+          float* dst = y + ((image * blocks + whole) * h + r) * w * b;
+          for (int64_t col = 0; col < w; ++col) {
+            std::fill(std::copy(src + col * c + whole * b, src + (col + 1) * c, dst + col * b), dst + (col + 1) * b, 0.f);
+          }
         }
       }
     });
@@ -62,16 +69,25 @@ class ToBlockedOp : public OpKernel {
   int64_t block_ = 0;
 };
 
+// `channels` > 0 leaves the last block's padding lanes behind.
 class FromBlockedOp : public OpKernel {
  public:
-  using OpKernel::OpKernel;
+  explicit FromBlockedOp(OpKernelConstruction* c) : OpKernel(c) {
+    Status s = c->GetAttr("channels", &channels_);
+    if (s.ok() && channels_ < 0) s = errors::InvalidArgument("channels must be >= 0, got ", channels_);
+    if (!s.ok()) c->SetStatus(s);
+  }
   void Compute(OpKernelContext* ctx) override {
     const Tensor& in = ctx->input(0);
     OP_REQUIRES(ctx, in.rank() == 5,
                 errors::InvalidArgument(name(), ": a blocked tensor is 5-D, got ", in.shape().DebugString()));
-    const int64_t n = in.dim(0), blocks = in.dim(1), h = in.dim(2), w = in.dim(3), b = in.dim(4), c = blocks * b;
+    const int64_t n = in.dim(0), blocks = in.dim(1), h = in.dim(2), w = in.dim(3), b = in.dim(4);
+    const int64_t c = channels_ > 0 ? channels_ : blocks * b;
     const CopyBlockFn copy = BlockCopier(b);
     OP_REQUIRES(ctx, copy != nullptr, errors::InvalidArgument(name(), ": blocks are of 8 or 16 channels, got ", b));
+    OP_REQUIRES(ctx, c <= blocks * b && c > (blocks - 1) * b,
+                errors::InvalidArgument(name(), ": ", c, " channels are not ", blocks, " blocks of ", b));
+    const int64_t whole = c / b;
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({n, h, w, c}), &out));
     const float* x = in.data<float>();
@@ -80,13 +96,20 @@ class FromBlockedOp : public OpKernel {
       for (int64_t row = begin; row < end; ++row) {
         const int64_t image = row / h, r = row % h;
         float* dst = y + row * w * c;
-        for (int64_t cb = 0; cb < blocks; ++cb) {
+        for (int64_t cb = 0; cb < whole; ++cb) {
           const float* src = x + ((image * blocks + cb) * h + r) * w * b;
           for (int64_t col = 0; col < w; ++col) copy(src + col * b, dst + col * c + cb * b);
+        }
+        if (whole < blocks) {
+          const float* src = x + ((image * blocks + whole) * h + r) * w * b;
+          for (int64_t col = 0; col < w; ++col) std::copy_n(src + col * b, c - whole * b, dst + col * c + whole * b);
         }
       }
     });
   }
+
+ private:
+  int64_t channels_ = 0;
 };
 
 // The NHWC shape of blocked tensor `t` of `block`-channel blocks, or InvalidArgument.

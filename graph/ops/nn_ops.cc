@@ -175,16 +175,24 @@ StatusOr<TensorShape> BlockedShape(const TensorShape& nhwc, int64_t block) {
   return TensorShape({nhwc.dim(0), nhwc.dim(3) < 0 ? -1 : nhwc.dim(3) / block, nhwc.dim(1), nhwc.dim(2), block});
 }
 
+// Channels that are not whole blocks are padded to the next whole block.
 Status ToBlockedShape(InferenceContext& c) {
   int64_t block;
   RETURN_IF_ERROR(c.GetAttr("block", &block));
-  ASSIGN_OR_RETURN(TensorShape out, BlockedShape(c.input(0), block));
+  TensorShape in = c.input(0);
+  if (!in.unknown_rank() && in.rank() == 4 && in.dim(3) > 0) in.set_dim(3, (in.dim(3) + block - 1) / block * block);
+  ASSIGN_OR_RETURN(TensorShape out, BlockedShape(in, block));
   c.set_output(0, out);
   return Status::OK();
 }
 
+// `channels` > 0: the real channels, the rest of the last block padding.
 Status FromBlockedShape(InferenceContext& c) {
-  c.set_output(0, UnblockedShape(c.input(0)));
+  int64_t channels;
+  RETURN_IF_ERROR(c.GetAttr("channels", &channels));
+  TensorShape out = UnblockedShape(c.input(0));
+  if (channels > 0 && !out.unknown_rank()) out.set_dim(3, channels);
+  c.set_output(0, out);
   return Status::OK();
 }
 
@@ -359,7 +367,7 @@ void RegisterNnOps(OpRegistry& r) {
   RegisterCoreOp(r, OpDefBuilder("_ToBlocked").Input("input: T").Output("output: T").Attr("T: {float32}")
                   .Attr("block: int").SetShapeFn(ToBlockedShape));
   RegisterCoreOp(r, OpDefBuilder("_FromBlocked").Input("input: T").Output("output: T").Attr("T: {float32}")
-                  .SetShapeFn(FromBlockedShape));
+                  .Attr("channels: int = 0").SetShapeFn(FromBlockedShape));
   RegisterCoreOp(r, OpDefBuilder("_BlockedConv2D").Input("input: T").Input("filter: T").Input("args: num_args * T")
                   .Output("output: T").Attr("T: {float32}").Attr("num_args: int >= 0").Attr("strides: list(int)")
                   .Attr("padding: string").Attr("data_format: string = \"NHWC\"")

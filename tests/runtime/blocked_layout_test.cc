@@ -59,6 +59,15 @@ Step RunStep(const Scope& root, const std::vector<std::string>& fetches, bool re
   return step;
 }
 
+// The step's nodes but its constants, for a failure's message (gtest prints 32 at most).
+std::string NonConstants(const Step& s) {
+  std::string out;
+  for (const std::string& n : s.nodes) {
+    if (n.size() < 6 || n.compare(n.size() - 6, 6, "=Const") != 0) out += n + " ";
+  }
+  return out;
+}
+
 bool Has(const Step& s, const std::string& entry) {
   return std::find(s.nodes.begin(), s.nodes.end(), entry) != s.nodes.end();
 }
@@ -95,13 +104,13 @@ Output Affine(const Scope& root, const std::string& name, Input x, int64_t c, ui
   return ops::Add(root.WithOpName(name + "_offset"), scaled, ops::Const(root, Uniform({1, 1, 1, c}, seed + 1)));
 }
 
-// The ops of MobileNet, ResNet, DenseNet and EfficientNet in small, channels in blocks of 8
-// (and 16 where it matters): a 3-channel stem, a MaxPool, convolutions with their batch
-// normalisations, a depthwise convolution with Relu6, a concatenation of an NHWC and a
-// blocked tensor, a pre-activation normalisation, swish, an AvgPool, a squeeze-and-excitation through
-// fewer channels than a block, two
-// residual sums (with and without a Relu after), a scalar scale, an intermediate fetch, and
-// a global average at the end.
+// The ops of MobileNet, ResNet, DenseNet and EfficientNet in small, channels in whole blocks
+// of 16 (so of 8 too: the same plan for either block): a 3-channel stem, a MaxPool,
+// convolutions with their batch normalisations, a depthwise convolution with Relu6, a
+// concatenation of an NHWC and a blocked tensor, a pre-activation normalisation, swish, an
+// AvgPool, a squeeze-and-excitation through fewer channels than a block, two residual sums
+// (with and without a Relu after), a scalar scale, an intermediate fetch, and a global
+// average at the end.
 struct Cnn {
   Scope root = Scope::NewRootScope();
   std::vector<std::string> fetches = {"logits", "block_out"};
@@ -109,20 +118,20 @@ struct Cnn {
     auto x = ops::Placeholder(root.WithOpName("x"), DataType::kFloat, TensorShape({-1, 17, 15, 3}));
     auto stem = ops::Relu(root.WithOpName("stem"), Affine(root, "stem_bn", Conv(root, "stem_conv", x, 3, 16, 3, 2, "SAME", 1), 16, 2));
     auto pool = ops::MaxPool(root.WithOpName("pool"), stem, {1, 3, 3, 1}, {1, 2, 2, 1}, "SAME");
-    auto a = ops::Relu(root.WithOpName("a"), Affine(root, "a_bn", Conv(root, "a_conv", pool, 16, 24, 1, 1, "VALID", 4), 24, 5));
+    auto a = ops::Relu(root.WithOpName("a"), Affine(root, "a_bn", Conv(root, "a_conv", pool, 16, 32, 1, 1, "VALID", 4), 32, 5));
     auto dw = ops::Build(root.WithOpName("dw"), "DepthwiseConv2dNative",
-                         {a, ops::Const(root, Uniform({3, 3, 24, 1}, 7, -0.5f, 0.5f))},
+                         {a, ops::Const(root, Uniform({3, 3, 32, 1}, 7, -0.5f, 0.5f))},
                          {{"strides", std::vector<int64_t>{1, 1, 1, 1}}, {"padding", std::string("SAME")}});
-    auto dw_act = ops::Build(root.WithOpName("dw_act"), "Relu6", {Affine(root, "dw_bn", dw, 24, 8)});
+    auto dw_act = ops::Build(root.WithOpName("dw_act"), "Relu6", {Affine(root, "dw_bn", dw, 32, 8)});
     auto joined = ops::Concat(root.WithOpName("joined"), {pool, dw_act}, ops::Const(root, Tensor::Scalar<int32_t>(-1)));
-    auto pre = ops::Relu(root.WithOpName("pre"), Affine(root, "pre_bn", joined, 40, 10));
-    auto b_conv = Conv(root, "b_conv", pre, 40, 32, 3, 1, "SAME", 12);
+    auto pre = ops::Relu(root.WithOpName("pre"), Affine(root, "pre_bn", joined, 48, 10));
+    auto b_conv = Conv(root, "b_conv", pre, 48, 32, 3, 1, "SAME", 12);
     auto b = ops::Mul(root.WithOpName("b_swish"), b_conv, ops::Build(root.WithOpName("b_sigmoid"), "Sigmoid", {b_conv}));
     auto avg = ops::AvgPool(root.WithOpName("avg"), b, {1, 2, 2, 1}, {1, 2, 2, 1}, "SAME");
     auto squeezed = ops::Mean(root.WithOpName("squeezed"), avg, ops::Const(root, Tensor::FromVector<int32_t>({1, 2})),
                               {.keep_dims = true});
-    // EfficientNet's squeeze-and-excitation narrows to fewer channels than a block: NHWC,
-    // and the expansion after it reads that NHWC.
+    // EfficientNet's squeeze-and-excitation narrows to fewer channels than a block: padded
+    // to one, blocked like the rest.
     auto narrow = ops::Relu(root.WithOpName("narrow"), Conv(root, "se_reduce", squeezed, 32, 4, 1, 1, "VALID", 13));
     auto excite = ops::Build(root.WithOpName("excite"), "Sigmoid", {Conv(root, "se_expand", narrow, 4, 32, 1, 1, "VALID", 18)});
     auto se = ops::Mul(root.WithOpName("se"), avg, excite);
@@ -146,7 +155,7 @@ TEST(BlockedLayoutTest, ACnnRunsBlockedWithTheValuesOfNhwc) {
     const Step blocked = RunStep(net.root, net.fetches, true, feeds);
     const Step nhwc = RunStep(net.root, net.fetches, false, feeds);
     ExpectSameValues(blocked, nhwc);
-    const std::string nodes = ::testing::PrintToString(blocked.nodes);
+    const std::string nodes = NonConstants(blocked);
     // The stem reads 3 channels: NHWC, fused with its pool, whose result enters the layout
     // (once) for the concatenation and the first blocked convolution.
     EXPECT_TRUE(Has(blocked, "pool=_FusedConv2DMaxPool")) << nodes;
@@ -162,14 +171,13 @@ TEST(BlockedLayoutTest, ACnnRunsBlockedWithTheValuesOfNhwc) {
     }
     for (const char* entry : {"joined=ConcatV2", "pre=_FusedScaleOffset", "avg=_BlockedPool", "squeezed=Mean", "se=Mul",
                               "block_out=Mul", "last=Relu", "logits/blocked=Mean", "logits=Reshape", "excite=Sigmoid", "b_swish=_Swish",
-                              "se_reduce=Conv2D", "se_expand=_BlockedConv2D"}) {
+                              "se_reduce=_BlockedConv2D", "narrow=Relu", "se_expand=_BlockedConv2D"}) {
       EXPECT_TRUE(Has(blocked, entry)) << entry << " in " << nodes;
     }
-    // In: the pool's result (read twice); out: the squeeze for the NHWC convolution after it,
-    // and block_out for its fetch. The final Mean, which drops rows and columns, is taken
-    // blocked.
+    // In: the pool's result (read twice); out: block_out for its fetch. The final Mean,
+    // which drops rows and columns, is taken blocked.
     EXPECT_EQ(Count(blocked, "_ToBlocked"), 1) << nodes;
-    EXPECT_EQ(Count(blocked, "_FromBlocked"), 2) << nodes;
+    EXPECT_EQ(Count(blocked, "_FromBlocked"), 1) << nodes;
     EXPECT_EQ(blocked.values[1].shape(), TensorShape({batch, 3, 2, 32}));
     EXPECT_EQ(Count(nhwc, "_BlockedConv2D") + Count(nhwc, "_ToBlocked"), 0) << "the switch is off";
   }
@@ -197,7 +205,7 @@ TEST(BlockedLayoutTest, ADenseBlockReservesRoomForItsLastConcatenation) {
     const Step blocked = RunStep(root, {"out", "layer1"}, true, feeds);
     const Step nhwc = RunStep(root, {"out", "layer1"}, false, feeds);
     ExpectSameValues(blocked, nhwc);
-    const std::string nodes = ::testing::PrintToString(blocked.nodes);
+    const std::string nodes = NonConstants(blocked);
     for (const char* link : {"layer0=ConcatV2", "layer1=ConcatV2", "layer2=ConcatV2"}) {
       EXPECT_TRUE(Has(blocked, link)) << link << " in " << nodes;
     }
@@ -235,7 +243,7 @@ TEST(BlockedLayoutTest, AFirstLayerReadsNhwcAndWritesBlocked) {
     const Step blocked = RunStep(root, {"out", "res_out"}, true, feeds);
     const Step nhwc = RunStep(root, {"out", "res_out"}, false, feeds);
     ExpectSameValues(blocked, nhwc);
-    const std::string nodes = ::testing::PrintToString(blocked.nodes);
+    const std::string nodes = NonConstants(blocked);
     // (20 rows padded by 3 on each side are not what SAME pads: the pad stays.)
     for (const char* entry : {"stem=_BlockedConv2D", "conv1_pad=Pad", "conv1_conv=_BlockedConv2D", "conv1=Relu",
                               "pool1_pad=PadV2", "pool1=_BlockedPool"}) {
@@ -246,23 +254,78 @@ TEST(BlockedLayoutTest, AFirstLayerReadsNhwcAndWritesBlocked) {
 }
 
 // A convolution alone between NHWC ops would pay two reorders for its gain; one whose
-// filter is a variable's (training) or whose output channels are not whole blocks stays too.
+// filter is a variable's (training) stays too.
 TEST(BlockedLayoutTest, WhatWouldNotGainStaysNhwc) {
   Scope root = Scope::NewRootScope();
   auto x = ops::Placeholder(root.WithOpName("x"), DataType::kFloat, TensorShape({-1, 6, 6, 8}));
   auto w = ops::Placeholder(root.WithOpName("w"), DataType::kFloat, TensorShape({3, 3, 8, 8}));
   auto lone = Conv(root, "lone", x, 8, 8, 3, 1, "SAME", 1);
   auto fed = ops::Conv2D(root.WithOpName("fed"), ops::Relu(root.WithOpName("r"), lone), w, {1, 1, 1, 1}, "SAME");
-  auto odd = Conv(root, "odd", fed, 8, 12, 1, 1, "SAME", 2);
-  ops::Relu(root.WithOpName("out"), Conv(root, "after_odd", odd, 12, 8, 1, 1, "SAME", 3));
+  ops::Relu(root.WithOpName("out"), Conv(root, "after", fed, 8, 8, 1, 1, "SAME", 3));
   const std::vector<std::pair<std::string, Tensor>> feeds = {{"x", Uniform({2, 6, 6, 8}, 4)},
                                                              {"w", Uniform({3, 3, 8, 8}, 5)}};
   const Step blocked = RunStep(root, {"out"}, true, feeds);
   const Step nhwc = RunStep(root, {"out"}, false, feeds);
   ExpectSameValues(blocked, nhwc);
-  EXPECT_EQ(Count(blocked, "_BlockedConv2D"), 0) << ::testing::PrintToString(blocked.nodes);
+  EXPECT_EQ(Count(blocked, "_BlockedConv2D"), 0) << NonConstants(blocked);
   EXPECT_TRUE(Has(blocked, "lone=Conv2D"));
   EXPECT_TRUE(Has(blocked, "fed=Conv2D"));
+}
+
+// Channels that are not whole blocks (12 and 20, for blocks of 8 and of 16) are padded: the
+// filters and biases with zeros, so that convolutions write zeros there and ignore what the
+// ops between them make of it (a Sigmoid's 0.5, a scalar added). What would mix the padding
+// into real channels stays out: a concatenation along the channels, a RealDiv (0 / 0), and
+// a Mean that drops rows and columns, which reads a _FromBlocked that leaves the padding
+// behind.
+TEST(BlockedLayoutTest, ChannelsThatAreNotWholeBlocksArePadded) {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DataType::kFloat, TensorShape({-1, 9, 7, 20}));
+  auto bias = [&](const char* name, Input v, int64_t c, uint32_t seed) {
+    return ops::BiasAdd(root.WithOpName(name), v, ops::Const(root, Uniform({c}, seed)));
+  };
+  auto expand = ops::Build(root.WithOpName("expand"), "Relu6", {bias("expand_bias", Conv(root, "expand_conv", x, 20, 12, 1, 1, "SAME", 1), 12, 2)});
+  auto dw = ops::Build(root.WithOpName("dw"), "DepthwiseConv2dNative",
+                       {expand, ops::Const(root, Uniform({3, 3, 12, 1}, 3, -0.5f, 0.5f))},
+                       {{"strides", std::vector<int64_t>{1, 1, 1, 1}}, {"padding", std::string("SAME")}});
+  auto dw_act = ops::Build(root.WithOpName("dw_act"), "Relu6", {bias("dw_bias", dw, 12, 4)});
+  auto mixed = ops::Build(root.WithOpName("mixed"), "AddV2",
+                          {bias("mix_bias", Conv(root, "mix_conv", dw_act, 12, 12, 1, 1, "SAME", 5), 12, 6), expand});
+  auto project = bias("project", Conv(root, "project_conv", mixed, 12, 20, 1, 1, "SAME", 7), 20, 8);
+  auto res = ops::Build(root.WithOpName("res"), "AddV2", {project, x});
+  auto swish = ops::Mul(root.WithOpName("swish"), res, ops::Build(root.WithOpName("swish_sigmoid"), "Sigmoid", {res}));
+  auto shifted = ops::Add(root.WithOpName("shifted"), swish, ops::Const(root, Tensor::Scalar<float>(0.25f)));
+  auto squeezed = ops::Mean(root.WithOpName("squeezed"), shifted, ops::Const(root, Tensor::FromVector<int32_t>({1, 2})),
+                            {.keep_dims = true});
+  auto excited = ops::Mul(root.WithOpName("excited"), shifted,
+                          ops::Build(root.WithOpName("excite"), "Sigmoid", {squeezed}));
+  auto head = Conv(root, "head", excited, 20, 12, 3, 1, "SAME", 9);
+  ops::Build(root.WithOpName("ratio"), "RealDiv",
+             {head, ops::Add(root.WithOpName("denominator"), ops::Build(root.WithOpName("magnitude"), "Square", {head}),
+                             ops::Const(root, Tensor::Scalar<float>(1.0f)))});
+  ops::Concat(root.WithOpName("joined"), {head, shifted}, ops::Const(root, Tensor::Scalar<int32_t>(3)));
+  ops::Mean(root.WithOpName("pooled"), excited, ops::Const(root, Tensor::FromVector<int32_t>({1, 2})));
+  const std::vector<std::string> fetches = {"ratio", "joined", "pooled"};
+  for (int64_t batch : {1, 3}) {
+    SCOPED_TRACE(batch);
+    const std::vector<std::pair<std::string, Tensor>> feeds = {{"x", Uniform({batch, 9, 7, 20}, 10, -2, 2)}};
+    const Step blocked = RunStep(root, fetches, true, feeds);
+    const Step nhwc = RunStep(root, fetches, false, feeds);
+    ExpectSameValues(blocked, nhwc);
+    const std::string nodes = NonConstants(blocked);
+    for (const char* entry : {"expand=_BlockedConv2D", "dw_act=_BlockedConv2D", "mixed=_BlockedConv2D",
+                              "project=_BlockedConv2D", "res=AddV2", "swish=_Swish", "shifted=Add", "squeezed=Mean",
+                              "excited=Mul", "head=_BlockedConv2D", "magnitude=Square", "denominator=Add",
+                              "ratio=RealDiv", "joined=ConcatV2", "pooled=Mean"}) {
+      EXPECT_TRUE(Has(blocked, entry)) << entry << " in " << nodes;
+    }
+    // In: x, once for the first convolution and the residual sum. Out: the head and the
+    // denominator for the RealDiv, the head and `shifted` for the concatenation, `excited`
+    // for the Mean.
+    EXPECT_EQ(Count(blocked, "_ToBlocked"), 1) << nodes;
+    EXPECT_EQ(Count(blocked, "_FromBlocked"), 4) << nodes;
+    EXPECT_EQ(Count(blocked, "Reshape"), 0) << nodes;
+  }
 }
 
 // _ToBlocked -> _BlockedConv2D (full and depthwise, with and without a bias and activation)
@@ -356,6 +419,9 @@ TEST(BlockedLayoutTest, BadInputsAreErrorsNamingTheNode) {
   auto x = ops::Placeholder(root.WithOpName("x"), DataType::kFloat);
   ops::Build(root.WithOpName("to"), "_ToBlocked", {x}, {{"block", int64_t{8}}});
   ops::Build(root.WithOpName("from"), "_FromBlocked", {x});
+  auto twelve = ops::Build(root.WithOpName("twelve"), "_ToBlocked", {x}, {{"block", int64_t{8}}});
+  ops::Build(root.WithOpName("back"), "_FromBlocked", {twelve}, {{"channels", int64_t{12}}});
+  ops::Build(root.WithOpName("too_many"), "_FromBlocked", {twelve}, {{"channels", int64_t{20}}});
   ops::Build(root.WithOpName("conv"), "_BlockedConv2D", {x, ops::Const(root, Uniform({1, 1, 8, 8}, 1))},
              {{"strides", std::vector<int64_t>{1, 1, 1, 1}}, {"padding", std::string("SAME")},
               {"num_args", int64_t{0}}, {"block", int64_t{8}}});
@@ -372,13 +438,25 @@ TEST(BlockedLayoutTest, BadInputsAreErrorsNamingTheNode) {
   EXPECT_EQ(summand.code(), Code::kInvalidArgument);
   EXPECT_THAT(summand.message(), HasSubstr("residual"));
   EXPECT_THAT(summand.message(), HasSubstr("summand"));
-  const std::vector<std::pair<std::string, Tensor>> odd = {{"x", Uniform({1, 2, 2, 12}, 2)}};
-  Status s = session->Run(odd, {"to"}, {}, &out);
+  Status s = session->Run({{"x", Uniform({2, 2, 8}, 2)}}, {"to"}, {}, &out);
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("to"));
-  EXPECT_THAT(s.message(), HasSubstr("whole blocks"));
+  EXPECT_THAT(s.message(), HasSubstr("4-D"));
+  const std::vector<std::pair<std::string, Tensor>> odd = {{"x", Uniform({1, 2, 2, 12}, 2)}};
   s = session->Run(odd, {"from"}, {}, &out);
   EXPECT_THAT(s.message(), HasSubstr("5-D"));
+  // Channels that are not whole blocks: zeros after them in the last block, and back.
+  ASSERT_TRUE(session->Run(odd, {"to", "back"}, {}, &out).ok());
+  ASSERT_EQ(out[0].shape(), TensorShape({1, 2, 2, 2, 8}));
+  for (int64_t pixel = 0; pixel < 4; ++pixel) {
+    for (int64_t lane = 4; lane < 8; ++lane) EXPECT_EQ(out[0].data<float>()[(4 + pixel) * 8 + lane], 0.f) << pixel;
+  }
+  ASSERT_EQ(out[1].shape(), odd[0].second.shape());
+  for (int64_t i = 0; i < 48; ++i) EXPECT_EQ(out[1].data<float>()[i], odd[0].second.data<float>()[i]) << i;
+  s = session->Run(odd, {"too_many"}, {}, &out);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("too_many"));
+  EXPECT_THAT(s.message(), HasSubstr("20 channels are not 2 blocks of 8"));
   s = session->Run({{"x", Uniform({1, 2, 2, 8}, 3)}}, {"conv"}, {}, &out);
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("conv"));
