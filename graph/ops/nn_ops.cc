@@ -2,6 +2,8 @@
 #include "graph/ops/core_ops.h"
 #include "graph/shape_inference.h"
 
+#include <limits>
+
 namespace tessera {
 namespace {
 
@@ -167,6 +169,7 @@ TensorShape UnblockedShape(const TensorShape& blocked) {
 
 // [N, H, W, C] as blocks of `block` channels; C must be whole blocks.
 StatusOr<TensorShape> BlockedShape(const TensorShape& nhwc, int64_t block) {
+  if (block != 8 && block != 16) return errors::InvalidArgument("block must be 8 or 16, got ", block);
   if (nhwc.unknown_rank()) return TensorShape({-1, -1, -1, -1, block});
   if (nhwc.rank() != 4) return errors::InvalidArgument("a blocked layout holds 4-D tensors, got ", nhwc.DebugString());
   if (nhwc.dim(3) >= 0 && nhwc.dim(3) % block != 0) {
@@ -180,7 +183,10 @@ Status ToBlockedShape(InferenceContext& c) {
   int64_t block;
   RETURN_IF_ERROR(c.GetAttr("block", &block));
   TensorShape in = c.input(0);
-  if (!in.unknown_rank() && in.rank() == 4 && in.dim(3) > 0) in.set_dim(3, (in.dim(3) + block - 1) / block * block);
+  if (block > 0 && !in.unknown_rank() && in.rank() == 4 && in.dim(3) > 0 &&
+      in.dim(3) <= std::numeric_limits<int64_t>::max() - block) {
+    in.set_dim(3, (in.dim(3) + block - 1) / block * block);
+  }
   ASSIGN_OR_RETURN(TensorShape out, BlockedShape(in, block));
   c.set_output(0, out);
   return Status::OK();

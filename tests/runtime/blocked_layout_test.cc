@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "graph/builder/op_builder.h"
@@ -475,10 +476,19 @@ TEST(BlockedLayoutTest, BadInputsAreErrorsNamingTheNode) {
   ops::Build(pool.WithOpName("bad_pool"), "_BlockedPool", {ops::Const(pool, Uniform({1, 1, 2, 2, 4}, 7))},
              {{"ksize", std::vector<int64_t>{1, 2, 2, 1}}, {"strides", std::vector<int64_t>{1, 1, 1, 1}},
               {"padding", std::string("VALID")}, {"pooling", std::string("MAX")}, {"block", int64_t{4}}});
-  Step bad = RunStep(pool, {"bad_pool"}, false, {});
-  EXPECT_EQ(bad.status.code(), Code::kInvalidArgument);
-  EXPECT_THAT(bad.status.message(), HasSubstr("bad_pool"));
-  EXPECT_THAT(bad.status.message(), HasSubstr("block must be 8 or 16"));
+  EXPECT_EQ(pool.status().code(), Code::kInvalidArgument);
+  EXPECT_THAT(pool.status().message(), HasSubstr("bad_pool"));
+  EXPECT_THAT(pool.status().message(), HasSubstr("block must be 8 or 16"));
+  // Shape inference sees a block of 0, and channels that padding to a whole block would
+  // overflow, as errors.
+  for (const auto& [block, channels] : std::vector<std::pair<int64_t, int64_t>>{
+           {0, 8}, {16, std::numeric_limits<int64_t>::max()}}) {
+    Scope scope = Scope::NewRootScope();
+    auto in = ops::Placeholder(scope.WithOpName("in"), DataType::kFloat, TensorShape({1, 1, 1, channels}));
+    ops::Build(scope.WithOpName("hostile"), "_ToBlocked", {in}, {{"block", block}});
+    EXPECT_EQ(scope.status().code(), Code::kInvalidArgument) << block;
+    EXPECT_THAT(scope.status().message(), HasSubstr("hostile"));
+  }
 }
 
 }  // namespace
