@@ -59,14 +59,17 @@ TEST(CwiseTest, BroadcastingRank4AgainstNaiveLoop) {
 }
 
 // Rows of 8 or 16 (a blocked layout's channels, runtime/blocked_layout.h) walk the next
-// dimension inside, from wherever a thread's share starts: per-channel, per-image and
-// per-row operands on either side, against a naive loop.
+// dimension inside, from wherever a thread's share starts, and rows of fewer than 8 against
+// one row repeated (an image's channels against their mean) run in tiles of that row, with
+// rows left over after the last whole tile: per-channel, per-image and per-row operands on
+// either side, against a naive loop.
 TEST(CwiseTest, ShortRowsBroadcastAgainstNaiveLoop) {
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> u(-1, 1);
   const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> cases = {
       {{2, 3, 999, 8}, {1, 3, 1, 8}}, {{1, 3, 1, 8}, {2, 3, 999, 8}}, {{2, 5, 401, 16}, {2, 5, 1, 16}},
-      {{4, 1, 999, 8}, {1, 3, 999, 1}}};
+      {{4, 1, 999, 8}, {1, 3, 999, 1}}, {{2, 37, 29, 3}, {1, 1, 1, 3}}, {{1, 1, 1, 3}, {2, 37, 29, 3}},
+      {{1, 7, 13, 5}, {1, 1, 1, 5}}, {{3, 1, 1, 7}, {1, 1, 1, 7}}};
   for (const auto& [a_dims, b_dims] : cases) {
     std::vector<int64_t> out_dims(4);
     for (int d = 0; d < 4; ++d) out_dims[d] = std::max(a_dims[d], b_dims[d]);
