@@ -4,6 +4,7 @@
 #include "devices/cpu/onednn_threads.h"
 #include "devices/cpu/pooling.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -319,6 +320,40 @@ Status ForwardPart(OpKernelContext* ctx, const Geometry& g, int64_t o, const flo
   return Status::OK();
 }
 
+// Whether a full convolution is a 1x1 one of 1x1 images (a squeeze-and-excitation's, over
+// its channels' means): each image's row of channels times the [C, O] filter. oneDNN's call
+// costs ~15 us more than the few thousand multiply-adds take (EfficientNetB0's 32 such at
+// batch 1).
+bool IsRowTimesFilter(const Geometry& g, int64_t depthwise, const ConvEpilogue& epilogue) {
+  return depthwise == 0 && g.h == 1 && g.w == 1 && g.kh == 1 && g.kw == 1 && g.oh == 1 && g.ow == 1 &&
+         epilogue.max_pool == nullptr;
+}
+
+// out [N, O] (= [N, 1, 1, O], NHWC or blocked alike) from in [N, C] and filter [C, O], with
+// the epilogue's summand, bias and activation.
+void RowTimesFilter(OpKernelContext* ctx, const Geometry& g, int64_t o, const float* in, const float* filter,
+                    float* out, const ConvEpilogue& epilogue) {
+  ctx->ParallelFor(g.n, g.c * o, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      float* __restrict y = out + i * o;
+      if (!epilogue.sum) std::fill_n(y, o, 0.f);
+      if (epilogue.bias != nullptr) {
+        for (int64_t j = 0; j < o; ++j) y[j] += epilogue.bias[j];
+      }
+      for (int64_t k = 0; k < g.c; ++k) {
+        const float x = in[i * g.c + k];
+        const float* __restrict w = filter + k * o;
+        for (int64_t j = 0; j < o; ++j) y[j] += x * w[j];
+      }
+      if (epilogue.relu6) {
+        for (int64_t j = 0; j < o; ++j) y[j] = std::min(std::max(y[j], 0.f), 6.f);
+      } else if (epilogue.relu) {
+        for (int64_t j = 0; j < o; ++j) y[j] = std::max(y[j], 0.f);
+      }
+    }
+  });
+}
+
 // Output rows of one image a thread makes at least, in multiply-adds: below this a slab's
 // hand-off between threads costs more than it saves (the Fashion-MNIST CNN's layers, ~1M
 // each, ran slower cut in two; MobileNetV2's at 224x224, 2-20M, ran 1.6-1.9x faster).
@@ -328,6 +363,10 @@ constexpr int64_t kMinSlabMacs = int64_t{2} << 20;
 // slabs of output rows, each a convolution of its own over the input rows its windows read.
 Status Forward(OpKernelContext* ctx, const Geometry& g, int64_t o, const float* src, const float* filter, float* out,
                const ConvEpilogue& epilogue, int64_t depthwise, PackedFilter* packed) {
+  if (IsRowTimesFilter(g, depthwise, epilogue)) {
+    RowTimesFilter(ctx, g, o, src, filter, out, epilogue);
+    return Status::OK();
+  }
   const int64_t macs = g.oh * g.ow * o * g.kh * g.kw * (depthwise > 0 ? 1 : g.c);
   const int64_t slabs =
       std::min<int64_t>({ctx->intra_op_pool()->NumThreads(), g.oh, std::max<int64_t>(1, macs / kMinSlabMacs)});
@@ -415,6 +454,10 @@ constexpr int64_t kMinBlockedPartMacs = 200 << 10;
 Status BlockedForward(OpKernelContext* ctx, const Geometry& g, int64_t o, const float* src, const float* filter,
                       float* out, const ConvEpilogue& epilogue, int64_t depthwise, int64_t block, bool nchw_src,
                       PackedFilter* packed) {
+  if (IsRowTimesFilter(g, depthwise, epilogue)) {  // [N, C / B, 1, 1, B] is [N, C]
+    RowTimesFilter(ctx, g, o, src, filter, out, epilogue);
+    return Status::OK();
+  }
   const Fusion fusion{epilogue.bias != nullptr, epilogue.relu, epilogue.relu6, epilogue.sum, depthwise, block,
                       nchw_src};
   const int64_t macs = g.oh * g.ow * o * g.kh * g.kw * (depthwise > 0 ? 1 : g.c);

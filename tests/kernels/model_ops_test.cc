@@ -109,6 +109,42 @@ TEST(ModelOpsTest, DepthwiseConvolutionMatchesItsDefinition) {
   }
 }
 
+// A 1x1 convolution of 1x1 images (a squeeze-and-excitation's) is each image's channels
+// times the filter, with its bias and ReLU or ReLU6, whatever the stride and padding (the
+// blocked layout's, blocked_layout_test, must give the same).
+TEST(ModelOpsTest, AConvolutionOfOnePixelMatchesItsDefinition) {
+  const int64_t n = 3, c = 37, o = 21;
+  const Tensor in = Random({n, 1, 1, c}, 3), f = Random({1, 1, c, o}, 4), bias = Random({o}, 5);
+  for (const char* activation : {"", "Relu", "Relu6"}) {
+    for (const char* padding : {"SAME", "VALID"}) {
+      SCOPED_TRACE(std::string(activation) + " " + padding);
+      // Fed, so that the remapper gives the convolution its bias and activation to apply.
+      Scope root = Scope::NewRootScope();
+      auto x = ops::Placeholder(root.WithOpName("x"), DataType::kFloat, TensorShape({n, 1, 1, c}));
+      Output y = ops::BiasAdd(root, ops::Conv2D(root, x, ops::Const(root, f), {1, 2, 2, 1}, padding),
+                              ops::Const(root, bias));
+      if (*activation != 0) y = ops::Build(root, activation, {y});
+      SessionConfig config;
+      config.remapping = true;
+      auto session = testing::MakeSession(root, config);
+      ASSERT_NE(session, nullptr);
+      std::vector<Tensor> out;
+      ASSERT_TRUE(session->Run({{"x", in}}, {y.name()}, {}, &out).ok());
+      const Tensor& got = out[0];
+      Tensor want(DataType::kFloat, TensorShape({n, 1, 1, o}));
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < o; ++j) {
+          float sum = bias.data<float>()[j];
+          for (int64_t k = 0; k < c; ++k) sum += in.data<float>()[i * c + k] * f.data<float>()[k * o + j];
+          if (*activation != 0) sum = std::max(sum, 0.f);
+          if (std::string(activation) == "Relu6") sum = std::min(sum, 6.f);
+          want.data<float>()[i * o + j] = sum;
+        }
+      ExpectNear(got, want);
+    }
+  }
+}
+
 TEST(ModelOpsTest, BatchMatMulV2BroadcastsTheBatchDimensions) {
   const Tensor x = Random({2, 1, 2, 3}, 3), y = Random({4, 3, 5}, 4);
   Scope root = Scope::NewRootScope();
