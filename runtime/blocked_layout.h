@@ -5,9 +5,10 @@
 // constant becomes a _BlockedConv2D (a full one of fewer input channels than a block, a first
 // layer's, reads its NHWC input as it is), and what reads its result in place keeps it
 // blocked. Channels that are not whole blocks (MobileNetV2's 24, EfficientNet's 40 and 112
-// in blocks of 16) are padded to whole blocks as ONNX Runtime pads them: the filter and bias
-// with zeros, so that a convolution writes zeros in the padding and its zero weights ignore
-// whatever the ops between make of it there. Ops that run blocked:
+// in blocks of 16) are padded to whole blocks, as ONNX Runtime's NCHWc transformer pads a
+// full convolution's outputs (depthwise ones here too): the filter and bias with zeros, so
+// that a convolution writes zeros in the padding and its zero weights ignore whatever the
+// ops between make of it there. Ops that run blocked:
 // - unary activations;
 // - binary arithmetic between blocked tensors of the same channels, or with a per-channel or
 //   scalar constant (blocked too; a BiasAdd becomes an AddV2), or with another 4-D tensor of
