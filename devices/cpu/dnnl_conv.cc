@@ -579,25 +579,19 @@ Status DnnlBlockedConv2DFromNhwc(OpKernelContext* ctx, const Geometry& g, int64_
                                  const float* filter, float* out, const ConvEpilogue& epilogue, PackedFilter* packed) {
   Tensor nchw;
   RETURN_IF_ERROR(ctx->allocate_temp(DataType::kFloat, TensorShape({g.n, g.c, g.h, g.w}), &nchw));
-  // The images in parts across the intra-op threads (a batch of 32 at 224x224 is 19 MB).
-  const int64_t image = g.h * g.w * g.c;
-  std::mutex mu;
-  Status status;  // guarded by mu
-  ctx->ParallelFor(g.n, 2 * image, [&](int64_t first, int64_t last) {
-    try {
-      OneDnnOnThisThreadOnly();
-      dnnl::stream stream(Engine());
-      const memory::dims dims = {last - first, g.c, g.h, g.w};
-      memory from(memory::desc(dims, kF32, Tag::nhwc), Engine(), const_cast<float*>(in) + first * image);
-      memory to(memory::desc(dims, kF32, Tag::nchw), Engine(), nchw.data<float>() + first * image);
-      dnnl::reorder(from, to).execute(stream, from, to);
-      stream.wait();
-    } catch (const dnnl::error& e) {
-      std::lock_guard<std::mutex> lock(mu);
-      status = errors::Internal("oneDNN could not reorder a convolution's input to NCHW: ", e.what());
+  // Rows across the intra-op threads, so that one image is cut too (a first layer's few
+  // channels: each row a transpose of [W, C] into C runs of W).
+  float* to = nchw.data<float>();
+  ctx->ParallelFor(g.n * g.h, 2 * g.w * g.c, [&](int64_t first, int64_t last) {
+    for (int64_t row = first; row < last; ++row) {
+      const int64_t image = row / g.h, y = row % g.h;
+      const float* from = in + row * g.w * g.c;
+      for (int64_t c = 0; c < g.c; ++c) {
+        float* plane_row = to + ((image * g.c + c) * g.h + y) * g.w;
+        for (int64_t x = 0; x < g.w; ++x) plane_row[x] = from[x * g.c + c];
+      }
     }
   });
-  RETURN_IF_ERROR(status);
   return BlockedForward(ctx, g, o, nchw.data<float>(), filter, out, epilogue, 0, block, true, packed);
 }
 
