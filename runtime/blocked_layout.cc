@@ -423,12 +423,12 @@ class Rewriter {
       const bool nhwc_input = !IsDepthwise(n) && filter.dim(2) < block_ && !Blocked(*n.input_edge(0));
       renamed_op("_BlockedConv2D");
       // Channels that are not whole blocks: the filter's (and bias's) zero padding makes the
-      // padding lanes zero where they are written and ignores them where they are read.
-      if (IsDepthwise(n) && filter.dim(2) % block_ != 0) {
-        def.inputs[1] = AddConstant(n, 1, ZeroPadded(filter, 2, WholeBlocks(filter.dim(2), block_)));
-      } else if (!IsDepthwise(n) && (filter.dim(3) % block_ != 0 || (!nhwc_input && filter.dim(2) % block_ != 0))) {
-        const Tensor rows = nhwc_input ? filter : ZeroPadded(filter, 2, WholeBlocks(filter.dim(2), block_));
-        def.inputs[1] = AddConstant(n, 1, ZeroPadded(rows, 3, WholeBlocks(filter.dim(3), block_)));
+      // padding lanes zero where they are written and ignores them where they are read. A
+      // depthwise filter's last dimension is its multiplier, 1 where it is padded.
+      const int64_t rows = nhwc_input ? filter.dim(2) : WholeBlocks(filter.dim(2), block_);
+      const int64_t columns = IsDepthwise(n) ? filter.dim(3) : WholeBlocks(filter.dim(3), block_);
+      if (rows != filter.dim(2) || columns != filter.dim(3)) {
+        def.inputs[1] = AddConstant(n, 1, ZeroPadded(ZeroPadded(filter, 2, rows), 3, columns));
       }
       if (channels % block_ != 0 && n.num_inputs() > 2) {
         def.inputs[2] = AddConstant(n, 2, ZeroPadded(*ConstInput(n, 2), 0, WholeBlocks(channels, block_)));

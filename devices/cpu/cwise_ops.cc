@@ -398,9 +398,9 @@ void ErfcFloats(const float* x, float* out, int64_t n) {
     Block lo;
     for (int64_t j = 0; j < kBlock; ++j) lo[j] = std::fma(z[j], z[j], -hi[j]);
     // Halves only past exp's normal range: each exp adds its own rounding to the tail's.
-    const Block halved = (hi > 87.0f).select(Block::Constant(0.5f), Block::Constant(1.0f));
-    const Block e = (-halved * hi).exp();
-    const Block tail = (t * (t * p - 1.26551223f - lo).exp() * e) * (hi > 87.0f).select(e, Block::Constant(1.0f));
+    const Eigen::Array<bool, kBlock, 1> beyond = hi > 87.0f;
+    const Block e = (-beyond.select(0.5f * hi, hi)).exp();
+    const Block tail = (t * (t * p - 1.26551223f - lo).exp() * e) * beyond.select(e, Block::Constant(1.0f));
     const Block erfc = (v >= 0.0f).select(tail, 2.0f - tail);
     for (int64_t j = 0; j < m; ++j) out[i + j] = std::isnan(v[j]) ? v[j] : erfc[j];
   }
