@@ -2,8 +2,6 @@
 // two bytes say how many of the rest are PREFIX.index (little-endian), the others are
 // PREFIX.data-00000-of-00001. Every input must read or give a Status, never crash, trip a
 // sanitizer or allocate more than the files hold.
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -11,6 +9,7 @@
 #include <string>
 
 #include "graph/serialize/tensor_bundle.h"
+#include "tests/fuzz/fuzz_file.h"
 
 namespace {
 
@@ -22,11 +21,7 @@ void Write(const std::string& path, const uint8_t* data, size_t size) {
 }
 
 const std::string& Prefix() {
-  static const std::string prefix = [] {
-    char dir[] = "/tmp/tessera_bundle_fuzz_XXXXXX";
-    if (mkdtemp(dir) == nullptr) std::abort();
-    return std::string(dir) + "/ckpt";
-  }();
+  static const std::string prefix = std::string(tessera::fuzz::ProcessTempDir()) + "/ckpt";
   return prefix;
 }
 

@@ -3,8 +3,6 @@
 // MetaGraph's graph (function inlining, control-flow lowering, validation). Every input must
 // give a result or a Status, never crash, trip a sanitizer or grow without bound. (Running
 // the graphs is left out: a SavedModel may loop forever by design.)
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -15,15 +13,12 @@
 #include "graph/protos/saved_model.pb.h"
 #include "graph/serialize/tensorflow_graph.h"
 #include "saved_model/saved_model.h"
+#include "tests/fuzz/fuzz_file.h"
 
 namespace {
 
 const std::string& Dir() {
-  static const std::string dir = [] {
-    char name[] = "/tmp/tessera_saved_model_fuzz_XXXXXX";
-    if (mkdtemp(name) == nullptr) std::abort();
-    return std::string(name);
-  }();
+  static const std::string dir = tessera::fuzz::ProcessTempDir();
   return dir;
 }
 

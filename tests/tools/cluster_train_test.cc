@@ -44,7 +44,10 @@ class ClusterTrainTest : public ::testing::Test {
     checkpoint_ = ::testing::TempDir() + "/cluster_train_" + std::to_string(getpid()) + ".ckpt";
     StartPs();
   }
-  void TearDown() override { std::remove(checkpoint_.c_str()); }
+  // The checkpoint is a tensor bundle: an index and one data shard beside the prefix.
+  void TearDown() override {
+    for (const char* suffix : {".index", ".data-00000-of-00001"}) std::remove((checkpoint_ + suffix).c_str());
+  }
 
   void StartPs() {
     ps_ = std::make_unique<Child>(std::vector<std::string>{"server", "--cluster", cluster_, "--job", "ps", "--task", "0"},
