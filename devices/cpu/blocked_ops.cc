@@ -7,6 +7,7 @@
 
 #include "devices/cpu/cpu_kernels.h"
 #include "devices/cpu/dnnl_conv.h"
+#include "devices/cpu/pointwise_conv.h"
 #include "devices/cpu/pooling.h"
 #include "devices/cpu/winograd_conv.h"
 #include "graph/op_kinds.h"
@@ -198,6 +199,9 @@ class BlockedConv2DOp : public OpKernel {
     if (nhwc_input_) {
       OP_REQUIRES_OK(ctx, DnnlBlockedConv2DFromNhwc(ctx, *g, o, block_, in.data<float>(), f.data<float>(),
                                                     out->data<float>(), epilogue, packed_.get()));
+    } else if (PointwiseSuits(*g, depthwise_, epilogue)) {
+      OP_REQUIRES_OK(ctx, BlockedPointwiseConv2D(ctx, *g, o, block_, in.data<float>(), f.data<float>(),
+                                                 out->data<float>(), epilogue, transformed_.get()));
     } else if (transformed_ != nullptr && WinogradSuits(*g)) {
       OP_REQUIRES_OK(ctx, WinogradBlockedConv2D(ctx, *g, o, block_, in.data<float>(), f.data<float>(),
                                                 out->data<float>(), epilogue, transformed_.get()));
@@ -213,7 +217,8 @@ class BlockedConv2DOp : public OpKernel {
   bool bias_ = false, sum_ = false, relu_ = false, relu6_ = false;
   bool nhwc_input_ = false;  // input_layout NHWC: a first layer's, of any channels
   std::unique_ptr<PackedFilter> packed_;  // where the filter is a constant
-  // For Winograd's kernel, where a full convolution's filter is a constant.
+  // A constant filter in the layout of our own kernel that takes the convolution (Winograd's
+  // for 3x3 windows, the pointwise loop's for 1x1: a node's window never changes).
   std::unique_ptr<TransformedFilter> transformed_;
 };
 
