@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "devices/cpu/blocked_depthwise_conv.h"
 #include "devices/cpu/cpu_kernels.h"
 #include "devices/cpu/dnnl_conv.h"
 #include "devices/cpu/pointwise_conv.h"
@@ -202,6 +203,8 @@ class BlockedConv2DOp : public OpKernel {
     } else if (PointwiseSuits(*g, depthwise_, epilogue)) {
       OP_REQUIRES_OK(ctx, BlockedPointwiseConv2D(ctx, *g, o, block_, in.data<float>(), f.data<float>(),
                                                  out->data<float>(), epilogue, transformed_.get()));
+    } else if (BlockedDepthwiseSuits(*g, depthwise_, epilogue)) {
+      BlockedDepthwiseConv2D(ctx, *g, block_, in.data<float>(), f.data<float>(), out->data<float>(), epilogue);
     } else if (transformed_ != nullptr && WinogradSuits(*g)) {
       OP_REQUIRES_OK(ctx, WinogradBlockedConv2D(ctx, *g, o, block_, in.data<float>(), f.data<float>(),
                                                 out->data<float>(), epilogue, transformed_.get()));

@@ -2,24 +2,12 @@
 
 #include <algorithm>
 #include <array>
-#include <cstring>
-#include <immintrin.h>
 #include <utility>
+
+#include "devices/cpu/block_vectors.h"
 
 namespace tessera::cpu {
 namespace {
-
-// One block of the layout in a vector: 8 floats (an AVX2 register) or 16 (an AVX-512 one).
-template <int kBlock>
-struct BlockOf;
-template <>
-struct BlockOf<8> {
-  using Floats = float __attribute__((vector_size(32)));
-};
-template <>
-struct BlockOf<16> {
-  using Floats = float __attribute__((vector_size(64)));
-};
 
 // Pixels a tile holds: with two output blocks a pixel, the accumulators take 24 of
 // AVX-512's 32 vector registers, 12 of AVX2's 16 (a block of 16 is two AVX2 registers).
@@ -30,54 +18,6 @@ constexpr int kTileRows =
 #else
     kBlock == 8 ? 6 : 3;
 #endif
-
-template <typename V>
-V Load(const float* p) {
-  V v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
-template <typename V>
-void Store(const V& v, float* p) {
-  std::memcpy(p, &v, sizeof v);
-}
-
-// A vector of x in every lane, spelled out: GCC 12 made a loop of lane stores into one
-// through memory, and `x + V{}` is an addition.
-template <typename V>
-V Broadcast(float x) {
-  if constexpr (sizeof(V) == 32) {
-    return V{x, x, x, x, x, x, x, x};
-  } else {
-    return V{x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x};
-  }
-}
-
-// max(v, w) and min(v, w) as x86's instructions (w where either is NaN): GCC 12 made
-// `v > w ? v : w` a compare and a blend, two instructions where the activation of a tile
-// of few input channels is a fair part of its work.
-template <typename V>
-V Max(const V& v, const V& w) {
-#ifdef __AVX512F__
-  if constexpr (sizeof(V) == 64) return _mm512_max_ps(v, w);
-#endif
-#ifdef __AVX__
-  if constexpr (sizeof(V) == 32) return _mm256_max_ps(v, w);
-#endif
-  return v > w ? v : w;
-}
-
-template <typename V>
-V Min(const V& v, const V& w) {
-#ifdef __AVX512F__
-  if constexpr (sizeof(V) == 64) return _mm512_min_ps(v, w);
-#endif
-#ifdef __AVX__
-  if constexpr (sizeof(V) == 32) return _mm256_min_ps(v, w);
-#endif
-  return v < w ? v : w;
-}
 
 // R pixels times NV output blocks: `in` is the first pixel of the first input block (the
 // input's blocks `in_plane` floats apart), `panel` the blocks' filter [C, NV * kBlock],
@@ -93,9 +33,9 @@ void Tile(const float* in, int64_t in_plane, int64_t in_blocks, const float* pan
   V acc[R][NV];
 #pragma GCC unroll 2
   for (int j = 0; j < NV; ++j) {
-    const V b = bias != nullptr ? Load<V>(bias + j * kBlock) : V{};
+    const V b = bias != nullptr ? LoadBlock<V>(bias + j * kBlock) : V{};
 #pragma GCC unroll 12
-    for (int r = 0; r < R; ++r) acc[r][j] = sum ? b + Load<V>(out + j * out_plane + r * kBlock) : b;
+    for (int r = 0; r < R; ++r) acc[r][j] = sum ? b + LoadBlock<V>(out + j * out_plane + r * kBlock) : b;
   }
   for (int64_t ib = 0; ib < in_blocks; ++ib) {
     const float* x = in + ib * in_plane;
@@ -103,7 +43,7 @@ void Tile(const float* in, int64_t in_plane, int64_t in_blocks, const float* pan
     for (int c = 0; c < kBlock; ++c) {
       V f[NV];
 #pragma GCC unroll 2
-      for (int j = 0; j < NV; ++j) f[j] = Load<V>(w + (c * NV + j) * kBlock);
+      for (int j = 0; j < NV; ++j) f[j] = LoadBlock<V>(w + (c * NV + j) * kBlock);
 #pragma GCC unroll 12
       for (int r = 0; r < R; ++r) {
         const V a = Broadcast<V>(x[r * kBlock + c]);
@@ -119,7 +59,7 @@ void Tile(const float* in, int64_t in_plane, int64_t in_blocks, const float* pan
       V v = acc[r][j];
       if (clamp_low) v = Max(v, V{});
       if (clamp_high) v = Min(v, V{} + 6);
-      Store(v, out + j * out_plane + r * kBlock);
+      StoreBlock(v, out + j * out_plane + r * kBlock);
     }
   }
 }
