@@ -8,6 +8,7 @@
 #include "devices/cpu/blocked_depthwise_conv.h"
 #include "devices/cpu/cpu_kernels.h"
 #include "devices/cpu/dnnl_conv.h"
+#include "devices/cpu/first_layer_conv.h"
 #include "devices/cpu/pointwise_conv.h"
 #include "devices/cpu/pooling.h"
 #include "devices/cpu/winograd_conv.h"
@@ -153,7 +154,7 @@ class BlockedConv2DOp : public OpKernel {
     const Edge* filter = c->node().input_edge(1);
     if (filter != nullptr && IsConstant(filter->src->op())) {
       packed_ = std::make_unique<PackedFilter>();
-      if (depthwise_ == 0 && !nhwc_input_) transformed_ = std::make_unique<TransformedFilter>();
+      if (depthwise_ == 0) transformed_ = std::make_unique<TransformedFilter>();
     }
   }
 
@@ -197,7 +198,10 @@ class BlockedConv2DOp : public OpKernel {
     if (out->NumElements() == 0) return;
     ConvEpilogue epilogue{bias_ ? ctx->input(2).data<float>() : nullptr, relu_, relu6_};
     epilogue.sum = sum_;
-    if (nhwc_input_) {
+    if (nhwc_input_ && FirstLayerSuits(*g, epilogue)) {
+      OP_REQUIRES_OK(ctx, FirstLayerConv2D(ctx, *g, o, block_, in.data<float>(), f.data<float>(), out->data<float>(),
+                                           epilogue, transformed_.get()));
+    } else if (nhwc_input_) {
       OP_REQUIRES_OK(ctx, DnnlBlockedConv2DFromNhwc(ctx, *g, o, block_, in.data<float>(), f.data<float>(),
                                                     out->data<float>(), epilogue, packed_.get()));
     } else if (PointwiseSuits(*g, depthwise_, epilogue)) {

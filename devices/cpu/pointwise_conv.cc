@@ -83,16 +83,6 @@ constexpr auto PairTilesByRows(std::integer_sequence<int, kRows...>) {
 template <int kBlock>
 constexpr auto kPairTiles = PairTilesByRows<kBlock>(std::make_integer_sequence<int, kTileRows<kBlock>>{});
 
-// The filter [C, O] as a panel [C, 2 * B] for each pair of output blocks (the last one
-// [C, B] where the blocks are odd), each panel read straight through by a tile; in place of
-// the layer's columns, 4 * O bytes apart, whose lines did not stay in cache.
-void PackPanels(const float* filter, int64_t c, int64_t o, int64_t block, float* panels) {
-  for (int64_t first = 0; first < o; first += 2 * block) {
-    const int64_t width = std::min(2 * block, o - first);
-    for (int64_t k = 0; k < c; ++k) std::copy_n(filter + k * o + first, width, panels + first * c + k * width);
-  }
-}
-
 // Below this many multiply-adds a part of a tile is not worth a hop to another thread.
 constexpr int64_t kMinPartMacs = 64 << 10;
 // Units a thread has at least where an image has few tiles: parts of a few output blocks
@@ -144,6 +134,21 @@ void Run(OpKernelContext* ctx, const Geometry& g, int64_t o, const float* in, co
 
 }  // namespace
 
+StatusOr<Tensor> PairPanels(OpKernelContext* ctx, const float* filter, int64_t rows, int64_t o, int64_t block,
+                            TransformedFilter* packed) {
+  const auto pack = [&](float* panels) {
+    for (int64_t first = 0; first < o; first += 2 * block) {
+      const int64_t width = std::min(2 * block, o - first);
+      for (int64_t k = 0; k < rows; ++k) std::copy_n(filter + k * o + first, width, panels + first * rows + k * width);
+    }
+  };
+  if (packed != nullptr) return packed->Get(filter, rows * o, pack);
+  Tensor panels;
+  RETURN_IF_ERROR(ctx->allocate_temp(DataType::kFloat, TensorShape({rows * o}), &panels));
+  pack(panels.data<float>());
+  return panels;
+}
+
 bool PointwiseSuits(const Geometry& g, int64_t depthwise, const ConvEpilogue& epilogue) {
   return depthwise == 0 && g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pad_top == 0 && g.pad_left == 0 &&
          g.oh == g.h && g.ow == g.w && g.n == 1 && g.h * g.w > 1 && epilogue.max_pool == nullptr;
@@ -152,13 +157,7 @@ bool PointwiseSuits(const Geometry& g, int64_t depthwise, const ConvEpilogue& ep
 Status BlockedPointwiseConv2D(OpKernelContext* ctx, const Geometry& g, int64_t o, int64_t block, const float* in,
                               const float* filter, float* out, const ConvEpilogue& epilogue,
                               TransformedFilter* packed) {
-  Tensor panels;
-  if (packed != nullptr) {
-    ASSIGN_OR_RETURN(panels, packed->Get(filter, g.c * o, [&](float* to) { PackPanels(filter, g.c, o, block, to); }));
-  } else {
-    RETURN_IF_ERROR(ctx->allocate_temp(DataType::kFloat, TensorShape({g.c * o}), &panels));
-    PackPanels(filter, g.c, o, block, panels.data<float>());
-  }
+  ASSIGN_OR_RETURN(const Tensor panels, PairPanels(ctx, filter, g.c, o, block, packed));
   if (block == 16) {
     Run<16>(ctx, g, o, in, panels.data<float>(), out, epilogue);
   } else {

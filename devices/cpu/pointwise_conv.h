@@ -21,6 +21,14 @@
 
 namespace tessera::cpu {
 
+// A filter [ROWS, O] (a 1x1 filter's [C, O]; any filter's [KH * KW * C, O]) as a panel
+// [ROWS, 2 * B] for each pair of output blocks (the last one [ROWS, B] where the blocks
+// are odd), which a tile reads straight through; in place of the filter's columns, 4 * O
+// bytes apart, whose lines did not stay in cache. Kept in `packed` where the caller has one
+// (a constant filter), else made on each call.
+StatusOr<Tensor> PairPanels(OpKernelContext* ctx, const float* filter, int64_t rows, int64_t o, int64_t block,
+                            TransformedFilter* packed);
+
 // Whether BlockedPointwiseConv2D takes `g`: a full 1x1 convolution at stride 1 without
 // padding, of a single image of more than one pixel (one pixel is RowTimesFilter's),
 // writing no max pool. A batch stays with oneDNN, cut by images: this loop ran
