@@ -1,7 +1,8 @@
 #pragma once
 // One block of the blocked layout (runtime/blocked_layout.h) as a vector: 8 floats (an
 // AVX2 register) or 16 (an AVX-512 one, or two AVX2 ones), with the few operations our
-// blocked kernels (pointwise_conv.cc, blocked_depthwise_conv.cc) build on. Pure functions.
+// blocked kernels (pointwise_conv.cc, blocked_depthwise_conv.cc, first_layer_conv.cc,
+// winograd_conv.cc) build on. Pure functions.
 
 #include <immintrin.h>
 
@@ -66,6 +67,16 @@ V Min(const V& v, const V& w) {
   if constexpr (sizeof(V) == 32) return _mm256_min_ps(v, w);
 #endif
   return v < w ? v : w;
+}
+
+// v through the activation a convolution fuses: clamped below at 0 (Relu, Relu6) and
+// above at 6 (Relu6). The flags are the caller's locals, which the compiler can hoist out
+// of its loops (a store may alias a member).
+template <typename V>
+V Activated(V v, bool clamp_low, bool clamp_high) {
+  if (clamp_low) v = Max(v, V{});
+  if (clamp_high) v = Min(v, V{} + 6);
+  return v;
 }
 
 }  // namespace tessera::cpu

@@ -70,12 +70,7 @@ class RowOfBlock {
         }
       }
     }
-    for (int p = 0; p < P; ++p) {
-      V v = acc[p];
-      if (clamp_low_) v = Max(v, V{});
-      if (clamp_high_) v = Min(v, V{} + 6);
-      StoreBlock(v, out_row + (ox + p) * kBlock);
-    }
+    for (int p = 0; p < P; ++p) StoreBlock(Activated(acc[p], clamp_low_, clamp_high_), out_row + (ox + p) * kBlock);
   }
 
   const Geometry& g_;

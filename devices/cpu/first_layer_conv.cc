@@ -84,10 +84,7 @@ void PixelRun(const RunArgs& a, int64_t ox) {
   for (int j = 0; j < NV; ++j) {
 #pragma GCC unroll 12
     for (int r = 0; r < R; ++r) {
-      V v = acc[r][j];
-      if (clamp_low) v = Max(v, V{});
-      if (clamp_high) v = Min(v, V{} + 6);
-      StoreBlock(v, a.out + j * a.out_plane + (ox + r) * kBlock);
+      StoreBlock(Activated(acc[r][j], clamp_low, clamp_high), a.out + j * a.out_plane + (ox + r) * kBlock);
     }
   }
 }

@@ -56,10 +56,7 @@ void Tile(const float* in, int64_t in_plane, int64_t in_blocks, const float* pan
   for (int j = 0; j < NV; ++j) {
 #pragma GCC unroll 12
     for (int r = 0; r < R; ++r) {
-      V v = acc[r][j];
-      if (clamp_low) v = Max(v, V{});
-      if (clamp_high) v = Min(v, V{} + 6);
-      StoreBlock(v, out + j * out_plane + r * kBlock);
+      StoreBlock(Activated(acc[r][j], clamp_low, clamp_high), out + j * out_plane + r * kBlock);
     }
   }
 }

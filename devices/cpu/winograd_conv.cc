@@ -1,20 +1,14 @@
 #include "devices/cpu/winograd_conv.h"
 
 #include <algorithm>
-#include <cstring>
 #include <vector>
+
+#include "devices/cpu/block_vectors.h"
 
 namespace tessera::cpu {
 namespace {
 
-using Floats8 = float __attribute__((vector_size(32)));
-
-Floats8 Load(const float* p) {
-  Floats8 v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-void Store(const Floats8& v, float* p) { std::memcpy(p, &v, sizeof v); }
+using Floats8 = BlockOf<8>::Floats;
 
 // The transforms, each applied to the rows and then the columns of a tile, eight channels
 // a vector. Input: B^T d B, a 6x6 patch to 6x6.
@@ -57,15 +51,15 @@ void Micro(const float* v, int64_t ldv, const float* u, int64_t panel, int64_t k
   Floats8 acc[R][NV] = {};
   for (int64_t i = 0; i < k; ++i) {
     Floats8 b[NV];
-    for (int j = 0; j < NV; ++j) b[j] = Load(u + j * panel + i * 8);
+    for (int j = 0; j < NV; ++j) b[j] = LoadBlock<Floats8>(u + j * panel + i * 8);
     for (int r = 0; r < R; ++r) {
       const float x = v[r * ldv + i];
-      const Floats8 a = {x, x, x, x, x, x, x, x};  // a broadcast; `0 + x` would add
+      const Floats8 a = Broadcast<Floats8>(x);
       for (int j = 0; j < NV; ++j) acc[r][j] += a * b[j];
     }
   }
   for (int r = 0; r < R; ++r) {
-    for (int j = 0; j < NV; ++j) Store(acc[r][j], m + r * ldm + j * 8);
+    for (int j = 0; j < NV; ++j) StoreBlock(acc[r][j], m + r * ldm + j * 8);
   }
 }
 
@@ -120,12 +114,13 @@ class WinogradLayer {
         const int64_t y = y0 + i;
         for (int j = 0; j < 6; ++j) {
           const int64_t x = x0 + j;
-          d[i * 6 + j] = y >= 0 && y < g_.h && x >= 0 && x < g_.w ? Load(plane + (y * g_.w + x) * block_) : Floats8{};
+          const bool inside = y >= 0 && y < g_.h && x >= 0 && x < g_.w;
+          d[i * 6 + j] = inside ? LoadBlock<Floats8>(plane + (y * g_.w + x) * block_) : Floats8{};
         }
       }
       for (int j = 0; j < 6; ++j) InputRows(d + j, e + j, 6);
       for (int i = 0; i < 6; ++i) InputRows(e + i * 6, d + i * 6, 1);
-      for (int p = 0; p < 36; ++p) Store(d[p], v + (p * chunk_ + t) * g_.c + q * 8);
+      for (int p = 0; p < 36; ++p) StoreBlock(d[p], v + (p * chunk_ + t) * g_.c + q * 8);
     }
   }
 
@@ -133,6 +128,7 @@ class WinogradLayer {
   // transform into the output with the epilogue.
   void MultiplyAndTransformOutput(int64_t chunk_first, int64_t count, int64_t q0, int64_t q1, const float* v,
                                   float* m) const {
+    const bool clamp_low = epilogue_.relu || epilogue_.relu6, clamp_high = epilogue_.relu6;
     for (int p = 0; p < 36; ++p) {
       const float* vp = v + p * chunk_ * g_.c;
       const float* up = u_ + p * o_ * g_.c;
@@ -146,13 +142,13 @@ class WinogradLayer {
       const int64_t y0 = tile / tiles_.cols % tiles_.rows * 4, x0 = tile % tiles_.cols * 4;
       for (int64_t q = q0; q < q1; ++q) {
         Floats8 s[36], r[24];
-        for (int p = 0; p < 36; ++p) s[p] = Load(m + (p * chunk_ + t) * o_ + q * 8);
+        for (int p = 0; p < 36; ++p) s[p] = LoadBlock<Floats8>(m + (p * chunk_ + t) * o_ + q * 8);
         for (int j = 0; j < 6; ++j) {
           Floats8 col[4];
           OutputRow(s + j, 6, col);
           for (int i = 0; i < 4; ++i) r[i * 6 + j] = col[i];
         }
-        const Floats8 bias = epilogue_.bias != nullptr ? Load(epilogue_.bias + q * 8) : Floats8{};
+        const Floats8 bias = epilogue_.bias != nullptr ? LoadBlock<Floats8>(epilogue_.bias + q * 8) : Floats8{};
         float* plane = Lane(out_, image, q, o_, g_.oh, g_.ow);
         for (int i = 0; i < 4 && y0 + i < g_.oh; ++i) {
           Floats8 row[4];
@@ -160,10 +156,8 @@ class WinogradLayer {
           for (int j = 0; j < 4 && x0 + j < g_.ow; ++j) {
             float* at = plane + ((y0 + i) * g_.ow + x0 + j) * block_;
             Floats8 value = row[j] + bias;
-            if (epilogue_.sum) value += Load(at);
-            if (epilogue_.relu || epilogue_.relu6) value = value > 0 ? value : Floats8{};
-            if (epilogue_.relu6) value = value < 6 ? value : Floats8{} + 6;
-            Store(value, at);
+            if (epilogue_.sum) value += LoadBlock<Floats8>(at);
+            StoreBlock(Activated(value, clamp_low, clamp_high), at);
           }
         }
       }
@@ -212,10 +206,10 @@ StatusOr<Tensor> WinogradFilter(TransformedFilter* transformed, const float* fil
     for (int64_t ci = 0; ci < c; ++ci) {
       for (int64_t q = 0; q < o / 8; ++q) {
         Floats8 window[9], rows[18], patch[36];
-        for (int k = 0; k < 9; ++k) window[k] = Load(filter + (k * c + ci) * o + q * 8);
+        for (int k = 0; k < 9; ++k) window[k] = LoadBlock<Floats8>(filter + (k * c + ci) * o + q * 8);
         for (int j = 0; j < 3; ++j) FilterRows(window + j, 3, rows + j, 3);          // down each column
         for (int i = 0; i < 6; ++i) FilterRows(rows + i * 3, 1, patch + i * 6, 1);  // along each row
-        for (int p = 0; p < 36; ++p) Store(patch[p], to + ((p * (o / 8) + q) * c + ci) * 8);
+        for (int p = 0; p < 36; ++p) StoreBlock(patch[p], to + ((p * (o / 8) + q) * c + ci) * 8);
       }
     }
   });

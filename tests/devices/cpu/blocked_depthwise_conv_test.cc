@@ -10,11 +10,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "graph/builder/op_builder.h"
-#include "graph/builder/ops.h"
-#include "runtime/session.h"
+#include "tests/devices/cpu/blocked_conv_session.h"
 #include "tests/random_tensor.h"
-#include "tests/test_util.h"
 
 namespace tessera {
 namespace {
@@ -39,39 +36,22 @@ void ExpectAgreesWithTheSum(const Case& k) {
                                       k.same ? "SAME" : "VALID");
   ASSERT_TRUE(g.ok()) << g.status();
   ASSERT_TRUE(cpu::BlockedDepthwiseSuits(*g, 1, cpu::ConvEpilogue{})) << "the case must take our loop";
-  const Tensor x = Uniform({k.batch, k.h, k.w, k.c}, 1, -3, 3), filter = Uniform({k.k, k.k, k.c, 1}, 2, -2, 2);
-  const Tensor bias = Uniform({k.c}, 3, -5, 5), summand = Uniform({k.batch, g->oh, g->ow, k.c}, 4, -5, 5);
-  const std::string fused = k.fused;
-  const bool sum = fused.find(",Add") != std::string::npos;
-
-  Scope root = Scope::NewRootScope();
-  auto in = ops::Build(root.WithOpName("in"), "_ToBlocked", {ops::Const(root, x)}, {{"block", k.block}});
-  std::vector<Input> inputs = {in, ops::Const(root, filter)};
-  if (!fused.empty()) inputs.push_back(ops::Const(root, bias));
-  if (sum) inputs.push_back(ops::Build(root, "_ToBlocked", {ops::Const(root, summand)}, {{"block", k.block}}));
-  AttrMap attrs = {{"strides", std::vector<int64_t>{1, k.stride, k.stride, 1}},
-                   {"padding", std::string(k.same ? "SAME" : "VALID")},
-                   {"fused_ops", fused},
-                   {"num_args", int64_t{fused.empty() ? 0 : sum ? 2 : 1}},
-                   {"depthwise", int64_t{1}},
-                   {"block", k.block}};
-  auto conv = ops::Build(root.WithOpName("conv"), "_BlockedConv2D", inputs, attrs);
-  ops::Build(root.WithOpName("got"), "_FromBlocked", {conv});
-  SessionConfig config;
-  config.intra_op_parallelism_threads = k.threads;
-  config.constant_folding = false;  // the graph is all constants
-  config.remapping = false;
-  config.arithmetic_optimization = false;
-  config.common_subexpression_elimination = false;
-  auto session = testing::MakeSession(root, config);
+  testing::BlockedConv conv;
+  conv.x = Uniform({k.batch, k.h, k.w, k.c}, 1, -3, 3);
+  conv.filter = Uniform({k.k, k.k, k.c, 1}, 2, -2, 2);
+  conv.bias = Uniform({k.c}, 3, -5, 5);
+  conv.summand = Uniform({k.batch, g->oh, g->ow, k.c}, 4, -5, 5);
+  conv.fused = k.fused, conv.stride = k.stride, conv.same = k.same, conv.depthwise = true;
+  conv.block = k.block, conv.threads = k.threads;
+  auto session = testing::MakeBlockedConvSession(conv);
   ASSERT_NE(session, nullptr);
   std::vector<Tensor> got;
   const Status s = session->Run({}, {"got"}, {}, &got);
   ASSERT_TRUE(s.ok()) << s;
   ASSERT_EQ(got[0].shape(), TensorShape({k.batch, g->oh, g->ow, k.c}));
   const auto values = got[0].flat<float>();
-  const float* xs = x.data<float>();
-  const float* ws = filter.data<float>();
+  const float* xs = conv.x.data<float>();
+  const float* ws = conv.filter.data<float>();
   for (int64_t at = 0; at < got[0].NumElements(); ++at) {
     const int64_t c = at % k.c, ox = at / k.c % g->ow, oy = at / k.c / g->ow % g->oh, n = at / k.c / g->ow / g->oh;
     double v = 0, magnitude = 10;  // the bias and summand, each under 5 in magnitude
@@ -84,11 +64,8 @@ void ExpectAgreesWithTheSum(const Case& k) {
         magnitude += std::abs(term);
       }
     }
-    if (!fused.empty()) v += bias.data<float>()[c];
-    if (sum) v += summand.data<float>()[at];
-    if (fused.find("Relu6") != std::string::npos) v = std::clamp(v, 0.0, 6.0);
-    else if (fused.find("Relu") != std::string::npos) v = std::max(v, 0.0);
-    ASSERT_NEAR(values[at], v, 1e-6 * magnitude) << "image " << n << " output (" << oy << ", " << ox << ") channel " << c;
+    ASSERT_NEAR(values[at], conv.Epilogue(v, c, at), 1e-6 * magnitude)
+        << "image " << n << " output (" << oy << ", " << ox << ") channel " << c;
   }
 }
 

@@ -11,11 +11,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "graph/builder/op_builder.h"
-#include "graph/builder/ops.h"
-#include "runtime/session.h"
+#include "tests/devices/cpu/blocked_conv_session.h"
 #include "tests/random_tensor.h"
-#include "tests/test_util.h"
 
 namespace tessera {
 namespace {
@@ -42,42 +39,22 @@ void ExpectAgreesWithTheSum(const Case& k) {
                                       k.same ? "SAME" : "VALID");
   ASSERT_TRUE(g.ok()) << g.status();
   ASSERT_TRUE(cpu::FirstLayerSuits(*g, cpu::ConvEpilogue{})) << "the case must take our loop";
-  const Tensor x = Uniform({1, k.h, k.w, k.c}, 1, -3, 3), filter = Uniform({k.k, k.k, k.c, k.o}, 2, -2, 2);
-  const Tensor bias = Uniform({k.o}, 3, -5, 5), summand = Uniform({1, g->oh, g->ow, k.o}, 4, -5, 5);
-  const std::string fused = k.fused;
-  const bool sum = fused.find(",Add") != std::string::npos;
-
-  Scope root = Scope::NewRootScope();
-  Output f = k.fed_filter ? ops::Placeholder(root.WithOpName("filter"), DataType::kFloat) : ops::Const(root, filter);
-  std::vector<Input> inputs = {ops::Const(root, x), f};
-  if (!fused.empty()) inputs.push_back(ops::Const(root, bias));
-  if (sum) inputs.push_back(ops::Build(root, "_ToBlocked", {ops::Const(root, summand)}, {{"block", k.block}}));
-  AttrMap attrs = {{"strides", std::vector<int64_t>{1, k.stride, k.stride, 1}},
-                   {"padding", std::string(k.same ? "SAME" : "VALID")},
-                   {"fused_ops", fused},
-                   {"num_args", int64_t{fused.empty() ? 0 : sum ? 2 : 1}},
-                   {"depthwise", int64_t{0}},
-                   {"input_layout", std::string("NHWC")},
-                   {"block", k.block}};
-  auto conv = ops::Build(root.WithOpName("conv"), "_BlockedConv2D", inputs, attrs);
-  ops::Build(root.WithOpName("got"), "_FromBlocked", {conv});
-  SessionConfig config;
-  config.intra_op_parallelism_threads = k.threads;
-  config.constant_folding = false;  // the graph is all constants
-  config.remapping = false;
-  config.arithmetic_optimization = false;
-  config.common_subexpression_elimination = false;
-  auto session = testing::MakeSession(root, config);
+  testing::BlockedConv conv;
+  conv.x = Uniform({1, k.h, k.w, k.c}, 1, -3, 3);
+  conv.nhwc_input = true;
+  conv.filter = Uniform({k.k, k.k, k.c, k.o}, 2, -2, 2);
+  conv.fed_filter = k.fed_filter;
+  conv.bias = Uniform({k.o}, 3, -5, 5);
+  conv.summand = Uniform({1, g->oh, g->ow, k.o}, 4, -5, 5);
+  conv.fused = k.fused, conv.stride = k.stride, conv.same = k.same, conv.block = k.block, conv.threads = k.threads;
+  auto session = testing::MakeBlockedConvSession(conv);
   ASSERT_NE(session, nullptr);
-  const float* xs = x.data<float>();
-  const float* ws = filter.data<float>();
+  const float* xs = conv.x.data<float>();
+  const float* ws = conv.filter.data<float>();
   // Twice: the second step reads the filter packed by the first (or packs the fed one again).
   for (int step = 0; step < 2; ++step) {
     std::vector<Tensor> got;
-    const std::vector<std::pair<std::string, Tensor>> feeds =
-        k.fed_filter ? std::vector<std::pair<std::string, Tensor>>{{"filter", filter}}
-                     : std::vector<std::pair<std::string, Tensor>>{};
-    const Status s = session->Run(feeds, {"got"}, {}, &got);
+    const Status s = session->Run(conv.Feeds(), {"got"}, {}, &got);
     ASSERT_TRUE(s.ok()) << s;
     ASSERT_EQ(got[0].shape(), TensorShape({1, g->oh, g->ow, k.o}));
     const auto values = got[0].flat<float>();
@@ -95,11 +72,7 @@ void ExpectAgreesWithTheSum(const Case& k) {
           }
         }
       }
-      if (!fused.empty()) v += bias.data<float>()[o];
-      if (sum) v += summand.data<float>()[at];
-      if (fused.find("Relu6") != std::string::npos) v = std::clamp(v, 0.0, 6.0);
-      else if (fused.find("Relu") != std::string::npos) v = std::max(v, 0.0);
-      ASSERT_NEAR(values[at], v, 1e-6 * magnitude)
+      ASSERT_NEAR(values[at], conv.Epilogue(v, o, at), 1e-6 * magnitude)
           << "output (" << oy << ", " << ox << ") channel " << o << " step " << step;
     }
   }

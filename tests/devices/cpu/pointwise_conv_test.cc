@@ -10,11 +10,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "graph/builder/op_builder.h"
-#include "graph/builder/ops.h"
-#include "runtime/session.h"
+#include "tests/devices/cpu/blocked_conv_session.h"
 #include "tests/random_tensor.h"
-#include "tests/test_util.h"
 
 namespace tessera {
 namespace {
@@ -38,37 +35,19 @@ void ExpectAgreesWithTheSum(const Case& k) {
   Geometry g;
   g.n = 1, g.h = k.h, g.w = k.w, g.c = k.c, g.kh = 1, g.kw = 1, g.oh = k.h, g.ow = k.w;
   ASSERT_TRUE(cpu::PointwiseSuits(g, 0, cpu::ConvEpilogue{})) << "the case must take the pointwise loop";
-  const Tensor x = Uniform({1, k.h, k.w, k.c}, 1, -3, 3), filter = Uniform({1, 1, k.c, k.o}, 2, -2, 2);
-  const Tensor bias = Uniform({k.o}, 3, -5, 5), summand = Uniform({1, k.h, k.w, k.o}, 4, -5, 5);
-  const std::string fused = k.fused;
-  const bool sum = fused.find(",Add") != std::string::npos;
-
-  Scope root = Scope::NewRootScope();
-  auto in = ops::Build(root.WithOpName("in"), "_ToBlocked", {ops::Const(root, x)}, {{"block", k.block}});
-  Output f = k.fed_filter ? ops::Placeholder(root.WithOpName("filter"), DataType::kFloat) : ops::Const(root, filter);
-  std::vector<Input> inputs = {in, f};
-  if (!fused.empty()) inputs.push_back(ops::Const(root, bias));
-  if (sum) inputs.push_back(ops::Build(root, "_ToBlocked", {ops::Const(root, summand)}, {{"block", k.block}}));
-  AttrMap attrs = {{"strides", std::vector<int64_t>{1, 1, 1, 1}},
-                   {"padding", std::string("VALID")},
-                   {"fused_ops", fused},
-                   {"num_args", int64_t{fused.empty() ? 0 : sum ? 2 : 1}},
-                   {"depthwise", int64_t{0}},
-                   {"block", k.block}};
-  auto conv = ops::Build(root.WithOpName("conv"), "_BlockedConv2D", inputs, attrs);
-  ops::Build(root.WithOpName("got"), "_FromBlocked", {conv});
-  SessionConfig config;
-  config.intra_op_parallelism_threads = k.threads;
-  config.constant_folding = false;  // the graph is all constants
-  config.remapping = false;
-  config.arithmetic_optimization = false;
-  config.common_subexpression_elimination = false;
-  auto session = testing::MakeSession(root, config);
+  testing::BlockedConv conv;
+  conv.x = Uniform({1, k.h, k.w, k.c}, 1, -3, 3);
+  conv.filter = Uniform({1, 1, k.c, k.o}, 2, -2, 2);
+  conv.fed_filter = k.fed_filter;
+  conv.bias = Uniform({k.o}, 3, -5, 5);
+  conv.summand = Uniform({1, k.h, k.w, k.o}, 4, -5, 5);
+  conv.fused = k.fused, conv.same = false, conv.block = k.block, conv.threads = k.threads;
+  auto session = testing::MakeBlockedConvSession(conv);
   ASSERT_NE(session, nullptr);
 
   std::vector<double> want(k.h * k.w * k.o), magnitude(want.size());
-  const float* xs = x.data<float>();
-  const float* ws = filter.data<float>();
+  const float* xs = conv.x.data<float>();
+  const float* ws = conv.filter.data<float>();
   for (int64_t p = 0; p < k.h * k.w; ++p) {
     for (int64_t o = 0; o < k.o; ++o) {
       double s = 0, m = 0;
@@ -77,21 +56,14 @@ void ExpectAgreesWithTheSum(const Case& k) {
         s += term;
         m += std::abs(term);
       }
-      if (!fused.empty()) s += bias.data<float>()[o];
-      if (sum) s += summand.data<float>()[p * k.o + o];
-      if (fused.find("Relu6") != std::string::npos) s = std::clamp(s, 0.0, 6.0);
-      else if (fused.find("Relu") != std::string::npos) s = std::max(s, 0.0);
-      want[p * k.o + o] = s;
+      want[p * k.o + o] = conv.Epilogue(s, o, p * k.o + o);
       magnitude[p * k.o + o] = m + 10;  // the bias and summand, each under 5 in magnitude
     }
   }
   // Twice: the second step reads the filter packed by the first (or packs the fed one again).
   for (int step = 0; step < 2; ++step) {
     std::vector<Tensor> got;
-    const std::vector<std::pair<std::string, Tensor>> feeds =
-        k.fed_filter ? std::vector<std::pair<std::string, Tensor>>{{"filter", filter}}
-                     : std::vector<std::pair<std::string, Tensor>>{};
-    const Status s = session->Run(feeds, {"got"}, {}, &got);
+    const Status s = session->Run(conv.Feeds(), {"got"}, {}, &got);
     ASSERT_TRUE(s.ok()) << s;
     ASSERT_EQ(got[0].shape(), TensorShape({1, k.h, k.w, k.o}));
     const auto values = got[0].flat<float>();

@@ -9,11 +9,8 @@
 
 #include <cmath>
 
-#include "graph/builder/op_builder.h"
-#include "graph/builder/ops.h"
-#include "runtime/session.h"
+#include "tests/devices/cpu/blocked_conv_session.h"
 #include "tests/random_tensor.h"
-#include "tests/test_util.h"
 
 namespace tessera {
 namespace {
@@ -68,47 +65,25 @@ void ExpectAgreesWithDirectSum(const Case& k) {
   Geometry g;
   g.n = k.batch, g.h = k.h, g.w = k.w, g.c = k.c, g.kh = 3, g.kw = 3, g.oh = oh, g.ow = ow;
   ASSERT_TRUE(cpu::WinogradSuits(g)) << "the case must take F(4x4, 3x3)";
-  const Tensor x = Uniform({k.batch, k.h, k.w, k.c}, 1, -3, 3), filter = Uniform({3, 3, k.c, k.o}, 2, -2, 2);
-  const Tensor bias = Uniform({k.o}, 3, -20, 20), summand = Uniform({k.batch, oh, ow, k.o}, 4, -20, 20);
-  const std::string fused = k.fused;
-
-  Scope root = Scope::NewRootScope();
-  auto in = ops::Build(root.WithOpName("in"), "_ToBlocked", {ops::Const(root, x)}, {{"block", k.block}});
-  std::vector<Input> inputs = {in, ops::Const(root, filter)};
-  if (!fused.empty()) inputs.push_back(ops::Const(root, bias));
-  const bool sum = fused.find(",Add") != std::string::npos;
-  if (sum) inputs.push_back(ops::Build(root, "_ToBlocked", {ops::Const(root, summand)}, {{"block", k.block}}));
-  AttrMap attrs = {{"strides", std::vector<int64_t>{1, 1, 1, 1}},
-                   {"padding", std::string(k.same ? "SAME" : "VALID")},
-                   {"fused_ops", fused},
-                   {"num_args", int64_t{fused.empty() ? 0 : sum ? 2 : 1}},
-                   {"depthwise", int64_t{0}},
-                   {"block", k.block}};
-  auto conv = ops::Build(root.WithOpName("conv"), "_BlockedConv2D", inputs, attrs);
-  ops::Build(root.WithOpName("got"), "_FromBlocked", {conv});
-  SessionConfig config;
-  config.intra_op_parallelism_threads = k.threads;
-  config.constant_folding = false;  // the graph is all constants
-  config.remapping = false;
-  config.arithmetic_optimization = false;
-  config.common_subexpression_elimination = false;
-  auto session = testing::MakeSession(root, config);
+  testing::BlockedConv conv;
+  conv.x = Uniform({k.batch, k.h, k.w, k.c}, 1, -3, 3);
+  conv.filter = Uniform({3, 3, k.c, k.o}, 2, -2, 2);
+  conv.bias = Uniform({k.o}, 3, -20, 20);
+  conv.summand = Uniform({k.batch, oh, ow, k.o}, 4, -20, 20);
+  conv.fused = k.fused, conv.same = k.same, conv.block = k.block, conv.threads = k.threads;
+  auto session = testing::MakeBlockedConvSession(conv);
   ASSERT_NE(session, nullptr);
-  std::vector<Tensor> got;
+  std::vector<double> want, magnitude;
+  DirectConv(k, conv.x, conv.filter, oh, ow, pad, pad, &want, &magnitude);
   // Twice: the second step reads the filter transformed by the first.
   for (int step = 0; step < 2; ++step) {
+    std::vector<Tensor> got;
     const Status s = session->Run({}, {"got"}, {}, &got);
     ASSERT_TRUE(s.ok()) << s;
     ASSERT_EQ(got[0].shape(), TensorShape({k.batch, oh, ow, k.o}));
-    std::vector<double> want, magnitude;
-    DirectConv(k, x, filter, oh, ow, pad, pad, &want, &magnitude);
     const auto values = got[0].flat<float>();
     for (size_t i = 0; i < want.size(); ++i) {
-      double v = want[i];
-      if (!fused.empty()) v += bias.data<float>()[i % k.o];
-      if (sum) v += summand.data<float>()[i];
-      if (fused.find("Relu6") != std::string::npos) v = std::clamp(v, 0.0, 6.0);
-      else if (fused.find("Relu") != std::string::npos) v = std::max(v, 0.0);
+      const double v = conv.Epilogue(want[i], i % k.o, i);
       // F(4x4, 3x3) in float32 rounds to ~1e-6 of the terms' magnitude here (measured; 1e-7
       // for the direct sum): the bound is 1e-5 of it, with float32's own rounding of the
       // added bias and summand.
