@@ -190,12 +190,15 @@ class WinogradLayer {
 
 // Tiles a chunk holds: its scratch within ~3 MiB, in the L2 and L3 beside the core, but
 // enough rows that the products reuse each panel of the filter (measured on ResNet50's
-// layers: 36-72 tiles at 64 channels ran best); and small enough that each thread has two
-// chunks of its own where there are 12 tiles a chunk to share (ResNet50's 56x56 layers at
-// batch 1 on two threads: 1.6-1.9 ms cut by output channels, 0.84-0.93 in chunks; fewer
-// than 12 rows to a product ran slower than the cut by channels).
+// layers: 36-72 tiles at 64 channels ran best). Each chunk reads the whole transformed
+// filter, so a thread alone takes as few chunks as that allows (ResNet50's 14x14 layers at
+// batch 1, whose filters come from memory: 2.0 -> 1.7 ms as one chunk of 16 tiles, not
+// 12 + 4). Threads get two chunks each where there are 12 tiles a chunk to share (ResNet50's
+// 56x56 layers at batch 1 on two threads: 1.6-1.9 ms cut by output channels, 0.84-0.93 in
+// chunks; fewer than 12 rows to a product ran slower than the cut by channels).
 int64_t ChunkTiles(int64_t c, int64_t o, int64_t tiles, int64_t threads) {
   const int64_t fit = std::clamp<int64_t>((int64_t{3} << 20) / (36 * 4 * (c + o)), 12, 72);
+  if (threads == 1) return std::min(fit, tiles);
   return std::max<int64_t>(std::min(fit, (tiles + 2 * threads - 1) / (2 * threads)), 12);
 }
 
