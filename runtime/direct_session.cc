@@ -119,6 +119,42 @@ int DirectSession::intra_op_threads() const { return intra_op_pool_->NumThreads(
 
 void DirectSession::Reset(const std::vector<std::string>& containers) { resource_mgr_->Cleanup(containers); }
 
+Status DirectSession::Extend(const GraphSpec& more) {
+  std::lock_guard<std::shared_mutex> lock(graph_mu_);
+  GraphSpec all = graph_->ToSpec();
+  const size_t old_nodes = all.nodes.size();
+  for (const NodeSpec& n : more.nodes) {
+    if (graph_->FindNode(n.name) != nullptr) {
+      return errors::InvalidArgument("Session::Extend: node '", n.name, "' is already in the session's graph");
+    }
+  }
+  all.nodes.insert(all.nodes.end(), more.nodes.begin(), more.nodes.end());
+  if (static_cast<int64_t>(all.nodes.size()) > config_.HostMemoryLimitBytes() / kHostBytesPerNode) {
+    return errors::ResourceExhausted("Session::Extend: a graph of ", all.nodes.size(), " nodes is more than the ",
+                                     "session's host memory limit holds (host_memory_limit_mb)");
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::FromSpec(all));
+  for (size_t i = 0; i < old_nodes; ++i) {
+    const Node* was = graph_->FindNode(all.nodes[i].name);
+    graph->FindNode(all.nodes[i].name)->set_assigned_device(was->assigned_device());
+  }
+  const DeviceSet device_set = devices_->AsDeviceSet();  // the placer keeps a reference
+  Placer placer(graph.get(), device_set,
+                {.allow_soft_placement = config_.allow_soft_placement,
+                 .log_device_placement = config_.log_device_placement});
+  ASSIGN_OR_RETURN(std::vector<PlacementRecord> placement, placer.Run());
+  // The nodes already there keep the reasons they were placed for, not "already assigned".
+  std::map<std::string_view, const PlacementRecord*> was;
+  for (const PlacementRecord& r : placement_) was.emplace(r.node, &r);
+  for (PlacementRecord& r : placement) {
+    auto it = was.find(r.node);
+    if (it != was.end()) r = *it->second;
+  }
+  graph_ = std::move(graph);
+  placement_ = std::move(placement);
+  return Status::OK();
+}
+
 namespace {
 
 // "": a session of its own; "local://<n>": a session on that in-process Server.
@@ -162,7 +198,11 @@ StatusOr<std::shared_ptr<const DirectSession::ExecutorAndKeys>> DirectSession::G
   StepPlanOptions options;
   options.rewrites = RewriteOptionsOf(config_);
   options.incarnation = [this](const std::string& device) { return devices_->IncarnationOf(device); };
+  // A plan made from the graph before an Extend stays right after it: new nodes feed none
+  // of the old ones.
+  std::shared_lock<std::shared_mutex> graph_lock(graph_mu_);
   ASSIGN_OR_RETURN(StepPlan plan, BuildStepPlan(*graph_, placement_, feed_names, fetches, targets, options));
+  graph_lock.unlock();
   auto ek = std::make_shared<ExecutorAndKeys>();
   ek->feeds = std::move(plan.feeds);
   ek->fetches = std::move(plan.fetches);

@@ -44,6 +44,7 @@ class DirectSession final : public Session {
   Status Run(const RunOptions& options, const std::vector<std::pair<std::string, Tensor>>& feeds,
              const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
              std::vector<Tensor>* outputs, RunMetadata* metadata) override;
+  Status Extend(const GraphSpec& more) override;
   void Reset(const std::vector<std::string>& containers) override;
   void Close() override;
 
@@ -68,6 +69,9 @@ class DirectSession final : public Session {
   ThreadPool* inter_op_pool_ = nullptr;
   ThreadPool* intra_op_pool_ = nullptr;
   std::shared_ptr<DeviceMgr> devices_;
+  // Held shared while a step plan reads graph_ and placement_, exclusively while Extend
+  // replaces them.
+  std::shared_mutex graph_mu_;
   std::unique_ptr<Graph> graph_;
   std::vector<PlacementRecord> placement_;
   std::shared_ptr<ResourceMgr> resource_mgr_;

@@ -67,6 +67,10 @@ StatusOr<std::unique_ptr<Session>> Session::Create(const std::string& target, co
   return factory->NewSession(target, config, graph);
 }
 
+Status Session::Extend(const GraphSpec& more) {
+  return errors::Unimplemented("This session cannot add nodes to its graph (Session::Extend); make a new one");
+}
+
 Status Session::Reset(const std::string& target, const std::vector<std::string>& containers) {
   ASSIGN_OR_RETURN(std::shared_ptr<SessionFactory> factory, SessionFactory::ForTarget(target));
   return factory->Reset(target, containers);

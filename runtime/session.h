@@ -54,6 +54,12 @@ class Session {
                      const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
                      std::vector<Tensor>* outputs, RunMetadata* metadata) = 0;
 
+  // Adds nodes to the graph, as tf.Session's graph grows after the session was made: each
+  // node of `more` is new (InvalidArgument naming it otherwise) and may take inputs only from
+  // nodes already there or in `more`. Nodes already placed keep their devices; steps begun
+  // before see the graph as it was. May run concurrently with Run; it invalidates the
+  // references graph() and placement() returned. Unimplemented for a session that cannot.
+  virtual Status Extend(const GraphSpec& more);
   // Drops the resources (variables) of the named containers; "" names the default one.
   virtual void Reset(const std::vector<std::string>& containers) = 0;
 

@@ -5,6 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
+#include <thread>
+
 #include "runtime/timeline.h"
 #include "tests/test_ops.h"
 #include "tests/test_util.h"
@@ -38,6 +41,86 @@ TEST(SessionTest, FeedErrorsAreClearAndTheSessionKeepsWorking) {
   EXPECT_EQ(testing::Fetch(*s, "k").data<float>()[0], 3.0f);
   Tensor y = testing::Fetch(*s, "y", {{"x", Tensor::FromVector<float>({1, 2}, TensorShape({1, 2}))}});
   EXPECT_THAT(Values<float>(y), ElementsAre(-1, -2));
+}
+
+NodeSpec Node(std::string name, std::string op, std::vector<std::string> inputs) {
+  NodeSpec n;
+  n.name = std::move(name);
+  n.op = std::move(op);
+  n.inputs = std::move(inputs);
+  return n;
+}
+
+// A graph that grows after its session was made (tf.Session with ops added later): the
+// new nodes run, the variables keep their values, the old nodes their placement reasons.
+TEST(SessionTest, ExtendAddsNodesAndKeepsTheVariables) {
+  Scope root = Scope::NewRootScope();
+  auto v = ops::Variable(root.WithOpName("v"), TensorShape({}), DataType::kFloat);
+  ops::Assign(root.WithOpName("init"), v, 5.0f);
+  ops::Const(root.WithOpName("on_cpu1").WithDevice("/cpu:1"), Tensor::Scalar(1.0f));
+  SessionConfig config;
+  config.device_count = {{"CPU", 2}};
+  auto s = testing::MakeSession(root, config);
+  ASSERT_NE(s, nullptr);
+  ASSERT_TRUE(s->Run({}, {}, {"init"}, nullptr).ok());
+
+  Scope more = Scope::NewRootScope();
+  auto v2 = ops::Variable(more.WithOpName("v"), TensorShape({}), DataType::kFloat);
+  ops::AssignAdd(more.WithOpName("bump"), v2, ops::Const(more.WithOpName("two"), Tensor::Scalar(2.0f)));
+  GraphSpec grown;
+  ASSERT_TRUE(more.ToSpec(&grown).ok());
+  grown.nodes.erase(grown.nodes.begin());  // "v" is already in the session's graph
+  Status extended = s->Extend(grown);
+  ASSERT_TRUE(extended.ok()) << extended;
+  EXPECT_EQ(testing::Fetch(*s, "bump").data<float>()[0], 7.0f);
+  EXPECT_EQ(testing::Fetch(*s, "bump").data<float>()[0], 9.0f);
+  ASSERT_NE(s->graph().FindNode("bump"), nullptr);
+  for (const PlacementRecord& r : s->placement()) {
+    if (r.node == "on_cpu1") {
+      EXPECT_EQ(r.reason, PlacementReason::kRequested) << r.detail;
+    }
+  }
+
+  // A name already there, or an input that is nowhere, leaves the graph as it was.
+  Status again = s->Extend(grown);
+  EXPECT_EQ(again.code(), Code::kInvalidArgument);
+  EXPECT_THAT(again.message(), HasSubstr("node 'two' is already in the session's graph"));
+  GraphSpec dangling;
+  dangling.nodes.push_back(Node("neg", "Neg", {"ghost"}));
+  EXPECT_FALSE(s->Extend(dangling).ok());
+  EXPECT_EQ(s->graph().FindNode("neg"), nullptr);
+  EXPECT_EQ(testing::Fetch(*s, "bump").data<float>()[0], 11.0f);
+}
+
+// Steps run while other threads extend the graph: each step sees a whole graph.
+TEST(SessionTest, ExtendMayRunBesideSteps) {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DataType::kFloat, TensorShape({}));
+  ops::Neg(root.WithOpName("y"), x);
+  auto s = testing::MakeSession(root);
+  ASSERT_NE(s, nullptr);
+  std::atomic<bool> failed{false};
+  std::thread runner([&] {
+    for (int i = 0; i < 200 && !failed; ++i) {
+      std::vector<Tensor> out;
+      Status st = s->Run({{"x", Tensor::Scalar(float(i))}}, {"y"}, {}, &out);
+      if (!st.ok() || out[0].data<float>()[0] != -float(i)) failed = true;
+    }
+  });
+  for (int i = 0; i < 20; ++i) {
+    GraphSpec more;
+    more.nodes.push_back(Node(StrCat("twice_", i), "Add", {"y", "y"}));
+    Status st = s->Extend(more);
+    EXPECT_TRUE(st.ok()) << st;
+    std::vector<Tensor> out;
+    st = s->Run({{"x", Tensor::Scalar(2.0f)}}, {StrCat("twice_", i)}, {}, &out);
+    EXPECT_TRUE(st.ok()) << st;
+    if (st.ok()) {
+      EXPECT_EQ(out[0].data<float>()[0], -4.0f);
+    }
+  }
+  runner.join();
+  EXPECT_FALSE(failed);
 }
 
 TEST(SessionTest, PruningSkipsWhatTheFetchDoesNotNeed) {
