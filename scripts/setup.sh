@@ -17,9 +17,11 @@ packages=(cmake ninja-build g++ clang libclang-rt-dev ccache
           # regular expressions of string ops (StaticRegexFullMatch), TensorFlow's engine
           libre2-dev
           dataset-fashion-mnist
+          # the Python package: a virtualenv to build it in (pip install .) and Python's headers
+          python3 python3-venv python3-dev
           # tests/fresh_machine/fresh_debian.sh
           debootstrap)
-[ "${1:-}" = --peers ] && packages+=(python3 python3-venv libgloo-dev libopenmpi-dev openmpi-bin)
+[ "${1:-}" = --peers ] && packages+=(libgloo-dev libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs every test: the Release suite, then the same suite under
+# Sets up, builds and runs every test: the Release suite and the Python package's (pip
+# install . into a venv, then pytest: scripts/python_package.sh), then the same suite under
 # AddressSanitizer + UndefinedBehaviorSanitizer, short libFuzzer runs on the JSON graph
 # loader (running what it loads), feeds, session configs, DecodeCSV, the IDX reader, the
 # checkpoint reader and the requests a cluster task decodes, and the concurrent suites
@@ -17,6 +18,7 @@ start=$(date +%s)
 
 scripts/build.sh release
 ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 300
+scripts/python_package.sh >/dev/null
 
 if [ "${TESSERA_QUICK:-0}" != 1 ]; then
   scripts/build.sh asan

@@ -1,0 +1,223 @@
+// tessera._core.Graph: the graph a Python program builds, node by node, each checked
+// against its op's schema as it is added (types resolved, shapes inferred), as
+// tf.Graph.create_op does through TensorFlow's C API. Names, scopes and device stacks are
+// the Python side's; this side holds the nodes.
+
+#include "graph/graph.h"
+#include "graph/op_registry.h"
+#include "graph/serialize/graph_json.h"
+#include "python/bindings.h"
+
+namespace tessera::python {
+namespace {
+
+using namespace nb::literals;
+
+StatusOr<TensorShape> ShapeOf(nb::handle v) {
+  if (v.is_none()) return TensorShape::UnknownRank();
+  std::vector<int64_t> dims;
+  for (nb::handle d : v) dims.push_back(d.is_none() ? TensorShape::kUnknownDim : nb::cast<int64_t>(d));
+  return TensorShape::Make(dims);
+}
+
+nb::object PythonShape(const TensorShape& s) {
+  if (s.unknown_rank()) return nb::none();
+  nb::list dims;
+  for (int64_t d : s.dims()) dims.append(d < 0 ? nb::none() : nb::cast(d));
+  return dims;
+}
+
+// A Python value as the attr type `type` wants it: an int for "int", a dtype's name for
+// "type", a list of ints or Nones (or None) for "shape", an array for "tensor".
+StatusOr<AttrValue> ToAttr(nb::handle v, AttrType type) {
+  try {
+    switch (type) {
+      case AttrType::kInt: return AttrValue(nb::cast<int64_t>(v));
+      case AttrType::kFloat: return AttrValue(nb::cast<double>(v));
+      case AttrType::kBool: return AttrValue(nb::cast<bool>(v));
+      case AttrType::kString:
+        if (nb::isinstance<nb::bytes>(v)) {
+          nb::bytes b = nb::borrow<nb::bytes>(v);
+          return AttrValue(std::string(b.c_str(), b.size()));
+        }
+        return AttrValue(nb::cast<std::string>(v));
+      case AttrType::kType: {
+        ASSIGN_OR_RETURN(DataType dt, DataTypeFromName(nb::cast<std::string>(v)));
+        return AttrValue(dt);
+      }
+      case AttrType::kShape: {
+        ASSIGN_OR_RETURN(TensorShape s, ShapeOf(v));
+        return AttrValue(s);
+      }
+      case AttrType::kTensor: {
+        // The graph keeps its own copy: the array may change after the constant is made.
+        ASSIGN_OR_RETURN(Tensor t, TensorFromArray(v));
+        return AttrValue(t.DeepCopy());
+      }
+      case AttrType::kListInt: return AttrValue(nb::cast<std::vector<int64_t>>(v));
+      case AttrType::kListType: {
+        std::vector<DataType> types;
+        for (nb::handle t : v) {
+          ASSIGN_OR_RETURN(DataType dt, DataTypeFromName(nb::cast<std::string>(t)));
+          types.push_back(dt);
+        }
+        return AttrValue(types);
+      }
+      case AttrType::kListShape: {
+        std::vector<TensorShape> shapes;
+        for (nb::handle s : v) {
+          ASSIGN_OR_RETURN(TensorShape shape, ShapeOf(s));
+          shapes.push_back(shape);
+        }
+        return AttrValue(shapes);
+      }
+      case AttrType::kFunc: break;
+    }
+  } catch (const nb::cast_error&) {
+    return errors::InvalidArgument("expected a value of attr type ", AttrTypeName(type), ", got ",
+                                   nb::cast<std::string>(nb::repr(v)));
+  }
+  return errors::Unimplemented("function-valued attrs cannot be set from Python yet");
+}
+
+// The attr type a value that no op schema declares (the runtime's "_..." attrs) has.
+AttrType TypeOfValue(nb::handle v) {
+  if (nb::isinstance<nb::bool_>(v)) return AttrType::kBool;
+  if (nb::isinstance<nb::int_>(v)) return AttrType::kInt;
+  if (nb::isinstance<nb::float_>(v)) return AttrType::kFloat;
+  if (nb::isinstance<nb::list>(v) || nb::isinstance<nb::tuple>(v)) return AttrType::kListInt;
+  return AttrType::kString;
+}
+
+nb::object PythonAttr(const AttrValue& a) {
+  return std::visit(
+      [](const auto& v) -> nb::object {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, DataType>) {
+          return nb::str(std::string(DataTypeName(v)).c_str());
+        } else if constexpr (std::is_same_v<T, TensorShape>) {
+          return PythonShape(v);
+        } else if constexpr (std::is_same_v<T, Tensor>) {
+          return ArrayFromTensor(v);
+        } else if constexpr (std::is_same_v<T, std::vector<DataType>>) {
+          nb::list out;
+          for (DataType dt : v) out.append(nb::str(std::string(DataTypeName(dt)).c_str()));
+          return out;
+        } else if constexpr (std::is_same_v<T, std::vector<TensorShape>>) {
+          nb::list out;
+          for (const TensorShape& s : v) out.append(PythonShape(s));
+          return out;
+        } else if constexpr (std::is_same_v<T, std::shared_ptr<const FunctionDef>>) {
+          return nb::none();
+        } else {
+          return nb::cast(v);
+        }
+      },
+      a.value());
+}
+
+// One op's schema, for the Python side to make its function from.
+nb::dict OpDefDict(const OpDef& op) {
+  auto args = [&op](const std::vector<ArgDef>& defs) {
+    nb::list out;
+    for (const ArgDef& a : defs) {
+      nb::dict arg;
+      arg["name"] = a.name;
+      arg["type"] = a.type == DataType::kInvalid ? std::string() : std::string(DataTypeName(a.type));
+      arg["type_attr"] = a.type_attr;
+      arg["number_attr"] = a.number_attr;
+      arg["type_list"] = IsTypeListArg(op, a);
+      arg["is_ref"] = a.is_ref;
+      out.append(arg);
+    }
+    return out;
+  };
+  nb::list attrs;
+  for (const AttrDef& a : op.attrs) {
+    nb::list allowed;
+    for (DataType dt : a.allowed_types) allowed.append(std::string(DataTypeName(dt)));
+    nb::dict attr;
+    attr["name"] = a.name;
+    attr["type"] = std::string(AttrTypeName(a.type));
+    attr["has_default"] = a.default_value.has_value();
+    attr["default"] = a.default_value ? PythonAttr(*a.default_value) : nb::none();
+    attr["allowed_types"] = allowed;
+    attrs.append(attr);
+  }
+  nb::dict out;
+  out["name"] = op.name;
+  out["inputs"] = args(op.inputs);
+  out["outputs"] = args(op.outputs);
+  out["attrs"] = attrs;
+  out["is_stateful"] = op.is_stateful;
+  return out;
+}
+
+const Node& FindOrRaise(const GraphHandle& g, const std::string& name) {
+  const Node* n = g.graph->FindNode(name);
+  if (n == nullptr) Raise(errors::NotFound("No node named '", name, "' in the graph"));
+  return *n;
+}
+
+}  // namespace
+
+void BindGraph(nb::module_& m) {
+  nb::class_<GraphHandle>(m, "Graph")
+      .def(nb::init<>())
+      .def(
+          "add_node",
+          [](GraphHandle& g, const std::string& name, const std::string& op, const std::vector<std::string>& inputs,
+             const std::string& device, const std::vector<std::string>& colocate_with, nb::dict attrs) {
+            NodeSpec spec;
+            spec.name = name;
+            spec.op = op;
+            spec.inputs = inputs;
+            spec.device = device;
+            spec.colocate_with = colocate_with;
+            const OpDef* def = g.graph->op_registry()->Find(op);
+            for (auto [key, value] : attrs) {
+              const std::string attr = nb::cast<std::string>(key);
+              const AttrDef* attr_def = def == nullptr ? nullptr : def->FindAttr(attr);
+              StatusOr<AttrValue> v = ToAttr(value, attr_def != nullptr ? attr_def->type : TypeOfValue(value));
+              if (!v.ok()) Raise(v.status().WithPrefix(StrCat("Node '", name, "' (", op, ") attr '", attr, "': ")));
+              spec.attrs[attr] = std::move(*v);
+            }
+            const Node* n = ValueOrRaise(g.graph->AddNode(spec));
+            nb::list types, shapes;
+            for (int i = 0; i < n->num_outputs(); ++i) {
+              types.append(std::string(DataTypeName(n->output_type(i))));
+              shapes.append(PythonShape(n->output_shape(i)));
+            }
+            return nb::make_tuple(types, shapes);
+          },
+          "name"_a, "op"_a, "inputs"_a, "device"_a, "colocate_with"_a, "attrs"_a,
+          "Adds a node; returns its outputs' dtype names and shapes (None: unknown rank; None "
+          "in a list: an unknown dimension).")
+      .def("has_node", [](const GraphHandle& g, const std::string& name) { return g.graph->FindNode(name) != nullptr; })
+      .def("num_nodes", [](const GraphHandle& g) { return g.graph->num_nodes(); })
+      .def("attrs",
+           [](const GraphHandle& g, const std::string& name) {
+             nb::dict out;
+             for (const auto& [key, value] : FindOrRaise(g, name).attrs()) out[key.c_str()] = PythonAttr(value);
+             return out;
+           })
+      .def(
+          "to_json",
+          [](const GraphHandle& g, int start) {
+            GraphSpec spec;
+            for (int i = std::max(start, 0); i < g.graph->num_nodes(); ++i) {
+              spec.nodes.push_back(g.graph->nodes()[i]->ToSpec());
+            }
+            return GraphSpecToJson(spec);
+          },
+          "start"_a = 0, "The nodes from `start` on as Tessera's JSON graph.");
+  m.def("op_defs", [] {
+    nb::list out;
+    for (const std::string& name : OpRegistry::Global()->OpNames()) {
+      out.append(OpDefDict(*OpRegistry::Global()->Find(name)));
+    }
+    return out;
+  });
+}
+
+}  // namespace tessera::python

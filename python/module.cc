@@ -1,0 +1,8 @@
+// tessera._core: the engine as the Python package (python/tessera) sees it.
+#include "python/bindings.h"
+
+NB_MODULE(_core, m) {
+  m.doc() = "Tessera's engine: graphs, sessions and tensors for the tessera package";
+  tessera::python::BindGraph(m);
+  tessera::python::BindSession(m);
+}

@@ -1,0 +1,1 @@
+"""TensorFlow's compatibility namespaces: `tessera.compat.v1` is tf.compat.v1."""

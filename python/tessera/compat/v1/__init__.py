@@ -1,0 +1,61 @@
+"""tf.compat.v1 on Tessera: `import tessera.compat.v1 as tf` in a TensorFlow 1.x script.
+
+A name TensorFlow has and Tessera does not yet raises NotImplementedError naming it, rather
+than an AttributeError from deep inside a script.
+"""
+
+from tessera import dtypes as _dtypes
+from tessera import errors
+from tessera.array_ops import (abs, add, add_n, arg_max, argmax, cast, concat, cos, divide, equal, erf, exp,
+                               expand_dims, fill, floordiv, floormod, gather, greater, greater_equal, identity, less,
+                               less_equal, log, logical_and, logical_not, logical_or, matmul, maximum, minimum,
+                               multiply, negative, not_equal, one_hot, ones, ones_like, pow, range, reduce_max,
+                               reduce_mean, reduce_min, reduce_prod, reduce_sum, reshape, rsqrt, shape, sigmoid,
+                               sin, size, split, sqrt, square, squared_difference, squeeze, stack, stop_gradient,
+                               subtract, tanh, tile, to_float, transpose, unstack, where, zeros, zeros_like)
+from tessera.dtypes import (DType, as_dtype, bfloat16, bool, double, float16, float32, float64, half, int32, int64,
+                            string, uint8)
+from tessera.framework import (Graph, Operation, Tensor, TensorShape, add_to_collection, add_to_collections,
+                               colocate_with, constant, control_dependencies, convert_to_tensor, device,
+                               get_collection, get_collection_ref, get_default_graph, name_scope, placeholder,
+                               placeholder_with_default, register_tensor_conversion_function,
+                               reset_default_graph)
+from tessera.gen_ops import raw_ops
+from tessera.session import (ConfigProto, GPUOptions, GraphOptions, InteractiveSession, OptimizerOptions,
+                             RunMetadata, RunOptions, Session, get_default_session)
+from tessera.variables import (GraphKeys, Variable, assign, assign_add, assign_sub, global_variables,
+                               global_variables_initializer, is_variable_initialized, local_variables,
+                               local_variables_initializer, trainable_variables, variables_initializer)
+
+truediv = divide
+div = divide
+mod = floormod
+
+initialize_all_variables = global_variables_initializer
+
+
+def disable_eager_execution():
+    """Graph mode is the only mode: nothing to disable."""
+
+
+def disable_v2_behavior():
+    """TensorFlow 1.x's behaviour is the only one: nothing to disable."""
+
+
+def enable_eager_execution(*args, **kwargs):
+    raise NotImplementedError("tf.compat.v1.enable_eager_execution: Tessera runs graphs only")
+
+
+def executing_eagerly():
+    return False
+
+
+class NotSupportedError(NotImplementedError, AttributeError):
+    """A TensorFlow name Tessera lacks: a NotImplementedError naming it, and an AttributeError
+    too, so that hasattr() and getattr(tf, name, default) answer as for any missing name."""
+
+
+def __getattr__(name):
+    if name.startswith("__"):
+        raise AttributeError(name)
+    raise NotSupportedError(f"tf.compat.v1.{name} is not supported by Tessera yet")

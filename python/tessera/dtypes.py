@@ -1,0 +1,108 @@
+"""Data types, as tf.dtypes: DType objects named as TensorFlow names them."""
+
+import builtins
+
+import numpy as np
+
+
+class DType:
+    """One element type: `name` is TensorFlow's ("float32"), `as_numpy_dtype` NumPy's."""
+
+    __slots__ = ("_name", "_numpy")
+
+    def __init__(self, name, numpy_type):
+        self._name = name
+        self._numpy = numpy_type
+
+    @property
+    def name(self):
+        return self._name
+
+    @property
+    def as_numpy_dtype(self):
+        return self._numpy
+
+    @property
+    def base_dtype(self):
+        return self
+
+    @property
+    def is_floating(self):
+        return self._name in ("float16", "bfloat16", "float32", "float64")
+
+    @property
+    def is_integer(self):
+        return self._name in ("int32", "int64", "uint8")
+
+    @property
+    def is_bool(self):
+        return self._name == "bool"
+
+    @property
+    def size(self):
+        return np.dtype(self._numpy).itemsize if self._numpy is not object else 0
+
+    def __eq__(self, other):
+        try:
+            return self._name == as_dtype(other)._name
+        except TypeError:
+            return False
+
+    def __ne__(self, other):
+        return not self == other
+
+    def __hash__(self):
+        return hash(self._name)
+
+    def __repr__(self):
+        return f"tf.{self._name}"
+
+    def __reduce__(self):
+        return as_dtype, (self._name,)
+
+
+float16 = half = DType("float16", np.float16)
+bfloat16 = DType("bfloat16", np.float32)  # NumPy has none: values cross as float32
+float32 = DType("float32", np.float32)
+float64 = double = DType("float64", np.float64)
+int32 = DType("int32", np.int32)
+int64 = DType("int64", np.int64)
+uint8 = DType("uint8", np.uint8)
+bool = DType("bool", np.bool_)  # noqa: A001 (TensorFlow's name)
+string = DType("string", object)
+variant = DType("variant", object)
+resource = DType("resource", object)
+
+_BY_NAME = {d.name: d for d in (float16, bfloat16, float32, float64, int32, int64, uint8, bool, string, variant,
+                               resource)}
+_BY_NAME.update({"float": float32, "double": float64, "half": float16})
+_BY_NUMPY = {np.dtype(np.float16): float16, np.dtype(np.float32): float32, np.dtype(np.float64): float64,
+             np.dtype(np.int32): int32, np.dtype(np.int64): int64, np.dtype(np.uint8): uint8,
+             np.dtype(np.bool_): bool, np.dtype(object): string}
+
+
+def as_dtype(value):
+    """A DType from a DType, a name ("float32"), a NumPy dtype or type, or a Python type."""
+    if isinstance(value, DType):
+        return value
+    if isinstance(value, str):
+        if value in _BY_NAME:
+            return _BY_NAME[value]
+        raise TypeError(f"Cannot convert value {value!r} to a TensorFlow DType.")
+    if value is builtins.bool:
+        return bool
+    if value is float:
+        return float32
+    if value is int:
+        return int32
+    if value in (str, bytes):
+        return string
+    try:
+        numpy_dtype = np.dtype(value)
+    except TypeError:
+        raise TypeError(f"Cannot convert value {value!r} to a TensorFlow DType.") from None
+    if numpy_dtype.kind in "SU":
+        return string
+    if numpy_dtype in _BY_NUMPY:
+        return _BY_NUMPY[numpy_dtype]
+    raise TypeError(f"Cannot convert value {value!r} to a TensorFlow DType: Tessera has no {numpy_dtype} tensors.")

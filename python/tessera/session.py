@@ -1,0 +1,268 @@
+"""Sessions, as tf.compat.v1.Session: `run(fetches, feed_dict, options, run_metadata)`.
+
+Fetches may be any nest of lists, tuples, dicts and namedtuples of Tensors, Operations,
+Variables and names, as TensorFlow's fetch mapper takes them; the result has the same
+structure, an Operation's place holding None. Feeds are converted to the fed tensor's dtype
+with NumPy and handed to the engine without a copy where already contiguous and of that
+dtype. Any number of threads may call `run` on one session at once; the GIL is released
+while the step runs.
+"""
+
+import json
+import threading
+
+import numpy as np
+
+from tessera import _core, dtypes
+from tessera.framework import Operation, Tensor, TensorShape, get_default_graph
+
+
+class GPUOptions:
+    def __init__(self, allow_growth=False, per_process_gpu_memory_fraction=0.0, visible_device_list="",
+                 **unsupported):
+        self.allow_growth = allow_growth
+        self.per_process_gpu_memory_fraction = per_process_gpu_memory_fraction
+        self.visible_device_list = visible_device_list
+        if unsupported:
+            raise NotImplementedError(f"tf.compat.v1.GPUOptions({', '.join(unsupported)}) is not supported by Tessera")
+
+
+class OptimizerOptions:
+    def __init__(self, do_constant_folding=True, do_common_subexpression_elimination=True, **unused):
+        self.do_constant_folding = do_constant_folding
+        self.do_common_subexpression_elimination = do_common_subexpression_elimination
+
+
+class GraphOptions:
+    def __init__(self, optimizer_options=None, **unused):
+        self.optimizer_options = optimizer_options or OptimizerOptions()
+
+
+class ConfigProto:
+    """tf.compat.v1.ConfigProto's fields that the engine honours."""
+
+    def __init__(self, device_count=None, intra_op_parallelism_threads=0, inter_op_parallelism_threads=0,
+                 use_per_session_threads=False, allow_soft_placement=False, log_device_placement=False,
+                 gpu_options=None, graph_options=None, operation_timeout_in_ms=0, device_filters=None,
+                 **unsupported):
+        if unsupported:
+            raise NotImplementedError(f"tf.compat.v1.ConfigProto({', '.join(unsupported)}) is not supported by Tessera")
+        self.device_count = dict(device_count or {})
+        self.intra_op_parallelism_threads = intra_op_parallelism_threads
+        self.inter_op_parallelism_threads = inter_op_parallelism_threads
+        self.use_per_session_threads = use_per_session_threads
+        self.allow_soft_placement = allow_soft_placement
+        self.log_device_placement = log_device_placement
+        self.gpu_options = gpu_options or GPUOptions()
+        self.graph_options = graph_options or GraphOptions()
+        self.operation_timeout_in_ms = operation_timeout_in_ms
+        self.device_filters = list(device_filters or [])
+
+    def _to_json(self):
+        optimizer = self.graph_options.optimizer_options
+        return json.dumps({
+            "device_count": self.device_count,
+            "intra_op_parallelism_threads": self.intra_op_parallelism_threads,
+            "inter_op_parallelism_threads": self.inter_op_parallelism_threads,
+            "use_per_session_threads": self.use_per_session_threads,
+            "allow_soft_placement": self.allow_soft_placement,
+            "log_device_placement": self.log_device_placement,
+            "operation_timeout_in_ms": self.operation_timeout_in_ms,
+            "device_filters": self.device_filters,
+            "gpu_options": {"allow_growth": self.gpu_options.allow_growth,
+                            "per_process_gpu_memory_fraction": self.gpu_options.per_process_gpu_memory_fraction,
+                            "visible_device_list": self.gpu_options.visible_device_list},
+            "graph_options": {"optimizer_options": {
+                "do_constant_folding": optimizer.do_constant_folding,
+                "do_common_subexpression_elimination": optimizer.do_common_subexpression_elimination}},
+        })
+
+
+class RunOptions:
+    NO_TRACE = 0
+    SOFTWARE_TRACE = 1
+    HARDWARE_TRACE = 2
+    FULL_TRACE = 3
+
+    def __init__(self, trace_level=0, timeout_in_ms=0, output_partition_graphs=False):
+        self.trace_level = trace_level
+        self.timeout_in_ms = timeout_in_ms
+        self.output_partition_graphs = output_partition_graphs
+
+
+class RunMetadata:
+    """What a step reports: `placement`, each node's device and why (also tessera.placement)."""
+
+    def __init__(self):
+        self.placement = []
+
+
+# The fetch mapper ---------------------------------------------------------------------------
+def _flatten_fetches(fetches, graph, out):
+    """Appends each leaf of `fetches` to `out` as a Tensor or Operation; returns a function
+    that rebuilds the structure from the leaves' values."""
+    if isinstance(fetches, dict):
+        rebuilders = {k: _flatten_fetches(v, graph, out) for k, v in fetches.items()}
+        return lambda values: type(fetches)((k, r(values)) for k, r in rebuilders.items())
+    if isinstance(fetches, tuple) and hasattr(fetches, "_fields"):  # namedtuple
+        rebuilders = [_flatten_fetches(v, graph, out) for v in fetches]
+        return lambda values: type(fetches)(*[r(values) for r in rebuilders])
+    if isinstance(fetches, (list, tuple)):
+        rebuilders = [_flatten_fetches(v, graph, out) for v in fetches]
+        return lambda values: type(fetches)(r(values) for r in rebuilders)
+    if fetches is None:
+        raise TypeError("Fetch argument None has invalid type <class 'NoneType'>")
+    element = graph.as_graph_element(getattr(fetches, "_as_fetch", lambda: fetches)())
+    index = len(out)
+    out.append(element)
+    return lambda values: values[index]
+
+
+def _feed_array(tensor, value):
+    if isinstance(value, Tensor):
+        raise TypeError(f"The value of a feed cannot be a tf.Tensor object ({value.name}). Acceptable feed values "
+                        "include Python scalars, strings, lists, numpy ndarrays.")
+    if tensor.dtype == dtypes.string:
+        array = np.array(value, dtype=object)
+    else:
+        try:
+            array = np.asarray(value, dtype=tensor.dtype.as_numpy_dtype)
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"Cannot feed {value!r} to Tensor '{tensor.name}' of dtype {tensor.dtype.name}: {e}") \
+                from None
+        array = np.asarray(array, order="C")
+    if not tensor.shape.is_compatible_with(array.shape):
+        raise ValueError(f"Cannot feed value of shape {array.shape} for Tensor {tensor.name}, which has shape "
+                         f"{tensor.shape}")
+    return array
+
+
+class Session:
+    """tf.compat.v1.Session over a graph (the default graph when none is given)."""
+
+    def __init__(self, target="", graph=None, config=None):
+        self._graph = graph if graph is not None else get_default_graph()
+        self._config = config or ConfigProto()
+        self._session = _core.Session(self._graph._core, target, self._config._to_json())
+        self._closed = False
+        self._default_context = None
+        if self._config.log_device_placement:
+            print("Device mapping:")
+            for record in self._session.placement():
+                print(f"{record['node']}: ({record['op']}): {record['device']}")
+
+    graph = property(lambda self: self._graph)
+    graph_def = property(lambda self: self._graph.as_graph_def())
+
+    def list_devices(self):
+        return self._session.devices()
+
+    def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        leaves = []
+        rebuild = _flatten_fetches(fetches, self._graph, leaves)
+        fetch_names, targets, where = [], [], []
+        for leaf in leaves:
+            if isinstance(leaf, Operation):
+                targets.append(leaf.name)
+                where.append(None)
+            else:
+                if leaf.name not in fetch_names:
+                    fetch_names.append(leaf.name)
+                where.append(fetch_names.index(leaf.name))
+        feeds = []
+        for key, value in (feed_dict or {}).items():
+            tensor = self._graph.as_graph_element(getattr(key, "_as_feed", lambda: key)())
+            if not isinstance(tensor, Tensor):
+                raise TypeError(f"Cannot interpret feed_dict key as Tensor: {key!r} is an Operation.")
+            feeds.append((tensor.name, _feed_array(tensor, value)))
+        timeout = options.timeout_in_ms if options is not None else 0
+        values = self._session.run(feeds, fetch_names, targets, timeout)
+        if run_metadata is not None:
+            run_metadata.placement = self._session.placement()
+        results = [None if i is None else _scalar_or_array(values[i]) for i in where]
+        return rebuild(results)
+
+    def close(self):
+        if not self._closed:
+            self._session.close()
+            self._closed = True
+
+    def __enter__(self):
+        self._default_context = self.as_default()
+        self._default_context.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self._default_context.__exit__(*exc)
+        self.close()
+
+    def as_default(self):
+        return _DefaultSession(self)
+
+    def _placement(self):
+        return self._session.placement()
+
+
+def _scalar_or_array(array):
+    # As TensorFlow: a rank-0 result is a NumPy scalar (bytes for a string), not a 0-d array.
+    return array[()] if array.ndim == 0 else array
+
+
+class InteractiveSession(Session):
+    """A Session that makes itself the default when made, for shells and notebooks."""
+
+    def __init__(self, target="", graph=None, config=None):
+        super().__init__(target, graph, config)
+        self._default_context = self.as_default()
+        self._default_context.__enter__()
+
+    def close(self):
+        super().close()
+        if self._default_context is not None:
+            self._default_context.__exit__(None, None, None)
+            self._default_context = None
+
+
+class _SessionStack(threading.local):
+    def __init__(self):
+        self.stack = []
+
+
+_session_stack = _SessionStack()
+
+
+class _DefaultSession:
+    def __init__(self, session):
+        self._session = session
+
+    def __enter__(self):
+        _session_stack.stack.append(self._session)
+        return self._session
+
+    def __exit__(self, *exc):
+        if self._session in _session_stack.stack:
+            _session_stack.stack.remove(self._session)
+
+
+def get_default_session():
+    return _session_stack.stack[-1] if _session_stack.stack else None
+
+
+def default_session_for(graph, session):
+    """`session`, or the default one; as Tensor.eval, an error when neither runs `graph`."""
+    session = session or get_default_session()
+    if session is None:
+        raise ValueError("Cannot evaluate tensor using `eval()`: No default session is registered. Use "
+                         "`with sess.as_default()` or pass an explicit session to `eval(session=sess)`")
+    if session.graph is not graph:
+        raise ValueError("Cannot use the given session to evaluate tensor: the tensor's graph is different from "
+                         "the session's graph.")
+    return session
+
+
+def placement(session):
+    """Where each node of the session's graph runs and why: dicts of node, op, device, reason
+    and detail, in node order."""
+    return session._placement()
