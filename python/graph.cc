@@ -3,6 +3,7 @@
 // tf.Graph.create_op does through TensorFlow's C API. Names, scopes and device stacks are
 // the Python side's; this side holds the nodes.
 
+#include "graph/builder/gradients.h"
 #include "graph/graph.h"
 #include "graph/op_registry.h"
 #include "graph/serialize/graph_json.h"
@@ -159,6 +160,39 @@ const Node& FindOrRaise(const GraphHandle& g, const std::string& name) {
   return *n;
 }
 
+// The output "node:i" names.
+Output OutputOrRaise(const GraphHandle& g, const std::string& name) {
+  const TensorId id = ValueOrRaise(ParseTensorName(name));
+  const Node& n = FindOrRaise(g, std::string(id.node));
+  if (id.is_control() || id.index >= n.num_outputs()) {
+    Raise(errors::InvalidArgument("'", name, "' names no output of ", n.DebugName()));
+  }
+  return Output(const_cast<Node*>(&n), id.index);
+}
+
+// What the Python side keeps of a node it did not add itself (a gradient's).
+nb::dict NodeDict(const Node& n) {
+  nb::list inputs, control_inputs, types, shapes;
+  for (int i = 0; i < n.num_inputs(); ++i) {
+    const Edge* e = n.input_edge(i);
+    inputs.append(e->src_output == 0 ? e->src->name() : StrCat(e->src->name(), ":", e->src_output));
+  }
+  for (const Edge* e : n.control_inputs()) control_inputs.append(e->src->name());
+  for (int i = 0; i < n.num_outputs(); ++i) {
+    types.append(std::string(DataTypeName(n.output_type(i))));
+    shapes.append(PythonShape(n.output_shape(i)));
+  }
+  nb::dict d;
+  d["name"] = n.name();
+  d["op"] = n.op();
+  d["inputs"] = inputs;
+  d["control_inputs"] = control_inputs;
+  d["device"] = n.requested_device();
+  d["output_types"] = types;
+  d["output_shapes"] = shapes;
+  return d;
+}
+
 }  // namespace
 
 void BindGraph(nb::module_& m) {
@@ -199,6 +233,34 @@ void BindGraph(nb::module_& m) {
            [](const GraphHandle& g, const std::string& name) {
              nb::dict out;
              for (const auto& [key, value] : FindOrRaise(g, name).attrs()) out[key.c_str()] = PythonAttr(value);
+             return out;
+           })
+      .def(
+          "add_gradients",
+          [](GraphHandle& g, const std::vector<std::string>& ys, const std::vector<std::string>& xs,
+             const std::vector<std::string>& grad_ys, const std::string& prefix, bool colocate,
+             const std::string& device) {
+            std::vector<Output> outputs, inputs;
+            GradientOptions options;
+            options.colocate_gradients_with_ops = colocate;
+            for (const std::string& y : ys) outputs.push_back(OutputOrRaise(g, y));
+            for (const std::string& x : xs) inputs.push_back(OutputOrRaise(g, x));
+            for (const std::string& dy : grad_ys) options.grad_outputs.push_back(OutputOrRaise(g, dy));
+            Scope scope = Scope::ForGraph(g.graph.get()).NewSubScope(prefix);
+            if (!device.empty()) scope = scope.WithDevice(device);
+            std::vector<Output> grads;
+            OkOrRaise(AddSymbolicGradients(scope, outputs, inputs, &grads, options));
+            std::vector<std::string> names;
+            for (const Output& o : grads) names.push_back(o.name());
+            return names;
+          },
+          "ys"_a, "xs"_a, "grad_ys"_a, "prefix"_a, "colocate"_a, "device"_a,
+          "Adds d(sum of ys)/d(xs) under the name scope `prefix`; returns the gradients' names. "
+          "The nodes it added, even when it fails, are nodes_from(the count before).")
+      .def("nodes_from",
+           [](const GraphHandle& g, int start) {
+             nb::list out;
+             for (int i = std::max(start, 0); i < g.graph->num_nodes(); ++i) out.append(NodeDict(*g.graph->nodes()[i]));
              return out;
            })
       .def(

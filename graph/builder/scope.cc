@@ -7,7 +7,8 @@
 namespace tessera {
 
 struct Scope::Shared {
-  std::unique_ptr<Graph> graph;
+  std::unique_ptr<Graph> owned;  // null for a borrowed graph
+  Graph* graph = nullptr;
   Status status;
   std::map<std::string, int, std::less<>> name_counts;  // base name -> times used
 };
@@ -22,7 +23,21 @@ Scope Scope::NewRootScope() { return NewRootScope(OpRegistry::Global()); }
 
 Scope Scope::NewRootScope(const OpRegistry* ops) {
   auto shared = std::make_shared<Shared>();
-  shared->graph = std::make_unique<Graph>(ops);
+  shared->owned = std::make_unique<Graph>(ops);
+  shared->graph = shared->owned.get();
+  return Scope(std::move(shared));
+}
+
+Scope Scope::ForGraph(Graph* graph) {
+  auto shared = std::make_shared<Shared>();
+  shared->graph = graph;
+  for (const Node* n : graph->nodes()) {
+    const std::string& name = n->name();
+    shared->name_counts.try_emplace(name, 0);
+    for (size_t slash = name.find('/'); slash != std::string::npos; slash = name.find('/', slash + 1)) {
+      shared->name_counts.try_emplace(name.substr(0, slash), 0);
+    }
+  }
   return Scope(std::move(shared));
 }
 
@@ -96,7 +111,7 @@ Scope Scope::WithContainer(std::string container) const {
 }
 
 Status Scope::status() const { return shared_->status; }
-Graph* Scope::graph() const { return shared_->graph.get(); }
+Graph* Scope::graph() const { return shared_->graph; }
 
 void Scope::UpdateStatus(const Status& s) const {
   if (shared_->status.ok() && !s.ok()) shared_->status = s;

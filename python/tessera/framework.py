@@ -417,6 +417,36 @@ class Graph:
         self._ops_in_order.append(op)
         return op
 
+    def _import_nodes(self, start):
+        """Makes Operations of the nodes the engine added from node `start` on (a
+        gradient's), and takes their names."""
+        for info in self._core.nodes_from(start):
+            name = info["name"]
+            inputs = [self.get_tensor_by_name(i if ":" in i else i + ":0") for i in info["inputs"]]
+            control = [self._ops[c] for c in info["control_inputs"]]
+            op = Operation(self, name, info["op"], inputs, control, {})
+            op._set_device(info["device"])
+            op._outputs = [Tensor(op, i, t, s)
+                           for i, (t, s) in enumerate(zip(info["output_types"], info["output_shapes"]))]
+            self._ops[name] = op
+            self._ops_in_order.append(op)
+            # The name and the scopes it is in are taken, as if Python had made them.
+            parts = name.lower().split("/")
+            for i in range(1, len(parts) + 1):
+                self._names_in_use.setdefault("/".join(parts[:i]), 1)
+
+    def _current_device(self):
+        """The device the device strings in force name ("" where a function is among them)."""
+        device = {}
+        for spec in self._device_stack:
+            if spec is None:
+                device = {}
+            elif callable(spec):
+                return ""
+            else:
+                device.update(_parse_device(spec))
+        return _format_device(device)
+
     def get_operations(self):
         return list(self._ops_in_order)
 

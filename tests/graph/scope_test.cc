@@ -28,6 +28,28 @@ TEST(ScopeTest, NamesAreUniqueAndPrefixed) {
   EXPECT_THAT(root.status().message(), HasSubstr("Duplicate node name 'tower/c'"));
 }
 
+// A scope over a graph built elsewhere adds to it, around the names already taken.
+TEST(ScopeTest, ForGraphAddsToABorrowedGraph) {
+  Graph graph;
+  NodeSpec c;
+  c.name = "Const";
+  c.op = "Const";
+  c.attrs = {{"value", Tensor::Scalar(2.0f)}, {"dtype", DataType::kFloat}};
+  ASSERT_TRUE(graph.AddNode(c).ok());
+  {
+    Scope root = Scope::ForGraph(&graph);
+    auto k = ops::Const(root, Tensor::Scalar(3.0f));
+    auto sum = ops::Add(root.NewSubScope("grads"), Output(graph.FindNode("Const")), k);
+    ASSERT_TRUE(root.ok()) << root.status();
+    EXPECT_EQ(k.node->name(), "Const_1");
+    EXPECT_EQ(sum.node->name(), "grads/Add");
+  }
+  EXPECT_EQ(graph.num_nodes(), 3);  // the scope is gone, the graph and its nodes stay
+  // A later scope over it finds "grads" taken, as a scope of the nodes in it.
+  auto again = ops::Neg(Scope::ForGraph(&graph).NewSubScope("grads"), Output(graph.FindNode("Const")));
+  EXPECT_EQ(again.node->name(), "grads_1/Neg");
+}
+
 TEST(ScopeTest, DeviceScopesComposeLikeTfDevice) {
   Scope root = Scope::NewRootScope();
   Scope ps = root.WithDevice("/job:ps/task:1");

@@ -20,7 +20,10 @@ from tessera.framework import (Graph, Operation, Tensor, TensorShape, add_to_col
                                get_collection, get_collection_ref, get_default_graph, name_scope, placeholder,
                                placeholder_with_default, register_tensor_conversion_function,
                                reset_default_graph)
+from tessera import nn, train
 from tessera.gen_ops import raw_ops
+from tessera.gradients import gradients
+from tessera.unsupported import module_getattr
 from tessera.session import (ConfigProto, GPUOptions, GraphOptions, InteractiveSession, OptimizerOptions,
                              RunMetadata, RunOptions, Session, get_default_session)
 from tessera.variables import (GraphKeys, Variable, assign, assign_add, assign_sub, global_variables,
@@ -50,12 +53,4 @@ def executing_eagerly():
     return False
 
 
-class NotSupportedError(NotImplementedError, AttributeError):
-    """A TensorFlow name Tessera lacks: a NotImplementedError naming it, and an AttributeError
-    too, so that hasattr() and getattr(tf, name, default) answer as for any missing name."""
-
-
-def __getattr__(name):
-    if name.startswith("__"):
-        raise AttributeError(name)
-    raise NotSupportedError(f"tf.compat.v1.{name} is not supported by Tessera yet")
+__getattr__ = module_getattr("tf.compat.v1")

@@ -1,0 +1,118 @@
+"""tf.nn: activations, convolutions, pooling, losses and dropout, with TensorFlow's argument
+names, over the engine's ops."""
+
+from tessera import array_ops, dtypes, gen_ops
+from tessera.unsupported import module_getattr
+from tessera.framework import convert_to_tensor, name_scope
+
+
+def relu(features, name=None):
+    return gen_ops.relu(features, name=name or "Relu")
+
+
+def relu6(features, name=None):
+    return gen_ops.relu6(features, name=name or "Relu6")
+
+
+def softmax(logits, axis=None, name=None, dim=None):
+    if (axis if axis is not None else dim) not in (None, -1):
+        raise NotImplementedError("tf.nn.softmax over an axis other than the last is not supported by Tessera yet")
+    return gen_ops.softmax(logits, name=name or "Softmax")
+
+
+def log_softmax(logits, axis=None, name=None, dim=None):
+    if (axis if axis is not None else dim) not in (None, -1):
+        raise NotImplementedError("tf.nn.log_softmax over an axis other than the last is not supported by "
+                                  "Tessera yet")
+    return gen_ops.log_softmax(logits, name=name or "LogSoftmax")
+
+
+sigmoid = array_ops.sigmoid
+tanh = array_ops.tanh
+
+
+def bias_add(value, bias, data_format=None, name=None):
+    return gen_ops.bias_add(value, bias, data_format=data_format, name=name or "BiasAdd")
+
+
+def _four(v):
+    return [1, v, v, 1] if isinstance(v, int) else (list(v) if len(v) == 4 else [1, *v, 1])
+
+
+def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu=True, data_format="NHWC",  # noqa: A002
+           dilations=None, name=None, filters=None):
+    filter = filter if filter is not None else filters
+    return gen_ops.conv2d(input, filter, strides=_four(strides), padding=padding, data_format=data_format,
+                          dilations=_four(dilations) if dilations is not None else None, name=name or "Conv2D")
+
+
+def depthwise_conv2d(input, filter, strides, padding, rate=None, name=None, data_format=None, dilations=None):  # noqa: A002
+    return gen_ops.depthwise_conv2d_native(input, filter, strides=_four(strides), padding=padding,
+                                           data_format=data_format, name=name or "depthwise")
+
+
+def max_pool(value, ksize, strides, padding, data_format="NHWC", name=None, input=None):  # noqa: A002
+    value = value if value is not None else input
+    return gen_ops.max_pool(value, ksize=_four(ksize), strides=_four(strides), padding=padding,
+                            data_format=data_format, name=name or "MaxPool")
+
+
+def avg_pool(value, ksize, strides, padding, data_format="NHWC", name=None, input=None):  # noqa: A002
+    value = value if value is not None else input
+    return gen_ops.avg_pool(value, ksize=_four(ksize), strides=_four(strides), padding=padding,
+                            data_format=data_format, name=name or "AvgPool")
+
+
+def l2_loss(t, name=None):
+    with name_scope(name, "L2Loss"):
+        return array_ops.reduce_sum(array_ops.square(t)) * 0.5
+
+
+def softmax_cross_entropy_with_logits_v2(labels=None, logits=None, axis=-1, name=None, dim=None):
+    """-sum(labels * log_softmax(logits)) over the last axis, per example."""
+    if (dim if dim is not None else axis) != -1:
+        raise NotImplementedError("softmax_cross_entropy_with_logits over an axis other than the last is not "
+                                  "supported by Tessera yet")
+    with name_scope(name, "softmax_cross_entropy_with_logits"):
+        logits = convert_to_tensor(logits)
+        labels = convert_to_tensor(labels, logits.dtype)
+        return array_ops.negative(array_ops.reduce_sum(labels * log_softmax(logits), axis=-1))
+
+
+def softmax_cross_entropy_with_logits(labels=None, logits=None, dim=-1, name=None, axis=None):
+    # TensorFlow 1.x's version does not take gradients into the labels.
+    return softmax_cross_entropy_with_logits_v2(array_ops.stop_gradient(labels), logits,
+                                                axis if axis is not None else dim, name)
+
+
+def sparse_softmax_cross_entropy_with_logits(labels=None, logits=None, name=None):
+    loss, _ = gen_ops.sparse_softmax_cross_entropy_with_logits(logits, labels,
+                                                               name=name or "SparseSoftmaxCrossEntropyWithLogits")
+    return loss
+
+
+def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None):
+    """Zeroes each element with probability rate (1 - keep_prob) and scales the rest by
+    1 / keep_prob; keep_prob may be a tensor (fed 1.0 to turn it off)."""
+    if rate is not None:
+        keep_prob = 1 - rate
+    with name_scope(name, "dropout"):
+        x = convert_to_tensor(x)
+        keep = convert_to_tensor(keep_prob, x.dtype)
+        noise = gen_ops.random_uniform(array_ops.shape(x) if noise_shape is None else
+                                       convert_to_tensor(noise_shape, dtypes.int32),
+                                       dtype=x.dtype, seed=seed or 0, seed2=0)
+        mask = array_ops.cast(array_ops.less(noise, keep), x.dtype)
+        return x * mask / keep
+
+
+def embedding_lookup(params, ids, partition_strategy="mod", name=None, validate_indices=True, max_norm=None):
+    if isinstance(params, (list, tuple)):
+        if len(params) != 1:
+            raise NotImplementedError("tf.nn.embedding_lookup over partitioned params is not supported by "
+                                      "Tessera yet")
+        params = params[0]
+    return array_ops.gather(params, ids, name=name or "embedding_lookup")
+
+
+__getattr__ = module_getattr("tf.compat.v1.nn")

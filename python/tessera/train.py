@@ -1,0 +1,183 @@
+"""tf.compat.v1.train: the optimizers (minimize, compute_gradients, apply_gradients) with
+TensorFlow 1.x's slot variables and names, and the global step."""
+
+from tessera import array_ops, dtypes, gen_ops
+from tessera.unsupported import module_getattr
+from tessera.framework import Tensor, colocate_with, control_dependencies, convert_to_tensor, get_default_graph
+from tessera.gradients import gradients
+from tessera.variables import GraphKeys, Variable, trainable_variables
+
+
+def get_global_step(graph=None):
+    steps = (graph or get_default_graph()).get_collection(GraphKeys.GLOBAL_STEP)
+    return steps[0] if steps else None
+
+
+def create_global_step(graph=None):
+    graph = graph or get_default_graph()
+    if get_global_step(graph) is not None:
+        raise ValueError('"global_step" already exists.')
+    with graph.as_default(), graph.name_scope(None):
+        return Variable(0, trainable=False, dtype=dtypes.int64, name="global_step",
+                        collections=[GraphKeys.GLOBAL_VARIABLES, GraphKeys.GLOBAL_STEP])
+
+
+def get_or_create_global_step(graph=None):
+    return get_global_step(graph) or create_global_step(graph)
+
+
+class Optimizer:
+    """What the optimizers share: gradients of the loss by the engine, one update op per
+    variable (the engine's Apply* kernels on the variable's reference), grouped."""
+
+    def __init__(self, use_locking, name):
+        self._use_locking = use_locking
+        self._name = name
+        self._slots = {}  # (slot name, variable) -> Variable
+
+    def get_name(self):
+        return self._name
+
+    def minimize(self, loss, global_step=None, var_list=None, gate_gradients=1, aggregation_method=None,
+                 colocate_gradients_with_ops=False, name=None, grad_loss=None):
+        grads_and_vars = self.compute_gradients(loss, var_list, gate_gradients, aggregation_method,
+                                                colocate_gradients_with_ops, grad_loss)
+        if not [v for g, v in grads_and_vars if g is not None]:
+            raise ValueError(f"No gradients provided for any variable, check your graph for ops that do not "
+                             f"support gradients, between variables {[v.name for _, v in grads_and_vars]} and "
+                             f"loss {loss!r}.")
+        return self.apply_gradients(grads_and_vars, global_step=global_step, name=name)
+
+    def compute_gradients(self, loss, var_list=None, gate_gradients=1, aggregation_method=None,
+                          colocate_gradients_with_ops=False, grad_loss=None):
+        var_list = list(var_list) if var_list is not None else trainable_variables()
+        if not var_list:
+            raise ValueError("No variables to optimize.")
+        grads = gradients(loss, var_list, grad_ys=grad_loss, colocate_gradients_with_ops=colocate_gradients_with_ops)
+        return list(zip(grads, var_list))
+
+    def apply_gradients(self, grads_and_vars, global_step=None, name=None):
+        grads_and_vars = [(g, v) for g, v in grads_and_vars if g is not None]
+        graph = get_default_graph()
+        with graph.name_scope(name or self._name) as scope:
+            self._prepare()
+            self._create_non_slots([v for _, v in grads_and_vars])
+            updates = []
+            for grad, var in grads_and_vars:
+                with graph.name_scope("update_" + var.op.name), colocate_with(var):
+                    updates.append(self._apply_dense(grad, var).op)
+            finish = self._finish(updates, scope[:-1])
+            if global_step is None:
+                return finish
+            with control_dependencies([finish]), colocate_with(global_step):
+                return gen_ops.assign_add(global_step._ref(), convert_to_tensor(1, global_step.dtype),
+                                          name=scope[:-1]).op
+
+    # For the optimizers ----------------------------------------------------------------
+    def _prepare(self):
+        pass
+
+    def _create_non_slots(self, var_list):
+        pass
+
+    def _finish(self, update_ops, name):
+        with control_dependencies(update_ops):
+            return gen_ops.no_op(name=name)
+
+    def _zeros_slot(self, var, slot_name):
+        key = (slot_name, var)
+        if key not in self._slots:
+            graph = get_default_graph()
+            with graph.name_scope(None), graph.name_scope(var.op.name + "/"), colocate_with(var):
+                self._slots[key] = Variable(array_ops.zeros(var.shape.as_list(), var.dtype), trainable=False,
+                                            name=self._name if slot_name == "" else f"{self._name}{slot_name}")
+        return self._slots[key]
+
+    def get_slot(self, var, name):
+        return self._slots.get((name, var))
+
+    def _tensor(self, value, var, name):
+        return convert_to_tensor(value, var.dtype, name=name) if not isinstance(value, Tensor) else \
+            array_ops.cast(value, var.dtype)
+
+
+class GradientDescentOptimizer(Optimizer):
+    def __init__(self, learning_rate, use_locking=False, name="GradientDescent"):
+        super().__init__(use_locking, name)
+        self._lr = learning_rate
+
+    def _apply_dense(self, grad, var):
+        return gen_ops.apply_gradient_descent(var, self._tensor(self._lr, var, "learning_rate"), grad,
+                                              use_locking=self._use_locking)
+
+
+class MomentumOptimizer(Optimizer):
+    def __init__(self, learning_rate, momentum, use_locking=False, name="Momentum", use_nesterov=False):
+        super().__init__(use_locking, name)
+        self._lr, self._momentum, self._nesterov = learning_rate, momentum, use_nesterov
+
+    def _apply_dense(self, grad, var):
+        accum = self._zeros_slot(var, "")
+        return gen_ops.apply_momentum(var, accum, self._tensor(self._lr, var, "learning_rate"), grad,
+                                      self._tensor(self._momentum, var, "momentum"),
+                                      use_locking=self._use_locking, use_nesterov=self._nesterov)
+
+
+class AdamOptimizer(Optimizer):
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-08, use_locking=False, name="Adam"):
+        super().__init__(use_locking, name)
+        self._lr, self._beta1, self._beta2, self._epsilon = learning_rate, beta1, beta2, epsilon
+        self._powers = None
+
+    def _create_non_slots(self, var_list):
+        # TensorFlow 1.x keeps beta1^t and beta2^t as two variables beside the first one.
+        if self._powers is None:
+            graph = get_default_graph()
+            first = min(var_list, key=lambda v: v.op.name)
+            with graph.name_scope(None), colocate_with(first):
+                self._powers = (Variable(float(self._beta1), trainable=False, name="beta1_power", dtype=first.dtype),
+                                Variable(float(self._beta2), trainable=False, name="beta2_power", dtype=first.dtype))
+
+    def _apply_dense(self, grad, var):
+        m, v = self._zeros_slot(var, ""), self._zeros_slot(var, "_1")
+        b1, b2 = self._powers
+        return gen_ops.apply_adam(var, m, v, array_ops.cast(b1, var.dtype), array_ops.cast(b2, var.dtype),
+                                  self._tensor(self._lr, var, "learning_rate"), self._tensor(self._beta1, var, "beta1"),
+                                  self._tensor(self._beta2, var, "beta2"), self._tensor(self._epsilon, var, "epsilon"),
+                                  grad, use_locking=self._use_locking)
+
+    def _finish(self, update_ops, name):
+        b1, b2 = self._powers
+        with control_dependencies(update_ops), colocate_with(b1):
+            u1 = b1.assign(b1 * self._beta1, use_locking=self._use_locking)
+            u2 = b2.assign(b2 * self._beta2, use_locking=self._use_locking)
+        with control_dependencies(update_ops + [u1.op, u2.op]):
+            return gen_ops.no_op(name=name)
+
+
+class RMSPropOptimizer(Optimizer):
+    def __init__(self, learning_rate, decay=0.9, momentum=0.0, epsilon=1e-10, use_locking=False, centered=False,
+                 name="RMSProp"):
+        if centered:
+            raise NotImplementedError("tf.compat.v1.train.RMSPropOptimizer(centered=True) is not supported by "
+                                      "Tessera yet")
+        super().__init__(use_locking, name)
+        self._lr, self._decay, self._momentum, self._epsilon = learning_rate, decay, momentum, epsilon
+
+    def _apply_dense(self, grad, var):
+        graph = get_default_graph()
+        key = ("rms", var)
+        if key not in self._slots:
+            with graph.name_scope(None), graph.name_scope(var.op.name + "/"), colocate_with(var):
+                # TensorFlow starts the mean square at ones.
+                self._slots[key] = Variable(array_ops.ones(var.shape.as_list(), var.dtype), trainable=False,
+                                            name=self._name)
+        ms, mom = self._slots[key], self._zeros_slot(var, "_1")
+        return gen_ops.apply_rms_prop(var, ms, mom, self._tensor(self._lr, var, "learning_rate"),
+                                      self._tensor(self._decay, var, "decay"),
+                                      self._tensor(self._momentum, var, "momentum"),
+                                      self._tensor(self._epsilon, var, "epsilon"), grad,
+                                      use_locking=self._use_locking)
+
+
+__getattr__ = module_getattr("tf.compat.v1.train")
