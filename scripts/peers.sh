@@ -5,9 +5,9 @@
 # benchmarks and conformance only; nothing in the build or the test suite needs them.
 set -euo pipefail
 venv=${TESSERA_PEERS_VENV:-$HOME/.cache/tessera-peers}
-if ! "$venv/bin/python" -c "import tensorflow, numpy, onnxruntime, tf2onnx" >/dev/null 2>&1; then
-  echo "peers: installing tensorflow-cpu, numpy, onnxruntime and tf2onnx into $venv (large, once)" >&2
+if ! "$venv/bin/python" -c "import tensorflow, numpy, onnxruntime, tf2onnx, tf_keras" >/dev/null 2>&1; then
+  echo "peers: installing tensorflow-cpu, numpy, onnxruntime, tf2onnx and tf_keras into $venv (large, once)" >&2
   python3 -m venv "$venv" >&2
-  "$venv/bin/pip" install -q --disable-pip-version-check tensorflow-cpu numpy onnxruntime tf2onnx >&2
+  "$venv/bin/pip" install -q --disable-pip-version-check tensorflow-cpu numpy onnxruntime tf2onnx tf_keras >&2
 fi
 echo "$venv/bin/python"

@@ -1,6 +1,7 @@
 // Gradients of the element-wise, matrix and reduction ops: registered into
 // GradientRegistry::Global() by name, following TensorFlow's math_grad.
 #include "graph/builder/gradients.h"
+#include "graph/builder/op_builder.h"
 #include "graph/builder/ops.h"
 #include "graph/op_kinds.h"
 
@@ -254,6 +255,21 @@ Status CastGrad(const Scope& s, const Operation& op, const std::vector<Output>& 
   return s.status();
 }
 
+Status NoGradient(const Scope&, const Operation&, const std::vector<Output>&, std::vector<Output>* grads) {
+  grads->clear();
+  return Status::OK();
+}
+
+// The gradient goes to the operand the condition chose, element by element; each operand's
+// share summed back to its shape where the select broadcast it (SelectV2).
+Status SelectGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
+  const Output c = In(op, 0), zeros = ops::ZerosLike(s, g[0]);
+  const Output gx = ops::Build(s, op.node()->op(), {c, g[0], zeros});
+  const Output gy = ops::Build(s, op.node()->op(), {c, zeros, g[0]});
+  *grads = {Output(), Unbroadcast(s, gx, In(op, 1), Out(op)), Unbroadcast(s, gy, In(op, 2), Out(op))};
+  return s.status();
+}
+
 }  // namespace
 
 void RegisterMathGradients(GradientRegistry& r) {
@@ -285,6 +301,16 @@ void RegisterMathGradients(GradientRegistry& r) {
   RegisterCoreGradient(r, "SplitV", SplitVGrad);
   RegisterCoreGradient(r, "ConcatV2", ConcatGrad);
   RegisterCoreGradient(r, "Cast", CastGrad);
+  RegisterCoreGradient(r, "Select", SelectGrad);
+  RegisterCoreGradient(r, "SelectV2", SelectGrad);
+  // Ops whose outputs carry no gradient back (TensorFlow's NotDifferentiable): a path through
+  // them, such as dropout's mask from the shape of its input, ends there.
+  for (const char* op : {"Shape", "Size", "Equal", "NotEqual", "Less", "LessEqual", "Greater", "GreaterEqual",
+                         "LogicalAnd", "LogicalOr", "LogicalNot", "ArgMax", "RandomUniform", "RandomStandardNormal",
+                         "TruncatedNormal", "ZerosLike", "OnesLike", "Range", "BroadcastGradientArgs", "FloorDiv",
+                         "TruncateDiv"}) {
+    RegisterCoreGradient(r, op, NoGradient);
+  }
 }
 
 }  // namespace tessera

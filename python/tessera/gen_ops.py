@@ -39,7 +39,7 @@ def apply_op(op_def, args, attrs, name=None):
         values = list(value) if (arg["number_attr"] or arg["type_list"]) and isinstance(value, (list, tuple)) \
             else [value]
         values = [_as_tensor_arg(v) for v in values]
-        if arg["type_attr"] and arg["type_attr"] not in attrs:
+        if arg["type_attr"] and not arg["type_list"] and arg["type_attr"] not in attrs:
             first = next((v for v in values if isinstance(v, Tensor)), None)
             if first is not None:
                 attrs[arg["type_attr"]] = first.dtype

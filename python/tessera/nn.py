@@ -103,7 +103,9 @@ def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None
                                        convert_to_tensor(noise_shape, dtypes.int32),
                                        dtype=x.dtype, seed=seed or 0, seed2=0)
         mask = array_ops.cast(array_ops.less(noise, keep), x.dtype)
-        return x * mask / keep
+        out = x * mask / keep
+        out.set_shape(x.shape)  # the noise's shape is x's, known only when the step runs
+        return out
 
 
 def embedding_lookup(params, ids, partition_strategy="mod", name=None, validate_indices=True, max_norm=None):

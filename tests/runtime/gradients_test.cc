@@ -7,6 +7,7 @@
 #include <random>
 
 #include "graph/builder/gradients.h"
+#include "graph/builder/op_builder.h"
 #include "graph/builder/ops.h"
 #include "runtime/session.h"
 #include "tests/test_util.h"
@@ -259,6 +260,45 @@ TEST(GradientsTest, MaximaMinimaAndBroadcastTo) {
   EXPECT_LT(MaxGradientError({{3, 1}},
                              [](const Scope& s, const auto& x) {
                                return ops::BroadcastTo(s, x[0], Tensor::FromVector<int32_t>({2, 3, 4}));
+                             }),
+            kTolerance);
+}
+
+// The condition is a constant: each element's gradient goes to the operand it chose, and
+// SelectV2's broadcast operands get theirs summed.
+TEST(GradientsTest, SelectAndSelectV2) {
+  const Tensor pick = Tensor::FromVector<bool>({true, false, false, true, true, false}, TensorShape({2, 3}));
+  EXPECT_LT(MaxGradientError({{2, 3}, {2, 3}},
+                             [&](const Scope& s, const auto& x) {
+                               return ops::Build(s, "Select", {ops::Const(s, pick), x[0], x[1]});
+                             }),
+            kTolerance);
+  for (const auto& [a, b] : std::vector<std::pair<TensorShape, TensorShape>>{{{2, 3}, {3}}, {{}, {2, 3}}}) {
+    SCOPED_TRACE(a.DebugString() + " and " + b.DebugString());
+    EXPECT_LT(MaxGradientError({a, b},
+                               [&](const Scope& s, const auto& x) {
+                                 return ops::Build(s, "SelectV2", {ops::Const(s, pick), x[0], x[1]});
+                               }),
+              kTolerance);
+  }
+  EXPECT_LT(MaxGradientError({{2, 3}, {2, 3}},
+                             [&](const Scope& s, const auto& x) {
+                               return ops::Build(s, "SelectV2", {ops::Const(s, Tensor::Scalar(false)), x[0], x[1]});
+                             }),
+            kTolerance);
+}
+
+// A mask made by comparing with the input, and the input's shape, carry no gradient back
+// (dropout's path): x * (x > 0) differentiates as a relu does, and x * size(x) as a scale.
+TEST(GradientsTest, ComparisonsAndShapesEndAPath) {
+  EXPECT_LT(MaxGradientError({{3, 4}},
+                             [](const Scope& s, const auto& x) {
+                               return ops::Mul(s, x[0], ops::Cast(s, ops::Greater(s, x[0], 0.0), kD));
+                             }),
+            kTolerance);
+  EXPECT_LT(MaxGradientError({{3, 4}},
+                             [](const Scope& s, const auto& x) {
+                               return ops::Mul(s, x[0], ops::Cast(s, ops::Size(s, x[0]), kD));
                              }),
             kTolerance);
 }

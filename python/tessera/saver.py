@@ -1,0 +1,127 @@
+"""tf.compat.v1.train.Saver: variables saved to and restored from TensorFlow's checkpoint
+format (a tensor bundle: PREFIX.index and PREFIX.data-00000-of-00001, by the engine's SaveV2
+and RestoreV2), which TensorFlow's own Saver and tf.train.load_checkpoint read; and the
+"checkpoint" state file beside them that tf.train.latest_checkpoint reads."""
+
+import os
+import re
+
+from tessera import dtypes, errors, gen_ops
+from tessera.framework import constant, control_dependencies, get_default_graph
+from tessera.variables import GraphKeys, global_variables
+
+
+def _state_path(directory):
+    return os.path.join(directory, "checkpoint")
+
+
+def get_checkpoint_state(checkpoint_dir, latest_filename=None):
+    """The "checkpoint" file's paths: (latest, [all kept]) or None where there is none."""
+    path = os.path.join(checkpoint_dir, latest_filename or "checkpoint")
+    if not os.path.isfile(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    latest = re.search(r'^model_checkpoint_path: "(.*)"$', text, re.M)
+    kept = re.findall(r'^all_model_checkpoint_paths: "(.*)"$', text, re.M)
+    if latest is None:
+        return None
+
+    def absolute(p):
+        return p if os.path.isabs(p) else os.path.join(checkpoint_dir, p)
+    return absolute(latest.group(1)), [absolute(p) for p in kept]
+
+
+def latest_checkpoint(checkpoint_dir, latest_filename=None):
+    state = get_checkpoint_state(checkpoint_dir, latest_filename)
+    if state is None or not os.path.isfile(state[0] + ".index"):
+        return None
+    return state[0]
+
+
+def checkpoint_exists(checkpoint_prefix):
+    return os.path.isfile(checkpoint_prefix + ".index")
+
+
+class Saver:
+    """Saves and restores `var_list` (all global variables by default; a dict maps the names
+    in the checkpoint to variables) with TensorFlow 1.x's nodes: save/Const (the path),
+    save/SaveV2, save/control_dependency, save/RestoreV2, save/restore_all."""
+
+    def __init__(self, var_list=None, reshape=False, sharded=False, max_to_keep=5,
+                 keep_checkpoint_every_n_hours=10000.0, name=None, restore_sequentially=False, saver_def=None,
+                 builder=None, defer_build=False, allow_empty=False, write_version=2, pad_step_number=False,
+                 save_relative_paths=False, filename=None):
+        if sharded or reshape:
+            raise NotImplementedError("tf.compat.v1.train.Saver(sharded=True / reshape=True) is not supported by "
+                                      "Tessera yet")
+        if var_list is None:
+            var_list = global_variables()
+        if isinstance(var_list, dict):
+            named = sorted(var_list.items())
+        else:
+            named = sorted((v.op.name, v) for v in var_list)
+        if not named and not allow_empty:
+            raise ValueError("No variables to save")
+        self._max_to_keep = max_to_keep
+        self._kept = []
+        graph = get_default_graph()
+        with graph.name_scope(name or "save"):
+            self._filename = constant(filename or "model", dtypes.string, name="Const")
+            names = constant([n for n, _ in named], dtypes.string, name="SaveV2/tensor_names")
+            slices = constant([""] * len(named), dtypes.string, name="SaveV2/shape_and_slices")
+            save = gen_ops.save_v2(self._filename, names, slices, [v for _, v in named], name="SaveV2")
+            with control_dependencies([save]):
+                self._save_tensor = gen_ops.identity(self._filename, name="control_dependency")
+            restored = gen_ops.restore_v2(self._filename, names, slices, dtypes=[v.dtype for _, v in named],
+                                          name="RestoreV2")
+            restored = restored if isinstance(restored, list) else [restored]
+            assigns = [gen_ops.assign(v._ref(), r, name="Assign").op for (_, v), r in zip(named, restored)]
+            with control_dependencies(assigns):
+                self._restore_op = gen_ops.no_op(name="restore_all")
+        graph.add_to_collection(GraphKeys.SAVERS, self)
+
+    def save(self, sess, save_path, global_step=None, latest_filename=None, meta_graph_suffix="meta",
+             write_meta_graph=True, write_state=True, strip_default_attrs=False, save_debug_info=False):
+        if global_step is not None:
+            step = global_step if isinstance(global_step, int) else int(sess.run(global_step))
+            save_path = f"{save_path}-{step}"
+        directory = os.path.dirname(save_path) or "."
+        if not os.path.isdir(directory):
+            raise ValueError(f"Parent directory of {save_path} doesn't exist, can't save.")
+        sess.run(self._save_tensor, {self._filename: save_path})
+        if write_state:
+            self._remember(save_path, directory, latest_filename)
+        return save_path
+
+    def _remember(self, save_path, directory, latest_filename):
+        if save_path in self._kept:
+            self._kept.remove(save_path)
+        self._kept.append(save_path)
+        while self._max_to_keep and len(self._kept) > self._max_to_keep:
+            old = self._kept.pop(0)
+            for suffix in (".index", ".data-00000-of-00001"):
+                if os.path.isfile(old + suffix):
+                    os.remove(old + suffix)
+
+        def relative(p):
+            return os.path.relpath(p, directory) if os.path.dirname(os.path.abspath(p)) == os.path.abspath(
+                directory) else p
+        lines = [f'model_checkpoint_path: "{relative(save_path)}"'] + [
+            f'all_model_checkpoint_paths: "{relative(p)}"' for p in self._kept]
+        state = os.path.join(directory, latest_filename or "checkpoint")
+        # Written whole then renamed: a reader never sees half a state file.
+        with open(state + ".tmp", "w", encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n")
+        os.replace(state + ".tmp", state)
+
+    def restore(self, sess, save_path):
+        if save_path is None:
+            raise ValueError("Can't load save_path when it is None.")
+        if not checkpoint_exists(save_path):
+            raise errors.NotFoundError(None, None, f"The passed save_path is not a valid checkpoint: {save_path}")
+        sess.run(self._restore_op, {self._filename: save_path})
+
+    @property
+    def last_checkpoints(self):
+        return list(self._kept)

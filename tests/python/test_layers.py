@@ -1,0 +1,115 @@
+"""tf.layers, variable scopes and get_variable, with TensorFlow 2.21's names; and the TF1
+tutorials' patterns trained end to end on Fashion-MNIST."""
+
+import numpy as np
+import pytest
+
+import tessera.compat.v1 as tf
+
+
+def test_layer_and_variable_names_are_tensorflows():
+    x = tf.placeholder(tf.float32, [None, 28, 28, 1], name="images")
+    net = tf.layers.conv2d(x, 32, 5, padding="same", activation=tf.nn.relu)
+    net = tf.layers.max_pooling2d(net, 2, 2)
+    net = tf.layers.conv2d(net, 64, 5, padding="same", activation=tf.nn.relu)
+    flat = tf.layers.flatten(net)
+    d = tf.layers.dense(flat, 10, name="logits")
+    d2 = tf.layers.dense(d, 10)
+    with tf.variable_scope("block"):
+        v = tf.get_variable("w", [3])
+        with tf.variable_scope("inner"):
+            u = tf.get_variable("u", [2], initializer=tf.zeros_initializer())
+    with tf.variable_scope("block", reuse=True):
+        v_again = tf.get_variable("w")
+    with tf.variable_scope("block", reuse=tf.AUTO_REUSE):
+        z = tf.get_variable("z", [1])
+    assert sorted(v.op.name for v in tf.global_variables()) == [
+        "block/inner/u", "block/w", "block/z", "conv2d/bias", "conv2d/kernel", "conv2d_1/bias", "conv2d_1/kernel",
+        "dense/bias", "dense/kernel", "logits/bias", "logits/kernel"]
+    assert [t.name for t in (net, flat, d, d2)] == ["conv2d_1/Relu:0", "flatten/Reshape:0", "logits/BiasAdd:0",
+                                                    "dense/BiasAdd:0"]
+    assert v_again is v and u.name == "block/inner/u:0" and z.name == "block/z:0"
+    assert flat.shape.as_list() == [None, 14 * 14 * 64]
+    with pytest.raises(ValueError, match="Variable block/w already exists, disallowed"):
+        with tf.variable_scope("block"):
+            tf.get_variable("w", [3])
+    with pytest.raises(ValueError, match="does not exist"):
+        with tf.variable_scope("block", reuse=True):
+            tf.get_variable("nope", [3])
+
+
+def test_glorot_uniform_stays_in_its_limit_and_a_graph_seed_repeats():
+    tf.set_random_seed(3)
+    k = tf.get_variable("k", [100, 50])
+    limit = np.sqrt(6 / 150)
+    with tf.Session() as a, tf.Session() as b:
+        a.run(k.initializer)
+        b.run(k.initializer)
+        first, second = a.run(k), b.run(k)
+    assert np.abs(first).max() <= limit and np.abs(first).max() > 0.9 * limit
+    np.testing.assert_array_equal(first, second)
+
+
+def test_dropout_scales_what_it_keeps_only_when_training():
+    x = tf.ones([1000])
+    training = tf.placeholder_with_default(False, [])
+    y = tf.layers.dropout(x, rate=0.25, training=training)
+    with tf.Session() as sess:
+        np.testing.assert_array_equal(sess.run(y), np.ones(1000))
+        dropped = sess.run(y, {training: True})
+    kept = dropped[dropped != 0]
+    np.testing.assert_allclose(kept, 1 / 0.75, rtol=1e-6)
+    assert 650 < kept.size < 850
+
+
+def test_softmax_regression_learns_fashion_mnist(fashion):
+    (train_x, train_y), (test_x, test_y) = fashion
+    x = tf.placeholder(tf.float32, [None, 784])
+    y = tf.placeholder(tf.int64, [None])
+    w = tf.Variable(tf.zeros([784, 10]))
+    b = tf.Variable(tf.zeros([10]))
+    logits = tf.matmul(x, w) + b
+    loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits_v2(labels=tf.one_hot(y, 10), logits=logits))
+    train = tf.train.GradientDescentOptimizer(0.5).minimize(loss)
+    accuracy = tf.reduce_mean(tf.cast(tf.equal(tf.argmax(logits, 1), y), tf.float32))
+    flat_train, flat_test = train_x.reshape(-1, 784), test_x.reshape(-1, 784)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        for step in range(100):
+            batch = slice(step * 60 % 6000, step * 60 % 6000 + 60)
+            sess.run(train, {x: flat_train[batch], y: train_y[batch]})
+        assert sess.run(accuracy, {x: flat_test, y: test_y}) > 0.7
+
+
+def test_the_cnn_tutorial_trains_with_adam_and_restores(fashion, tmp_path):
+    (train_x, train_y), (test_x, test_y) = fashion
+    tf.set_random_seed(1)
+    x = tf.placeholder(tf.float32, [None, 28, 28, 1])
+    y = tf.placeholder(tf.int64, [None])
+    training = tf.placeholder_with_default(False, [])
+    net = tf.layers.conv2d(x, 16, 5, padding="same", activation=tf.nn.relu)
+    net = tf.layers.max_pooling2d(net, 2, 2)
+    net = tf.layers.conv2d(net, 32, 5, padding="same", activation=tf.nn.relu)
+    net = tf.layers.max_pooling2d(net, 2, 2)
+    net = tf.layers.dense(tf.layers.flatten(net), 128, activation=tf.nn.relu)
+    logits = tf.layers.dense(tf.layers.dropout(net, rate=0.4, training=training), 10)
+    loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+    step = tf.train.get_or_create_global_step()
+    train = tf.train.AdamOptimizer(1e-3).minimize(loss, global_step=step)
+    accuracy = tf.reduce_mean(tf.cast(tf.equal(tf.argmax(logits, 1), y), tf.float32))
+    saver = tf.train.Saver()
+    rng = np.random.RandomState(0)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        first = None
+        for _ in range(80):
+            batch = rng.randint(0, len(train_x), 64)
+            value, _ = sess.run([loss, train], {x: train_x[batch], y: train_y[batch], training: True})
+            first = value if first is None else first
+        trained = sess.run(accuracy, {x: test_x, y: test_y})
+        path = saver.save(sess, str(tmp_path / "cnn"), global_step=step)
+    assert value < first / 2 and trained > 0.7
+    with tf.Session() as fresh:
+        saver.restore(fresh, path)
+        assert fresh.run(accuracy, {x: test_x, y: test_y}) == trained
+        assert fresh.run(step) == 80
