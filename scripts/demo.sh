@@ -5,7 +5,8 @@
 # checkpoint, a Chrome trace of one step and the inference graphs to out/, then classifies
 # test images from the checkpoint and runs the frozen graph through `tessera run`.
 # Arguments go to `tessera train` (e.g. --epochs 1 --devices 1 --threads 1).
-# Then the short demos of placement, replication and the JSON command line.
+# Then the short demos: a TensorFlow 1.x script in Python, placement, replication and the
+# JSON command line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -21,6 +22,10 @@ build/examples/classify out/fashion_cnn_inference.json out/fashion_cnn.ckpt
 echo
 echo "== tessera run out/fashion_cnn_frozen.json (one test image, an ankle boot) =="
 build/tools/tessera run out/fashion_cnn_frozen.json --feed images=tests/tools/ankle_boot.json --fetch classes
+echo
+echo "== examples/python/tour.py (a TF1 script on tessera.compat.v1; pip install . into build-python/venv) =="
+python=$(TESSERA_PYTHON_TESTS=0 scripts/python_package.sh)
+"$python" examples/python/tour.py
 echo
 echo "== examples/placement_demo (C++ API) =="
 build/examples/placement_demo
