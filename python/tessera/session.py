@@ -146,6 +146,7 @@ class Session:
         self._session = _core.Session(self._graph._core, target, self._config._to_json())
         self._closed = False
         self._default_context = None
+        self._started = set()  # the one-shot iterators this session has started
         if self._config.log_device_placement:
             print("Device mapping:")
             for record in self._session.placement():
@@ -178,11 +179,20 @@ class Session:
                 raise TypeError(f"Cannot interpret feed_dict key as Tensor: {key!r} is an Operation.")
             feeds.append((tensor.name, _feed_array(tensor, value)))
         timeout = options.timeout_in_ms if options is not None else 0
+        self._start_one_shot_iterators()
         values = self._session.run(feeds, fetch_names, targets, timeout)
         if run_metadata is not None:
             run_metadata.placement = self._session.placement()
         results = [None if i is None else _scalar_or_array(values[i]) for i in where]
         return rebuild(results)
+
+    def _start_one_shot_iterators(self):
+        # A one-shot iterator starts itself on the first step that could use it (data.py).
+        from tessera.data import ONE_SHOT_ITERATORS
+        pending = [op for op in self._graph.get_collection(ONE_SHOT_ITERATORS) if op not in self._started]
+        if pending:
+            self._session.run([], [], [op.name for op in pending], 0)
+            self._started.update(pending)
 
     def close(self):
         if not self._closed:

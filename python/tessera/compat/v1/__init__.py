@@ -20,7 +20,7 @@ from tessera.framework import (Graph, Operation, Tensor, TensorShape, add_to_col
                                get_collection, get_collection_ref, get_default_graph, name_scope, placeholder,
                                placeholder_with_default, register_tensor_conversion_function,
                                reset_default_graph)
-from tessera import layers, nn, train
+from tessera import data, layers, nn, train
 from tessera.gen_ops import raw_ops
 from tessera.gradients import gradients
 from tessera.unsupported import module_getattr

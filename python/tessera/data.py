@@ -1,0 +1,221 @@
+"""tf.data in graph mode: Datasets built from the engine's dataset ops, their elements any
+nest of tuples and dicts of tensors, and the TF1 iterators over them
+(make_one_shot_iterator, make_initializable_iterator). The end of a dataset is
+tf.errors.OutOfRangeError from get_next, as in TensorFlow.
+
+A one-shot iterator starts itself the first time a session runs anything of its graph (the
+session runs its MakeIterator once), where TensorFlow's runs a dataset function.
+Dataset.map and filter take Python functions in TensorFlow; they need graph functions,
+which the Python package does not make yet.
+"""
+
+import itertools
+
+from tessera import dtypes, gen_ops
+from tessera.framework import TensorShape, convert_to_tensor, get_default_graph, name_scope
+from tessera.unsupported import module_getattr
+
+ONE_SHOT_ITERATORS = "tessera_one_shot_iterators"  # a graph collection: (iterator, MakeIterator op)
+_iterator_names = itertools.count()
+
+
+# An element's structure is made of tuples (namedtuples too) and dicts, as in tf.data; a
+# list is a value (one tensor), not a structure.
+def _flatten(structure):
+    if isinstance(structure, dict):
+        return [leaf for key in sorted(structure) for leaf in _flatten(structure[key])]
+    if isinstance(structure, tuple):
+        return [leaf for item in structure for leaf in _flatten(item)]
+    return [structure]
+
+
+def _pack(structure, leaves):
+    """`leaves` (an iterator) put back into `structure`'s shape."""
+    if isinstance(structure, dict):
+        return {key: _pack(structure[key], leaves) for key in sorted(structure)}
+    if isinstance(structure, tuple) and hasattr(structure, "_fields"):
+        return type(structure)(*[_pack(item, leaves) for item in structure])
+    if isinstance(structure, tuple):
+        return tuple(_pack(item, leaves) for item in structure)
+    return next(leaves)
+
+
+class Dataset:
+    """A dataset: the engine's variant tensor, and the structure of its elements (a nest of
+    (dtype, shape) pairs)."""
+
+    def __init__(self, variant, element_spec):
+        self._variant = variant
+        self._spec = element_spec
+
+    # Where elements come from ---------------------------------------------------------------
+    @staticmethod
+    def _from_components(op, structure, slice_rows):
+        leaves = [convert_to_tensor(t) for t in _flatten(structure)]
+        shapes = [TensorShape(t.shape[1:] if slice_rows else t.shape) for t in leaves]
+        variant = op(leaves, output_shapes=shapes)
+        return Dataset(variant, _pack(structure, iter([(t.dtype, s) for t, s in zip(leaves, shapes)])))
+
+    @staticmethod
+    def from_tensor_slices(tensors):
+        with name_scope(None, "TensorSliceDataset"):
+            return Dataset._from_components(gen_ops.tensor_slice_dataset, tensors, True)
+
+    @staticmethod
+    def from_tensors(tensors):
+        with name_scope(None, "TensorDataset"):
+            return Dataset._from_components(gen_ops.tensor_dataset, tensors, False)
+
+    @staticmethod
+    def range(*args):
+        start, stop, step = (0, args[0], 1) if len(args) == 1 else (args + (1,))[:3]
+        variant = gen_ops.range_dataset(*[convert_to_tensor(v, dtypes.int64) for v in (start, stop, step)],
+                                        output_types=[dtypes.int64], output_shapes=[TensorShape([])])
+        return Dataset(variant, (dtypes.int64, TensorShape([])))
+
+    @staticmethod
+    def zip(datasets):
+        parts = _flatten(datasets)
+        specs = [s for d in parts for s in _flatten_specs(d._spec)]
+        variant = gen_ops.zip_dataset([d._variant for d in parts], output_types=[t for t, _ in specs],
+                                      output_shapes=[s for _, s in specs])
+        return Dataset(variant, _pack(datasets, iter([d._spec for d in parts])))
+
+    # Transformations ------------------------------------------------------------------------
+    def _types_and_shapes(self):
+        specs = _flatten_specs(self._spec)
+        return {"output_types": [t for t, _ in specs], "output_shapes": [s for _, s in specs]}
+
+    def _like(self, variant, spec=None):
+        return Dataset(variant, self._spec if spec is None else spec)
+
+    def batch(self, batch_size, drop_remainder=False):
+        rows = batch_size if drop_remainder and isinstance(batch_size, int) else None
+        spec = _map_specs(self._spec, lambda t, s: (t, TensorShape([rows] + (s.dims or [])) if s.dims is not None
+                                                     else TensorShape(None)))
+        specs = _flatten_specs(spec)
+        variant = gen_ops.batch_dataset_v2(self._variant, convert_to_tensor(batch_size, dtypes.int64),
+                                           convert_to_tensor(drop_remainder, dtypes.bool),
+                                           output_types=[t for t, _ in specs], output_shapes=[s for _, s in specs])
+        return self._like(variant, spec)
+
+    def shuffle(self, buffer_size, seed=None, reshuffle_each_iteration=None):
+        graph_seed = get_default_graph().seed
+        seed, seed2 = (0, 0) if seed is None and graph_seed is None else (graph_seed or 87654321, seed or 0)
+        variant = gen_ops.shuffle_dataset(
+            self._variant, convert_to_tensor(buffer_size, dtypes.int64), convert_to_tensor(seed, dtypes.int64),
+            convert_to_tensor(seed2, dtypes.int64),
+            reshuffle_each_iteration=True if reshuffle_each_iteration is None else reshuffle_each_iteration,
+            **self._types_and_shapes())
+        return self._like(variant)
+
+    def repeat(self, count=None):
+        return self._like(gen_ops.repeat_dataset(self._variant, convert_to_tensor(-1 if count is None else count,
+                                                                                  dtypes.int64),
+                                                 **self._types_and_shapes()))
+
+    def take(self, count):
+        return self._like(gen_ops.take_dataset(self._variant, convert_to_tensor(count, dtypes.int64),
+                                               **self._types_and_shapes()))
+
+    def skip(self, count):
+        return self._like(gen_ops.skip_dataset(self._variant, convert_to_tensor(count, dtypes.int64),
+                                               **self._types_and_shapes()))
+
+    def prefetch(self, buffer_size):
+        return self._like(gen_ops.prefetch_dataset(self._variant, convert_to_tensor(buffer_size, dtypes.int64),
+                                                   **self._types_and_shapes()))
+
+    def cache(self, filename=""):
+        return self._like(gen_ops.cache_dataset(self._variant, convert_to_tensor(filename, dtypes.string),
+                                                **self._types_and_shapes()))
+
+    def map(self, map_func, num_parallel_calls=None, deterministic=None):
+        raise NotImplementedError("tf.data.Dataset.map is not supported by Tessera yet: it needs graph functions "
+                                  "made from Python")
+
+    def filter(self, predicate):
+        raise NotImplementedError("tf.data.Dataset.filter is not supported by Tessera yet: it needs graph "
+                                  "functions made from Python")
+
+    @property
+    def output_types(self):
+        return _map_specs(self._spec, lambda t, s: t)
+
+    @property
+    def output_shapes(self):
+        return _map_specs(self._spec, lambda t, s: s)
+
+    # TF1 iterators --------------------------------------------------------------------------
+    def make_one_shot_iterator(self):
+        iterator = Iterator._make(self)
+        get_default_graph().add_to_collection(ONE_SHOT_ITERATORS, iterator.initializer)
+        return iterator
+
+    def make_initializable_iterator(self, shared_name=None):
+        return Iterator._make(self, shared_name)
+
+
+def _flatten_specs(spec):
+    if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], dtypes.DType):
+        return [spec]
+    if isinstance(spec, dict):
+        return [leaf for key in sorted(spec) for leaf in _flatten_specs(spec[key])]
+    return [leaf for item in spec for leaf in _flatten_specs(item)]  # a tuple
+
+
+def _map_specs(spec, fn):
+    if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], dtypes.DType):
+        return fn(*spec)
+    if isinstance(spec, dict):
+        return {key: _map_specs(value, fn) for key, value in spec.items()}
+    if hasattr(spec, "_fields"):
+        return type(spec)(*[_map_specs(item, fn) for item in spec])
+    return tuple(_map_specs(item, fn) for item in spec)
+
+
+class Iterator:
+    """tf.compat.v1.data.Iterator: `initializer` (re)starts it on its dataset; `get_next()`
+    is the next element, in the dataset's structure."""
+
+    @staticmethod
+    def _make(dataset, shared_name=None):
+        specs = _flatten_specs(dataset._spec)
+        handle = gen_ops.iterator(shared_name=shared_name or f"iterator_{next(_iterator_names)}",
+                                  output_types=[t for t, _ in specs], output_shapes=[s for _, s in specs])
+        return Iterator(handle, gen_ops.make_iterator(dataset._variant, handle), dataset._spec)
+
+    def __init__(self, handle, initializer, spec):
+        self._handle, self._initializer, self._spec = handle, initializer, spec
+
+    @property
+    def initializer(self):
+        return self._initializer
+
+    def get_next(self, name=None):
+        specs = _flatten_specs(self._spec)
+        components = gen_ops.iterator_get_next(self._handle, output_types=[t for t, _ in specs],
+                                               output_shapes=[s for _, s in specs], name=name or "IteratorGetNext")
+        components = components if isinstance(components, list) else [components]
+        for tensor, (_, shape) in zip(components, specs):
+            tensor.set_shape(shape)
+        return _pack(_map_specs(self._spec, lambda t, s: None), iter(components))
+
+    @property
+    def output_types(self):
+        return _map_specs(self._spec, lambda t, s: t)
+
+    @property
+    def output_shapes(self):
+        return _map_specs(self._spec, lambda t, s: s)
+
+
+def make_one_shot_iterator(dataset):
+    return dataset.make_one_shot_iterator()
+
+
+def make_initializable_iterator(dataset, shared_name=None):
+    return dataset.make_initializable_iterator(shared_name)
+
+
+__getattr__ = module_getattr("tf.compat.v1.data")

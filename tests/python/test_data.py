@@ -1,0 +1,82 @@
+"""tf.data in graph mode: datasets from tensors, their transformations, nested elements,
+and the TF1 iterators ending with OutOfRangeError."""
+
+import numpy as np
+import pytest
+
+import tessera.compat.v1 as tf
+
+
+def drain(sess, element):
+    out = []
+    try:
+        while True:
+            out.append(sess.run(element))
+    except tf.errors.OutOfRangeError:
+        return out
+
+
+def test_slices_batch_and_end_with_out_of_range():
+    features = np.arange(10, dtype=np.float32)
+    ds = tf.data.Dataset.from_tensor_slices((features, np.arange(10))).batch(4)
+    assert ds.output_types == (tf.float32, tf.int64)
+    assert ds.output_shapes[0].as_list() == [None]
+    x, y = tf.data.make_one_shot_iterator(ds).get_next()
+    with tf.Session() as sess:
+        batches = drain(sess, (x, y))
+        # Exhausted stays exhausted.
+        with pytest.raises(tf.errors.OutOfRangeError):
+            sess.run(x)
+    assert [b[0].tolist() for b in batches] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+    assert [b[1].tolist() for b in batches] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+
+
+def test_shuffle_keeps_every_element_and_drop_remainder_fixes_the_batch():
+    ds = tf.data.Dataset.range(20).shuffle(20, seed=3).batch(6, drop_remainder=True)
+    assert ds.output_shapes.as_list() == [6]
+    n = tf.data.make_one_shot_iterator(ds).get_next()
+    with tf.Session() as sess:
+        got = np.concatenate(drain(sess, n))
+    assert len(got) == 18 and len(set(got.tolist())) == 18 and got.tolist() != sorted(got.tolist())
+
+
+def test_an_initializable_iterator_restarts():
+    ds = tf.data.Dataset.range(5).repeat(2).skip(1).take(7)
+    it = tf.data.make_initializable_iterator(ds)
+    n = it.get_next()
+    with tf.Session() as sess:
+        for _ in range(2):
+            sess.run(it.initializer)
+            assert drain(sess, n) == [1, 2, 3, 4, 0, 1, 2]
+
+
+def test_nested_elements_and_zip():
+    dicts = tf.data.Dataset.from_tensors({"a": [1, 2], "b": 3.0})
+    assert dicts.output_types == {"a": tf.int32, "b": tf.float32}
+    zipped = tf.data.Dataset.zip((tf.data.Dataset.range(3), tf.data.Dataset.range(10, 13)))
+    pair = tf.data.make_one_shot_iterator(zipped).get_next()
+    element = tf.data.make_one_shot_iterator(dicts).get_next()
+    with tf.Session() as sess:
+        got = sess.run(element)
+        assert got["a"].tolist() == [1, 2] and got["b"] == 3.0
+        assert drain(sess, pair) == [(0, 10), (1, 11), (2, 12)]
+
+
+def test_map_says_what_is_missing():
+    with pytest.raises(NotImplementedError, match="Dataset.map"):
+        tf.data.Dataset.range(3).map(lambda x: x * 2)
+
+
+def test_training_from_a_dataset(fashion):
+    (train_x, train_y), _ = fashion
+    ds = tf.data.Dataset.from_tensor_slices((train_x[:1024].reshape(-1, 784), train_y[:1024])).repeat().batch(64)
+    x, y = tf.data.make_one_shot_iterator(ds).get_next()
+    logits = tf.layers.dense(x, 10)
+    loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+    train = tf.train.GradientDescentOptimizer(0.5).minimize(loss)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        first = sess.run(loss)
+        for _ in range(50):
+            last, _ = sess.run([loss, train])
+    assert last < first / 2
