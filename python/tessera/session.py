@@ -147,6 +147,7 @@ class Session:
         self._closed = False
         self._default_context = None
         self._started = set()  # the one-shot iterators this session has started
+        self._start_lock = threading.Lock()
         if self._config.log_device_placement:
             print("Device mapping:")
             for record in self._session.placement():
@@ -189,10 +190,11 @@ class Session:
     def _start_one_shot_iterators(self):
         # A one-shot iterator starts itself on the first step that could use it (data.py).
         from tessera.data import ONE_SHOT_ITERATORS
-        pending = [op for op in self._graph.get_collection(ONE_SHOT_ITERATORS) if op not in self._started]
-        if pending:
-            self._session.run([], [], [op.name for op in pending], 0)
-            self._started.update(pending)
+        with self._start_lock:  # threads stepping at once start each iterator once
+            pending = [op for op in self._graph.get_collection(ONE_SHOT_ITERATORS) if op not in self._started]
+            if pending:
+                self._session.run([], [], [op.name for op in pending], 0)
+                self._started.update(pending)
 
     def close(self):
         if not self._closed:

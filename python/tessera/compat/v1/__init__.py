@@ -24,6 +24,7 @@ from tessera import data, layers, nn, train
 from tessera.gen_ops import raw_ops
 from tessera.gradients import gradients
 from tessera.unsupported import module_getattr
+from tessera.queues import FIFOQueue, PaddingFIFOQueue, RandomShuffleQueue
 from tessera.random_ops import random_normal, random_uniform, set_random_seed, truncated_normal
 from tessera.session import (ConfigProto, GPUOptions, GraphOptions, InteractiveSession, OptimizerOptions,
                              RunMetadata, RunOptions, Session, get_default_session)
