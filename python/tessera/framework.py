@@ -9,6 +9,7 @@ colocation stacks, and collections. Build a graph from one thread, as in TensorF
 import contextlib
 import re
 import threading
+import types
 
 import numpy as np
 
@@ -194,8 +195,9 @@ class Operation:
 
     @property
     def node_def(self):
-        return {"name": self._name, "op": self._type, "device": self._device,
-                "input": [t.name for t in self._inputs] + ["^" + c.name for c in self._control_inputs]}
+        """The fields of TensorFlow's NodeDef that device functions read: name, op, device, input."""
+        return types.SimpleNamespace(name=self._name, op=self._type, device=self._device,
+                                     input=[t.name for t in self._inputs] + ["^" + c.name for c in self._control_inputs])
 
     def run(self, feed_dict=None, session=None):
         from tessera.session import default_session_for

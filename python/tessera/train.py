@@ -4,6 +4,7 @@ TensorFlow 1.x's slot variables and names, and the global step."""
 from tessera import array_ops, dtypes, gen_ops
 from tessera.unsupported import module_getattr
 from tessera.framework import Tensor, colocate_with, control_dependencies, convert_to_tensor, get_default_graph
+from tessera.cluster import ClusterSpec, replica_device_setter  # noqa: F401 (tf.train's)
 from tessera.gradients import gradients
 from tessera.queues import Coordinator, QueueRunner, add_queue_runner, start_queue_runners  # noqa: F401
 from tessera.saver import Saver, checkpoint_exists, get_checkpoint_state, latest_checkpoint  # noqa: F401 (tf.train's)
