@@ -246,7 +246,7 @@ void BindGraph(nb::module_& m) {
             for (const std::string& y : ys) outputs.push_back(OutputOrRaise(g, y));
             for (const std::string& x : xs) inputs.push_back(OutputOrRaise(g, x));
             for (const std::string& dy : grad_ys) options.grad_outputs.push_back(OutputOrRaise(g, dy));
-            Scope scope = Scope::ForGraph(g.graph.get()).NewSubScope(prefix);
+            Scope scope = Scope::ForGraph(g.graph.get(), prefix);
             if (!device.empty()) scope = scope.WithDevice(device);
             std::vector<Output> grads;
             OkOrRaise(AddSymbolicGradients(scope, outputs, inputs, &grads, options));
@@ -255,7 +255,8 @@ void BindGraph(nb::module_& m) {
             return names;
           },
           "ys"_a, "xs"_a, "grad_ys"_a, "prefix"_a, "colocate"_a, "device"_a,
-          "Adds d(sum of ys)/d(xs) under the name scope `prefix`; returns the gradients' names. "
+          "Adds d(sum of ys)/d(xs) under the name scope `prefix` (\"gradients\" in it, made "
+          "unique); returns the gradients' names. "
           "The nodes it added, even when it fails, are nodes_from(the count before).")
       .def("nodes_from",
            [](const GraphHandle& g, int start) {

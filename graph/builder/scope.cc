@@ -28,7 +28,7 @@ Scope Scope::NewRootScope(const OpRegistry* ops) {
   return Scope(std::move(shared));
 }
 
-Scope Scope::ForGraph(Graph* graph) {
+Scope Scope::ForGraph(Graph* graph, std::string name_scope) {
   auto shared = std::make_shared<Shared>();
   shared->graph = graph;
   for (const Node* n : graph->nodes()) {
@@ -38,7 +38,9 @@ Scope Scope::ForGraph(Graph* graph) {
       shared->name_counts.try_emplace(name.substr(0, slash), 0);
     }
   }
-  return Scope(std::move(shared));
+  Scope s(std::move(shared));
+  if (!name_scope.empty()) s.prefix_ = name_scope + "/";
+  return s;
 }
 
 std::string Scope::UniqueName(std::string_view base) const {

@@ -83,11 +83,11 @@ class Scope {
   static Scope NewRootScope();
   // `ops` is borrowed and must outlive the graph.
   static Scope NewRootScope(const OpRegistry* ops);
-  // A root scope adding to `graph`, which it borrows (the graph must outlive every scope
-  // derived from it); the names of the nodes already there are taken, and so are the
-  // scopes they are in ("a" and "a/b" of "a/b/c"). How a graph built elsewhere (the Python
-  // package's) gets gradients.
-  static Scope ForGraph(Graph* graph);
+  // A scope adding to `graph`, which it borrows (the graph must outlive every scope derived
+  // from it), under `name_scope` as it is ("" or "a/b": the caller's, taken already); the
+  // names of the nodes already there are taken, and so are the scopes they are in ("a" and
+  // "a/b" of "a/b/c"). How a graph built elsewhere (the Python package's) gets gradients.
+  static Scope ForGraph(Graph* graph, std::string name_scope = "");
 
   // The next op created gets exactly this name (under the scope's prefix).
   Scope WithOpName(std::string name) const;

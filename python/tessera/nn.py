@@ -4,6 +4,7 @@ names, over the engine's ops."""
 from tessera import array_ops, dtypes, gen_ops
 from tessera.unsupported import module_getattr
 from tessera.framework import convert_to_tensor, name_scope
+from tessera.math_ops import moments  # noqa: F401 (tf.nn.moments)
 
 
 def relu(features, name=None):

@@ -165,12 +165,17 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
     if scope.reuse is True:
         raise ValueError(f"Variable {full} does not exist, or was not created with tf.get_variable(). Did you mean "
                          "to set reuse=tf.AUTO_REUSE in VarScope?")
-    dtype = dtypes.as_dtype(dtype or dtypes.float32)
-    initializer = initializer or scope.initializer or (
-        glorot_uniform_initializer() if dtype.is_floating else zeros_initializer())
+    if initializer is None:
+        initializer = scope.initializer
+    if initializer is None:
+        dtype = dtypes.as_dtype(dtype or dtypes.float32)
+        initializer = glorot_uniform_initializer() if dtype.is_floating else zeros_initializer()
     with graph.name_scope(None), graph.name_scope(full + "/Initializer/"):
-        value = initializer(shape, dtype=dtype) if isinstance(initializer, Initializer) or callable(initializer) \
-            else initializer
+        if callable(initializer):
+            dtype = dtypes.as_dtype(dtype or dtypes.float32)
+            value = initializer(shape, dtype=dtype)
+        else:  # an initial value itself, as TensorFlow takes it where no shape is given
+            value = initializer
     collections = collections or [GraphKeys.GLOBAL_VARIABLES]
     with graph.name_scope(None):
         graph.unique_name(full)  # the name is the variable's from now on

@@ -48,6 +48,9 @@ TEST(ScopeTest, ForGraphAddsToABorrowedGraph) {
   // A later scope over it finds "grads" taken, as a scope of the nodes in it.
   auto again = ops::Neg(Scope::ForGraph(&graph).NewSubScope("grads"), Output(graph.FindNode("Const")));
   EXPECT_EQ(again.node->name(), "grads_1/Neg");
+  // One in the caller's name scope adds under it as it is, though it is taken.
+  auto inner = ops::Neg(Scope::ForGraph(&graph, "grads").NewSubScope("more"), Output(graph.FindNode("Const")));
+  EXPECT_EQ(inner.node->name(), "grads/more/Neg");
 }
 
 TEST(ScopeTest, DeviceScopesComposeLikeTfDevice) {

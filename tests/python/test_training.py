@@ -5,6 +5,7 @@ the same gradients, the same loss after training to the 5 decimals recorded."""
 import numpy as np
 import pytest
 
+import tessera
 import tessera.compat.v1 as tf
 
 
@@ -85,3 +86,44 @@ def test_no_gradient_at_all_is_a_value_error():
     x = tf.Variable(1.0)
     with pytest.raises(ValueError, match="No gradients provided"):
         tf.train.GradientDescentOptimizer(0.1).minimize(tf.constant(3.0) + 0 * tf.stop_gradient(x))
+
+
+def _tower_model(rng):
+    w = tf.get_variable("w", initializer=rng.randn(784, 10).astype(np.float32) * 0.01)
+    b = tf.get_variable("b", initializer=np.zeros(10, np.float32))
+    return w, b
+
+
+def test_towers_over_two_cpus_average_gradients_as_one_device(fashion):
+    """The TF1 multi-tower pattern: each tower on its own CPU device takes half the batch;
+    their gradients averaged train exactly as the whole batch on one device."""
+    (train_x, train_y), _ = fashion
+    images, labels = train_x[:512].reshape(-1, 784), train_y[:512]
+    results = []
+    for towers in (1, 2):
+        tf.reset_default_graph()
+        rng = np.random.RandomState(0)
+        x = tf.placeholder(tf.float32, [None, 784])
+        y = tf.placeholder(tf.int64, [None])
+        opt = tf.train.GradientDescentOptimizer(0.1)  # stable: 0.5 diverges, and float rounding with it
+        tower_grads, losses = [], []
+        xs, ys = tf.split(x, towers), tf.split(y, towers)
+        for i in range(towers):
+            with tf.device(f"/cpu:{i}"), tf.variable_scope("model", reuse=i > 0):
+                w, b = _tower_model(rng) if i == 0 else (tf.get_variable("w"), tf.get_variable("b"))
+                logits = tf.matmul(xs[i], w) + b
+                loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=ys[i], logits=logits))
+                losses.append(loss)
+                tower_grads.append(opt.compute_gradients(loss, [w, b]))
+        averaged = [(tf.add_n([g for g, _ in pairs]) / float(towers), pairs[0][1]) for pairs in zip(*tower_grads)]
+        train = opt.apply_gradients(averaged)
+        mean_loss = tf.add_n(losses) / float(towers)
+        with tf.Session(config=tf.ConfigProto(device_count={"CPU": 2})) as sess:
+            sess.run(tf.global_variables_initializer())
+            for _ in range(20):
+                sess.run(train, {x: images, y: labels})
+            results.append(sess.run(mean_loss, {x: images, y: labels}))
+            if towers == 2:
+                devices = {r["node"]: r["device"] for r in tessera.placement(sess)}
+                assert devices["model/MatMul"].endswith("CPU:0") and devices["model_1/MatMul"].endswith("CPU:1")
+    assert results[1] == pytest.approx(results[0], rel=1e-5) and results[0] < 1.5

@@ -4,7 +4,8 @@ A name TensorFlow has and Tessera does not yet raises NotImplementedError naming
 than an AttributeError from deep inside a script.
 """
 
-from tessera import dtypes as _dtypes
+import types as _types
+
 from tessera import errors
 from tessera.array_ops import (abs, add, add_n, arg_max, argmax, cast, concat, cos, divide, equal, erf, exp,
                                expand_dims, fill, floordiv, floormod, gather, greater, greater_equal, identity, less,
@@ -20,10 +21,11 @@ from tessera.framework import (Graph, Operation, Tensor, TensorShape, add_to_col
                                get_collection, get_collection_ref, get_default_graph, name_scope, placeholder,
                                placeholder_with_default, register_tensor_conversion_function,
                                reset_default_graph)
-from tessera import data, layers, nn, train
+from tessera import data, layers, losses, nn, train
 from tessera.gen_ops import raw_ops
 from tessera.gradients import gradients
 from tessera.unsupported import module_getattr
+from tessera.math_ops import clip_by_global_norm, clip_by_norm, clip_by_value, global_norm
 from tessera.queues import FIFOQueue, PaddingFIFOQueue, RandomShuffleQueue
 from tessera.random_ops import random_normal, random_uniform, set_random_seed, truncated_normal
 from tessera.session import (ConfigProto, GPUOptions, GraphOptions, InteractiveSession, OptimizerOptions,
@@ -58,5 +60,24 @@ def enable_eager_execution(*args, **kwargs):
 def executing_eagerly():
     return False
 
+
+def _namespace(name, members):
+    """A module of TensorFlow's namespace `name` holding `members`; other names raise
+    NotImplementedError naming them."""
+    module = _types.ModuleType(name)
+    module.__dict__.update(members)
+    module.__getattr__ = module_getattr(name)
+    return module
+
+
+math = _namespace("tf.compat.v1.math", {
+    "add": add, "subtract": subtract, "multiply": multiply, "divide": divide, "truediv": divide, "pow": pow,
+    "maximum": maximum, "minimum": minimum, "negative": negative, "square": square, "sqrt": sqrt, "rsqrt": rsqrt,
+    "exp": exp, "log": log, "sin": sin, "cos": cos, "tanh": tanh, "sigmoid": sigmoid, "erf": erf, "abs": abs,
+    "reduce_sum": reduce_sum, "reduce_mean": reduce_mean, "reduce_max": reduce_max, "reduce_min": reduce_min,
+    "reduce_prod": reduce_prod, "argmax": argmax, "equal": equal, "not_equal": not_equal, "less": less,
+    "less_equal": less_equal, "greater": greater, "greater_equal": greater_equal, "logical_and": logical_and,
+    "logical_or": logical_or, "logical_not": logical_not, "floordiv": floordiv, "floormod": floormod,
+    "squared_difference": squared_difference, "add_n": add_n})
 
 __getattr__ = module_getattr("tf.compat.v1")
