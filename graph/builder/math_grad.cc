@@ -200,8 +200,11 @@ Status MaxGrad(const Scope& s, const Operation& op, const std::vector<Output>& g
   return s.status();
 }
 
-Status ReshapeGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
-  *grads = {ops::Reshape(s, g[0], ops::Shape(s, In(op, 0))), Output()};
+// Reshape, Squeeze and ExpandDims change only the shape: the gradient takes the input's back.
+Status ReshapeLikeInputGrad(const Scope& s, const Operation& op, const std::vector<Output>& g,
+                            std::vector<Output>* grads) {
+  grads->assign(op.node()->num_inputs(), Output());
+  (*grads)[0] = ops::Reshape(s, g[0], ops::Shape(s, In(op, 0)));
   return s.status();
 }
 
@@ -292,7 +295,7 @@ void RegisterMathGradients(GradientRegistry& r) {
   RegisterCoreGradient(r, "MatMul", MatMulGrad);
   RegisterCoreGradient(r, "Sum", SumGrad);
   RegisterCoreGradient(r, "Mean", MeanGrad);
-  RegisterCoreGradient(r, "Reshape", ReshapeGrad);
+  RegisterCoreGradient(r, "Reshape", ReshapeLikeInputGrad);
   RegisterCoreGradient(r, "Max", MaxGrad);
   RegisterCoreGradient(r, "Maximum", MaximumGrad);
   RegisterCoreGradient(r, "Minimum", MinimumGrad);
@@ -301,6 +304,8 @@ void RegisterMathGradients(GradientRegistry& r) {
   RegisterCoreGradient(r, "SplitV", SplitVGrad);
   RegisterCoreGradient(r, "ConcatV2", ConcatGrad);
   RegisterCoreGradient(r, "Cast", CastGrad);
+  RegisterCoreGradient(r, "Squeeze", ReshapeLikeInputGrad);
+  RegisterCoreGradient(r, "ExpandDims", ReshapeLikeInputGrad);
   RegisterCoreGradient(r, "Select", SelectGrad);
   RegisterCoreGradient(r, "SelectV2", SelectGrad);
   // Ops whose outputs carry no gradient back (TensorFlow's NotDifferentiable): a path through

@@ -10,8 +10,9 @@ def moments(x, axes, shift=None, name=None, keep_dims=None, keepdims=None):
     with name_scope(name, "moments"):
         x = convert_to_tensor(x)
         mean = array_ops.reduce_mean(x, axes, keepdims=True, name="mean")
-        variance = array_ops.reduce_mean(array_ops.squared_difference(x, array_ops.stop_gradient(mean)), axes,
-                                         keepdims=True, name="variance")
+        # (x - mean)^2 rather than SquaredDifference, which has no gradient function yet.
+        variance = array_ops.reduce_mean(array_ops.square(x - array_ops.stop_gradient(mean)), axes, keepdims=True,
+                                         name="variance")
         if not keep:
             mean, variance = array_ops.squeeze(mean, axes), array_ops.squeeze(variance, axes)
         return mean, variance

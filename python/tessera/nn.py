@@ -2,9 +2,11 @@
 names, over the engine's ops."""
 
 from tessera import array_ops, dtypes, gen_ops
-from tessera.unsupported import module_getattr
+from tessera import rnn as rnn_cell  # noqa: F401 (tf.nn.rnn_cell; its static_rnn is tf.nn's)
 from tessera.framework import convert_to_tensor, name_scope
 from tessera.math_ops import moments  # noqa: F401 (tf.nn.moments)
+from tessera.rnn import static_rnn  # noqa: F401
+from tessera.unsupported import module_getattr
 
 
 def relu(features, name=None):

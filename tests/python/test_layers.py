@@ -113,3 +113,46 @@ def test_the_cnn_tutorial_trains_with_adam_and_restores(fashion, tmp_path):
         saver.restore(fresh, path)
         assert fresh.run(accuracy, {x: test_x, y: test_y}) == trained
         assert fresh.run(step) == 80
+
+
+def test_batch_normalization_as_tensorflows():
+    """Values TensorFlow 2.21 gives for the same graph (outputs, gradients, moving averages)."""
+    x = tf.constant(np.linspace(-2, 3, 24).reshape(2, 3, 4).astype(np.float32))
+    training = tf.placeholder_with_default(True, [])
+    y = tf.layers.batch_normalization(x, training=training)
+    loss = tf.reduce_sum(y * y * tf.constant(np.arange(24).reshape(2, 3, 4).astype(np.float32)))
+    grads = tf.gradients(loss, [x] + tf.trainable_variables())
+    updates = tf.get_collection(tf.GraphKeys.UPDATE_OPS)
+    assert sorted(v.op.name for v in tf.global_variables()) == [
+        "batch_normalization/beta", "batch_normalization/gamma", "batch_normalization/moving_mean",
+        "batch_normalization/moving_variance"]
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        np.testing.assert_allclose(sess.run(y)[0, 0], [-1.4635185] * 4, rtol=1e-6)
+        sums = [float(np.abs(g).sum()) for g in sess.run(grads)]
+        np.testing.assert_allclose(sums, [168.15231323242188, 551.7498168945312, 327.828125], rtol=1e-5)
+        sess.run(updates)
+        mean, variance = sess.run(tf.global_variables()[2:])
+        np.testing.assert_allclose(mean, [0.00173913, 0.00391304, 0.00608696, 0.00826087], rtol=1e-5)
+        np.testing.assert_allclose(variance, [1.0120542] * 4, rtol=1e-6)
+        np.testing.assert_allclose(sess.run(y, {training: False})[0, 0], [-1.9888002, -1.774974, -1.5611476,
+                                                                         -1.3473214], rtol=1e-6)
+
+
+def test_basic_lstm_static_rnn_as_tensorflows():
+    """An LSTM over 4 steps with fixed weights: TensorFlow 2.21's outputs and gradients."""
+    steps = [tf.constant(np.full((2, 3), t, np.float32)) for t in range(4)]
+    cell = tf.nn.rnn_cell.BasicLSTMCell(5)
+    outputs, state = tf.nn.static_rnn(cell, steps, dtype=tf.float32)
+    variables = tf.global_variables()
+    assert sorted(v.op.name for v in variables) == ["rnn/basic_lstm_cell/bias", "rnn/basic_lstm_cell/kernel"]
+    assert outputs[-1].shape.as_list() == [2, 5] and isinstance(state, tf.nn.rnn_cell.LSTMStateTuple)
+    fixed = [v.assign(np.linspace(-1, 1, v.shape.num_elements()).reshape(v.shape.as_list()).astype(np.float32))
+             for v in variables]
+    grads = tf.gradients(tf.reduce_sum(outputs[-1]), variables)
+    with tf.Session() as sess:
+        sess.run(fixed)
+        np.testing.assert_allclose(sess.run(outputs[-1])[0], [-5.9630115e-06, -9.5303712e-06, -1.5248571e-05,
+                                                               -2.4366116e-05, -3.8758673e-05], rtol=2e-4)
+        sums = [float(np.abs(g).sum()) for g in sess.run(grads)]
+    np.testing.assert_allclose(sums, [0.0036488305777311325, 0.0004655189113691449], rtol=1e-4)

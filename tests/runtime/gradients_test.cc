@@ -288,6 +288,19 @@ TEST(GradientsTest, SelectAndSelectV2) {
             kTolerance);
 }
 
+TEST(GradientsTest, SqueezeAndExpandDims) {
+  EXPECT_LT(MaxGradientError({{3, 1, 4}},
+                             [](const Scope& s, const auto& x) {
+                               return ops::Build(s, "Squeeze", {x[0]}, {{"squeeze_dims", std::vector<int64_t>{1}}});
+                             }),
+            kTolerance);
+  EXPECT_LT(MaxGradientError({{3, 4}},
+                             [](const Scope& s, const auto& x) {
+                               return ops::Build(s, "ExpandDims", {x[0], Tensor::Scalar(int32_t{1})});
+                             }),
+            kTolerance);
+}
+
 // A mask made by comparing with the input, and the input's shape, carry no gradient back
 // (dropout's path): x * (x > 0) differentiates as a relu does, and x * size(x) as a scale.
 TEST(GradientsTest, ComparisonsAndShapesEndAPath) {
