@@ -15,7 +15,7 @@ features = np.random.RandomState(0).randn(64, 3).astype(np.float32)
 targets = features @ [[1.0], [-2.0], [0.5]] + 3
 with tf.Session(config=tf.ConfigProto(device_count={"CPU": 2})) as sess:
     sess.run(tf.global_variables_initializer())
-    for step in range(300):
+    for _ in range(300):
         value, _ = sess.run([loss, train], {x: features, y: targets})
     print("loss", value)
     print(sess.run({"kernel": "dense/kernel:0", "bias": "dense/bias:0"}))

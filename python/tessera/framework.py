@@ -196,8 +196,8 @@ class Operation:
     @property
     def node_def(self):
         """The fields of TensorFlow's NodeDef that device functions read: name, op, device, input."""
-        return types.SimpleNamespace(name=self._name, op=self._type, device=self._device,
-                                     input=[t.name for t in self._inputs] + ["^" + c.name for c in self._control_inputs])
+        inputs = [t.name for t in self._inputs] + ["^" + c.name for c in self._control_inputs]
+        return types.SimpleNamespace(name=self._name, op=self._type, device=self._device, input=inputs)
 
     def run(self, feed_dict=None, session=None):
         from tessera.session import default_session_for

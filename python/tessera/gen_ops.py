@@ -23,7 +23,13 @@ def snake_case(op_name):
 
 
 def _as_tensor_arg(value):
-    return getattr(value, "_as_input_tensor", lambda: value)()
+    """What a Variable (or anything with _as_input_tensor) is as an op's input."""
+    return value._as_input_tensor() if hasattr(value, "_as_input_tensor") else value
+
+
+def _as_ref_arg(value):
+    """What a Variable is as a reference input (an Assign's first)."""
+    return value._ref() if hasattr(value, "_ref") else value
 
 
 def apply_op(op_def, args, attrs, name=None):
@@ -60,7 +66,7 @@ def apply_op(op_def, args, attrs, name=None):
                 attrs.setdefault(arg["type_attr"], tensors[0].dtype)
             inputs.append(tensors)
             continue
-        value = _as_tensor_arg(value) if not arg["is_ref"] else getattr(value, "_ref", lambda: value)()
+        value = _as_ref_arg(value) if arg["is_ref"] else _as_tensor_arg(value)
         tensor = convert_to_tensor(value, dtype)
         if arg["type_attr"]:
             attrs.setdefault(arg["type_attr"], tensor.dtype)

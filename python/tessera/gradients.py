@@ -1,7 +1,7 @@
 """tf.gradients: symbolic differentiation by the engine's gradient functions
 (graph/builder/gradients.h), added to the Python graph under a "gradients" name scope."""
 
-from tessera.framework import Tensor, convert_to_tensor, get_default_graph
+from tessera.framework import convert_to_tensor, get_default_graph
 
 
 def _ancestors(tensors):

@@ -1,6 +1,6 @@
-"""tf.nn.rnn_cell (this module, as tf.nn has it): BasicLSTMCell; and tf.nn.static_rnn: an LSTM unrolled over a Python list
-of time steps, with TensorFlow 1.x's variable names (rnn/basic_lstm_cell/kernel, .../bias)
-and gate order (input, new input, forget, output)."""
+"""tf.nn.rnn_cell (this module, as tf.nn has it): BasicLSTMCell; and tf.nn.static_rnn, an
+LSTM unrolled over a Python list of time steps, with TensorFlow 1.x's variable names
+(rnn/basic_lstm_cell/kernel, .../bias) and gate order (input, new input, forget, output)."""
 
 import collections
 

@@ -14,7 +14,7 @@ import threading
 import numpy as np
 
 from tessera import _core, dtypes
-from tessera.framework import Operation, Tensor, TensorShape, get_default_graph
+from tessera.framework import Operation, Tensor, get_default_graph
 
 
 class GPUOptions:
@@ -112,7 +112,7 @@ def _flatten_fetches(fetches, graph, out):
         return lambda values: type(fetches)(r(values) for r in rebuilders)
     if fetches is None:
         raise TypeError("Fetch argument None has invalid type <class 'NoneType'>")
-    element = graph.as_graph_element(getattr(fetches, "_as_fetch", lambda: fetches)())
+    element = graph.as_graph_element(fetches._as_fetch() if hasattr(fetches, "_as_fetch") else fetches)
     index = len(out)
     out.append(element)
     return lambda values: values[index]
@@ -175,7 +175,7 @@ class Session:
                 where.append(fetch_names.index(leaf.name))
         feeds = []
         for key, value in (feed_dict or {}).items():
-            tensor = self._graph.as_graph_element(getattr(key, "_as_feed", lambda: key)())
+            tensor = self._graph.as_graph_element(key._as_feed() if hasattr(key, "_as_feed") else key)
             if not isinstance(tensor, Tensor):
                 raise TypeError(f"Cannot interpret feed_dict key as Tensor: {key!r} is an Operation.")
             feeds.append((tensor.name, _feed_array(tensor, value)))
