@@ -6,7 +6,9 @@
 #include <nanobind/nanobind.h>
 // Every type caster any part uses, in every part: a cast instantiated without its caster in
 // one file and with it in another is two different functions under one name.
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/pair.h>
+#include <nanobind/stl/set.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 

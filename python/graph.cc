@@ -7,7 +7,9 @@
 #include "graph/graph.h"
 #include "graph/op_registry.h"
 #include "graph/serialize/graph_json.h"
+#include "graph/serialize/tensorflow_graph.h"
 #include "python/bindings.h"
+#include "saved_model/saved_model.h"
 
 namespace tessera::python {
 namespace {
@@ -193,6 +195,56 @@ nb::dict NodeDict(const Node& n) {
   return d;
 }
 
+// "x" as "x:0"; "x:1" and "^x" as they are.
+std::string CanonicalInput(const std::string& name) {
+  return name.empty() || name[0] == '^' || name.find(':') != std::string::npos ? name : name + ":0";
+}
+
+// Adds `spec`'s nodes to `g`, each named `prefix` + its name, its inputs renamed alike but
+// for those `input_map` sends to tensors of `g` ("x:0" -> "y:1"). On error the nodes added
+// so far stay (the Python side makes Operations of them, as of any failed call).
+Status ImportSpec(GraphHandle& g, const GraphSpec& spec, const std::string& prefix,
+                  const std::map<std::string, std::string>& input_map) {
+  // Ordered and checked as a graph of its own first.
+  ASSIGN_OR_RETURN(std::unique_ptr<Graph> ordered, Graph::FromSpec(spec));
+  for (const Node* n : ordered->nodes()) {
+    for (int i = 0; i < n->num_inputs(); ++i) {
+      if (n->input_edge(i)->src->id() > n->id()) {
+        return errors::Unimplemented("The graph has a while loop (", n->DebugName(), " takes a back edge from '",
+                                     n->input_edge(i)->src->name(), "'): Python graphs cannot import loops yet");
+      }
+    }
+  }
+  for (const Node* n : ordered->nodes()) {
+    NodeSpec def = n->ToSpec();
+    def.name = prefix + def.name;
+    for (std::string& in : def.inputs) {
+      auto mapped = input_map.find(CanonicalInput(in));
+      if (mapped != input_map.end()) {
+        in = mapped->second;
+      } else {
+        in = in[0] == '^' ? "^" + prefix + in.substr(1) : prefix + in;
+      }
+    }
+    for (std::string& c : def.colocate_with) c = prefix + c;
+    RETURN_IF_ERROR(g.graph->AddNode(def).status());
+  }
+  return Status::OK();
+}
+
+nb::list TensorsOf(const std::vector<SignatureTensor>& tensors) {
+  nb::list out;
+  for (const SignatureTensor& t : tensors) {
+    nb::dict d;
+    d["key"] = t.key;
+    d["name"] = t.tensor;
+    d["dtype"] = t.dtype == DataType::kInvalid ? t.tf_dtype : std::string(DataTypeName(t.dtype));
+    d["shape"] = PythonShape(t.shape);
+    out.append(d);
+  }
+  return out;
+}
+
 }  // namespace
 
 void BindGraph(nb::module_& m) {
@@ -264,6 +316,53 @@ void BindGraph(nb::module_& m) {
              for (int i = std::max(start, 0); i < g.graph->num_nodes(); ++i) out.append(NodeDict(*g.graph->nodes()[i]));
              return out;
            })
+      .def(
+          "import_graph_def",
+          [](GraphHandle& g, nb::bytes data, const std::string& prefix,
+             const std::map<std::string, std::string>& input_map) {
+            const std::string_view bytes(data.c_str(), data.size());
+            const GraphSpec spec = ValueOrRaise(GraphSpecFromTensorFlow(bytes, SniffTensorFlowFormat(bytes)));
+            OkOrRaise(ImportSpec(g, spec, prefix, input_map));
+          },
+          "graph_def"_a, "prefix"_a, "input_map"_a,
+          "Adds a TensorFlow GraphDef's nodes (binary or text) under `prefix`.")
+      .def(
+          "as_graph_def",
+          [](const GraphHandle& g, bool text) {
+            const std::string out = ValueOrRaise(
+                GraphSpecToTensorFlow(g.graph->ToSpec(), text ? TensorFlowFormat::kText : TensorFlowFormat::kBinary));
+            return nb::bytes(out.data(), out.size());
+          },
+          "text"_a = false, "The graph as TensorFlow's GraphDef, binary or text.")
+      .def(
+          "import_saved_model",
+          [](GraphHandle& g, const std::string& dir, const std::set<std::string>& tags, const std::string& prefix) {
+            SavedModelPlan plan = ValueOrRaise(PlanSavedModelLoad(dir, tags));
+            OkOrRaise(ImportSpec(g, plan.graph, prefix, {}));
+            nb::list assets, signatures;
+            for (const auto& [tensor, path] : plan.asset_feeds) {
+              assets.append(nb::make_tuple(tensor, path.flat<std::string>()[0]));
+            }
+            for (const SignatureInfo& sig : plan.info.signatures) {
+              nb::dict d;
+              d["key"] = sig.key;
+              d["method_name"] = sig.method_name;
+              d["inputs"] = TensorsOf(sig.inputs);
+              d["outputs"] = TensorsOf(sig.outputs);
+              signatures.append(d);
+            }
+            nb::dict out;
+            out["restore_op"] = plan.restore_op;
+            out["filename_tensor"] = plan.filename_tensor;
+            out["checkpoint"] = plan.checkpoint;
+            out["init_op"] = plan.init_op;
+            out["asset_feeds"] = assets;
+            out["signatures"] = signatures;
+            return out;
+          },
+          "export_dir"_a, "tags"_a, "prefix"_a,
+          "Adds the graph of the SavedModel's MetaGraph tagged `tags`; returns how to restore and "
+          "initialize it, and its signatures.")
       .def(
           "to_json",
           [](const GraphHandle& g, int start) {

@@ -235,8 +235,7 @@ StatusOr<std::vector<MetaGraphInfo>> InspectSavedModel(const std::string& dir) {
   return out;
 }
 
-StatusOr<std::unique_ptr<SavedModelBundle>> LoadSavedModel(const std::string& dir, const std::set<std::string>& tags,
-                                                           const SessionConfig& config, const LoadOptions& options) {
+StatusOr<SavedModelPlan> PlanSavedModelLoad(const std::string& dir, const std::set<std::string>& tags) {
   ASSIGN_OR_RETURN(pb::SavedModel model, ReadSavedModel(dir));
   const pb::MetaGraphDef* meta = nullptr;
   std::string available;
@@ -248,27 +247,41 @@ StatusOr<std::unique_ptr<SavedModelBundle>> LoadSavedModel(const std::string& di
     return errors::NotFound("SavedModel '", dir, "' has no MetaGraph tagged ", TagSet(tags), "; it has ",
                             available.empty() ? "none" : available);
   }
-  auto bundle = std::unique_ptr<SavedModelBundle>(new SavedModelBundle);
-  bundle->dir_ = dir;
-  ASSIGN_OR_RETURN(bundle->info_, Info(*meta, dir));
+  SavedModelPlan plan;
+  ASSIGN_OR_RETURN(plan.info, Info(*meta, dir));
   StatusOr<GraphSpec> graph = GraphSpecFromTensorFlow(meta->graph_def());
   if (!graph.ok()) return graph.status().WithPrefix(StrCat("SavedModel '", dir, "': "));
-  StatusOr<std::unique_ptr<Session>> session = Session::Create(config, *graph);
-  if (!session.ok()) return session.status().WithPrefix(StrCat("SavedModel '", dir, "': "));
-  bundle->session_ = std::move(*session);
-  const std::vector<std::pair<std::string, Tensor>> assets = AssetFeeds(*meta, dir);
-  std::vector<Tensor> unused;
+  plan.graph = std::move(*graph);
+  plan.asset_feeds = AssetFeeds(*meta, dir);
   const pb::SaverDef& saver = meta->saver_def();
-  const std::string variables = dir + "/variables/variables";
-  if (!saver.restore_op_name().empty() && Exists(variables + ".index")) {
-    std::vector<std::pair<std::string, Tensor>> feeds = assets;
-    feeds.emplace_back(saver.filename_tensor_name(), Tensor::Scalar<std::string>(variables));
-    Status s = bundle->session_->Run(feeds, {}, {OpName(saver.restore_op_name())}, &unused);
-    if (!s.ok()) return s.WithPrefix(StrCat("SavedModel '", dir, "': restoring its variables: "));
+  plan.checkpoint = dir + "/variables/variables";
+  if (!saver.restore_op_name().empty() && Exists(plan.checkpoint + ".index")) {
+    plan.restore_op = OpName(saver.restore_op_name());
+    plan.filename_tensor = saver.filename_tensor_name();
   }
   ASSIGN_OR_RETURN(std::string init, InitOp(*meta, dir));
-  if (!init.empty()) {
-    Status s = bundle->session_->Run(assets, {}, {OpName(init)}, &unused);
+  plan.init_op = OpName(init);
+  return plan;
+}
+
+StatusOr<std::unique_ptr<SavedModelBundle>> LoadSavedModel(const std::string& dir, const std::set<std::string>& tags,
+                                                           const SessionConfig& config, const LoadOptions& options) {
+  ASSIGN_OR_RETURN(SavedModelPlan plan, PlanSavedModelLoad(dir, tags));
+  auto bundle = std::unique_ptr<SavedModelBundle>(new SavedModelBundle);
+  bundle->dir_ = dir;
+  bundle->info_ = std::move(plan.info);
+  StatusOr<std::unique_ptr<Session>> session = Session::Create(config, plan.graph);
+  if (!session.ok()) return session.status().WithPrefix(StrCat("SavedModel '", dir, "': "));
+  bundle->session_ = std::move(*session);
+  std::vector<Tensor> unused;
+  if (!plan.restore_op.empty()) {
+    std::vector<std::pair<std::string, Tensor>> feeds = plan.asset_feeds;
+    feeds.emplace_back(plan.filename_tensor, Tensor::Scalar<std::string>(plan.checkpoint));
+    Status s = bundle->session_->Run(feeds, {}, {plan.restore_op}, &unused);
+    if (!s.ok()) return s.WithPrefix(StrCat("SavedModel '", dir, "': restoring its variables: "));
+  }
+  if (!plan.init_op.empty()) {
+    Status s = bundle->session_->Run(plan.asset_feeds, {}, {plan.init_op}, &unused);
     if (!s.ok()) return s.WithPrefix(StrCat("SavedModel '", dir, "': its init op: "));
   }
   if (options.freeze_variables) {

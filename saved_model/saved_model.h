@@ -63,6 +63,22 @@ struct LoadOptions {
   bool freeze_variables = true;
 };
 
+// What loading one MetaGraph takes, read from the SavedModel without running anything: its
+// graph (functions inlined, TF2 control flow lowered), the saver's restore op and the tensor
+// its checkpoint path is fed to, the init op, and each asset's path to feed. LoadSavedModel
+// runs it in a session of its own; the Python package imports the graph into the caller's
+// (tf.compat.v1.saved_model.load). Errors are LoadSavedModel's.
+struct SavedModelPlan {
+  MetaGraphInfo info;
+  GraphSpec graph;
+  std::string restore_op;       // an op name; empty where there are no variables to restore
+  std::string filename_tensor;  // fed `checkpoint` to restore
+  std::string checkpoint;       // DIR/variables/variables
+  std::string init_op;          // an op name, or empty
+  std::vector<std::pair<std::string, Tensor>> asset_feeds;
+};
+StatusOr<SavedModelPlan> PlanSavedModelLoad(const std::string& dir, const std::set<std::string>& tags);
+
 class SavedModelBundle {
  public:
   Session& session() const { return *session_; }

@@ -478,8 +478,13 @@ class Graph:
             return obj._as_graph_element()
         raise TypeError(f"Can not convert a {type(obj).__name__} into a Tensor or Operation.")
 
-    def as_graph_def(self):
-        """The graph as Tessera's JSON graph (text), which `tessera run` and import_graph_def read."""
+    def as_graph_def(self, from_version=None, add_shapes=False):
+        """The graph as TensorFlow's GraphDef (graph_io.GraphDef: its serialized message)."""
+        from tessera.graph_io import as_graph_def
+        return as_graph_def(self)
+
+    def as_json(self):
+        """The graph as Tessera's JSON graph, which `tessera run` reads."""
         return self._core.to_json()
 
     @property

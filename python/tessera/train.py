@@ -6,6 +6,7 @@ from tessera.unsupported import module_getattr
 from tessera.framework import Tensor, colocate_with, control_dependencies, convert_to_tensor, get_default_graph
 from tessera.cluster import ClusterSpec, replica_device_setter  # noqa: F401 (tf.train's)
 from tessera.gradients import gradients
+from tessera.graph_io import write_graph  # noqa: F401 (tf.train's)
 from tessera.math_ops import exponential_decay  # noqa: F401 (tf.train's)
 from tessera.queues import Coordinator, QueueRunner, add_queue_runner, start_queue_runners  # noqa: F401
 from tessera.saver import Saver, checkpoint_exists, get_checkpoint_state, latest_checkpoint  # noqa: F401 (tf.train's)

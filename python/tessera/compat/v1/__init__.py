@@ -21,9 +21,10 @@ from tessera.framework import (Graph, Operation, Tensor, TensorShape, add_to_col
                                get_collection, get_collection_ref, get_default_graph, name_scope, placeholder,
                                placeholder_with_default, register_tensor_conversion_function,
                                reset_default_graph)
-from tessera import data, layers, losses, nn, train
+from tessera import data, layers, losses, nn, saved_model, train
 from tessera.gen_ops import raw_ops
 from tessera.gradients import gradients
+from tessera.graph_io import GraphDef, import_graph_def
 from tessera.unsupported import module_getattr
 from tessera.math_ops import clip_by_global_norm, clip_by_norm, clip_by_value, global_norm
 from tessera.queues import FIFOQueue, PaddingFIFOQueue, RandomShuffleQueue
