@@ -1,7 +1,8 @@
 """tf.nn: activations, convolutions, pooling, losses and dropout, with TensorFlow's argument
 names, over the engine's ops."""
 
-from tessera import array_ops, dtypes, gen_ops
+from tessera import array_ops, gen_ops
+from tessera import random_ops
 from tessera import rnn as rnn_cell  # noqa: F401 (tf.nn.rnn_cell; its static_rnn is tf.nn's)
 from tessera.framework import convert_to_tensor, name_scope
 from tessera.math_ops import moments  # noqa: F401 (tf.nn.moments)
@@ -102,9 +103,8 @@ def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None
     with name_scope(name, "dropout"):
         x = convert_to_tensor(x)
         keep = convert_to_tensor(keep_prob, x.dtype)
-        noise = gen_ops.random_uniform(array_ops.shape(x) if noise_shape is None else
-                                       convert_to_tensor(noise_shape, dtypes.int32),
-                                       dtype=x.dtype, seed=seed or 0, seed2=0)
+        noise = random_ops.random_uniform(array_ops.shape(x) if noise_shape is None else noise_shape,
+                                          dtype=x.dtype, seed=seed)
         mask = array_ops.cast(array_ops.less(noise, keep), x.dtype)
         out = x * mask / keep
         out.set_shape(x.shape)  # the noise's shape is x's, known only when the step runs

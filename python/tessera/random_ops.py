@@ -3,7 +3,7 @@ set_random_seed draw the same values in every session, as in TensorFlow (not Ten
 values: the generators differ)."""
 
 from tessera import array_ops, dtypes, gen_ops
-from tessera.framework import get_default_graph
+from tessera.framework import Tensor, get_default_graph
 
 
 def set_random_seed(seed):
@@ -20,7 +20,7 @@ def _seeds(seed):
 
 
 def _shape(shape):
-    return array_ops.convert_to_tensor(shape, dtypes.int32)
+    return shape if isinstance(shape, Tensor) else array_ops.convert_to_tensor(shape, dtypes.int32)
 
 
 def random_uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None, name=None):

