@@ -168,6 +168,7 @@ class Operation:
         self._requested_attrs = attrs
         self._device = ""
         self._outputs = []
+        self._cond_context = None  # the cond branch it was made in (control_flow.py), if any
 
     graph = property(lambda self: self._graph)
     name = property(lambda self: self._name)
@@ -280,6 +281,7 @@ class Graph:
         self._device_stack = []          # device strings and functions, outermost first
         self._control_stack = []         # lists of Operations; None clears the outer ones
         self._colocation_stack = []      # Operations
+        self._cond_stack = []            # control_flow.CondContext, innermost last
         self._collections = {}
         self._finalized = False
         self.seed = None
@@ -397,7 +399,15 @@ class Graph:
         for frame in self._control_stack:
             control = [] if frame is None else control + frame
         control += [c for c in control_inputs if c not in control]
+        context = self._cond_stack[-1] if self._cond_stack else None
+        if context is not None:
+            # In a cond's branch: what comes from outside comes through the branch's Switch,
+            # and an op with no inputs waits on the branch's pivot.
+            flat = [context.capture(t) for t in flat]
+            if not flat and not any(context.contains(c) for c in control):
+                control.append(context.pivot)
         op = Operation(self, name, op_type, flat, control, dict(attrs or {}))
+        op._cond_context = context
         device = {}
         for spec in self._device_stack:
             if spec is None:
