@@ -53,13 +53,23 @@ trap 'rm -rf "$work"' EXIT
 root=$work/root
 cp -a "$pristine" "$root"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+# The host's trust in the network between it and PyPI (a proxy's own CA, where there is one),
+# as its name servers are: the Python package's build downloads its backend with pip.
+trust=()
+for bundle in "${PIP_CERT:-}" "${SSL_CERT_FILE:-}" /etc/ssl/certs/ca-certificates.crt; do
+  if [ -n "$bundle" ] && [ -f "$bundle" ]; then
+    cp "$bundle" "$root/etc/host-ca-certificates.crt"
+    trust=(PIP_CERT=/etc/host-ca-certificates.crt SSL_CERT_FILE=/etc/host-ca-certificates.crt)
+    break
+  fi
+done
 ccache_dir=$(ccache -k cache_dir 2>/dev/null || true)
 echo "fresh_debian: $(git -C "$repo" rev-parse --short HEAD) in a fresh $suite root: $command" >&2
 
 # Inside a private mount namespace: the mounts below are gone when it exits.
 unshare --mount --propagation private bash -euo pipefail -s -- "$root" "$repo" "$cache" "$ccache_dir" \
-    "$command" <<'INSIDE'
-root=$1 repo=$2 cache=$3 ccache_dir=$4 command=$5
+    "$command" "${trust[*]:-}" <<'INSIDE'
+root=$1 repo=$2 cache=$3 ccache_dir=$4 command=$5 trust=$6
 mount -t proc proc "$root/proc"
 mount --rbind /sys "$root/sys"
 mount --rbind /dev "$root/dev"
@@ -70,7 +80,8 @@ mount --bind -o ro "$repo" "$root/mnt/origin"
 if [ -n "$ccache_dir" ] && [ -d "$ccache_dir" ]; then
   mount --bind "$ccache_dir" "$root/root/.cache/ccache"
 fi
-exec chroot "$root" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
+# $trust unquoted: a list of NAME=VALUE words without spaces, or none.
+exec chroot "$root" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb $trust \
   PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
   bash -euo pipefail -c 'git config --global --add safe.directory "*"
     git clone -q /mnt/origin "$0" && cd "$0" && eval "$1"' "$repo" "$command" </dev/null
