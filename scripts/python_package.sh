@@ -15,7 +15,7 @@ fi
 # download them again nor rebuild in an isolated environment.
 "$venv/bin/pip" install -q --disable-pip-version-check "scikit-build-core>=0.10" "nanobind>=2.0" numpy pytest ruff >&2
 "$venv/bin/pip" install -q --disable-pip-version-check --no-build-isolation \
-  -Ccmake.define.TESSERA_WERROR="${TESSERA_WERROR:-OFF}" . >&2
+  --config-settings=cmake.define.TESSERA_WERROR="${TESSERA_WERROR:-OFF}" . >&2
 if [ "${TESSERA_PYTHON_TESTS:-1}" != 0 ]; then
   "$venv/bin/ruff" check -q python tests/python examples/python bench/python_peers.py >&2
   # From outside the checkout: the tests import the installed package, not python/tessera.
