@@ -19,6 +19,8 @@ fi
 if [ "${TESSERA_PYTHON_TESTS:-1}" != 0 ]; then
   "$venv/bin/ruff" check -q python tests/python examples/python bench/python_peers.py >&2
   # From outside the checkout: the tests import the installed package, not python/tessera.
-  (cd build-python && "$venv/bin/python" -m pytest -q ../tests/python "$@" >&2)
+  # Their temporary files go under build-python/, not /tmp, and no cache is left beside them.
+  (cd build-python && "$venv/bin/python" -m pytest -q -p no:cacheprovider --basetemp="$PWD/pytest-tmp" \
+     ../tests/python "$@" >&2)
 fi
 echo "$venv/bin/python"
