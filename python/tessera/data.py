@@ -40,7 +40,20 @@ def _pack(structure, leaves):
     return next(leaves)
 
 
-class Dataset:
+class _Elements:
+    """What a Dataset and its Iterator share: the structure of their elements (`_spec`, a nest
+    of (dtype, shape) pairs), seen as TensorFlow's output_types and output_shapes."""
+
+    @property
+    def output_types(self):
+        return _map_specs(self._spec, lambda t, s: t)
+
+    @property
+    def output_shapes(self):
+        return _map_specs(self._spec, lambda t, s: s)
+
+
+class Dataset(_Elements):
     """A dataset: the engine's variant tensor, and the structure of its elements (a nest of
     (dtype, shape) pairs)."""
 
@@ -138,14 +151,6 @@ class Dataset:
         raise NotImplementedError("tf.data.Dataset.filter is not supported by Tessera yet: it needs graph "
                                   "functions made from Python")
 
-    @property
-    def output_types(self):
-        return _map_specs(self._spec, lambda t, s: t)
-
-    @property
-    def output_shapes(self):
-        return _map_specs(self._spec, lambda t, s: s)
-
     # TF1 iterators --------------------------------------------------------------------------
     def make_one_shot_iterator(self):
         iterator = Iterator._make(self)
@@ -174,7 +179,7 @@ def _map_specs(spec, fn):
     return tuple(_map_specs(item, fn) for item in spec)
 
 
-class Iterator:
+class Iterator(_Elements):
     """tf.compat.v1.data.Iterator: `initializer` (re)starts it on its dataset; `get_next()`
     is the next element, in the dataset's structure."""
 
@@ -200,14 +205,6 @@ class Iterator:
         for tensor, (_, shape) in zip(components, specs):
             tensor.set_shape(shape)
         return _pack(_map_specs(self._spec, lambda t, s: None), iter(components))
-
-    @property
-    def output_types(self):
-        return _map_specs(self._spec, lambda t, s: t)
-
-    @property
-    def output_shapes(self):
-        return _map_specs(self._spec, lambda t, s: s)
 
 
 def make_one_shot_iterator(dataset):
