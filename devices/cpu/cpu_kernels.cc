@@ -62,6 +62,7 @@ void RegisterCpuKernels(KernelRegistry& r) {
   cpu::RegisterBundleKernels(r);
   cpu::RegisterCheckpointKernels(r);
   cpu::RegisterStringKernels(r);
+  cpu::RegisterSummaryKernels(r);
   cpu::RegisterListKernels(r);
   cpu::RegisterBatchMatMulKernels(r);
   cpu::RegisterDepthwiseConvKernels(r);

@@ -29,6 +29,7 @@ void RegisterConvKernels(KernelRegistry& r);
 void RegisterBundleKernels(KernelRegistry& r);
 void RegisterCheckpointKernels(KernelRegistry& r);
 void RegisterStringKernels(KernelRegistry& r);
+void RegisterSummaryKernels(KernelRegistry& r);
 void RegisterListKernels(KernelRegistry& r);
 void RegisterBatchMatMulKernels(KernelRegistry& r);
 void RegisterDepthwiseConvKernels(KernelRegistry& r);

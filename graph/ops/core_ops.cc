@@ -30,6 +30,7 @@ void RegisterCoreOps(OpRegistry& r) {
   RegisterRandomOps(r);
   RegisterTrainingOps(r);
   RegisterIoOps(r);
+  RegisterSummaryOps(r);
   RegisterStringOps(r);
   RegisterListOps(r);
   RegisterDataFlowOps(r);

@@ -30,6 +30,7 @@ void RegisterListOps(OpRegistry& registry);
 void RegisterRandomOps(OpRegistry& registry);
 void RegisterTrainingOps(OpRegistry& registry);
 void RegisterIoOps(OpRegistry& registry);
+void RegisterSummaryOps(OpRegistry& registry);
 void RegisterDataFlowOps(OpRegistry& registry);
 void RegisterSendrecvOps(OpRegistry& registry);
 void RegisterCollectiveOps(OpRegistry& registry);

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <filesystem>
 
 namespace tessera {
 namespace {
@@ -108,6 +109,8 @@ Status FileError(int err, std::string_view action, std::string_view what, const 
       return errors::InvalidArgument(where, "it is a directory");
     case ENAMETOOLONG:
       return errors::InvalidArgument(where, "the name is too long");
+    case EEXIST:
+      return errors::AlreadyExists(where, "it already exists");
     case ENOSPC:
     case EDQUOT:
     case EFBIG:
@@ -244,6 +247,34 @@ Status WriteFileAtomically(const std::string& path, std::string_view contents, s
   ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileWriter> writer, AtomicFileWriter::Open(path, what));
   RETURN_IF_ERROR(writer->Append(contents));
   return writer->Commit();
+}
+
+StatusOr<std::unique_ptr<AppendOnlyFile>> AppendOnlyFile::Create(const std::string& path, std::string_view what) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0666);
+  if (fd < 0) return FileError(errno, "create", what, path);
+  return std::unique_ptr<AppendOnlyFile>(new AppendOnlyFile(fd, path, std::string(what)));
+}
+
+AppendOnlyFile::AppendOnlyFile(int fd, std::string path, std::string what)
+    : fd_(fd), path_(std::move(path)), what_(std::move(what)) {}
+
+AppendOnlyFile::~AppendOnlyFile() { ::close(fd_); }
+
+Status AppendOnlyFile::Append(std::string_view data) {
+  if (!WriteAll(fd_, data.data(), data.size())) return FileError(errno, "write", what_, path_);
+  return Status::OK();
+}
+
+Status AppendOnlyFile::Sync() {
+  if (::fsync(fd_) != 0) return FileError(errno, "write", what_, path_);
+  return Status::OK();
+}
+
+Status CreateDirectories(const std::string& path, std::string_view what) {
+  std::error_code error;
+  std::filesystem::create_directories(path, error);
+  if (error) return FileError(error.value(), "create", what, path);
+  return Status::OK();
 }
 
 StatusOr<std::string> ResolveWriteTarget(const std::string& path, std::string_view what) {

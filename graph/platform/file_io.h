@@ -86,6 +86,32 @@ class AtomicFileWriter {
 
 Status WriteFileAtomically(const std::string& path, std::string_view contents, std::string_view what);
 
+// A new file that grows by appends and is read while it grows (TensorBoard reads event
+// files so): there is no temporary file, and a target that exists is refused, never
+// overwritten. One thread's; its owner serializes the calls.
+class AppendOnlyFile {
+ public:
+  static StatusOr<std::unique_ptr<AppendOnlyFile>> Create(const std::string& path, std::string_view what);
+  ~AppendOnlyFile();
+  AppendOnlyFile(const AppendOnlyFile&) = delete;
+  AppendOnlyFile& operator=(const AppendOnlyFile&) = delete;
+
+  const std::string& path() const { return path_; }
+  // Writes all of `data` after what is there.
+  Status Append(std::string_view data);
+  // Flushes what was appended to disk.
+  Status Sync();
+
+ private:
+  AppendOnlyFile(int fd, std::string path, std::string what);
+  int fd_;
+  std::string path_;
+  std::string what_;
+};
+
+// Makes folder `path` and its missing parents, as `mkdir -p` does.
+Status CreateDirectories(const std::string& path, std::string_view what);
+
 // The file a write of `path` would replace: symlinks followed, even to a file that does not
 // exist yet. For telling whether two output paths name the same file.
 StatusOr<std::string> ResolveWriteTarget(const std::string& path, std::string_view what);

@@ -90,9 +90,7 @@ StatusOr<std::unique_ptr<BundleWriter>> BundleWriter::Open(const std::string& pr
   w->prefix_ = prefix;
   // As TensorFlow's writer: the prefix's folder is made (a sharded save's temporary one).
   const std::filesystem::path dir = std::filesystem::path(prefix).parent_path();
-  std::error_code error;
-  if (!dir.empty()) std::filesystem::create_directories(dir, error);
-  if (error) return FileError(error.value(), "create", "checkpoint folder", dir.string());
+  if (!dir.empty()) RETURN_IF_ERROR(CreateDirectories(dir.string(), "checkpoint folder"));
   ASSIGN_OR_RETURN(w->data_, AtomicFileWriter::Open(BundleDataFile(prefix, 0, 1), "checkpoint data"));
   return w;
 }
