@@ -53,5 +53,6 @@ const char* NumpyDtypeName(DataType dt);
 
 void BindGraph(nb::module_& m);
 void BindSession(nb::module_& m);
+void BindSummary(nb::module_& m);
 
 }  // namespace tessera::python

@@ -5,4 +5,5 @@ NB_MODULE(_core, m) {
   m.doc() = "Tessera's engine: graphs, sessions and tensors for the tessera package";
   tessera::python::BindGraph(m);
   tessera::python::BindSession(m);
+  tessera::python::BindSummary(m);
 }

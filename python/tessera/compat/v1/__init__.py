@@ -22,7 +22,7 @@ from tessera.framework import (Graph, Operation, Tensor, TensorShape, add_to_col
                                get_collection, get_collection_ref, get_default_graph, name_scope, placeholder,
                                placeholder_with_default, register_tensor_conversion_function,
                                reset_default_graph)
-from tessera import data, layers, losses, nn, saved_model, train
+from tessera import data, layers, losses, nn, saved_model, summary, train
 from tessera.gen_ops import raw_ops
 from tessera.gradients import gradients
 from tessera.graph_io import GraphDef, import_graph_def
@@ -32,6 +32,7 @@ from tessera.queues import FIFOQueue, PaddingFIFOQueue, RandomShuffleQueue
 from tessera.random_ops import random_normal, random_uniform, set_random_seed, truncated_normal
 from tessera.session import (ConfigProto, GPUOptions, GraphOptions, InteractiveSession, OptimizerOptions,
                              RunMetadata, RunOptions, Session, get_default_session)
+from tessera.summary import SessionLog, Summary
 from tessera.variable_scope import (AUTO_REUSE, constant_initializer, get_variable, get_variable_scope,
                                     glorot_uniform_initializer, ones_initializer, random_normal_initializer,
                                     random_uniform_initializer, truncated_normal_initializer, variable_scope,
