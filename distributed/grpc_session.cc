@@ -14,6 +14,7 @@
 #include "graph/platform/logging.h"
 #include "graph/serialize/graph_json.h"
 #include "graph/serialize/tensor_codec.h"
+#include "kernels/op_kernel.h"
 #include "placement/placer.h"
 #include "runtime/session.h"
 
@@ -98,11 +99,23 @@ class GrpcSession final : public Session {
     rpc::RunStepResponse response;
     // The master enforces the step's deadline; the RPC's own is a little later, so that a
     // master that stopped answering is found out too.
-    auto context =
+    // Shared with the callback a caller's cancellation manager holds, which may run after
+    // the call ends.
+    std::shared_ptr<grpc::ClientContext> context =
         NewCallContext(TokenFromEnvironment(), timeout_ms > 0 ? std::chrono::milliseconds(timeout_ms + 5000) : std::chrono::milliseconds(0));
+    CancellationManager::Token link = 0;
+    if (options.cancellation != nullptr) {
+      link = options.cancellation->NewToken();
+      if (!options.cancellation->RegisterCallback(link, [context] { context->TryCancel(); })) {
+        return errors::Cancelled("Step was cancelled before it started");
+      }
+    }
     {
       std::lock_guard<std::mutex> lock(steps_mu_);
-      if (closed_) return errors::Cancelled("Session has been closed.");
+      if (closed_) {
+        if (options.cancellation != nullptr) options.cancellation->DeregisterCallback(link);
+        return errors::Cancelled("Session has been closed.");
+      }
       steps_.insert(context.get());
     }
     grpc::Status called = SendTheRequest(stub_->RunStep(context.get(), &response), request);
@@ -110,9 +123,14 @@ class GrpcSession final : public Session {
       std::lock_guard<std::mutex> lock(steps_mu_);
       steps_.erase(context.get());
     }
+    if (options.cancellation != nullptr) options.cancellation->DeregisterCallback(link);
     // The master sees the cancelled call and cancels the step on every task.
     if (called.error_code() == grpc::StatusCode::CANCELLED && IsClosed()) {
       return errors::Cancelled("Session has been closed.");
+    }
+    if (called.error_code() == grpc::StatusCode::CANCELLED && options.cancellation != nullptr &&
+        options.cancellation->IsCancelled()) {
+      return errors::Cancelled("Step was cancelled");
     }
     RETURN_IF_ERROR(FromGrpc(called, *context, Who()));
     if (response.tensors_size() != static_cast<int>(fetches.size())) {

@@ -1,8 +1,18 @@
 // tessera._core.Session: runs steps of a Python-built graph. The graph may grow after the
 // session is made (tf.Session allows it): before a step, the nodes added since the last
 // one are handed to Session::Extend. The step itself runs without the GIL, so that other
-// Python threads run beside it, several of them stepping this session at once.
+// Python threads run beside it, several of them stepping this session at once. Ctrl-C
+// during a step of the main thread cancels the step and raises KeyboardInterrupt.
 
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <mutex>
+#include <thread>
+
+#include "kernels/op_kernel.h"
 #include "python/bindings.h"
 #include "runtime/session.h"
 
@@ -10,6 +20,87 @@ namespace tessera::python {
 namespace {
 
 using namespace nb::literals;
+
+// Ctrl-C while the main thread waits in a step. Python's own SIGINT handler only sets a
+// flag that the interpreter looks at between bytecodes, which a thread inside Session::Run
+// never reaches. So a handler of ours goes in front of Python's: it wakes a watcher thread
+// through a pipe (what a signal handler may do), then calls Python's, which raises
+// KeyboardInterrupt once the step returns. The watcher cancels the main thread's step.
+class Interrupts {
+ public:
+  static Interrupts& Get() {
+    static Interrupts* interrupts = new Interrupts;  // lives as long as the handler may run
+    return *interrupts;
+  }
+
+  // On the main thread, before its step: puts the handler in front of Python's where a
+  // script's signal.signal() has taken its place since (one sigaction call).
+  void Arm() {
+    struct sigaction current;
+    if (::sigaction(SIGINT, nullptr, &current) != 0 || IsOurs(current)) return;
+    // Not where SIGINT is ignored or kills the process: nothing of Python's to run after.
+    if (!(current.sa_flags & SA_SIGINFO) && (current.sa_handler == SIG_IGN || current.sa_handler == SIG_DFL)) return;
+    std::call_once(watcher_started_, [this] { std::thread([this] { Watch(); }).detach(); });
+    previous_ = current;
+    struct sigaction ours = {};
+    ours.sa_sigaction = &Interrupts::Handle;
+    ours.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&ours.sa_mask);
+    ::sigaction(SIGINT, &ours, nullptr);
+  }
+
+  // The step a Ctrl-C cancels; null once it has ended.
+  void SetStep(CancellationManager* step) {
+    std::lock_guard<std::mutex> lock(mu_);
+    step_ = step;
+  }
+
+ private:
+  Interrupts() {
+    if (::pipe2(pipe_, O_CLOEXEC | O_NONBLOCK) != 0) pipe_[0] = pipe_[1] = -1;
+    if (pipe_[0] >= 0) ::fcntl(pipe_[0], F_SETFL, 0);  // the watcher blocks; the handler never does
+  }
+
+  static bool IsOurs(const struct sigaction& a) {
+    return (a.sa_flags & SA_SIGINFO) && a.sa_sigaction == &Interrupts::Handle;
+  }
+
+  static void Handle(int signal, siginfo_t* info, void* context) {
+    Interrupts& self = Get();
+    const int saved = errno;
+    const char byte = 1;
+    if (self.pipe_[1] >= 0) (void)!::write(self.pipe_[1], &byte, 1);
+    errno = saved;
+    if (self.previous_.sa_flags & SA_SIGINFO) {
+      self.previous_.sa_sigaction(signal, info, context);
+    } else if (self.previous_.sa_handler != SIG_IGN && self.previous_.sa_handler != SIG_DFL) {
+      self.previous_.sa_handler(signal);
+    }
+  }
+
+  void Watch() {
+    char bytes[64];
+    while (pipe_[0] >= 0) {
+      const ssize_t n = ::read(pipe_[0], bytes, sizeof(bytes));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return;
+      std::lock_guard<std::mutex> lock(mu_);
+      if (step_ != nullptr) step_->StartCancel();
+    }
+  }
+
+  int pipe_[2] = {-1, -1};
+  struct sigaction previous_ = {};
+  std::once_flag watcher_started_;
+  std::mutex mu_;
+  CancellationManager* step_ = nullptr;  // guarded by mu_
+};
+
+bool OnMainThread() {
+  static const unsigned long main_thread =
+      nb::cast<unsigned long>(nb::module_::import_("threading").attr("main_thread")().attr("ident"));
+  return PyThread_get_thread_ident() == main_thread;
+}
 
 class PySession {
  public:
@@ -38,12 +129,22 @@ class PySession {
     }
     RunOptions options;
     options.timeout_in_ms = timeout_ms;
+    CancellationManager interrupt;
+    const bool main_thread = OnMainThread();
+    if (main_thread) {
+      Interrupts::Get().Arm();
+      Interrupts::Get().SetStep(&interrupt);
+      options.cancellation = &interrupt;
+    }
     std::vector<Tensor> outputs;
     Status s;
     {
       nb::gil_scoped_release unlocked;
       s = session_->Run(options, inputs, fetches, targets, &outputs, nullptr);
     }
+    if (main_thread) Interrupts::Get().SetStep(nullptr);
+    // A Ctrl-C cancelled the step: Python's handler raises KeyboardInterrupt here.
+    if (interrupt.IsCancelled() && PyErr_CheckSignals() != 0) throw nb::python_error();
     OkOrRaise(s);
     // The feeds are still held here, so an output that is a fed array's buffer is copied
     // rather than handed back as the same memory.

@@ -1,6 +1,7 @@
 #include "runtime/direct_session.h"
 
 #include <chrono>
+#include <memory>
 #include <thread>
 
 #include "graph/op_kinds.h"
@@ -240,11 +241,22 @@ Status DirectSession::Run(const RunOptions& options, const std::vector<std::pair
   std::vector<Tensor> feed_values;
   for (const auto& feed : feeds) feed_values.push_back(feed.second);
   VectorCallFrame frame(std::move(feed_values), fetches.size());
-  CancellationManager cancellation;
+  // Shared with the callback a caller's manager holds, which may run after the step ends.
+  auto cancellation = std::make_shared<CancellationManager>();
+  CancellationManager::Token link = 0;
+  if (options.cancellation != nullptr) {
+    link = options.cancellation->NewToken();
+    if (!options.cancellation->RegisterCallback(link, [cancellation] { cancellation->StartCancel(); })) {
+      return errors::Cancelled("Step was cancelled before it started");
+    }
+  }
   {
     std::lock_guard<std::mutex> lock(steps_mu_);
-    if (closed_) return errors::Cancelled("Session has been closed.");
-    steps_.insert(&cancellation);
+    if (closed_) {
+      if (options.cancellation != nullptr) options.cancellation->DeregisterCallback(link);
+      return errors::Cancelled("Session has been closed.");
+    }
+    steps_.insert(cancellation.get());
   }
   const int64_t step_id = NewStepId();
   std::shared_ptr<Rendezvous> rendezvous = ek->needs_rendezvous ? rendezvous_mgr_->Find(step_id) : nullptr;
@@ -254,7 +266,7 @@ Status DirectSession::Run(const RunOptions& options, const std::vector<std::pair
   run.step_id = step_id;
   run.call_frame = &frame;
   run.rendezvous = rendezvous.get();
-  run.cancellation = &cancellation;
+  run.cancellation = cancellation.get();
   run.pool = inter_op_pool_;
   run.timeout = std::chrono::milliseconds(options.timeout_in_ms > 0 ? options.timeout_in_ms
                                                                     : config_.operation_timeout_in_ms);
@@ -279,8 +291,9 @@ Status DirectSession::Run(const RunOptions& options, const std::vector<std::pair
   }
   {
     std::lock_guard<std::mutex> lock(steps_mu_);
-    steps_.erase(&cancellation);
+    steps_.erase(cancellation.get());
   }
+  if (options.cancellation != nullptr) options.cancellation->DeregisterCallback(link);
   if (rendezvous != nullptr) rendezvous_mgr_->Cleanup(step_id);
   if (metadata != nullptr) FillMetadata(*ek, options, std::move(stats), metadata);
   RETURN_IF_ERROR(status);

@@ -21,6 +21,8 @@
 
 namespace tessera {
 
+class CancellationManager;
+
 struct SessionConfig {
   int inter_op_parallelism_threads = 0;  // 0: one per core
   int intra_op_parallelism_threads = 0;  // 0: one per core
@@ -60,6 +62,10 @@ struct RunOptions {
   int64_t timeout_in_ms = 0;  // overrides operation_timeout_in_ms when > 0
   // Report the per-device graphs the step ran (RunMetadata::partition_graphs).
   bool output_partition_graphs = false;
+  // The caller's: StartCancel on it, from any thread, cancels this step as Session::Close
+  // would (Run returns Cancelled) but leaves the session open; one already cancelled fails
+  // the step before it starts. Borrowed for the length of Run; not TensorFlow's.
+  CancellationManager* cancellation = nullptr;
 };
 
 // What one device's memory allocator holds, read when the step ends (TensorFlow reports

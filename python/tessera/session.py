@@ -5,7 +5,8 @@ Variables and names, as TensorFlow's fetch mapper takes them; the result has the
 structure, an Operation's place holding None. Feeds are converted to the fed tensor's dtype
 with NumPy and handed to the engine without a copy where already contiguous and of that
 dtype. Any number of threads may call `run` on one session at once; the GIL is released
-while the step runs.
+while the step runs. Ctrl-C during a step of the main thread cancels that step (TensorFlow
+lets it finish) and raises KeyboardInterrupt; the session stays open.
 """
 
 import json

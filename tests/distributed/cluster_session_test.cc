@@ -14,6 +14,7 @@
 #include "distributed/master_session.h"
 #include "graph/builder/ops.h"
 #include "graph/serialize/tensorflow_graph.h"
+#include "kernels/op_kernel.h"
 #include "runtime/session.h"
 #include "tests/distributed/free_port.h"
 
@@ -299,6 +300,41 @@ TEST_F(ClusterSessionTest, ClosingTheClientsSessionCancelsTheStepOnEveryTask) {
   ASSERT_TRUE(next->Run({}, {}, {"enqueue"}, &out).ok());
   Status s = next->Run({}, {"next"}, {}, &out);
   ASSERT_TRUE(s.ok()) << s << " (the closed step's dequeue must not have taken the element)";
+  EXPECT_EQ(out.at(0).data<float>()[0], 5.0f);
+}
+
+// A caller's cancellation (Python's Ctrl-C) cancels the one step on every task; the session
+// stays open, and the ps's queue keeps its element for the next step.
+TEST_F(ClusterSessionTest, ACallersCancellationCancelsTheStepAndTheSessionGoesOn) {
+  Scope root = Scope::NewRootScope();
+  Scope ps = root.WithDevice("/job:ps/task:0");
+  auto q = ops::FIFOQueue(ps.WithOpName("q"), {DataType::kFloat}, {.shared_name = "q2"});
+  ops::QueueEnqueue(ps.WithOpName("enqueue"), q, {ops::Const(ps, Tensor::Scalar<float>(4))});
+  ops::Add(root.WithOpName("next"), ops::QueueDequeue(ps.WithOpName("dequeue"), q, {DataType::kFloat})[0], 1.0f);
+  GraphSpec def;
+  ASSERT_TRUE(root.ToSpec(&def).ok());
+  auto session = Open(def);
+  ASSERT_NE(session, nullptr);
+  CancellationManager interrupt;
+  RunOptions options;
+  options.cancellation = &interrupt;
+  Status waited;
+  std::thread consumer([&] {
+    std::vector<Tensor> out;
+    waited = session->Run(options, {}, {"next"}, {}, &out, nullptr);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto cancelled = std::chrono::steady_clock::now();
+  interrupt.StartCancel();
+  consumer.join();
+  EXPECT_EQ(waited.code(), Code::kCancelled) << waited;
+  EXPECT_LT(std::chrono::steady_clock::now() - cancelled, std::chrono::seconds(2));
+  // As above: the tasks withdraw the dequeue when they next look.
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session->Run({}, {}, {"enqueue"}, &out).ok());
+  Status s = session->Run({}, {"next"}, {}, &out);
+  ASSERT_TRUE(s.ok()) << s;
   EXPECT_EQ(out.at(0).data<float>()[0], 5.0f);
 }
 

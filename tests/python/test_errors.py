@@ -1,4 +1,9 @@
-"""tf.errors: a class per code, as TensorFlow numbers them."""
+"""tf.errors: a class per code, as TensorFlow numbers them; deadlines, closed queues, and
+Ctrl-C during a step."""
+
+import subprocess
+import sys
+import textwrap
 
 import pytest
 
@@ -34,3 +39,41 @@ def test_a_closed_queue_is_out_of_range():
         sess.run(close)
         with pytest.raises(tf.errors.OutOfRangeError):
             sess.run(take)
+
+
+# Each step waits on an empty queue until a SIGINT, sent 0.3 s in, cancels it; a deadline
+# bounds the wait should the cancel fail.
+CTRL_C_SCRIPT = textwrap.dedent("""
+    import os, signal, threading, time
+    import tessera.compat.v1 as tf
+
+    q = tf.FIFOQueue(3, tf.float32, shapes=[])
+    take, put = q.dequeue(), q.enqueue(tf.constant(2.5))
+    wait = tf.RunOptions(timeout_in_ms=20000)
+
+    def interrupt_soon():
+        threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+
+    with tf.Session() as sess:
+        interrupt_soon()
+        start = time.time()
+        try:
+            sess.run(take, options=wait)
+        except KeyboardInterrupt:
+            print("KeyboardInterrupt", round(time.time() - start))
+        sess.run(put)
+        print("next", sess.run(take))
+        # A script's own handler runs, and the cancelled step is CancelledError.
+        signal.signal(signal.SIGINT, lambda *_: print("handler"))
+        interrupt_soon()
+        try:
+            sess.run(take, options=wait)
+        except tf.errors.CancelledError:
+            print("CancelledError")
+""")
+
+
+def test_ctrl_c_cancels_the_step_and_the_session_goes_on():
+    done = subprocess.run([sys.executable, "-c", CTRL_C_SCRIPT], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:5] == ["KeyboardInterrupt 0", "next 2.5", "handler", "CancelledError", ""]

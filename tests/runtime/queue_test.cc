@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "graph/builder/ops.h"
+#include "kernels/op_kernel.h"
 #include "runtime/server.h"
 #include "runtime/session.h"
 #include "tests/test_util.h"
@@ -417,6 +418,33 @@ TEST_F(QueueTest, ClosingTheSessionCancelsAWaitingDequeueAndLaterRuns) {
   EXPECT_EQ(later.code(), Code::kCancelled) << later;
   EXPECT_THAT(later.message(), HasSubstr("closed"));
   session_->Close();  // idempotent
+}
+
+TEST_F(QueueTest, ACallersCancellationCancelsOneStepAndTheSessionGoesOn) {
+  Open(Fifo());
+  CancellationManager interrupt;
+  RunOptions options;
+  options.cancellation = &interrupt;
+  Status waited;
+  std::thread consumer([&] {
+    std::vector<Tensor> out;
+    waited = session_->Run(options, {}, {"dequeue"}, {}, &out, nullptr);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  interrupt.StartCancel();
+  consumer.join();
+  EXPECT_EQ(waited.code(), Code::kCancelled) << waited;
+  // The session is open: the next steps enqueue and dequeue as ever.
+  ASSERT_TRUE(Run({{"x", Pair(1, 2)}}, {}, {"enqueue"}).ok());
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session_->Run({}, {"dequeue"}, {}, &out).ok());
+  EXPECT_EQ(Values<float>(out[0]), (std::vector<float>{1, 2}));
+  // A manager already cancelled fails the step before it runs: nothing is dequeued.
+  ASSERT_TRUE(Run({{"x", Pair(3, 4)}}, {}, {"enqueue"}).ok());
+  Status late = session_->Run(options, {}, {"dequeue"}, {}, &out, nullptr);
+  EXPECT_EQ(late.code(), Code::kCancelled) << late;
+  ASSERT_TRUE(session_->Run({}, {"dequeue"}, {}, &out).ok());
+  EXPECT_EQ(Values<float>(out[0]), (std::vector<float>{3, 4}));
 }
 
 }  // namespace
