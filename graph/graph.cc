@@ -464,7 +464,10 @@ struct BackEdge {
 
 Status Graph::ConnectBackEdge(Node* merge, int input, Node* source, int port) {
   const std::string where = merge->DebugName();
-  if (port >= source->num_outputs()) {
+  if (!IsMerge(merge->op()) || input < 0 || input >= merge->num_inputs()) {
+    return errors::InvalidArgument("Node ", where, " is no Merge with an input ", input, " for a back edge");
+  }
+  if (port < 0 || port >= source->num_outputs()) {
     return errors::InvalidArgument("Node ", where, " has input '", source->name(), ":", port, "' but node ",
                                    source->DebugName(), " has only ", source->num_outputs(), " outputs");
   }

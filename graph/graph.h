@@ -149,6 +149,11 @@ class Graph {
   [[deprecated("ToGraphDef is ToSpec")]] GraphSpec ToGraphDef() const { return ToSpec(); }
 
   Node* FindNode(std::string_view name) const;
+  // Makes data input `input` of `merge`, a Merge, come from output `port` of `source`: how a
+  // loop's NextIteration, made after the Merge it feeds, closes the loop (TensorFlow's
+  // Operation._update_input). InvalidArgument where `merge` is no Merge or the types differ;
+  // static shapes already inferred downstream of `merge` stay as they were.
+  Status ConnectBackEdge(Node* merge, int input, Node* source, int port);
   // In creation order, which is a topological order but for loops' back edges. Node::id()
   // indexes this vector.
   const std::vector<Node*>& nodes() const { return node_ptrs_; }
@@ -165,8 +170,6 @@ class Graph {
   StatusOr<Node*> AddCopy(const NodeSpec& def, const Node& source);
   // Names `n` after `def` and connects its inputs: the last step of adding a node.
   Node* Wire(Node& n, const NodeSpec& def, const graph_internal::ResolvedInputs& inputs);
-  // Makes data input `input` of `merge` come from output `port` of `source` instead.
-  Status ConnectBackEdge(Node* merge, int input, Node* source, int port);
 
   const OpRegistry* ops_;
   std::deque<Node> nodes_;

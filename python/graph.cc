@@ -279,6 +279,18 @@ void BindGraph(nb::module_& m) {
           "name"_a, "op"_a, "inputs"_a, "device"_a, "colocate_with"_a, "attrs"_a,
           "Adds a node; returns its outputs' dtype names and shapes (None: unknown rank; None "
           "in a list: an unknown dimension).")
+      .def(
+          "update_merge_input",
+          [](GraphHandle& g, const std::string& merge, int input, const std::string& source, int port) {
+            Node* m = g.graph->FindNode(merge);
+            Node* s = g.graph->FindNode(source);
+            if (m == nullptr || s == nullptr) {
+              Raise(errors::NotFound("No node '", m == nullptr ? merge : source, "' in the graph"));
+            }
+            OkOrRaise(g.graph->ConnectBackEdge(m, input, s, port));
+          },
+          "merge"_a, "input"_a, "source"_a, "port"_a,
+          "Makes input `input` of Merge node `merge` come from output `port` of `source` (a loop's back edge).")
       .def("has_node", [](const GraphHandle& g, const std::string& name) { return g.graph->FindNode(name) != nullptr; })
       .def("num_nodes", [](const GraphHandle& g) { return g.graph->num_nodes(); })
       .def("attrs",

@@ -168,7 +168,7 @@ class Operation:
         self._requested_attrs = attrs
         self._device = ""
         self._outputs = []
-        self._cond_context = None  # the cond branch it was made in (control_flow.py), if any
+        self._control_flow_context = None  # the cond branch or while loop it was made in, if any
 
     graph = property(lambda self: self._graph)
     name = property(lambda self: self._name)
@@ -177,6 +177,11 @@ class Operation:
     control_inputs = property(lambda self: list(self._control_inputs))
     outputs = property(lambda self: list(self._outputs))
     device = property(lambda self: self._device)
+
+    def _update_input(self, index, tensor):
+        """Makes input `index` of this Merge come from `tensor`: a loop's back edge."""
+        self.graph._core.update_merge_input(self.name, index, tensor.op.name, tensor.value_index)
+        self._inputs[index] = tensor
 
     def _set_device(self, device):
         self._device = _canonical_device(device)
@@ -192,6 +197,8 @@ class Operation:
             return dtypes.as_dtype(value)
         if types.get(name) == "list(type)":
             return [dtypes.as_dtype(v) for v in value]
+        if types.get(name) == "string" and isinstance(value, str):
+            return value.encode()  # TensorFlow gives string attrs as bytes
         return value
 
     @property
@@ -281,7 +288,7 @@ class Graph:
         self._device_stack = []          # device strings and functions, outermost first
         self._control_stack = []         # lists of Operations; None clears the outer ones
         self._colocation_stack = []      # Operations
-        self._cond_stack = []            # control_flow.CondContext, innermost last
+        self._control_flow_stack = []    # control_flow's CondContext and WhileContext, innermost last
         self._collections = {}
         self._finalized = False
         self.seed = None
@@ -399,15 +406,13 @@ class Graph:
         for frame in self._control_stack:
             control = [] if frame is None else control + frame
         control += [c for c in control_inputs if c not in control]
-        context = self._cond_stack[-1] if self._cond_stack else None
+        context = self._control_flow_stack[-1] if self._control_flow_stack else None
         if context is not None:
-            # In a cond's branch: what comes from outside comes through the branch's Switch,
-            # and an op with no inputs waits on the branch's pivot.
-            flat = [context.capture(t) for t in flat]
-            if not flat and not any(context.contains(c) for c in control):
-                control.append(context.pivot)
+            # In a cond's branch or a loop: what comes from outside comes in through the
+            # context's Switch or Enter, and an op with no inputs waits on its pivot.
+            flat, control = context.prepare(flat, control, name)
         op = Operation(self, name, op_type, flat, control, dict(attrs or {}))
-        op._cond_context = context
+        op._control_flow_context = context
         device = {}
         for spec in self._device_stack:
             if spec is None:

@@ -107,6 +107,25 @@ TEST(GraphTest, RefInputsNeedAVariable) {
   EXPECT_THAT(s.message(), HasSubstr("must be a reference"));
 }
 
+TEST(GraphTest, ABackEdgeClosesALoopOnlyIntoAMergeOfItsType) {
+  Graph g;
+  ASSERT_TRUE(g.AddNode(ConstDef("x", Tensor::Scalar(1.0f))).ok());
+  ASSERT_TRUE(g.AddNode(ConstDef("i", Tensor::Scalar(1))).ok());
+  NodeSpec enter = OpDef2("enter", "Enter", {"x"});
+  enter.attrs["frame_name"] = std::string("loop");
+  ASSERT_TRUE(g.AddNode(enter).ok());
+  Node* merge = *g.AddNode(OpDef2("merge", "Merge", {"enter", "enter"}));
+  Node* next = *g.AddNode(OpDef2("next", "NextIteration", {"merge"}));
+  ASSERT_TRUE(g.ConnectBackEdge(merge, 1, next, 0).ok());
+  EXPECT_EQ(merge->input_edge(1)->src, next);
+  ASSERT_EQ(next->out_edges().size(), 1u);
+  EXPECT_EQ(g.FindNode("enter")->out_edges().size(), 1u);  // the placeholder edge is gone
+  EXPECT_THAT(g.ConnectBackEdge(next, 0, merge, 0).message(), HasSubstr("is no Merge"));
+  EXPECT_THAT(g.ConnectBackEdge(merge, 1, g.FindNode("i"), 0).message(), HasSubstr("expects float32"));
+  EXPECT_THAT(g.ConnectBackEdge(merge, 2, next, 0).message(), HasSubstr("is no Merge with an input 2"));
+  EXPECT_EQ(merge->input_edge(1)->src, next);  // the refusals changed nothing
+}
+
 TEST(GraphTest, FromSpecOrdersAndDetectsCycles) {
   GraphSpec def;
   def.nodes.push_back(OpDef2("c", "Add", {"a", "b"}));

@@ -14,7 +14,7 @@ from tessera.array_ops import (abs, add, add_n, arg_max, argmax, cast, concat, c
                                reduce_mean, reduce_min, reduce_prod, reduce_sum, reshape, rsqrt, shape, sigmoid,
                                sin, size, split, sqrt, square, squared_difference, squeeze, stack, stop_gradient,
                                subtract, tanh, tile, to_float, transpose, unstack, where, zeros, zeros_like)
-from tessera.control_flow import cond
+from tessera.control_flow import cond, while_loop
 from tessera.dtypes import (DType, as_dtype, bfloat16, bool, double, float16, float32, float64, half, int32, int64,
                             string, uint8)
 from tessera.framework import (Graph, Operation, Tensor, TensorShape, add_to_collection, add_to_collections,
