@@ -53,10 +53,7 @@ class GrpcSession final : public Session {
     auto context = NewCallContext(TokenFromEnvironment(), timeout);
     RETURN_IF_ERROR(FromGrpc(SendTheRequest(s->stub_->CreateSession(context.get(), &response), request), *context, s->Who()));
     s->handle_ = response.session_handle();
-    for (const rpc::PlacedNode& p : response.placement()) {
-      s->placement_.push_back(
-          {p.node(), p.op(), p.device(), static_cast<PlacementReason>(p.reason()), p.detail()});
-    }
+    s->placement_ = DecodePlacement(response.placement());
     // The master's devices, as descriptions: nothing here allocates or computes on them.
     std::vector<std::unique_ptr<Device>> devices;
     for (const rpc::DeviceAttributes& a : response.devices()) {
@@ -143,7 +140,27 @@ class GrpcSession final : public Session {
         outputs->push_back(std::move(t));
       }
     }
-    if (metadata != nullptr) metadata->placement = placement_;
+    if (metadata != nullptr) {
+      std::lock_guard<std::mutex> lock(graph_mu_);
+      metadata->placement = placement_;
+    }
+    return Status::OK();
+  }
+
+  // The master places the new nodes; this side keeps a copy of the graph for graph().
+  Status Extend(const GraphSpec& more) override {
+    std::lock_guard<std::mutex> lock(graph_mu_);
+    GraphSpec all = graph_->ToSpec();
+    all.nodes.insert(all.nodes.end(), more.nodes.begin(), more.nodes.end());
+    ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::FromSpec(all));
+    rpc::ExtendSessionRequest request;
+    request.set_session_handle(handle_);
+    request.set_graph_json(GraphSpecToJson(more));
+    rpc::ExtendSessionResponse response;
+    auto context = NewCallContext(TokenFromEnvironment(), kControlTimeout);
+    RETURN_IF_ERROR(FromGrpc(SendTheRequest(stub_->ExtendSession(context.get(), &response), request), *context, Who()));
+    graph_ = std::move(graph);
+    placement_ = DecodePlacement(response.placement());
     return Status::OK();
   }
 
@@ -179,6 +196,13 @@ class GrpcSession final : public Session {
         config_(config),
         stub_(rpc::MasterService::NewStub(NewWorkerChannel(target))) {}
   std::string Who() const { return StrCat("the master at ", target_); }
+  static std::vector<PlacementRecord> DecodePlacement(const google::protobuf::RepeatedPtrField<rpc::PlacedNode>& placed) {
+    std::vector<PlacementRecord> out;
+    for (const rpc::PlacedNode& p : placed) {
+      out.push_back({p.node(), p.op(), p.device(), static_cast<PlacementReason>(p.reason()), p.detail()});
+    }
+    return out;
+  }
   bool IsClosed() {
     std::lock_guard<std::mutex> lock(steps_mu_);
     return closed_;
@@ -188,8 +212,9 @@ class GrpcSession final : public Session {
   const SessionConfig config_;
   const std::unique_ptr<rpc::MasterService::Stub> stub_;
   std::string handle_;
-  std::unique_ptr<Graph> graph_;
-  std::vector<PlacementRecord> placement_;
+  std::mutex graph_mu_;  // held through an Extend, its call included
+  std::unique_ptr<Graph> graph_;            // guarded by graph_mu_
+  std::vector<PlacementRecord> placement_;  // guarded by graph_mu_
   std::unique_ptr<DeviceMgr> devices_;
   std::mutex steps_mu_;
   bool closed_ = false;                     // guarded by steps_mu_

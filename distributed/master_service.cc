@@ -46,19 +46,27 @@ class MasterService final : public rpc::MasterService::Service {
     StatusOr<std::unique_ptr<MasterSession>> session =
         MasterSession::Create(env_, config, *def, std::max(discovery, std::chrono::milliseconds(1)));
     if (!session.ok()) return ToGrpc(session.status());
-    for (const PlacementRecord& r : (*session)->placement()) {
-      rpc::PlacedNode* p = response->add_placement();
-      p->set_node(r.node);
-      p->set_op(r.op);
-      p->set_device(r.device);
-      p->set_reason(static_cast<int>(r.reason));
-      p->set_detail(r.detail);
-    }
+    EncodePlacement((*session)->placement(), response->mutable_placement());
     for (const RemoteDevice& d : (*session)->devices()) EncodeDevice(d, response->add_devices());
     std::lock_guard<std::mutex> lock(mu_);
     const std::string handle = StrCat(task_name_, "/session:", ++last_handle_);
     sessions_.emplace(handle, std::move(*session));
     response->set_session_handle(handle);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ExtendSession(grpc::ServerContext* context, grpc::ServerReader<rpc::ExtendSessionRequest>* reader,
+                             rpc::ExtendSessionResponse* response) override {
+    MarkAnswered(context);
+    if (Status s = auth_.Check(*context, "ExtendSession"); !s.ok()) return ToGrpc(s);
+    rpc::ExtendSessionRequest request;
+    if (grpc::Status read = ReadTheRequest(reader, &request); !read.ok()) return read;
+    StatusOr<std::shared_ptr<MasterSession>> session = Find(request.session_handle());
+    if (!session.ok()) return ToGrpc(session.status());
+    StatusOr<GraphSpec> more = GraphSpecFromJson(request.graph_json());
+    if (!more.ok()) return ToGrpc(more.status());
+    if (Status s = (*session)->Extend(*more); !s.ok()) return ToGrpc(s);
+    EncodePlacement((*session)->placement(), response->mutable_placement());
     return grpc::Status::OK;
   }
 
@@ -130,6 +138,18 @@ class MasterService final : public rpc::MasterService::Service {
 
  private:
   static constexpr std::chrono::milliseconds kDefaultDiscoveryTimeout{60000};
+
+  static void EncodePlacement(const std::vector<PlacementRecord>& records,
+                              google::protobuf::RepeatedPtrField<rpc::PlacedNode>* out) {
+    for (const PlacementRecord& r : records) {
+      rpc::PlacedNode* p = out->Add();
+      p->set_node(r.node);
+      p->set_op(r.op);
+      p->set_device(r.device);
+      p->set_reason(static_cast<int>(r.reason));
+      p->set_detail(r.detail);
+    }
+  }
 
   Status NoSession(const std::string& handle) const {
     return errors::NotFound(task_name_, " has no session '", handle, "': it was closed, or the task restarted");

@@ -9,6 +9,7 @@
 #include "distributed/local_worker.h"
 #include "graph/op_kinds.h"
 #include "graph/platform/logging.h"
+#include "placement/extend_graph.h"
 #include "placement/placer.h"
 #include "runtime/step_plan.h"
 
@@ -179,7 +180,7 @@ StatusOr<std::unique_ptr<MasterSession>> MasterSession::Create(Environment env, 
     filters.push_back(parsed);
   }
   const std::string own = TaskName(s->env_.job, s->env_.task);
-  DeviceSet device_set;
+  DeviceSet& device_set = s->device_set_;
   for (const auto& [job, addresses] : s->env_.channels->cluster().jobs()) {
     for (int i = 0; i < static_cast<int>(addresses.size()); ++i) {
       if (!TaskWanted(filters, job, i)) continue;
@@ -212,6 +213,20 @@ StatusOr<std::unique_ptr<MasterSession>> MasterSession::Create(Environment env, 
   return s;
 }
 
+Status MasterSession::Extend(const GraphSpec& more) {
+  std::lock_guard<std::shared_mutex> lock(graph_mu_);
+  ASSIGN_OR_RETURN(PlacedGraph grown, ExtendPlacedGraph(*graph_, placement_, more, device_set_,
+                                                        {.allow_soft_placement = config_.allow_soft_placement}));
+  graph_ = std::move(grown.graph);
+  placement_ = std::move(grown.placement);
+  return Status::OK();
+}
+
+std::vector<PlacementRecord> MasterSession::placement() const {
+  std::shared_lock<std::shared_mutex> lock(graph_mu_);
+  return placement_;
+}
+
 // The workers go after their graphs, sending the cleanups they still defer.
 MasterSession::~MasterSession() {
   for (const auto& [key, plan] : plans_) {
@@ -238,7 +253,12 @@ StatusOr<std::shared_ptr<const MasterSession::Plan>> MasterSession::GetOrCreateP
     auto it = incarnations.find(device);
     return it == incarnations.end() ? uint64_t{0} : it->second;
   };
-  ASSIGN_OR_RETURN(StepPlan step, BuildStepPlan(*graph_, placement_, feed_names, fetches, targets, options));
+  StatusOr<StepPlan> built = [&] {
+    std::shared_lock<std::shared_mutex> graph_lock(graph_mu_);
+    return BuildStepPlan(*graph_, placement_, feed_names, fetches, targets, options);
+  }();
+  if (!built.ok()) return built.status();
+  StepPlan step = std::move(*built);
   ASSIGN_OR_RETURN(std::shared_ptr<const Plan> plan, Register(std::move(step), timeout));
   return plans_.emplace(key, std::move(plan)).first->second;
 }

@@ -9,7 +9,7 @@
 //
 // A task that does not answer fails the step with Unavailable naming it; an error on one
 // task cancels the step on the others. Closing the session deregisters its graphs.
-// Run may be called concurrently; the rest is immutable after Create.
+// Run and Extend may be called concurrently.
 #pragma once
 
 #include <chrono>
@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@
 #include "distributed/remote_device.h"
 #include "distributed/worker_channels.h"
 #include "distributed/worker_interface.h"
+#include "placement/device_set.h"
 #include "runtime/session_options.h"
 #include "runtime/step_plan.h"
 
@@ -55,7 +57,11 @@ class MasterSession {
              const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
              std::vector<Tensor>* outputs, const std::function<bool()>& abandoned = nullptr);
 
-  const std::vector<PlacementRecord>& placement() const { return placement_; }
+  // Session::Extend's: adds `more` to the graph, placing its nodes; nodes already placed
+  // keep their devices, and plans already made stay. May run beside Run.
+  Status Extend(const GraphSpec& more);
+
+  std::vector<PlacementRecord> placement() const;
   // Every device placed over, in placement order.
   const std::vector<RemoteDevice>& devices() const { return devices_; }
 
@@ -74,8 +80,10 @@ class MasterSession {
   SessionConfig config_;
   std::vector<RemoteDevice> devices_;
   std::map<std::string, std::unique_ptr<WorkerInterface>> tasks_;  // by task name
-  std::unique_ptr<Graph> graph_;
-  std::vector<PlacementRecord> placement_;
+  DeviceSet device_set_;
+  mutable std::shared_mutex graph_mu_;  // Extend writes, plans read
+  std::unique_ptr<Graph> graph_;             // guarded by graph_mu_
+  std::vector<PlacementRecord> placement_;  // guarded by graph_mu_
 
   std::mutex plans_mu_;
   std::map<std::string, std::shared_ptr<const Plan>> plans_;  // guarded by plans_mu_

@@ -54,5 +54,6 @@ const char* NumpyDtypeName(DataType dt);
 void BindGraph(nb::module_& m);
 void BindSession(nb::module_& m);
 void BindSummary(nb::module_& m);
+void BindServer(nb::module_& m);
 
 }  // namespace tessera::python

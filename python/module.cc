@@ -6,4 +6,5 @@ NB_MODULE(_core, m) {
   tessera::python::BindGraph(m);
   tessera::python::BindSession(m);
   tessera::python::BindSummary(m);
+  tessera::python::BindServer(m);
 }

@@ -8,6 +8,7 @@
 #include "graph/platform/logging.h"
 #include "kernels/kernel_registry.h"
 #include "kernels/vector_call_frame.h"
+#include "placement/extend_graph.h"
 #include "placement/placer.h"
 #include "runtime/executor.h"
 #include "runtime/run_step.h"
@@ -122,37 +123,18 @@ void DirectSession::Reset(const std::vector<std::string>& containers) { resource
 
 Status DirectSession::Extend(const GraphSpec& more) {
   std::lock_guard<std::shared_mutex> lock(graph_mu_);
-  GraphSpec all = graph_->ToSpec();
-  const size_t old_nodes = all.nodes.size();
-  for (const NodeSpec& n : more.nodes) {
-    if (graph_->FindNode(n.name) != nullptr) {
-      return errors::InvalidArgument("Session::Extend: node '", n.name, "' is already in the session's graph");
-    }
-  }
-  all.nodes.insert(all.nodes.end(), more.nodes.begin(), more.nodes.end());
-  if (static_cast<int64_t>(all.nodes.size()) > config_.HostMemoryLimitBytes() / kHostBytesPerNode) {
-    return errors::ResourceExhausted("Session::Extend: a graph of ", all.nodes.size(), " nodes is more than the ",
+  const int64_t nodes = graph_->num_nodes() + static_cast<int64_t>(more.nodes.size());
+  if (nodes > config_.HostMemoryLimitBytes() / kHostBytesPerNode) {
+    return errors::ResourceExhausted("Session::Extend: a graph of ", nodes, " nodes is more than the ",
                                      "session's host memory limit holds (host_memory_limit_mb)");
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::FromSpec(all));
-  for (size_t i = 0; i < old_nodes; ++i) {
-    const Node* was = graph_->FindNode(all.nodes[i].name);
-    graph->FindNode(all.nodes[i].name)->set_assigned_device(was->assigned_device());
-  }
   const DeviceSet device_set = devices_->AsDeviceSet();  // the placer keeps a reference
-  Placer placer(graph.get(), device_set,
-                {.allow_soft_placement = config_.allow_soft_placement,
-                 .log_device_placement = config_.log_device_placement});
-  ASSIGN_OR_RETURN(std::vector<PlacementRecord> placement, placer.Run());
-  // The nodes already there keep the reasons they were placed for, not "already assigned".
-  std::map<std::string_view, const PlacementRecord*> was;
-  for (const PlacementRecord& r : placement_) was.emplace(r.node, &r);
-  for (PlacementRecord& r : placement) {
-    auto it = was.find(r.node);
-    if (it != was.end()) r = *it->second;
-  }
-  graph_ = std::move(graph);
-  placement_ = std::move(placement);
+  ASSIGN_OR_RETURN(PlacedGraph grown,
+                   ExtendPlacedGraph(*graph_, placement_, more, device_set,
+                                     {.allow_soft_placement = config_.allow_soft_placement,
+                                      .log_device_placement = config_.log_device_placement}));
+  graph_ = std::move(grown.graph);
+  placement_ = std::move(grown.placement);
   return Status::OK();
 }
 

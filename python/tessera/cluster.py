@@ -1,7 +1,12 @@
-"""TF1's cluster descriptions for between-graph replication: train.ClusterSpec and
-train.replica_device_setter (variables round-robin over the ps tasks, the rest on the
+"""TF1's clusters for between-graph replication: train.ClusterSpec, train.Server (a task
+of the cluster, served by the engine over gRPC; sessions reach it by its grpc:// target)
+and train.replica_device_setter (variables round-robin over the ps tasks, the rest on the
 worker)."""
 
+import json
+import socket
+
+from tessera import _core
 from tessera.framework import _format_device, _parse_device
 
 # The ops replica_device_setter sends to the parameter servers, as TensorFlow's default.
@@ -93,3 +98,59 @@ def replica_device_setter(ps_tasks=0, ps_device="/job:ps", worker_device="/job:w
         return _format_device(spec)
 
     return device_function
+
+
+class Server:
+    """tf.compat.v1.train.Server: this process's task of `cluster` (a ClusterSpec or its
+    dict), serving until the process ends. `Session(server.target)` runs steps through it,
+    on every task of the cluster. TESSERA_CLUSTER_TOKEN, where set, is the token every call
+    between tasks must carry."""
+
+    def __init__(self, server_or_cluster_def, job_name=None, task_index=None, protocol=None, config=None,
+                 start=True):
+        if protocol not in (None, "grpc"):
+            raise ValueError(f"Tessera's servers speak grpc, not {protocol!r}")
+        cluster = ClusterSpec(server_or_cluster_def)
+        if job_name is None:
+            if len(cluster.jobs) != 1:
+                raise ValueError("Must specify an explicit `job_name`.")
+            job_name = cluster.jobs[0]
+        if task_index is None:
+            indices = cluster.task_indices(job_name)
+            if len(indices) != 1:
+                raise ValueError("Must specify an explicit `task_index`.")
+            task_index = indices[0]
+        self._cluster = cluster
+        self._job, self._task = job_name, int(task_index)
+        self._address = cluster.task_address(job_name, self._task)
+        self._config = config
+        self._server = None
+        if start:
+            self.start()
+
+    @property
+    def target(self):
+        return "grpc://" + self._address
+
+    @property
+    def server_def(self):
+        raise NotImplementedError("tf.compat.v1.train.Server.server_def is not supported by Tessera yet")
+
+    def start(self):
+        if self._server is None:
+            config = self._config._to_json() if self._config is not None else "{}"
+            self._server = _core.Server(json.dumps(self._cluster.as_dict()), self._job, self._task, config)
+
+    def join(self):
+        """Blocks until the server stops (never, for a server nobody stops: TensorFlow's ps)."""
+        self.start()
+        self._server.join()
+
+    @staticmethod
+    def create_local_server(config=None, start=True):
+        """A one-task cluster on a free port of this machine's loopback address."""
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        return Server({"localhost": [f"127.0.0.1:{port}"]}, job_name="localhost", task_index=0, config=config,
+                      start=start)

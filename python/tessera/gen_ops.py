@@ -74,7 +74,14 @@ def apply_op(op_def, args, attrs, name=None):
     for key in attrs:
         if key not in attr_types and not key.startswith("_"):
             raise TypeError(f"{snake_case(op_def['name'])}() got an unexpected keyword argument '{key}'")
-    op = graph.create_op(op_def["name"], inputs, attrs, name=name)
+    # As TensorFlow's op_def_library: an op taking a reference goes where its variable is,
+    # whatever the device scopes say.
+    refs = [t for arg, t in zip(op_def["inputs"], inputs) if arg["is_ref"]]
+    if refs:
+        with graph.colocate_with(refs[0].op):
+            op = graph.create_op(op_def["name"], inputs, attrs, name=name)
+    else:
+        op = graph.create_op(op_def["name"], inputs, attrs, name=name)
     outputs = op.outputs
     if not op_def["outputs"]:
         return op

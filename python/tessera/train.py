@@ -4,7 +4,7 @@ TensorFlow 1.x's slot variables and names, and the global step."""
 from tessera import array_ops, dtypes, gen_ops
 from tessera.unsupported import module_getattr
 from tessera.framework import Tensor, colocate_with, control_dependencies, convert_to_tensor, get_default_graph
-from tessera.cluster import ClusterSpec, replica_device_setter  # noqa: F401 (tf.train's)
+from tessera.cluster import ClusterSpec, Server, replica_device_setter  # noqa: F401 (tf.train's)
 from tessera.gradients import gradients
 from tessera.graph_io import write_graph  # noqa: F401 (tf.train's)
 from tessera.math_ops import exponential_decay  # noqa: F401 (tf.train's)

@@ -112,6 +112,41 @@ TEST_F(ClusterSessionTest, PlacesOverEveryTaskAndRunsEachPartitionWhereItWasPlac
   EXPECT_EQ(out.at(0).data<float>()[0], 5.0f);
 }
 
+// A client's graph grows after its session is made (tf.Session allows it): the master places
+// the new nodes, steps reach them, and what was placed before stays where it was.
+TEST_F(ClusterSessionTest, TheGraphMayGrowAfterTheSessionIsMade) {
+  auto session = Open(PsWorkerGraph());
+  ASSERT_NE(session, nullptr);
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session->Run({}, {}, {"init"}, &out).ok());
+  GraphSpec grown;
+  NodeSpec twice;
+  twice.name = "twice";
+  twice.op = "Mul";
+  twice.inputs = {"w", "w"};
+  NodeSpec bump_more;
+  bump_more.name = "bump_more";
+  bump_more.op = "AssignAdd";
+  bump_more.inputs = {"w", "twice"};
+  grown.nodes = {twice, bump_more};
+  Status s = session->Extend(grown);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(DeviceOf(*session, "w"), kPsCpu);
+  EXPECT_EQ(DeviceOf(*session, "bump_more"), kPsCpu);  // with the variable it changes
+  EXPECT_EQ(DeviceOf(*session, "twice"), kWorkerCpu);
+  s = session->Run({}, {"twice"}, {"bump_more"}, &out);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(out.at(0).data<float>()[0], 9.0f);
+  ASSERT_TRUE(session->Run({}, {"w"}, {}, &out).ok());
+  EXPECT_EQ(out.at(0).data<float>()[0], 12.0f);
+  // A node the graph has is refused, naming it; the session goes on.
+  Status again = session->Extend(grown);
+  EXPECT_EQ(again.code(), Code::kInvalidArgument);
+  EXPECT_THAT(again.message(), HasSubstr("'twice'"));
+  ASSERT_TRUE(session->Run({{"x", Tensor::Scalar<float>(1)}}, {"y"}, {}, &out).ok());
+  EXPECT_EQ(out.at(0).data<float>()[0], 13.0f);
+}
+
 // A remote task's share of an ended step is dropped with its next step (no call of its own
 // per step), a bounded number wait, and the session's end drops the rest.
 TEST_F(ClusterSessionTest, EndedStepsAreCleanedUpOnEveryTaskWithoutACallEach) {
