@@ -14,7 +14,9 @@
 
 #include "kernels/op_kernel.h"
 #include "python/bindings.h"
+#include "graph/serialize/tensorflow_graph.h"
 #include "runtime/session.h"
+#include "runtime/timeline.h"
 
 namespace tessera::python {
 namespace {
@@ -119,38 +121,43 @@ class PySession {
   nb::object Run(const std::vector<std::pair<std::string, nb::object>>& feeds,
                  const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
                  int64_t timeout_ms) {
-    CatchUp();
-    std::vector<std::pair<std::string, Tensor>> inputs;
-    inputs.reserve(feeds.size());
-    for (const auto& [name, value] : feeds) {
-      StatusOr<Tensor> t = TensorFromArray(value);
-      if (!t.ok()) Raise(t.status().WithPrefix(StrCat("Cannot feed '", name, "': ")));
-      inputs.emplace_back(name, std::move(*t));
-    }
     RunOptions options;
     options.timeout_in_ms = timeout_ms;
-    CancellationManager interrupt;
-    const bool main_thread = OnMainThread();
-    if (main_thread) {
-      Interrupts::Get().Arm();
-      Interrupts::Get().SetStep(&interrupt);
-      options.cancellation = &interrupt;
+    return Step(feeds, fetches, targets, options, nullptr);
+  }
+
+  // Run, with what the step reports as tf.RunMetadata has it: (values, {"step_stats": [a
+  // dict per node that ran], "chrome_trace": JSON, "partition_graphs": [GraphDef bytes]}).
+  nb::object RunTraced(const std::vector<std::pair<std::string, nb::object>>& feeds,
+                       const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
+                       int64_t timeout_ms, bool trace, bool partition_graphs) {
+    RunOptions options;
+    options.timeout_in_ms = timeout_ms;
+    options.trace_level = trace ? RunOptions::TraceLevel::kFullTrace : RunOptions::TraceLevel::kNoTrace;
+    options.output_partition_graphs = partition_graphs;
+    RunMetadata metadata;
+    nb::object values = Step(feeds, fetches, targets, options, &metadata);
+    nb::list stats;
+    for (const NodeExecStats& n : metadata.step_stats) {
+      nb::dict d;
+      d["node"] = n.node;
+      d["op"] = n.op;
+      d["device"] = n.device;
+      d["start_us"] = n.start_us;
+      d["end_us"] = n.end_us;
+      d["thread_id"] = n.thread_id;
+      stats.append(d);
     }
-    std::vector<Tensor> outputs;
-    Status s;
-    {
-      nb::gil_scoped_release unlocked;
-      s = session_->Run(options, inputs, fetches, targets, &outputs, nullptr);
+    nb::list graphs;
+    for (const GraphSpec& g : metadata.partition_graphs) {
+      const std::string bytes = ValueOrRaise(GraphSpecToTensorFlow(g, TensorFlowFormat::kBinary));
+      graphs.append(nb::bytes(bytes.data(), bytes.size()));
     }
-    if (main_thread) Interrupts::Get().SetStep(nullptr);
-    // A Ctrl-C cancelled the step: Python's handler raises KeyboardInterrupt here.
-    if (interrupt.IsCancelled() && PyErr_CheckSignals() != 0) throw nb::python_error();
-    OkOrRaise(s);
-    // The feeds are still held here, so an output that is a fed array's buffer is copied
-    // rather than handed back as the same memory.
-    nb::list values;
-    for (const Tensor& t : outputs) values.append(ArrayFromTensor(t));
-    return values;
+    nb::dict report;
+    report["step_stats"] = stats;
+    report["chrome_trace"] = ChromeTraceJson(metadata);
+    report["partition_graphs"] = graphs;
+    return nb::make_tuple(values, report);
   }
 
   nb::list Placement() {
@@ -180,6 +187,40 @@ class PySession {
   }
 
  private:
+  nb::object Step(const std::vector<std::pair<std::string, nb::object>>& feeds, const std::vector<std::string>& fetches,
+                  const std::vector<std::string>& targets, RunOptions options, RunMetadata* metadata) {
+    CatchUp();
+    std::vector<std::pair<std::string, Tensor>> inputs;
+    inputs.reserve(feeds.size());
+    for (const auto& [name, value] : feeds) {
+      StatusOr<Tensor> t = TensorFromArray(value);
+      if (!t.ok()) Raise(t.status().WithPrefix(StrCat("Cannot feed '", name, "': ")));
+      inputs.emplace_back(name, std::move(*t));
+    }
+    CancellationManager interrupt;
+    const bool main_thread = OnMainThread();
+    if (main_thread) {
+      Interrupts::Get().Arm();
+      Interrupts::Get().SetStep(&interrupt);
+      options.cancellation = &interrupt;
+    }
+    std::vector<Tensor> outputs;
+    Status s;
+    {
+      nb::gil_scoped_release unlocked;
+      s = session_->Run(options, inputs, fetches, targets, &outputs, metadata);
+    }
+    if (main_thread) Interrupts::Get().SetStep(nullptr);
+    // A Ctrl-C cancelled the step: Python's handler raises KeyboardInterrupt here.
+    if (interrupt.IsCancelled() && PyErr_CheckSignals() != 0) throw nb::python_error();
+    OkOrRaise(s);
+    // The feeds are still held here, so an output that is a fed array's buffer is copied
+    // rather than handed back as the same memory.
+    nb::list values;
+    for (const Tensor& t : outputs) values.append(ArrayFromTensor(t));
+    return values;
+  }
+
   // Hands the session the nodes the graph gained since the last step. Under the GIL, as
   // every change to the graph is.
   void CatchUp() {
@@ -203,6 +244,8 @@ void BindSession(nb::module_& m) {
       .def(nb::init<GraphHandle&, const std::string&, const std::string&>(), "graph"_a, "target"_a, "config_json"_a,
            nb::keep_alive<1, 2>())
       .def("run", &PySession::Run, "feeds"_a, "fetches"_a, "targets"_a, "timeout_ms"_a = 0)
+      .def("run_traced", &PySession::RunTraced, "feeds"_a, "fetches"_a, "targets"_a, "timeout_ms"_a, "trace"_a,
+           "partition_graphs"_a)
       .def("placement", &PySession::Placement)
       .def("devices", &PySession::Devices)
       .def("close", &PySession::Close);

@@ -16,6 +16,7 @@ import numpy as np
 
 from tessera import _core, dtypes
 from tessera.framework import Operation, Tensor, get_default_graph
+from tessera.graph_io import GraphDef
 
 
 class GPUOptions:
@@ -91,11 +92,45 @@ class RunOptions:
         self.output_partition_graphs = output_partition_graphs
 
 
+class NodeExecStats:
+    """One node's run in a traced step, with tf.compat.v1.NodeExecStats' fields (times in
+    microseconds; Tessera times a kernel whole, so op and all times are the same)."""
+
+    def __init__(self, record):
+        self.node_name = record["node"]
+        self.timeline_label = f"{record['node']} = {record['op']}()"
+        self.all_start_micros = record["start_us"]
+        self.op_start_rel_micros = 0
+        self.op_end_rel_micros = self.all_end_rel_micros = record["end_us"] - record["start_us"]
+        self.thread_id = record["thread_id"]
+
+
+class DeviceStepStats:
+    def __init__(self, device):
+        self.device = device
+        self.node_stats = []
+
+
+class StepStats:
+    """tf.compat.v1.StepStats: `dev_stats`, each device's NodeExecStats in the order they ran."""
+
+    def __init__(self, records=(), chrome_trace=""):
+        by_device = {}
+        for r in sorted(records, key=lambda r: r["start_us"]):
+            by_device.setdefault(r["device"], DeviceStepStats(r["device"])).node_stats.append(NodeExecStats(r))
+        self.dev_stats = list(by_device.values())
+        self._chrome_trace = chrome_trace
+
+
 class RunMetadata:
-    """What a step reports: `placement`, each node's device and why (also tessera.placement)."""
+    """What a step reports: `step_stats` with RunOptions(trace_level=FULL_TRACE),
+    `partition_graphs` (GraphDefs) with output_partition_graphs, and `placement`, each
+    node's device and why (also tessera.placement)."""
 
     def __init__(self):
         self.placement = []
+        self.step_stats = StepStats()
+        self.partition_graphs = []
 
 
 # The fetch mapper ---------------------------------------------------------------------------
@@ -182,7 +217,14 @@ class Session:
             feeds.append((tensor.name, _feed_array(tensor, value)))
         timeout = options.timeout_in_ms if options is not None else 0
         self._start_one_shot_iterators()
-        values = self._session.run(feeds, fetch_names, targets, timeout)
+        trace = options is not None and options.trace_level != RunOptions.NO_TRACE
+        partitions = options is not None and options.output_partition_graphs
+        if run_metadata is not None and (trace or partitions):
+            values, report = self._session.run_traced(feeds, fetch_names, targets, timeout, trace, partitions)
+            run_metadata.step_stats = StepStats(report["step_stats"], report["chrome_trace"])
+            run_metadata.partition_graphs = [GraphDef.FromString(g) for g in report["partition_graphs"]]
+        else:
+            values = self._session.run(feeds, fetch_names, targets, timeout)
         if run_metadata is not None:
             run_metadata.placement = self._session.placement()
         results = [None if i is None else _scalar_or_array(values[i]) for i in where]

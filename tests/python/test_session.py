@@ -3,6 +3,7 @@ that grows after the session is made, and many threads stepping one session."""
 
 import collections
 import gc
+import json
 import threading
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 
 import tessera
 import tessera.compat.v1 as tf
+from tessera import timeline
 
 
 def test_fetches_keep_their_structure():
@@ -153,3 +155,29 @@ def test_many_threads_step_one_session():
         for t in threads:
             t.join()
     assert failures == []
+
+
+def test_run_metadata_traces_the_step_and_its_partitions():
+    x = tf.placeholder(tf.float32, [2, 2], name="x")
+    with tf.device("/cpu:1"):
+        y = tf.matmul(x, x, name="product")
+    z = tf.add(y, 1.0, name="z")
+    options = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE, output_partition_graphs=True)
+    meta = tf.RunMetadata()
+    with tf.Session(config=tf.ConfigProto(device_count={"CPU": 2})) as sess:
+        np.testing.assert_array_equal(sess.run(z, {x: np.eye(2)}, options=options, run_metadata=meta), np.eye(2) + 1)
+        plain = tf.RunMetadata()
+        sess.run(z, {x: np.eye(2)}, run_metadata=plain)  # no trace asked: none made
+    by_device = {d.device: d for d in meta.step_stats.dev_stats}
+    assert set(by_device) == {"/job:localhost/replica:0/task:0/device:CPU:0",
+                              "/job:localhost/replica:0/task:0/device:CPU:1"}
+    product = [n for n in by_device["/job:localhost/replica:0/task:0/device:CPU:1"].node_stats
+               if n.node_name == "product"]
+    assert len(product) == 1 and product[0].timeline_label == "product = MatMul()"
+    assert product[0].all_start_micros > 1.7e15 and product[0].all_end_rel_micros >= 0
+    # One graph per device, the cross-device edge split into a _Send/_Recv pair.
+    assert len(meta.partition_graphs) == 2
+    assert all(b"_Send" in g.SerializeToString() or b"_Recv" in g.SerializeToString() for g in meta.partition_graphs)
+    trace = json.loads(timeline.Timeline(meta.step_stats).generate_chrome_trace_format())
+    assert any(e.get("args", {}).get("name") == "product" or e.get("name") == "product" for e in trace["traceEvents"])
+    assert plain.step_stats.dev_stats == [] and plain.partition_graphs == []
