@@ -145,6 +145,7 @@ GradientRegistry* GradientRegistry::Global() {
     auto* r = new GradientRegistry;
     RegisterMathGradients(*r);
     RegisterNnGradients(*r);
+    RegisterControlFlowGradients(*r);
     return r;
   }();
   return registry;

@@ -149,16 +149,26 @@ Status MatMulGrad(const Scope& s, const Operation& op, const std::vector<Output>
   return s.status();
 }
 
-// The gradient of a reduction's result, broadcast back over the reduced axes. The axes
-// must be a constant and the input's rank known, as they are in nearly every model.
+// The result's shape with the reduced axes kept as 1, where the input's rank or the axes
+// are known only when the step runs: a 0/1 mask of the reduced axes (axis == range(rank)),
+// as the constant case below makes it when the graph is built.
+Output ReducedShapeAtRunTime(const Scope& s, const Output& shape_x, const Output& axes) {
+  Output rank = ops::Size(s, shape_x);
+  Output in_range = ops::Build(s, "FloorMod", {ops::Reshape(s, ops::Cast(s, axes, DataType::kInt32), {-1, 1}), rank});
+  Output hits = ops::Cast(s, ops::Equal(s, in_range, ops::Build(s, "Range", {0, rank, 1})), DataType::kInt32);
+  Output reduced = ops::Minimum(s, ops::Sum(s, hits, 0), 1);
+  return ops::Add(s, ops::Mul(s, shape_x, ops::Sub(s, 1, reduced)), reduced);
+}
+
+// The gradient of a reduction's result, broadcast back over the reduced axes.
 StatusOr<Output> SpreadOverReducedAxes(const Scope& s, const Operation& op, const Output& g) {
   Output x = In(op, 0), axes = In(op, 1);
   const TensorShape sx = StaticShape(x);
   const Tensor* axes_value = nullptr;
   if (IsConstant(axes.node->op())) axes_value = axes.node->attrs().find("value")->second.get_if<Tensor>();
   if (axes_value == nullptr || sx.unknown_rank()) {
-    return errors::Unimplemented("The gradient of ", op.node()->op(),
-                                 " needs constant reduction axes and an input of known rank");
+    Output shape_x = ops::Shape(s, x);
+    return ops::BroadcastTo(s, ops::Reshape(s, g, ReducedShapeAtRunTime(s, shape_x, axes)), shape_x);
   }
   // The result's shape with the reduced axes kept as 1: the input's shape times a 0/1 mask,
   // plus the mask's complement.
@@ -284,6 +294,7 @@ void RegisterMathGradients(GradientRegistry& r) {
   RegisterCoreGradient(r, "Div", DivGrad);
   RegisterCoreGradient(r, "AddN", AddNGrad);
   RegisterCoreGradient(r, "Identity", IdentityGrad);
+  RegisterCoreGradient(r, "PlaceholderWithDefault", IdentityGrad);
   RegisterCoreGradient(r, "Neg", NegGrad);
   RegisterCoreGradient(r, "Square", SquareGrad);
   RegisterCoreGradient(r, "Sqrt", SqrtGrad);

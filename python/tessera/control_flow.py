@@ -5,9 +5,9 @@ A cond's branches take the tensors they use from outside through a Switch on the
 joins the two. A while loop is a frame: each loop variable enters through an Enter, a
 Merge joins it with the body's NextIteration (the back edge, connected once the body is
 built), LoopCond decides, a Switch sends each value to the body or to an Exit; tensors
-from outside enter as constants of the frame. Gradients through them are not there yet
-(the engine has no gradient for Switch, Merge, Enter and Exit): tf.gradients says so,
-naming the op."""
+from outside enter as constants of the frame. tf.gradients goes through a cond (the
+engine's gradients of Switch and Merge) but not yet through a loop, which it says, naming
+the op."""
 
 from tessera import dtypes, gen_ops
 from tessera.framework import (TensorShape, constant, convert_to_tensor, get_default_graph, name_scope,
@@ -22,7 +22,8 @@ class _Context:
         self.graph = graph
         self.outer = graph._control_flow_stack[-1] if graph._control_flow_stack else None
         self.pivot = None  # the op that ops without inputs wait on
-        self._captured = {}
+        self._captured = {}  # outside tensor's name -> its tensor inside
+        self._inside = set()  # the names of those inside tensors
 
     def contains(self, op):
         ctx = getattr(op, "_control_flow_context", None)
@@ -35,15 +36,20 @@ class _Context:
     def capture(self, tensor, consumer=None):
         """`tensor` as this context sees it: through _enter() where it is made outside (for
         the op named `consumer`, where that is known)."""
-        if self.contains(tensor.op):
+        if self.contains(tensor.op) or tensor.name in self._inside:
             return tensor
         if tensor.name not in self._captured:
             stack = self.graph._control_flow_stack
             stack.pop()  # what brings it in belongs to the enclosing context
             try:
-                self._captured[tensor.name] = self._enter(tensor, consumer)
+                # ... and waits on nothing the ops being made wait on (TensorFlow's rule too):
+                # a wait on this context's pivot would make it dead where the pivot is.
+                with self.graph.control_dependencies(None):
+                    inside = self._enter(tensor, consumer)
             finally:
                 stack.append(self)
+            self._captured[tensor.name] = inside
+            self._inside.add(inside.name)
         return self._captured[tensor.name]
 
     def prepare(self, inputs, control, name):
@@ -117,7 +123,10 @@ def _branch(graph, pred, branch, pivot, fn):
     graph._control_flow_stack.append(ctx)
     try:
         out = fn()
-        leaves = [gen_ops.identity(ctx.capture(convert_to_tensor(v))) for v in _flatten(out)]
+        # Each output waits on the pivot, which the engine's gradient of the Merge follows
+        # to the predicate.
+        with graph.control_dependencies([pivot.op]):
+            leaves = [gen_ops.identity(ctx.capture(convert_to_tensor(v))) for v in _flatten(out)]
     finally:
         graph._control_flow_stack.pop()
     return out, leaves

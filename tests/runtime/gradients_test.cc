@@ -399,16 +399,30 @@ TEST(GradientsTest, GradientOpsAreColocatedWithTheirForwardOps) {
   EXPECT_TRUE(grads[0].node->colocate_with().empty());
 }
 
-TEST(GradientsTest, ReductionWithRuntimeAxesIsUnimplemented) {
-  Scope root = Scope::NewRootScope();
-  auto x = ops::Placeholder(root.WithOpName("x"), kD, TensorShape({2, 3}));
-  auto axes = ops::Placeholder(root.WithOpName("axes"), DataType::kInt32);
-  auto y = ops::Sum(root.WithOpName("y"), x, axes);
-  std::vector<Output> grads;
-  Status s = AddSymbolicGradients(root, {y}, {x}, &grads);
-  EXPECT_EQ(s.code(), Code::kUnimplemented);
-  EXPECT_THAT(s.message(), HasSubstr("constant reduction axes"));
-  EXPECT_THAT(s.message(), HasSubstr("'y' (Sum)"));
+// The rank or the axes known only when the step runs (a cond's output, axes computed):
+// the reduced shape is worked out then.
+TEST(GradientsTest, ReductionsOfUnknownRankOrRuntimeAxes) {
+  const TensorShape shape({2, 3, 4});
+  for (const std::vector<int32_t>& axes : std::vector<std::vector<int32_t>>{{0}, {-1}, {0, 2}, {1, 1}}) {
+    for (bool keep : {false, true}) {
+      SCOPED_TRACE(::testing::PrintToString(axes) + (keep ? " keep_dims" : ""));
+      auto unknown_rank = [](const Scope& s, const Output& x) {
+        return ops::Build(s, "PlaceholderWithDefault", {x}, {{"dtype", kD}, {"shape", TensorShape::UnknownRank()}});
+      };
+      EXPECT_LT(MaxGradientError({shape},
+                                 [&](const Scope& s, const auto& x) {
+                                   return ops::Mean(s, unknown_rank(s, x[0]), Tensor::FromVector(axes),
+                                                    {.keep_dims = keep});
+                                 }),
+                kTolerance);
+      EXPECT_LT(MaxGradientError({shape},
+                                 [&](const Scope& s, const auto& x) {
+                                   return ops::Sum(s, x[0], ops::Identity(s, Tensor::FromVector(axes)),
+                                                   {.keep_dims = keep});
+                                 }),
+                kTolerance);
+    }
+  }
 }
 
 }  // namespace
