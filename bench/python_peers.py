@@ -4,9 +4,12 @@ fashion_cnn_tf1.py) at 1 and 2 threads, and a 64 MiB feed and fetch (time and pe
 the tensor grows). Each measurement runs in a fresh process.
 
     python3 bench/python_peers.py TESSERA_PYTHON TENSORFLOW_PYTHON [--rounds 3] [--steps 200]
+        [--session-bench build/bench/session_bench]
 
 where TESSERA_PYTHON has the package installed (scripts/python_package.sh prints it) and
-TENSORFLOW_PYTHON has TensorFlow and tf_keras (scripts/peers.sh prints it).
+TENSORFLOW_PYTHON has TensorFlow and tf_keras (scripts/peers.sh prints it). With
+--session-bench, each round also times the same graph through C++ Session::Run (its
+BM_SessionRunAsPythonDoes), for what Python adds to a step.
 """
 
 import argparse
@@ -76,6 +79,16 @@ def cnn(engine, threads, steps):
     return {"images_per_s": float(last.split(": ")[1].split()[0]), "accuracy": float(last.split()[-1])}
 
 
+def cpp_round_trip(session_bench):
+    """Seconds of C++ Session::Run on the round trip's graph (Google Benchmark's real time)."""
+    out = subprocess.run([session_bench, "--benchmark_filter=^BM_SessionRunAsPythonDoes$",
+                          "--benchmark_format=json", "--benchmark_repetitions=7",
+                          "--benchmark_report_aggregates_only=true"], capture_output=True, text=True, check=True)
+    runs = json.loads(out.stdout)["benchmarks"]
+    median = next(b for b in runs if b.get("aggregate_name") == "median")
+    return median["real_time"] * {"us": 1e-6, "ns": 1e-9, "ms": 1e-3}[median["time_unit"]]
+
+
 def measure(python, case, engine, *args):
     cmd = [python, os.path.abspath(__file__), "--case", case, "--engine", engine, *map(str, args)]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
@@ -100,6 +113,7 @@ def main():
     p.add_argument("tensorflow_python")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--steps", type=int, default=200)
+    p.add_argument("--session-bench")
     a = p.parse_args()
     pythons = {"tessera": a.tessera_python, "tensorflow": a.tensorflow_python}
     cases = [("round_trip", ()), ("cnn", (1, a.steps)), ("cnn", (2, a.steps)), ("big_feed", (16,)),
@@ -111,6 +125,10 @@ def main():
                 got = measure(pythons[engine], case, engine, *args)
                 results.setdefault((case, args, engine), []).append(got)
                 print(json.dumps({"round": r, "case": case, "args": args, "engine": engine, **got}), flush=True)
+        if a.session_bench:
+            got = {"seconds": cpp_round_trip(a.session_bench)}
+            results.setdefault(("round_trip", (), "c++"), []).append(got)
+            print(json.dumps({"round": r, "case": "round_trip", "engine": "c++", **got}), flush=True)
 
     def med(case, args, engine, key):
         return statistics.median(x[key] for x in results[(case, args, engine)])
@@ -118,6 +136,10 @@ def main():
     print("\n| measurement | Tessera | TensorFlow | ratio |\n|---|---|---|---|")
     t, f = med("round_trip", (), "tessera", "seconds"), med("round_trip", (), "tensorflow", "seconds")
     print(f"| sess.run round trip (a + b, one feed, one fetch) | {t * 1e6:.1f} us | {f * 1e6:.1f} us | {t / f:.2f}x |")
+    if a.session_bench:
+        c = med("round_trip", (), "c++", "seconds")
+        print(f"| the same graph through C++ Session::Run | {c * 1e6:.1f} us (Python adds {(t - c) * 1e6:.1f} us) "
+              "| | |")
     for threads in (1, 2):
         t = med("cnn", (threads, a.steps), "tessera", "images_per_s")
         f = med("cnn", (threads, a.steps), "tensorflow", "images_per_s")

@@ -1,6 +1,6 @@
-// Session::Run round trip of a one-op graph (feed, Add, fetch), and a 1024x1024 float32
-// MatMul through a session beside Eigen's contraction called directly on a pool of the
-// same size.
+// Session::Run round trip of a one-op graph (feed, Add, fetch), also as the Python package's
+// benchmark (bench/python_peers.py) builds it, and a 1024x1024 float32 MatMul through a
+// session beside Eigen's contraction called directly on a pool of the same size.
 #define EIGEN_USE_THREADS
 #include <benchmark/benchmark.h>
 
@@ -39,6 +39,27 @@ void BM_SessionRunAdd(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_SessionRunAdd)->Unit(benchmark::kMicrosecond);
+
+// The graph and session bench/python_peers.py's round trip times from Python: a [1] float
+// placeholder plus a [1] constant, a session of the default config.
+void BM_SessionRunAsPythonDoes(benchmark::State& state) {
+  Scope root = Scope::NewRootScope();
+  auto a = ops::Placeholder(root.WithOpName("a"), DataType::kFloat, TensorShape({1}));
+  ops::Add(root.WithOpName("add"), a, ops::Const(root.WithOpName("b"), Tensor::FromVector<float>({1.0f})));
+  GraphSpec def;
+  if (!root.ToSpec(&def).ok()) return state.SkipWithError("graph");
+  auto session = Session::Create(SessionConfig(), def);
+  if (!session.ok()) return state.SkipWithError(session.status().ToString().c_str());
+  std::vector<std::pair<std::string, Tensor>> feeds = {{"a:0", Tensor::FromVector<float>({1.0f})}};
+  std::vector<std::string> fetches = {"add:0"};
+  std::vector<Tensor> out;
+  for (auto _ : state) {
+    Status s = (*session)->Run(feeds, fetches, {}, &out);
+    if (!s.ok()) state.SkipWithError(s.ToString().c_str());
+    benchmark::DoNotOptimize(out);
+  }
+}
+BENCHMARK(BM_SessionRunAsPythonDoes)->Unit(benchmark::kMicrosecond);
 
 constexpr int kN = 1024;
 

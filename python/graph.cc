@@ -4,6 +4,7 @@
 // the Python side's; this side holds the nodes.
 
 #include "graph/builder/gradients.h"
+#include "graph/function.h"
 #include "graph/graph.h"
 #include "graph/op_registry.h"
 #include "graph/serialize/graph_json.h"
@@ -74,7 +75,18 @@ StatusOr<AttrValue> ToAttr(nb::handle v, AttrType type) {
         }
         return AttrValue(shapes);
       }
-      case AttrType::kFunc: break;
+      case AttrType::kFunc: {
+        // A function the Python side traced into a graph of its own: (that graph, its
+        // argument Placeholders, its result tensors).
+        auto parts = nb::cast<nb::tuple>(v);
+        if (parts.size() != 3) break;
+        auto fn = std::make_shared<FunctionDef>();
+        fn->body = nb::cast<const GraphHandle&>(parts[0]).graph->ToSpec();
+        fn->args = nb::cast<std::vector<std::string>>(parts[1]);
+        fn->rets = nb::cast<std::vector<std::string>>(parts[2]);
+        RETURN_IF_ERROR(FunctionBodyGraph(*fn, nullptr).status());
+        return AttrValue(std::shared_ptr<const FunctionDef>(std::move(fn)));
+      }
     }
   } catch (const nb::cast_error&) {
     return errors::InvalidArgument("expected a value of attr type ", AttrTypeName(type), ", got ",

@@ -192,7 +192,9 @@ def size(input, name=None, out_type=dtypes.int32):  # noqa: A002
 
 
 def reshape(tensor, shape, name=None):  # noqa: F811 (TensorFlow's argument name)
-    return gen_ops.reshape(tensor, convert_to_tensor(shape, dtypes.int32), name=name or "Reshape")
+    # A shape tensor may be int32 or int64, as Reshape's Tshape allows; Python values are int32.
+    shape = shape if isinstance(shape, Tensor) else convert_to_tensor(shape, dtypes.int32)
+    return gen_ops.reshape(tensor, shape, name=name or "Reshape")
 
 
 def transpose(a, perm=None, name="transpose"):
@@ -213,15 +215,22 @@ def squeeze(input, axis=None, name=None, squeeze_dims=None):  # noqa: A002
     return gen_ops.squeeze(input, squeeze_dims=axis, name=name or "Squeeze")
 
 
+def _same_dtype(values):
+    """`values` as Tensors, Python values taking the dtype of the first Tensor among them (as
+    TensorFlow converts a list it packs)."""
+    dtype = next((v.dtype for v in values if isinstance(v, Tensor)), None)
+    return [convert_to_tensor(v, None if isinstance(v, Tensor) else dtype) for v in values]
+
+
 def concat(values, axis, name="concat"):
-    values = [convert_to_tensor(v) for v in values]
+    values = _same_dtype(values)
     if len(values) == 1:
         return identity(values[0], name=name)
     return gen_ops.concat_v2(values, convert_to_tensor(axis, dtypes.int32), name=name)
 
 
 def stack(values, axis=0, name="stack"):
-    values = [convert_to_tensor(v) for v in values]
+    values = _same_dtype(values)
     return gen_ops.pack(values, axis=axis, name=name)
 
 

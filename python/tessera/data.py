@@ -5,16 +5,19 @@ tf.errors.OutOfRangeError from get_next, as in TensorFlow.
 
 A one-shot iterator starts itself the first time a session runs anything of its graph (the
 session runs its MakeIterator once), where TensorFlow's runs a dataset function.
-Dataset.map and filter take Python functions in TensorFlow; they need graph functions,
-which the Python package does not make yet.
+Dataset.map and filter trace their Python functions into graph functions
+(function_graph.py), which may use the graph outside only for its constants.
 """
 
 import itertools
+import types
 
 from tessera import dtypes, gen_ops
 from tessera.framework import TensorShape, convert_to_tensor, get_default_graph, name_scope
+from tessera.function_graph import TracedFunction
 from tessera.unsupported import module_getattr
 
+AUTOTUNE = -1  # num_parallel_calls: the engine decides
 ONE_SHOT_ITERATORS = "tessera_one_shot_iterators"  # a graph collection: (iterator, MakeIterator op)
 _iterator_names = itertools.count()
 
@@ -143,13 +146,45 @@ class Dataset(_Elements):
         return self._like(gen_ops.cache_dataset(self._variant, convert_to_tensor(filename, dtypes.string),
                                                 **self._types_and_shapes()))
 
+    def _trace(self, fn, what):
+        """`fn` traced on one element: a tuple element is spread over its arguments, as in
+        tf.data; returns the TracedFunction."""
+        structure = _map_specs(self._spec, lambda t, s: None)
+
+        def call(args):
+            element = _pack(structure, iter(args))
+            out = fn(*element) if type(element) is tuple else fn(element)
+            return tuple(out) if isinstance(out, list) else out  # tf.data takes a list for a tuple
+
+        return TracedFunction(call, _flatten_specs(self._spec), what, _flatten)
+
     def map(self, map_func, num_parallel_calls=None, deterministic=None):
-        raise NotImplementedError("tf.data.Dataset.map is not supported by Tessera yet: it needs graph functions "
-                                  "made from Python")
+        """map_func(element) for each element, in order; num_parallel_calls elements at once
+        (AUTOTUNE: as many as the engine's pool runs)."""
+        with name_scope(None, "MapDataset"):
+            traced = self._trace(map_func, "tf.data.Dataset.map")
+            spec = _pack(traced.outputs, iter([(t.dtype, t.shape) for t in traced.rets]))
+            specs = _flatten_specs(spec)
+            kwargs = {"f": traced.attr_value(), "output_types": [t for t, _ in specs],
+                      "output_shapes": [sh for _, sh in specs]}
+            if num_parallel_calls is None:
+                variant = gen_ops.map_dataset(self._variant, **kwargs)
+            else:
+                variant = gen_ops.parallel_map_dataset(
+                    self._variant, convert_to_tensor(num_parallel_calls, dtypes.int32), **kwargs)
+        return self._like(variant, spec)
 
     def filter(self, predicate):
-        raise NotImplementedError("tf.data.Dataset.filter is not supported by Tessera yet: it needs graph "
-                                  "functions made from Python")
+        """The elements for which predicate(element) is true."""
+        with name_scope(None, "FilterDataset"):
+            traced = self._trace(predicate, "tf.data.Dataset.filter")
+            if len(traced.rets) != 1 or traced.rets[0].dtype != dtypes.bool or \
+                    traced.rets[0].shape.ndims not in (None, 0):
+                raise ValueError("`predicate` return type must be convertible to a scalar boolean tensor. Was "
+                                 f"{[(t.dtype.name, str(t.shape)) for t in traced.rets]}.")
+            variant = gen_ops.filter_dataset(self._variant, predicate=traced.attr_value(),
+                                             **self._types_and_shapes())
+        return self._like(variant)
 
     # TF1 iterators --------------------------------------------------------------------------
     def make_one_shot_iterator(self):
@@ -205,6 +240,11 @@ class Iterator(_Elements):
         for tensor, (_, shape) in zip(components, specs):
             tensor.set_shape(shape)
         return _pack(_map_specs(self._spec, lambda t, s: None), iter(components))
+
+
+experimental = types.ModuleType("tf.compat.v1.data.experimental")
+experimental.AUTOTUNE = AUTOTUNE
+experimental.__getattr__ = module_getattr("tf.compat.v1.data.experimental")
 
 
 def make_one_shot_iterator(dataset):

@@ -400,8 +400,6 @@ class Graph:
         for t in flat:
             if not isinstance(t, Tensor):
                 raise TypeError(f"Input of '{name}' ({op_type}) must be a Tensor, got {t!r}")
-            if t.graph is not self:
-                raise ValueError(f"Tensor {t.name} must be from the same graph as the op '{name}'.")
         control = []
         for frame in self._control_stack:
             control = [] if frame is None else control + frame
@@ -409,8 +407,12 @@ class Graph:
         context = self._control_flow_stack[-1] if self._control_flow_stack else None
         if context is not None:
             # In a cond's branch or a loop: what comes from outside comes in through the
-            # context's Switch or Enter, and an op with no inputs waits on its pivot.
+            # context's Switch or Enter, and an op with no inputs waits on its pivot (in a
+            # function's graph, what comes from the graph outside is copied in).
             flat, control = context.prepare(flat, control, name)
+        for t in flat:
+            if t.graph is not self:
+                raise ValueError(f"Tensor {t.name} must be from the same graph as the op '{name}'.")
         op = Operation(self, name, op_type, flat, control, dict(attrs or {}))
         op._control_flow_context = context
         device = {}

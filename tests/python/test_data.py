@@ -62,9 +62,38 @@ def test_nested_elements_and_zip():
         assert drain(sess, pair) == [(0, 10), (1, 11), (2, 12)]
 
 
-def test_map_says_what_is_missing():
-    with pytest.raises(NotImplementedError, match="Dataset.map"):
-        tf.data.Dataset.range(3).map(lambda x: x * 2)
+def test_map_and_filter_run_python_functions_as_graph_functions():
+    images = np.arange(24, dtype=np.uint8).reshape(6, 2, 2)
+    labels = np.arange(6, dtype=np.int64)
+    scale = tf.constant(255.0)  # a constant of the graph outside, copied into the function
+    ds = (tf.data.Dataset.from_tensor_slices((images, labels))
+          .map(lambda x, y: (tf.reshape(tf.cast(x, tf.float32) / scale, [4]), y * 10))
+          .filter(lambda x, y: tf.equal(y % 20, 0))
+          .map(lambda x, y: {"sum": tf.reduce_sum(x), "label": y}, num_parallel_calls=tf.data.experimental.AUTOTUNE)
+          .batch(2))
+    assert ds.output_types == {"sum": tf.float32, "label": tf.int64}
+    assert ds.output_shapes["sum"].as_list() == [None]
+    element = tf.data.make_one_shot_iterator(ds).get_next()
+    with tf.Session() as sess:
+        got = drain(sess, element)
+    # Labels 0, 20, 40: images 0, 2 and 4, each summed after scaling.
+    np.testing.assert_array_equal(np.concatenate([g["label"] for g in got]), [0, 20, 40])
+    want = images[[0, 2, 4]].reshape(3, -1).astype(np.float32).sum(1) / 255
+    np.testing.assert_allclose(np.concatenate([g["sum"] for g in got]), want, rtol=1e-6)
+
+
+def test_dataset_functions_say_what_they_cannot_take():
+    outside = tf.placeholder(tf.int64, [])
+    with pytest.raises(NotImplementedError, match="Dataset.map: the function uses Placeholder"):
+        tf.data.Dataset.range(3).map(lambda x: x + outside)
+    with pytest.raises(ValueError, match="scalar boolean"):
+        tf.data.Dataset.range(3).filter(lambda x: x * 2)
+    # A function that fails while it runs fails the step; the session goes on.
+    ds = tf.data.Dataset.range(3).map(lambda x: tf.reshape(x, tf.stack([x, 2])))
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError, match="Reshape"):
+            sess.run(tf.data.make_one_shot_iterator(ds).get_next())
+        assert sess.run(tf.constant(1) + 1) == 2
 
 
 def test_training_from_a_dataset(fashion):
