@@ -16,6 +16,7 @@ import numpy as np
 
 from tessera import _core, dtypes
 from tessera.framework import Operation, Tensor, get_default_graph
+from tessera.data import ONE_SHOT_ITERATORS
 from tessera.graph_io import GraphDef
 
 
@@ -133,6 +134,8 @@ class RunMetadata:
         self.partition_graphs = []
 
 
+_MAX_PLANS = 64  # a session's remembered step plans; more, and it starts again
+
 # The fetch mapper ---------------------------------------------------------------------------
 def _flatten_fetches(fetches, graph, out):
     """Appends each leaf of `fetches` to `out` as a Tensor or Operation; returns a function
@@ -154,15 +157,31 @@ def _flatten_fetches(fetches, graph, out):
     return lambda values: values[index]
 
 
-def _feed_array(tensor, value):
+def _fetch_key(fetches):
+    """A hashable stand-in for `fetches`' structure and leaves (TypeError where a leaf is
+    not hashable)."""
+    if isinstance(fetches, dict):
+        return (type(fetches), tuple((k, _fetch_key(v)) for k, v in fetches.items()))
+    if isinstance(fetches, (list, tuple)):
+        return (type(fetches), tuple(_fetch_key(v) for v in fetches))
+    hash(fetches)
+    return fetches
+
+
+def _feed_array(tensor, dtype, dims, value):
+    """`value` as the array fed to `tensor`, of NumPy dtype `dtype` (None: strings) and
+    static dims `dims`: itself when it already is one, contiguous, of that dtype and shape."""
+    if type(value) is np.ndarray and value.dtype == dtype and value.flags.c_contiguous and dims is not None \
+            and len(dims) == value.ndim and all(d is None or d == n for d, n in zip(dims, value.shape)):
+        return value
     if isinstance(value, Tensor):
         raise TypeError(f"The value of a feed cannot be a tf.Tensor object ({value.name}). Acceptable feed values "
                         "include Python scalars, strings, lists, numpy ndarrays.")
-    if tensor.dtype == dtypes.string:
+    if dtype is None:
         array = np.array(value, dtype=object)
     else:
         try:
-            array = np.asarray(value, dtype=tensor.dtype.as_numpy_dtype)
+            array = np.asarray(value, dtype=dtype)
         except (TypeError, ValueError) as e:
             raise type(e)(f"Cannot feed {value!r} to Tensor '{tensor.name}' of dtype {tensor.dtype.name}: {e}") \
                 from None
@@ -183,7 +202,9 @@ class Session:
         self._closed = False
         self._default_context = None
         self._started = set()  # the one-shot iterators this session has started
+        self._iterators_seen = 0  # how many there were when it last looked
         self._start_lock = threading.Lock()
+        self._plans = {}  # _plan's, by fetches and feed keys
         if self._config.log_device_placement:
             print("Device mapping:")
             for record in self._session.placement():
@@ -198,23 +219,9 @@ class Session:
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
-        leaves = []
-        rebuild = _flatten_fetches(fetches, self._graph, leaves)
-        fetch_names, targets, where = [], [], []
-        for leaf in leaves:
-            if isinstance(leaf, Operation):
-                targets.append(leaf.name)
-                where.append(None)
-            else:
-                if leaf.name not in fetch_names:
-                    fetch_names.append(leaf.name)
-                where.append(fetch_names.index(leaf.name))
-        feeds = []
-        for key, value in (feed_dict or {}).items():
-            tensor = self._graph.as_graph_element(key._as_feed() if hasattr(key, "_as_feed") else key)
-            if not isinstance(tensor, Tensor):
-                raise TypeError(f"Cannot interpret feed_dict key as Tensor: {key!r} is an Operation.")
-            feeds.append((tensor.name, _feed_array(tensor, value)))
+        fetch_names, targets, where, rebuild, feed_specs = self._plan(fetches, feed_dict)
+        feeds = [(name, _feed_array(tensor, dtype, dims, value))
+                 for (name, tensor, dtype, dims), value in zip(feed_specs, (feed_dict or {}).values())]
         timeout = options.timeout_in_ms if options is not None else 0
         self._start_one_shot_iterators()
         trace = options is not None and options.trace_level != RunOptions.NO_TRACE
@@ -230,14 +237,56 @@ class Session:
         results = [None if i is None else _scalar_or_array(values[i]) for i in where]
         return rebuild(results)
 
+    def _plan(self, fetches, feed_dict):
+        """What a step of these fetches and feed keys runs: fetch names, targets, where each
+        leaf's value is, the function rebuilding the fetches' structure, and each feed's
+        (name, Tensor, NumPy dtype, dims). Remembered for the next step with the same fetches
+        and keys, as a training loop's are; the graph may grow, but what it has stays."""
+        feed_keys = tuple(feed_dict) if feed_dict else ()
+        try:
+            key = (_fetch_key(fetches), feed_keys)
+            plan = self._plans.get(key)
+        except TypeError:  # something unhashable in the fetches
+            key, plan = None, None
+        if plan is not None:
+            return plan
+        leaves = []
+        rebuild = _flatten_fetches(fetches, self._graph, leaves)
+        fetch_names, targets, where = [], [], []
+        for leaf in leaves:
+            if isinstance(leaf, Operation):
+                targets.append(leaf.name)
+                where.append(None)
+            else:
+                if leaf.name not in fetch_names:
+                    fetch_names.append(leaf.name)
+                where.append(fetch_names.index(leaf.name))
+        feed_specs = []
+        for k in feed_keys:
+            tensor = self._graph.as_graph_element(k._as_feed() if hasattr(k, "_as_feed") else k)
+            if not isinstance(tensor, Tensor):
+                raise TypeError(f"Cannot interpret feed_dict key as Tensor: {k!r} is an Operation.")
+            dtype = None if tensor.dtype == dtypes.string else np.dtype(tensor.dtype.as_numpy_dtype)
+            feed_specs.append((tensor.name, tensor, dtype, tensor.shape.dims))
+        plan = (fetch_names, targets, where, rebuild, feed_specs)
+        if key is not None:
+            if len(self._plans) >= _MAX_PLANS:
+                self._plans.clear()
+            self._plans[key] = plan
+        return plan
+
     def _start_one_shot_iterators(self):
-        # A one-shot iterator starts itself on the first step that could use it (data.py).
-        from tessera.data import ONE_SHOT_ITERATORS
+        # A one-shot iterator starts itself on the first step that could use it (data.py);
+        # most steps find no new one, and look no further than the collection's length.
+        collection = self._graph._collections.get(ONE_SHOT_ITERATORS, ())
+        if len(collection) == self._iterators_seen:
+            return
         with self._start_lock:  # threads stepping at once start each iterator once
             pending = [op for op in self._graph.get_collection(ONE_SHOT_ITERATORS) if op not in self._started]
             if pending:
                 self._session.run([], [], [op.name for op in pending], 0)
                 self._started.update(pending)
+            self._iterators_seen = len(collection)
 
     def close(self):
         if not self._closed:

@@ -31,6 +31,24 @@ def test_fetches_keep_their_structure():
     np.testing.assert_array_equal(out["by_name"], [[1, 2], [3, 4]])
 
 
+def test_repeated_steps_reuse_their_plan_and_still_see_each_feed():
+    x = tf.placeholder(tf.float32, [2], name="x")
+    y = tf.placeholder(tf.float32, [2], name="y")
+    total = x + 2 * y
+    with tf.Session() as sess:
+        # The same fetches and keys make one plan; each step's values are its own, and keys
+        # in another order (another plan) pair each value with its own placeholder.
+        for k in range(3):
+            np.testing.assert_array_equal(sess.run([total], {x: [k, 0], y: [0, k]})[0], [k, 2 * k])
+        np.testing.assert_array_equal(sess.run([total], {y: [1, 1], x: [5, 5]})[0], [7, 7])
+        assert len(sess._plans) == 2
+        # A graph grown since keeps the plans, and what it gained is fetched by new ones.
+        more = total * 10
+        np.testing.assert_array_equal(sess.run(more, {x: [1, 1], y: [0, 0]}), [10, 10])
+        with pytest.raises(ValueError, match="Cannot feed value of shape"):
+            sess.run([total], {x: [1, 2, 3], y: [0, 0]})
+
+
 def test_feeds_are_converted_to_the_placeholders_dtype():
     x = tf.placeholder(tf.float32, [None, 2])
     i = tf.placeholder(tf.int64, [])
