@@ -104,6 +104,8 @@ bool OnMainThread() {
   return PyThread_get_thread_ident() == main_thread;
 }
 
+class PyStep;
+
 class PySession {
  public:
   PySession(GraphHandle& graph, const std::string& target, const std::string& config_json) : graph_(graph) {
@@ -123,7 +125,8 @@ class PySession {
                  int64_t timeout_ms) {
     RunOptions options;
     options.timeout_in_ms = timeout_ms;
-    return Step(feeds, fetches, targets, options, nullptr);
+    auto [names, values] = SplitFeeds(feeds);
+    return Step(names, values, fetches, targets, options, nullptr);
   }
 
   // Run, with what the step reports as tf.RunMetadata has it: (values, {"step_stats": [a
@@ -136,7 +139,8 @@ class PySession {
     options.trace_level = trace ? RunOptions::TraceLevel::kFullTrace : RunOptions::TraceLevel::kNoTrace;
     options.output_partition_graphs = partition_graphs;
     RunMetadata metadata;
-    nb::object values = Step(feeds, fetches, targets, options, &metadata);
+    auto [names, fed] = SplitFeeds(feeds);
+    nb::object values = Step(names, fed, fetches, targets, options, &metadata);
     nb::list stats;
     for (const NodeExecStats& n : metadata.step_stats) {
       nb::dict d;
@@ -187,15 +191,22 @@ class PySession {
   }
 
  private:
-  nb::object Step(const std::vector<std::pair<std::string, nb::object>>& feeds, const std::vector<std::string>& fetches,
-                  const std::vector<std::string>& targets, RunOptions options, RunMetadata* metadata) {
+  friend class PyStep;
+
+  // One step: `values[i]` fed to `feed_names[i]`.
+  nb::object Step(const std::vector<std::string>& feed_names, const nb::list& values,
+                  const std::vector<std::string>& fetches, const std::vector<std::string>& targets, RunOptions options,
+                  RunMetadata* metadata) {
+    if (values.size() != feed_names.size()) {
+      Raise(errors::InvalidArgument(values.size(), " values for ", feed_names.size(), " feeds"));
+    }
     CatchUp();
     std::vector<std::pair<std::string, Tensor>> inputs;
-    inputs.reserve(feeds.size());
-    for (const auto& [name, value] : feeds) {
-      StatusOr<Tensor> t = TensorFromArray(value);
-      if (!t.ok()) Raise(t.status().WithPrefix(StrCat("Cannot feed '", name, "': ")));
-      inputs.emplace_back(name, std::move(*t));
+    inputs.reserve(feed_names.size());
+    for (size_t i = 0; i < feed_names.size(); ++i) {
+      StatusOr<Tensor> t = TensorFromArray(values[i]);
+      if (!t.ok()) Raise(t.status().WithPrefix(StrCat("Cannot feed '", feed_names[i], "': ")));
+      inputs.emplace_back(feed_names[i], std::move(*t));
     }
     CancellationManager interrupt;
     const bool main_thread = OnMainThread();
@@ -216,9 +227,19 @@ class PySession {
     OkOrRaise(s);
     // The feeds are still held here, so an output that is a fed array's buffer is copied
     // rather than handed back as the same memory.
-    nb::list values;
-    for (const Tensor& t : outputs) values.append(ArrayFromTensor(t));
-    return values;
+    nb::list fetched;
+    for (const Tensor& t : outputs) fetched.append(ArrayFromTensor(t));
+    return fetched;
+  }
+
+  static std::pair<std::vector<std::string>, nb::list> SplitFeeds(
+      const std::vector<std::pair<std::string, nb::object>>& feeds) {
+    std::pair<std::vector<std::string>, nb::list> out;
+    for (const auto& [name, value] : feeds) {
+      out.first.push_back(name);
+      out.second.append(value);
+    }
+    return out;
   }
 
   // Hands the session the nodes the graph gained since the last step. Under the GIL, as
@@ -237,15 +258,43 @@ class PySession {
   int seen_ = 0;
 };
 
+// The steps of one (feeds, fetches, targets): its names converted once, as Python's
+// Session.run keeps a plan per fetches and feed keys.
+class PyStep {
+ public:
+  PyStep(PySession& session, std::vector<std::string> feeds, std::vector<std::string> fetches,
+         std::vector<std::string> targets)
+      : session_(session), feeds_(std::move(feeds)), fetches_(std::move(fetches)), targets_(std::move(targets)) {}
+
+  nb::object Run(const nb::list& values, int64_t timeout_ms) {
+    RunOptions options;
+    options.timeout_in_ms = timeout_ms;
+    return session_.Step(feeds_, values, fetches_, targets_, options, nullptr);
+  }
+
+ private:
+  PySession& session_;  // kept alive by the binding
+  const std::vector<std::string> feeds_, fetches_, targets_;
+};
+
 }  // namespace
 
 void BindSession(nb::module_& m) {
+  nb::class_<PyStep>(m, "Step").def("run", &PyStep::Run, "values"_a, "timeout_ms"_a = 0);
   nb::class_<PySession>(m, "Session")
       .def(nb::init<GraphHandle&, const std::string&, const std::string&>(), "graph"_a, "target"_a, "config_json"_a,
            nb::keep_alive<1, 2>())
       .def("run", &PySession::Run, "feeds"_a, "fetches"_a, "targets"_a, "timeout_ms"_a = 0)
       .def("run_traced", &PySession::RunTraced, "feeds"_a, "fetches"_a, "targets"_a, "timeout_ms"_a, "trace"_a,
            "partition_graphs"_a)
+      .def(
+          "prepare",
+          [](PySession& s, std::vector<std::string> feeds, std::vector<std::string> fetches,
+             std::vector<std::string> targets) {
+            return new PyStep(s, std::move(feeds), std::move(fetches), std::move(targets));
+          },
+          "feeds"_a, "fetches"_a, "targets"_a, nb::keep_alive<0, 1>(),
+          "A Step: run(values) feeds values[i] to feeds[i] and fetches the fetches.")
       .def("placement", &PySession::Placement)
       .def("devices", &PySession::Devices)
       .def("close", &PySession::Close);

@@ -219,29 +219,45 @@ class Session:
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
-        fetch_names, targets, where, rebuild, feed_specs = self._plan(fetches, feed_dict)
-        feeds = [(name, _feed_array(tensor, dtype, dims, value))
-                 for (name, tensor, dtype, dims), value in zip(feed_specs, (feed_dict or {}).values())]
-        timeout = options.timeout_in_ms if options is not None else 0
+        fetch_names, targets, where, rebuild, feed_specs, step = self._plan(fetches, feed_dict)
+        values = []
+        if feed_dict:
+            for (_, tensor, dtype, dims, exact), value in zip(feed_specs, feed_dict.values()):
+                # A ready array, the common case, is checked in as few looks as may be.
+                if type(value) is np.ndarray and value.shape == exact and value.dtype == dtype and \
+                        value.flags.c_contiguous:
+                    values.append(value)
+                else:
+                    values.append(_feed_array(tensor, dtype, dims, value))
         self._start_one_shot_iterators()
+        if options is None and run_metadata is None:
+            fetched = step.run(values, 0)
+        else:
+            fetched = self._run_with(options, run_metadata, fetch_names, targets, feed_specs, values, step)
+        # As TensorFlow: a rank-0 result is a NumPy scalar (bytes for a string), not a 0-d array.
+        return rebuild([None if i is None else fetched[i][()] if fetched[i].ndim == 0 else fetched[i] for i in where])
+
+    def _run_with(self, options, run_metadata, fetch_names, targets, feed_specs, values, step):
+        timeout = options.timeout_in_ms if options is not None else 0
         trace = options is not None and options.trace_level != RunOptions.NO_TRACE
         partitions = options is not None and options.output_partition_graphs
         if run_metadata is not None and (trace or partitions):
-            values, report = self._session.run_traced(feeds, fetch_names, targets, timeout, trace, partitions)
+            feeds = [(spec[0], value) for spec, value in zip(feed_specs, values)]
+            fetched, report = self._session.run_traced(feeds, fetch_names, targets, timeout, trace, partitions)
             run_metadata.step_stats = StepStats(report["step_stats"], report["chrome_trace"])
             run_metadata.partition_graphs = [GraphDef.FromString(g) for g in report["partition_graphs"]]
         else:
-            values = self._session.run(feeds, fetch_names, targets, timeout)
+            fetched = step.run(values, timeout)
         if run_metadata is not None:
             run_metadata.placement = self._session.placement()
-        results = [None if i is None else _scalar_or_array(values[i]) for i in where]
-        return rebuild(results)
+        return fetched
 
     def _plan(self, fetches, feed_dict):
         """What a step of these fetches and feed keys runs: fetch names, targets, where each
-        leaf's value is, the function rebuilding the fetches' structure, and each feed's
-        (name, Tensor, NumPy dtype, dims). Remembered for the next step with the same fetches
-        and keys, as a training loop's are; the graph may grow, but what it has stays."""
+        leaf's value is, the function rebuilding the fetches' structure, each feed's (name,
+        Tensor, NumPy dtype, dims), and the engine's Step of those names. Remembered for the
+        next step with the same fetches and keys, as a training loop's are; the graph may
+        grow, but what it has stays."""
         feed_keys = tuple(feed_dict) if feed_dict else ()
         try:
             key = (_fetch_key(fetches), feed_keys)
@@ -267,8 +283,11 @@ class Session:
             if not isinstance(tensor, Tensor):
                 raise TypeError(f"Cannot interpret feed_dict key as Tensor: {k!r} is an Operation.")
             dtype = None if tensor.dtype == dtypes.string else np.dtype(tensor.dtype.as_numpy_dtype)
-            feed_specs.append((tensor.name, tensor, dtype, tensor.shape.dims))
-        plan = (fetch_names, targets, where, rebuild, feed_specs)
+            dims = tensor.shape.dims
+            exact = tuple(dims) if dims is not None and None not in dims else None  # a shape to compare with
+            feed_specs.append((tensor.name, tensor, dtype, dims, exact))
+        step = self._session.prepare([spec[0] for spec in feed_specs], fetch_names, targets)
+        plan = (fetch_names, targets, where, rebuild, feed_specs, step)
         if key is not None:
             if len(self._plans) >= _MAX_PLANS:
                 self._plans.clear()
@@ -307,11 +326,6 @@ class Session:
 
     def _placement(self):
         return self._session.placement()
-
-
-def _scalar_or_array(array):
-    # As TensorFlow: a rank-0 result is a NumPy scalar (bytes for a string), not a 0-d array.
-    return array[()] if array.ndim == 0 else array
 
 
 class InteractiveSession(Session):
