@@ -6,7 +6,7 @@ import re
 import threading
 import time
 
-from tessera import _core, gen_ops
+from tessera import _core, errors, gen_ops
 from tessera.framework import Graph, add_to_collections, convert_to_tensor, get_collection, name_scope
 from tessera.graph_io import GraphDef
 from tessera.unsupported import module_getattr
@@ -103,11 +103,10 @@ class SessionLog:
 class FileWriter:
     """tf.compat.v1.summary.FileWriter: an event file in `logdir` for TensorBoard.
 
-    Events are buffered and written by flush() and close(), and when an event is added after
-    flush_secs have passed or max_queue events wait (TensorFlow also flushes from a thread of
-    its own; Tessera does not, so nothing reaches the file while no event is added). Events
-    added after close() are dropped, as in TensorFlow; reopen() starts a new file. Its
-    methods may be called from many threads.
+    Events are buffered and written by flush() and close(), when max_queue events wait, and
+    every flush_secs by a thread of the writer's own, as TensorFlow's writer does (close()
+    stops it). Events added after close() are dropped, as in TensorFlow; reopen() starts a
+    new file. Its methods may be called from many threads.
     """
 
     def __init__(self, logdir, graph=None, max_queue=10, flush_secs=120, graph_def=None, filename_suffix=None,
@@ -118,8 +117,20 @@ class FileWriter:
         self._options = (filename_suffix or "", float(flush_secs), int(max_queue))
         self._lock = threading.Lock()  # closing waits for writes in flight
         self._writer = _core.EventFileWriter(self._logdir, *self._options)
+        self._start_flusher()
         if graph is not None or graph_def is not None:
             self.add_graph(graph, graph_def=graph_def)
+
+    def _start_flusher(self):
+        stop = self._stop_flusher = threading.Event()
+
+        def flush_every_flush_secs():
+            while not stop.wait(self._options[1]):
+                try:
+                    self.flush()
+                except errors.OpError:
+                    return  # the file cannot be written; the next flush() or close() says why
+        threading.Thread(target=flush_every_flush_secs, name="FileWriter flush", daemon=True).start()
 
     def get_logdir(self):
         return self._logdir
@@ -154,6 +165,7 @@ class FileWriter:
         self._call("flush")
 
     def close(self):
+        self._stop_flusher.set()
         with self._lock:
             if self._writer is not None:
                 writer, self._writer = self._writer, None
@@ -161,8 +173,10 @@ class FileWriter:
 
     def reopen(self):
         with self._lock:
-            if self._writer is None:
-                self._writer = _core.EventFileWriter(self._logdir, *self._options)
+            if self._writer is not None:
+                return
+            self._writer = _core.EventFileWriter(self._logdir, *self._options)
+        self._start_flusher()
 
     def __enter__(self):
         return self

@@ -3,6 +3,7 @@ and tags as TensorFlow 2.21 gives them (recorded here), scalars, histograms, ima
 graph through a training loop, Python-made Summaries, and bad input."""
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -123,3 +124,14 @@ def test_threads_may_write_at_once(tmp_path):
     acc = read_events(tmp_path)
     for i in range(4):
         assert sorted(e.step for e in acc.Scalars(f"t{i}")) == list(range(40))
+
+
+def test_what_was_added_reaches_the_file_within_flush_secs(tmp_path):
+    writer = tf.summary.FileWriter(str(tmp_path), flush_secs=0.2)
+    writer.add_summary(tf.Summary(value=[tf.Summary.Value(tag="late", simple_value=1.0)]), 3)
+    # Nothing more is added: the writer's own thread writes the event out.
+    deadline = time.monotonic() + 10
+    while not read_events(tmp_path).Tags()["scalars"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert read_events(tmp_path).Scalars("late")[0].step == 3
+    writer.close()
