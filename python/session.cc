@@ -12,9 +12,9 @@
 #include <mutex>
 #include <thread>
 
+#include "graph/serialize/tensorflow_graph.h"
 #include "kernels/op_kernel.h"
 #include "python/bindings.h"
-#include "graph/serialize/tensorflow_graph.h"
 #include "runtime/session.h"
 #include "runtime/timeline.h"
 
@@ -119,51 +119,6 @@ class PySession {
     session_.reset();
   }
 
-  // Runs one step; returns the fetched values and, when `trace`, the nodes' placement.
-  nb::object Run(const std::vector<std::pair<std::string, nb::object>>& feeds,
-                 const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
-                 int64_t timeout_ms) {
-    RunOptions options;
-    options.timeout_in_ms = timeout_ms;
-    auto [names, values] = SplitFeeds(feeds);
-    return Step(names, values, fetches, targets, options, nullptr);
-  }
-
-  // Run, with what the step reports as tf.RunMetadata has it: (values, {"step_stats": [a
-  // dict per node that ran], "chrome_trace": JSON, "partition_graphs": [GraphDef bytes]}).
-  nb::object RunTraced(const std::vector<std::pair<std::string, nb::object>>& feeds,
-                       const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
-                       int64_t timeout_ms, bool trace, bool partition_graphs) {
-    RunOptions options;
-    options.timeout_in_ms = timeout_ms;
-    options.trace_level = trace ? RunOptions::TraceLevel::kFullTrace : RunOptions::TraceLevel::kNoTrace;
-    options.output_partition_graphs = partition_graphs;
-    RunMetadata metadata;
-    auto [names, fed] = SplitFeeds(feeds);
-    nb::object values = Step(names, fed, fetches, targets, options, &metadata);
-    nb::list stats;
-    for (const NodeExecStats& n : metadata.step_stats) {
-      nb::dict d;
-      d["node"] = n.node;
-      d["op"] = n.op;
-      d["device"] = n.device;
-      d["start_us"] = n.start_us;
-      d["end_us"] = n.end_us;
-      d["thread_id"] = n.thread_id;
-      stats.append(d);
-    }
-    nb::list graphs;
-    for (const GraphSpec& g : metadata.partition_graphs) {
-      const std::string bytes = ValueOrRaise(GraphSpecToTensorFlow(g, TensorFlowFormat::kBinary));
-      graphs.append(nb::bytes(bytes.data(), bytes.size()));
-    }
-    nb::dict report;
-    report["step_stats"] = stats;
-    report["chrome_trace"] = ChromeTraceJson(metadata);
-    report["partition_graphs"] = graphs;
-    return nb::make_tuple(values, report);
-  }
-
   nb::list Placement() {
     CatchUp();
     nb::list out;
@@ -232,16 +187,6 @@ class PySession {
     return fetched;
   }
 
-  static std::pair<std::vector<std::string>, nb::list> SplitFeeds(
-      const std::vector<std::pair<std::string, nb::object>>& feeds) {
-    std::pair<std::vector<std::string>, nb::list> out;
-    for (const auto& [name, value] : feeds) {
-      out.first.push_back(name);
-      out.second.append(value);
-    }
-    return out;
-  }
-
   // Hands the session the nodes the graph gained since the last step. Under the GIL, as
   // every change to the graph is.
   void CatchUp() {
@@ -272,6 +217,38 @@ class PyStep {
     return session_.Step(feeds_, values, fetches_, targets_, options, nullptr);
   }
 
+  // Run, with what the step reports as tf.RunMetadata has it: (values, {"step_stats": [a
+  // dict per node that ran], "chrome_trace": JSON, "partition_graphs": [GraphDef bytes]}).
+  nb::object RunTraced(const nb::list& fed, int64_t timeout_ms, bool trace, bool partition_graphs) {
+    RunOptions options;
+    options.timeout_in_ms = timeout_ms;
+    options.trace_level = trace ? RunOptions::TraceLevel::kFullTrace : RunOptions::TraceLevel::kNoTrace;
+    options.output_partition_graphs = partition_graphs;
+    RunMetadata metadata;
+    nb::object values = session_.Step(feeds_, fed, fetches_, targets_, options, &metadata);
+    nb::list stats;
+    for (const NodeExecStats& n : metadata.step_stats) {
+      nb::dict d;
+      d["node"] = n.node;
+      d["op"] = n.op;
+      d["device"] = n.device;
+      d["start_us"] = n.start_us;
+      d["end_us"] = n.end_us;
+      d["thread_id"] = n.thread_id;
+      stats.append(d);
+    }
+    nb::list graphs;
+    for (const GraphSpec& g : metadata.partition_graphs) {
+      const std::string bytes = ValueOrRaise(GraphSpecToTensorFlow(g, TensorFlowFormat::kBinary));
+      graphs.append(nb::bytes(bytes.data(), bytes.size()));
+    }
+    nb::dict report;
+    report["step_stats"] = stats;
+    report["chrome_trace"] = ChromeTraceJson(metadata);
+    report["partition_graphs"] = graphs;
+    return nb::make_tuple(values, report);
+  }
+
  private:
   PySession& session_;  // kept alive by the binding
   const std::vector<std::string> feeds_, fetches_, targets_;
@@ -280,13 +257,12 @@ class PyStep {
 }  // namespace
 
 void BindSession(nb::module_& m) {
-  nb::class_<PyStep>(m, "Step").def("run", &PyStep::Run, "values"_a, "timeout_ms"_a = 0);
+  nb::class_<PyStep>(m, "Step")
+      .def("run", &PyStep::Run, "values"_a, "timeout_ms"_a = 0)
+      .def("run_traced", &PyStep::RunTraced, "values"_a, "timeout_ms"_a, "trace"_a, "partition_graphs"_a);
   nb::class_<PySession>(m, "Session")
       .def(nb::init<GraphHandle&, const std::string&, const std::string&>(), "graph"_a, "target"_a, "config_json"_a,
            nb::keep_alive<1, 2>())
-      .def("run", &PySession::Run, "feeds"_a, "fetches"_a, "targets"_a, "timeout_ms"_a = 0)
-      .def("run_traced", &PySession::RunTraced, "feeds"_a, "fetches"_a, "targets"_a, "timeout_ms"_a, "trace"_a,
-           "partition_graphs"_a)
       .def(
           "prepare",
           [](PySession& s, std::vector<std::string> feeds, std::vector<std::string> fetches,

@@ -33,6 +33,13 @@ StatusOr<std::vector<double>> AsDoubles(const Tensor& t) {
   return out;
 }
 
+// Every summary op's output: one serialized Summary, a scalar string.
+void OutputSummary(OpKernelContext* ctx, std::string summary) {
+  Tensor* out;
+  OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape(), &out));
+  out->data<std::string>()[0] = std::move(summary);
+}
+
 Status ScalarTag(OpKernelContext* ctx, std::string* tag) {
   const Tensor& t = ctx->input(0);
   if (t.rank() != 0) return errors::InvalidArgument("The tag must be a scalar, not ", t.shape().DebugString());
@@ -53,13 +60,7 @@ class ScalarSummaryOp : public OpKernel {
     OP_REQUIRES_OK(ctx, v.status());
     SummaryBuilder summary;
     for (size_t i = 0; i < v->size(); ++i) summary.AddScalar(tags.data<std::string>()[i], static_cast<float>((*v)[i]));
-    OutputSummary(ctx, summary);
-  }
-
-  static void OutputSummary(OpKernelContext* ctx, const SummaryBuilder& summary) {
-    Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape(), &out));
-    out->data<std::string>()[0] = summary.Serialize();
+    OutputSummary(ctx, summary.Serialize());
   }
 };
 
@@ -78,7 +79,7 @@ class HistogramSummaryOp : public OpKernel {
     }
     SummaryBuilder summary;
     summary.AddHistogram(tag, histogram);
-    ScalarSummaryOp::OutputSummary(ctx, summary);
+    OutputSummary(ctx, summary.Serialize());
   }
 };
 
@@ -123,7 +124,7 @@ class ImageSummaryOp : public OpKernel {
       summary.AddImage(image_tag, static_cast<int>(height), static_cast<int>(width), static_cast<int>(channels),
                        std::move(*png));
     }
-    ScalarSummaryOp::OutputSummary(ctx, summary);
+    OutputSummary(ctx, summary.Serialize());
   }
 
  private:
@@ -175,9 +176,7 @@ class MergeSummaryOp : public OpKernel {
     }
     StatusOr<std::string> merged = MergeSummaries(summaries);
     OP_REQUIRES_OK(ctx, merged.status());
-    Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape(), &out));
-    out->data<std::string>()[0] = std::move(*merged);
+    OutputSummary(ctx, std::move(*merged));
   }
 };
 

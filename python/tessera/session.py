@@ -219,10 +219,10 @@ class Session:
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
-        fetch_names, targets, where, rebuild, feed_specs, step = self._plan(fetches, feed_dict)
+        where, rebuild, feed_specs, step = self._plan(fetches, feed_dict)
         values = []
         if feed_dict:
-            for (_, tensor, dtype, dims, exact), value in zip(feed_specs, feed_dict.values()):
+            for (tensor, dtype, dims, exact), value in zip(feed_specs, feed_dict.values()):
                 # A ready array, the common case, is checked in as few looks as may be.
                 if type(value) is np.ndarray and value.shape == exact and value.dtype == dtype and \
                         value.flags.c_contiguous:
@@ -233,17 +233,16 @@ class Session:
         if options is None and run_metadata is None:
             fetched = step.run(values, 0)
         else:
-            fetched = self._run_with(options, run_metadata, fetch_names, targets, feed_specs, values, step)
+            fetched = self._run_with(options, run_metadata, values, step)
         # As TensorFlow: a rank-0 result is a NumPy scalar (bytes for a string), not a 0-d array.
         return rebuild([None if i is None else fetched[i][()] if fetched[i].ndim == 0 else fetched[i] for i in where])
 
-    def _run_with(self, options, run_metadata, fetch_names, targets, feed_specs, values, step):
+    def _run_with(self, options, run_metadata, values, step):
         timeout = options.timeout_in_ms if options is not None else 0
         trace = options is not None and options.trace_level != RunOptions.NO_TRACE
         partitions = options is not None and options.output_partition_graphs
         if run_metadata is not None and (trace or partitions):
-            feeds = [(spec[0], value) for spec, value in zip(feed_specs, values)]
-            fetched, report = self._session.run_traced(feeds, fetch_names, targets, timeout, trace, partitions)
+            fetched, report = step.run_traced(values, timeout, trace, partitions)
             run_metadata.step_stats = StepStats(report["step_stats"], report["chrome_trace"])
             run_metadata.partition_graphs = [GraphDef.FromString(g) for g in report["partition_graphs"]]
         else:
@@ -253,11 +252,11 @@ class Session:
         return fetched
 
     def _plan(self, fetches, feed_dict):
-        """What a step of these fetches and feed keys runs: fetch names, targets, where each
-        leaf's value is, the function rebuilding the fetches' structure, each feed's (name,
-        Tensor, NumPy dtype, dims), and the engine's Step of those names. Remembered for the
-        next step with the same fetches and keys, as a training loop's are; the graph may
-        grow, but what it has stays."""
+        """What a step of these fetches and feed keys runs: where each leaf's value is among
+        the fetched, the function rebuilding the fetches' structure, each feed's (Tensor, NumPy
+        dtype, dims, exact shape or None), and the engine's Step of the feed, fetch and target
+        names. Remembered for the next step with the same fetches and keys, as a training
+        loop's are; the graph may grow, but what it has stays."""
         feed_keys = tuple(feed_dict) if feed_dict else ()
         try:
             key = (_fetch_key(fetches), feed_keys)
@@ -285,9 +284,9 @@ class Session:
             dtype = None if tensor.dtype == dtypes.string else np.dtype(tensor.dtype.as_numpy_dtype)
             dims = tensor.shape.dims
             exact = tuple(dims) if dims is not None and None not in dims else None  # a shape to compare with
-            feed_specs.append((tensor.name, tensor, dtype, dims, exact))
-        step = self._session.prepare([spec[0] for spec in feed_specs], fetch_names, targets)
-        plan = (fetch_names, targets, where, rebuild, feed_specs, step)
+            feed_specs.append((tensor, dtype, dims, exact))
+        step = self._session.prepare([spec[0].name for spec in feed_specs], fetch_names, targets)
+        plan = (where, rebuild, feed_specs, step)
         if key is not None:
             if len(self._plans) >= _MAX_PLANS:
                 self._plans.clear()
@@ -303,7 +302,7 @@ class Session:
         with self._start_lock:  # threads stepping at once start each iterator once
             pending = [op for op in self._graph.get_collection(ONE_SHOT_ITERATORS) if op not in self._started]
             if pending:
-                self._session.run([], [], [op.name for op in pending], 0)
+                self._session.prepare([], [], [op.name for op in pending]).run([], 0)
                 self._started.update(pending)
             self._iterators_seen = len(collection)
 

@@ -49,6 +49,19 @@ GraphSpec PsWorkerGraph() {
   return def;
 }
 
+// A queue on the ps, shared as `shared_name`: "enqueue" puts 4 in it, "next" takes one and
+// adds 1 on the worker, waiting while it is empty.
+GraphSpec PsQueueGraph(const std::string& shared_name) {
+  Scope root = Scope::NewRootScope();
+  Scope ps = root.WithDevice("/job:ps/task:0");
+  auto q = ops::FIFOQueue(ps.WithOpName("q"), {DataType::kFloat}, {.shared_name = shared_name});
+  ops::QueueEnqueue(ps.WithOpName("enqueue"), q, {ops::Const(ps, Tensor::Scalar<float>(4))});
+  ops::Add(root.WithOpName("next"), ops::QueueDequeue(ps.WithOpName("dequeue"), q, {DataType::kFloat})[0], 1.0f);
+  GraphSpec def;
+  EXPECT_TRUE(root.ToSpec(&def).ok());
+  return def;
+}
+
 class ClusterSessionTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -305,13 +318,7 @@ TEST_F(ClusterSessionTest, DiscoveryWaitsForATaskThenNamesTheOneThatNeverCame) {
 // A step waiting on the ps for an element that never comes ends when its client closes the
 // session, on the ps too: the queue still has no waiter and serves the next session.
 TEST_F(ClusterSessionTest, ClosingTheClientsSessionCancelsTheStepOnEveryTask) {
-  Scope root = Scope::NewRootScope();
-  Scope ps = root.WithDevice("/job:ps/task:0");
-  auto q = ops::FIFOQueue(ps.WithOpName("q"), {DataType::kFloat}, {.shared_name = "q"});
-  ops::QueueEnqueue(ps.WithOpName("enqueue"), q, {ops::Const(ps, Tensor::Scalar<float>(4))});
-  ops::Add(root.WithOpName("next"), ops::QueueDequeue(ps.WithOpName("dequeue"), q, {DataType::kFloat})[0], 1.0f);
-  GraphSpec def;
-  ASSERT_TRUE(root.ToSpec(&def).ok());
+  const GraphSpec def = PsQueueGraph("q");
   auto session = Open(def);
   ASSERT_NE(session, nullptr);
   Status waited;
@@ -341,13 +348,7 @@ TEST_F(ClusterSessionTest, ClosingTheClientsSessionCancelsTheStepOnEveryTask) {
 // A caller's cancellation (Python's Ctrl-C) cancels the one step on every task; the session
 // stays open, and the ps's queue keeps its element for the next step.
 TEST_F(ClusterSessionTest, ACallersCancellationCancelsTheStepAndTheSessionGoesOn) {
-  Scope root = Scope::NewRootScope();
-  Scope ps = root.WithDevice("/job:ps/task:0");
-  auto q = ops::FIFOQueue(ps.WithOpName("q"), {DataType::kFloat}, {.shared_name = "q2"});
-  ops::QueueEnqueue(ps.WithOpName("enqueue"), q, {ops::Const(ps, Tensor::Scalar<float>(4))});
-  ops::Add(root.WithOpName("next"), ops::QueueDequeue(ps.WithOpName("dequeue"), q, {DataType::kFloat})[0], 1.0f);
-  GraphSpec def;
-  ASSERT_TRUE(root.ToSpec(&def).ok());
+  const GraphSpec def = PsQueueGraph("q2");
   auto session = Open(def);
   ASSERT_NE(session, nullptr);
   CancellationManager interrupt;
