@@ -7,9 +7,11 @@
 // Every type caster any part uses, in every part: a cast instantiated without its caster in
 // one file and with it in another is two different functions under one name.
 #include <nanobind/stl/map.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/set.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include <memory>
@@ -40,14 +42,24 @@ inline void OkOrRaise(const Status& s) {
   if (!s.ok()) Raise(s);
 }
 
-// A tensor of `array`'s values: for a C-contiguous buffer of a numeric dtype, the buffer
-// itself (the tensor keeps the array alive); for an array of bytes or str objects, a string
-// tensor. InvalidArgument for anything else. The GIL is held.
+// NumPy's C API, for the functions below; false (a Python error set) where NumPy is missing.
+// Called once, by the module's init.
+bool InitNumpy();
+// A tensor of `array`'s values: for an aligned, C-contiguous ndarray of a numeric dtype, the
+// array's data itself (the tensor keeps the array alive); for an array of bytes or str
+// objects, a string tensor. InvalidArgument for anything else. The GIL is held (as for all
+// of these).
 StatusOr<Tensor> TensorFromArray(nb::handle array);
+// Whether `value` is an ndarray TensorFromArray takes as it is, of NumPy type number
+// `numpy_type` (-1: never), whose shape fits `dims` (-1 where any size goes; null where any
+// rank goes).
+bool ArrayFits(nb::handle value, int numpy_type, const std::vector<int64_t>* dims);
 // A NumPy array of t's values: t's own buffer where nothing else holds it, a copy where
 // something does (a variable's value, which a later step may change); an object array of
 // bytes for strings.
 nb::object ArrayFromTensor(const Tensor& t);
+// `array` itself, or its NumPy scalar where it has rank 0 (the element for an object array).
+nb::object ScalarOrArray(nb::object array);
 // The NumPy dtype name of a numeric dtype ("float32"), or "object" for strings.
 const char* NumpyDtypeName(DataType dt);
 

@@ -5,11 +5,14 @@
 // during a step of the main thread cancels the step and raises KeyboardInterrupt.
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "graph/serialize/tensorflow_graph.h"
@@ -28,33 +31,31 @@ using namespace nb::literals;
 // never reaches. So a handler of ours goes in front of Python's: it wakes a watcher thread
 // through a pipe (what a signal handler may do), then calls Python's, which raises
 // KeyboardInterrupt once the step returns. The watcher cancels the main thread's step.
+//
+// A script's signal.signal() puts Python's handler back in front. Looking for that before
+// every step would cost each a system call, so the watcher looks instead, every
+// kRecheckMs while a main-thread step runs (when signal.signal, a main-thread call, cannot
+// run): a Ctrl-C in a step's first kRecheckMs after it lets that step finish, as
+// TensorFlow does for all of them.
 class Interrupts {
  public:
+  static constexpr int kRecheckMs = 100;
+
   static Interrupts& Get() {
     static Interrupts* interrupts = new Interrupts;  // lives as long as the handler may run
     return *interrupts;
   }
 
-  // On the main thread, before its step: puts the handler in front of Python's where a
-  // script's signal.signal() has taken its place since (one sigaction call).
-  void Arm() {
-    struct sigaction current;
-    if (::sigaction(SIGINT, nullptr, &current) != 0 || IsOurs(current)) return;
-    // Not where SIGINT is ignored or kills the process: nothing of Python's to run after.
-    if (!(current.sa_flags & SA_SIGINFO) && (current.sa_handler == SIG_IGN || current.sa_handler == SIG_DFL)) return;
-    std::call_once(watcher_started_, [this] { std::thread([this] { Watch(); }).detach(); });
-    previous_ = current;
-    struct sigaction ours = {};
-    ours.sa_sigaction = &Interrupts::Handle;
-    ours.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&ours.sa_mask);
-    ::sigaction(SIGINT, &ours, nullptr);
-  }
-
-  // The step a Ctrl-C cancels; null once it has ended.
+  // The step a Ctrl-C cancels, set by the main thread as its step starts; null once it has
+  // ended. The first puts the handler in front of Python's and starts the watcher.
   void SetStep(CancellationManager* step) {
     std::lock_guard<std::mutex> lock(mu_);
     step_ = step;
+    if (step != nullptr && !watching_) {
+      watching_ = true;
+      Arm();
+      std::thread([this] { Watch(); }).detach();
+    }
   }
 
  private:
@@ -63,8 +64,27 @@ class Interrupts {
     if (pipe_[0] >= 0) ::fcntl(pipe_[0], F_SETFL, 0);  // the watcher blocks; the handler never does
   }
 
-  static bool IsOurs(const struct sigaction& a) {
-    return (a.sa_flags & SA_SIGINFO) && a.sa_sigaction == &Interrupts::Handle;
+  // Puts the handler in front of Python's where it is not already. Under mu_, while the
+  // main thread is in a step (so not in signal.signal).
+  void Arm() {
+    struct sigaction current;
+    if (::sigaction(SIGINT, nullptr, &current) != 0) return;
+    if ((current.sa_flags & SA_SIGINFO) && current.sa_sigaction == &Interrupts::Handle) return;
+    // Not where SIGINT is ignored or kills the process: nothing of Python's to run after.
+    if (!(current.sa_flags & SA_SIGINFO) && (current.sa_handler == SIG_IGN || current.sa_handler == SIG_DFL)) return;
+    // What the handler calls after waking the watcher: Python's, read there as it runs.
+    if (current.sa_flags & SA_SIGINFO) {
+      previous_action_.store(current.sa_sigaction);
+      previous_handler_.store(nullptr);
+    } else {
+      previous_handler_.store(current.sa_handler);
+      previous_action_.store(nullptr);
+    }
+    struct sigaction ours = {};
+    ours.sa_sigaction = &Interrupts::Handle;
+    ours.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&ours.sa_mask);
+    ::sigaction(SIGINT, &ours, nullptr);
   }
 
   static void Handle(int signal, siginfo_t* info, void* context) {
@@ -73,28 +93,35 @@ class Interrupts {
     const char byte = 1;
     if (self.pipe_[1] >= 0) (void)!::write(self.pipe_[1], &byte, 1);
     errno = saved;
-    if (self.previous_.sa_flags & SA_SIGINFO) {
-      self.previous_.sa_sigaction(signal, info, context);
-    } else if (self.previous_.sa_handler != SIG_IGN && self.previous_.sa_handler != SIG_DFL) {
-      self.previous_.sa_handler(signal);
+    if (auto action = self.previous_action_.load()) {
+      action(signal, info, context);
+    } else if (auto handler = self.previous_handler_.load()) {
+      handler(signal);
     }
   }
 
   void Watch() {
     char bytes[64];
     while (pipe_[0] >= 0) {
-      const ssize_t n = ::read(pipe_[0], bytes, sizeof(bytes));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return;
+      pollfd ready = {pipe_[0], POLLIN, 0};
+      const int n = ::poll(&ready, 1, kRecheckMs);
+      if (n < 0 && errno != EINTR) return;
+      if (n > 0 && ::read(pipe_[0], bytes, sizeof(bytes)) <= 0) return;
       std::lock_guard<std::mutex> lock(mu_);
-      if (step_ != nullptr) step_->StartCancel();
+      if (step_ == nullptr) continue;
+      if (n > 0) {
+        step_->StartCancel();
+      } else {
+        Arm();
+      }
     }
   }
 
   int pipe_[2] = {-1, -1};
-  struct sigaction previous_ = {};
-  std::once_flag watcher_started_;
+  std::atomic<void (*)(int, siginfo_t*, void*)> previous_action_{nullptr};
+  std::atomic<void (*)(int)> previous_handler_{nullptr};
   std::mutex mu_;
+  bool watching_ = false;                // guarded by mu_
   CancellationManager* step_ = nullptr;  // guarded by mu_
 };
 
@@ -148,25 +175,14 @@ class PySession {
  private:
   friend class PyStep;
 
-  // One step: `values[i]` fed to `feed_names[i]`.
-  nb::object Step(const std::vector<std::string>& feed_names, const nb::list& values,
-                  const std::vector<std::string>& fetches, const std::vector<std::string>& targets, RunOptions options,
-                  RunMetadata* metadata) {
-    if (values.size() != feed_names.size()) {
-      Raise(errors::InvalidArgument(values.size(), " values for ", feed_names.size(), " feeds"));
-    }
+  // One step of `inputs`, fetching `fetches` and running `targets`.
+  std::vector<Tensor> Step(const std::vector<std::pair<std::string, Tensor>>& inputs,
+                           const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
+                           RunOptions options, RunMetadata* metadata) {
     CatchUp();
-    std::vector<std::pair<std::string, Tensor>> inputs;
-    inputs.reserve(feed_names.size());
-    for (size_t i = 0; i < feed_names.size(); ++i) {
-      StatusOr<Tensor> t = TensorFromArray(values[i]);
-      if (!t.ok()) Raise(t.status().WithPrefix(StrCat("Cannot feed '", feed_names[i], "': ")));
-      inputs.emplace_back(feed_names[i], std::move(*t));
-    }
     CancellationManager interrupt;
     const bool main_thread = OnMainThread();
     if (main_thread) {
-      Interrupts::Get().Arm();
       Interrupts::Get().SetStep(&interrupt);
       options.cancellation = &interrupt;
     }
@@ -180,11 +196,7 @@ class PySession {
     // A Ctrl-C cancelled the step: Python's handler raises KeyboardInterrupt here.
     if (interrupt.IsCancelled() && PyErr_CheckSignals() != 0) throw nb::python_error();
     OkOrRaise(s);
-    // The feeds are still held here, so an output that is a fed array's buffer is copied
-    // rather than handed back as the same memory.
-    nb::list fetched;
-    for (const Tensor& t : outputs) fetched.append(ArrayFromTensor(t));
-    return fetched;
+    return outputs;
   }
 
   // Hands the session the nodes the graph gained since the last step. Under the GIL, as
@@ -203,29 +215,43 @@ class PySession {
   int seen_ = 0;
 };
 
-// The steps of one (feeds, fetches, targets): its names converted once, as Python's
-// Session.run keeps a plan per fetches and feed keys.
+// What a feed accepts as it is: an ndarray of one NumPy type whose shape fits static dims
+// (-1 where any size goes; no dims where any rank goes).
+struct FeedSpec {
+  std::string name;
+  int numpy_type;  // -1: strings, which always go through the converter
+  std::optional<std::vector<int64_t>> dims;
+};
+
+// The steps of one (feeds, fetches, targets), as Python's Session.run plans them per fetches
+// and feed keys: names converted once, a ready feed taken as it is, fetched values placed
+// where the fetches' leaves want them.
 class PyStep {
  public:
-  PyStep(PySession& session, std::vector<std::string> feeds, std::vector<std::string> fetches,
-         std::vector<std::string> targets)
-      : session_(session), feeds_(std::move(feeds)), fetches_(std::move(fetches)), targets_(std::move(targets)) {}
+  PyStep(PySession& session, std::vector<FeedSpec> feeds, nb::object convert, std::vector<std::string> fetches,
+         std::vector<std::string> targets, std::vector<int> leaves)
+      : session_(session),
+        feeds_(std::move(feeds)),
+        convert_(std::move(convert)),
+        fetches_(std::move(fetches)),
+        targets_(std::move(targets)),
+        leaves_(std::move(leaves)) {}
 
-  nb::object Run(const nb::list& values, int64_t timeout_ms) {
+  nb::list Run(nb::handle feed_dict, int64_t timeout_ms) {
     RunOptions options;
     options.timeout_in_ms = timeout_ms;
-    return session_.Step(feeds_, values, fetches_, targets_, options, nullptr);
+    return Leaves(session_.Step(Inputs(feed_dict), fetches_, targets_, options, nullptr));
   }
 
-  // Run, with what the step reports as tf.RunMetadata has it: (values, {"step_stats": [a
+  // Run, with what the step reports as tf.RunMetadata has it: (leaves, {"step_stats": [a
   // dict per node that ran], "chrome_trace": JSON, "partition_graphs": [GraphDef bytes]}).
-  nb::object RunTraced(const nb::list& fed, int64_t timeout_ms, bool trace, bool partition_graphs) {
+  nb::tuple RunTraced(nb::handle feed_dict, int64_t timeout_ms, bool trace, bool partition_graphs) {
     RunOptions options;
     options.timeout_in_ms = timeout_ms;
     options.trace_level = trace ? RunOptions::TraceLevel::kFullTrace : RunOptions::TraceLevel::kNoTrace;
     options.output_partition_graphs = partition_graphs;
     RunMetadata metadata;
-    nb::object values = session_.Step(feeds_, fed, fetches_, targets_, options, &metadata);
+    nb::list leaves = Leaves(session_.Step(Inputs(feed_dict), fetches_, targets_, options, &metadata));
     nb::list stats;
     for (const NodeExecStats& n : metadata.step_stats) {
       nb::dict d;
@@ -246,31 +272,88 @@ class PyStep {
     report["step_stats"] = stats;
     report["chrome_trace"] = ChromeTraceJson(metadata);
     report["partition_graphs"] = graphs;
-    return nb::make_tuple(values, report);
+    return nb::make_tuple(leaves, report);
   }
 
  private:
+  // The feed dict's values (in the order of the keys the step was planned with) as tensors:
+  // a ready array as it is, anything else through the converter (which raises TF's errors).
+  std::vector<std::pair<std::string, Tensor>> Inputs(nb::handle feed) {
+    // A mapping other than a dict goes through one, its keys in the order the plan saw.
+    nb::object feed_dict = nb::borrow(feed);
+    if (!feed.is_none() && !PyDict_Check(feed.ptr())) {
+      feed_dict = nb::dict();
+      if (PyDict_Merge(feed_dict.ptr(), feed.ptr(), 1) != 0) throw nb::python_error();
+    }
+    const Py_ssize_t n = feed_dict.is_none() ? 0 : PyDict_Size(feed_dict.ptr());
+    if (n != static_cast<Py_ssize_t>(feeds_.size())) {
+      Raise(errors::InvalidArgument(n, " values for ", feeds_.size(), " feeds"));
+    }
+    std::vector<std::pair<std::string, Tensor>> inputs;
+    inputs.reserve(feeds_.size());
+    Py_ssize_t position = 0;
+    PyObject *key, *value;
+    for (size_t i = 0; PyDict_Next(feed_dict.ptr(), &position, &key, &value); ++i) {
+      nb::object array = nb::borrow(value);
+      if (!IsReady(feeds_[i], value)) array = convert_(i, array);
+      StatusOr<Tensor> t = TensorFromArray(array);
+      if (!t.ok()) Raise(t.status().WithPrefix(StrCat("Cannot feed '", feeds_[i].name, "': ")));
+      inputs.emplace_back(feeds_[i].name, std::move(*t));
+    }
+    return inputs;
+  }
+
+  bool IsReady(const FeedSpec& feed, PyObject* value) const {
+    return ArrayFits(value, feed.numpy_type, feed.dims ? &*feed.dims : nullptr);
+  }
+
+  // The fetches' leaves: a fetched value, a NumPy scalar where it has rank 0 (as TensorFlow
+  // gives, bytes for a string), or None for an operation.
+  nb::list Leaves(const std::vector<Tensor>& outputs) {
+    std::vector<nb::object> values;
+    values.reserve(outputs.size());
+    for (const Tensor& t : outputs) values.push_back(ScalarOrArray(ArrayFromTensor(t)));
+    nb::list leaves;
+    for (int where : leaves_) {
+      if (where < 0) {
+        leaves.append(nb::none());
+      } else {
+        leaves.append(values[where]);
+      }
+    }
+    return leaves;
+  }
+
   PySession& session_;  // kept alive by the binding
-  const std::vector<std::string> feeds_, fetches_, targets_;
+  const std::vector<FeedSpec> feeds_;
+  const nb::object convert_;  // (i, value) -> the array fed to feeds_[i], or raises
+  const std::vector<std::string> fetches_, targets_;
+  const std::vector<int> leaves_;  // each leaf's index into fetches_, -1 for an operation
 };
 
 }  // namespace
 
 void BindSession(nb::module_& m) {
   nb::class_<PyStep>(m, "Step")
-      .def("run", &PyStep::Run, "values"_a, "timeout_ms"_a = 0)
-      .def("run_traced", &PyStep::RunTraced, "values"_a, "timeout_ms"_a, "trace"_a, "partition_graphs"_a);
+      .def("run", &PyStep::Run, "feed_dict"_a.none(), "timeout_ms"_a = 0)
+      .def("run_traced", &PyStep::RunTraced, "feed_dict"_a.none(), "timeout_ms"_a, "trace"_a, "partition_graphs"_a);
   nb::class_<PySession>(m, "Session")
       .def(nb::init<GraphHandle&, const std::string&, const std::string&>(), "graph"_a, "target"_a, "config_json"_a,
            nb::keep_alive<1, 2>())
       .def(
           "prepare",
-          [](PySession& s, std::vector<std::string> feeds, std::vector<std::string> fetches,
-             std::vector<std::string> targets) {
-            return new PyStep(s, std::move(feeds), std::move(fetches), std::move(targets));
+          [](PySession& s, const std::vector<std::tuple<std::string, int, std::optional<std::vector<int64_t>>>>& feeds,
+             nb::object convert, std::vector<std::string> fetches, std::vector<std::string> targets,
+             std::vector<int> leaves) {
+            std::vector<FeedSpec> specs;
+            for (const auto& [name, numpy_type, dims] : feeds) specs.push_back({name, numpy_type, dims});
+            return new PyStep(s, std::move(specs), std::move(convert), std::move(fetches), std::move(targets),
+                              std::move(leaves));
           },
-          "feeds"_a, "fetches"_a, "targets"_a, nb::keep_alive<0, 1>(),
-          "A Step: run(values) feeds values[i] to feeds[i] and fetches the fetches.")
+          "feeds"_a, "convert"_a.none(), "fetches"_a, "targets"_a, "leaves"_a, nb::keep_alive<0, 1>(),
+          "A Step: run(feed_dict) feeds the dict's i-th value to feeds[i] (name, NumPy type number or -1, "
+          "static dims or None), converting what is not ready with convert(i, value), and returns the leaves: "
+          "fetches[leaves[j]], or None where leaves[j] is -1.")
       .def("placement", &PySession::Placement)
       .def("devices", &PySession::Devices)
       .def("close", &PySession::Close);

@@ -1,7 +1,13 @@
-// NumPy arrays to and from engine tensors. A fed array's buffer becomes the tensor's (an
-// allocator that hands out that one buffer, and lets go of the array when the tensor goes);
-// a fetched tensor's buffer becomes the array's (a capsule holding the tensor).
-#include <nanobind/ndarray.h>
+// NumPy arrays to and from engine tensors, through NumPy's C API: a step's feeds and fetches
+// cross here, and each Python-level call on the way would cost it more than the engine's own
+// run of a small graph. A fed array becomes the tensor's buffer (an allocator that hands
+// out the array's data and holds a reference to the array until the tensor goes); a
+// fetched tensor's buffer becomes the array's (a capsule holding the tensor is its base).
+#define PY_ARRAY_UNIQUE_SYMBOL tessera_numpy_api
+#define NPY_NO_DEPRECATED_API NPY_1_23_API_VERSION
+#include <numpy/arrayobject.h>
+
+#include <algorithm>
 
 #include "python/bindings.h"
 
@@ -19,48 +25,61 @@ bool Finalizing() {
 #endif
 }
 
-// Hands out one buffer it does not own, an exporter's (PEP 3118), and releases the view when
+// Hands out the data of an array it holds a reference to, and lets go of the array when
 // the tensor made on it goes. The last reference to the tensor may drop on an engine thread:
 // the release takes the GIL then.
-class BorrowedBuffer final : public Allocator {
+class BorrowedArray final : public Allocator {
  public:
-  explicit BorrowedBuffer(const Py_buffer& view) : view_(view) {}
-  ~BorrowedBuffer() override { Release(); }
+  explicit BorrowedArray(PyArrayObject* array) : array_(array) { Py_INCREF(array); }
+  ~BorrowedArray() override { Release(); }
   std::string_view name() const override { return "numpy"; }
-  void* AllocateRaw(size_t bytes) override { return view_.buf; }
+  void* AllocateRaw(size_t bytes) override { return PyArray_DATA(array_); }
   void DeallocateRaw(void* ptr, size_t bytes) override { Release(); }
 
  private:
   void Release() {
     // At exit the interpreter has let go of everything; taking the GIL then would hang.
-    if (view_.obj == nullptr || !Py_IsInitialized() || Finalizing()) return;
+    if (array_ == nullptr || !Py_IsInitialized() || Finalizing()) return;
     nb::gil_scoped_acquire gil;
-    PyBuffer_Release(&view_);
+    Py_CLEAR(array_);
   }
-  Py_buffer view_;
+  PyArrayObject* array_;
 };
 
-// The dtype of a buffer's struct format ("f", "<d", "=q", ...) and item size.
-StatusOr<DataType> DtypeOfFormat(const char* format, Py_ssize_t itemsize) {
-  std::string_view f = format == nullptr ? "B" : format;
-  if (!f.empty() && (f[0] == '<' || f[0] == '=' || f[0] == '@' || f[0] == '|')) f.remove_prefix(1);
-  if (f.size() == 1) {
-    switch (f[0]) {
-      case 'f': return DataType::kFloat;
-      case 'd': return DataType::kDouble;
-      case 'e': return DataType::kHalf;
-      case 'B': return DataType::kUInt8;
-      case '?': return DataType::kBool;
-      case 'i': case 'l': case 'q':
-        if (itemsize == 4) return DataType::kInt32;
-        if (itemsize == 8) return DataType::kInt64;
-        break;
-      default: break;
-    }
+// The dtype of an array's elements, where Tessera holds it.
+StatusOr<DataType> DtypeOf(PyArray_Descr* descr) {
+  const int64_t size = PyDataType_ELSIZE(descr);
+  switch (descr->kind) {
+    case 'f':
+      if (size == 4) return DataType::kFloat;
+      if (size == 8) return DataType::kDouble;
+      if (size == 2) return DataType::kHalf;
+      break;
+    case 'i':
+      if (size == 4) return DataType::kInt32;
+      if (size == 8) return DataType::kInt64;
+      break;
+    case 'u':
+      if (size == 1) return DataType::kUInt8;
+      break;
+    case 'b': return DataType::kBool;
+    default: break;
   }
-  return errors::InvalidArgument("an array of format '", format == nullptr ? "" : format, "' (", itemsize,
-                                 "-byte items): Tessera's tensors hold float16/32/64, int32/64, uint8, bool and "
-                                 "strings");
+  return errors::InvalidArgument("an array of dtype '", descr->kind, size,
+                                 "': Tessera's tensors hold float16/32/64, int32/64, uint8, bool and strings");
+}
+
+int NumpyTypeOf(DataType dt) {
+  switch (dt) {
+    case DataType::kFloat: return NPY_FLOAT;
+    case DataType::kDouble: return NPY_DOUBLE;
+    case DataType::kHalf: return NPY_HALF;
+    case DataType::kInt32: return NPY_INT32;
+    case DataType::kInt64: return NPY_INT64;
+    case DataType::kUInt8: return NPY_UINT8;
+    case DataType::kBool: return NPY_BOOL;
+    default: return -1;
+  }
 }
 
 StatusOr<Tensor> StringTensor(nb::handle array) {
@@ -86,6 +105,8 @@ StatusOr<Tensor> StringTensor(nb::handle array) {
 
 }  // namespace
 
+bool InitNumpy() { return PyArray_ImportNumPyAPI() == 0; }
+
 const char* NumpyDtypeName(DataType dt) {
   switch (dt) {
     case DataType::kFloat: return "float32";
@@ -100,35 +121,61 @@ const char* NumpyDtypeName(DataType dt) {
   }
 }
 
-StatusOr<Tensor> TensorFromArray(nb::handle array) {
-  const std::string kind = nb::cast<std::string>(array.attr("dtype").attr("kind"));
-  if (kind == "O" || kind == "S" || kind == "U") return StringTensor(array);
-  Py_buffer view;
-  if (PyObject_GetBuffer(array.ptr(), &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) != 0) {
-    PyErr_Clear();
-    return errors::InvalidArgument("a feed must be a C-contiguous array");
+StatusOr<Tensor> TensorFromArray(nb::handle object) {
+  if (!PyArray_Check(object.ptr())) return errors::InvalidArgument("a feed must be a NumPy array");
+  auto* array = reinterpret_cast<PyArrayObject*>(object.ptr());
+  const char kind = PyArray_DESCR(array)->kind;
+  if (kind == 'O' || kind == 'S' || kind == 'U') return StringTensor(object);
+  if (!PyArray_IS_C_CONTIGUOUS(array) || !PyArray_ISALIGNED(array) || !PyArray_ISNOTSWAPPED(array)) {
+    return errors::InvalidArgument("a feed must be an aligned, C-contiguous array in the machine's byte order");
   }
-  StatusOr<DataType> dtype = DtypeOfFormat(view.format, view.itemsize);
-  StatusOr<TensorShape> shape = TensorShape::Make(std::vector<int64_t>(view.shape, view.shape + view.ndim));
-  if (!dtype.ok() || !shape.ok() || view.len == 0) {
-    PyBuffer_Release(&view);
-    if (!dtype.ok()) return dtype.status();
-    if (!shape.ok()) return shape.status();
-    return Tensor(*dtype, *shape);  // nothing to borrow
+  ASSIGN_OR_RETURN(DataType dtype, DtypeOf(PyArray_DESCR(array)));
+  const npy_intp* dims = PyArray_DIMS(array);
+  ASSIGN_OR_RETURN(TensorShape shape, TensorShape::Make(std::vector<int64_t>(dims, dims + PyArray_NDIM(array))));
+  if (PyArray_NBYTES(array) == 0) return Tensor(dtype, shape);  // nothing to borrow
+  return Tensor::Allocate(std::make_shared<BorrowedArray>(array), dtype, shape);
+}
+
+bool ArrayFits(nb::handle value, int numpy_type, const std::vector<int64_t>* dims) {
+  if (numpy_type < 0 || !PyArray_CheckExact(value.ptr())) return false;
+  auto* array = reinterpret_cast<PyArrayObject*>(value.ptr());
+  if ((PyArray_TYPE(array) != numpy_type && !PyArray_EquivTypenums(PyArray_TYPE(array), numpy_type)) ||
+      !PyArray_IS_C_CONTIGUOUS(array) || !PyArray_ISALIGNED(array) || !PyArray_ISNOTSWAPPED(array)) {
+    return false;
   }
-  return Tensor::Allocate(std::make_shared<BorrowedBuffer>(view), *dtype, *shape);
+  if (dims == nullptr) return true;
+  if (PyArray_NDIM(array) != static_cast<int>(dims->size())) return false;
+  for (size_t i = 0; i < dims->size(); ++i) {
+    if ((*dims)[i] >= 0 && (*dims)[i] != PyArray_DIM(array, static_cast<int>(i))) return false;
+  }
+  return true;
+}
+
+nb::object ScalarOrArray(nb::object array) {
+  if (!PyArray_Check(array.ptr()) || PyArray_NDIM(reinterpret_cast<PyArrayObject*>(array.ptr())) != 0) return array;
+  PyObject* scalar = PyArray_Return(reinterpret_cast<PyArrayObject*>(array.release().ptr()));
+  if (scalar == nullptr) throw nb::python_error();
+  return nb::steal(scalar);
 }
 
 nb::object ArrayFromTensor(const Tensor& t) {
-  std::vector<size_t> shape;
-  for (int64_t d : t.shape().dims()) shape.push_back(static_cast<size_t>(d));
-  nb::module_ np = nb::module_::import_("numpy");
+  std::vector<npy_intp> dims(t.shape().dims().begin(), t.shape().dims().end());
   if (DataTypeHoldsStrings(t.dtype())) {
-    nb::list items;
-    for (const std::string& s : t.flat<std::string>()) items.append(nb::bytes(s.data(), s.size()));
-    nb::object flat = np.attr("empty")(items.size(), "dtype"_a = "object");
-    flat[nb::slice(nb::none(), nb::none(), nb::none())] = items;
-    return flat.attr("reshape")(nb::tuple(nb::cast(shape)));
+    nb::object out = nb::steal(PyArray_SimpleNew(static_cast<int>(dims.size()), dims.data(), NPY_OBJECT));
+    if (!out.is_valid()) throw nb::python_error();
+    // A new object array's slots are not set; NumPy lets go of those still null.
+    auto** items = static_cast<PyObject**>(PyArray_DATA(reinterpret_cast<PyArrayObject*>(out.ptr())));
+    std::fill_n(items, t.NumElements(), nullptr);
+    int64_t i = 0;
+    for (const std::string& s : t.flat<std::string>()) {
+      items[i] = PyBytes_FromStringAndSize(s.data(), static_cast<Py_ssize_t>(s.size()));
+      if (items[i++] == nullptr) throw nb::python_error();
+    }
+    return out;
+  }
+  const int type = NumpyTypeOf(t.dtype() == DataType::kBFloat16 ? DataType::kFloat : t.dtype());
+  if (type < 0) {
+    Raise(errors::Unimplemented("a tensor of dtype ", DataTypeName(t.dtype()), " cannot be fetched into NumPy"));
   }
   Tensor held;
   if (t.dtype() == DataType::kBFloat16) {
@@ -139,21 +186,18 @@ nb::object ArrayFromTensor(const Tensor& t) {
   } else {
     held = t.DeepCopy();
   }
-  nb::dlpack::dtype dtype;
-  switch (held.dtype()) {
-    case DataType::kFloat: dtype = nb::dtype<float>(); break;
-    case DataType::kDouble: dtype = nb::dtype<double>(); break;
-    case DataType::kHalf: dtype = {static_cast<uint8_t>(nb::dlpack::dtype_code::Float), 16, 1}; break;
-    case DataType::kInt32: dtype = nb::dtype<int32_t>(); break;
-    case DataType::kInt64: dtype = nb::dtype<int64_t>(); break;
-    case DataType::kUInt8: dtype = nb::dtype<uint8_t>(); break;
-    case DataType::kBool: dtype = nb::dtype<bool>(); break;
-    default:
-      Raise(errors::Unimplemented("a tensor of dtype ", DataTypeName(held.dtype()), " cannot be fetched into NumPy"));
+  if (held.NumElements() == 0) {
+    return nb::steal(PyArray_SimpleNew(static_cast<int>(dims.size()), dims.data(), type));
   }
   auto* owner = new Tensor(std::move(held));
   nb::capsule keep(owner, [](void* p) noexcept { delete static_cast<Tensor*>(p); });
-  return nb::ndarray<nb::numpy>(owner->raw_data(), shape.size(), shape.data(), keep, nullptr, dtype).cast();
+  nb::object out = nb::steal(PyArray_New(&PyArray_Type, static_cast<int>(dims.size()), dims.data(), type, nullptr,
+                                         owner->raw_data(), 0, NPY_ARRAY_CARRAY, nullptr));
+  if (!out.is_valid()) throw nb::python_error();
+  if (PyArray_SetBaseObject(reinterpret_cast<PyArrayObject*>(out.ptr()), keep.release().ptr()) != 0) {
+    throw nb::python_error();
+  }
+  return out;
 }
 
 }  // namespace tessera::python

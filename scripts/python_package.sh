@@ -14,7 +14,7 @@ fi
 # The build backend and its tools in the venv, so that installs after the first neither
 # download them again nor rebuild in an isolated environment; TensorBoard reads the tests'
 # event files back (a test-only dependency).
-"$venv/bin/pip" install -q --disable-pip-version-check "scikit-build-core>=0.10" "nanobind>=2.0" numpy pytest ruff \
+"$venv/bin/pip" install -q --disable-pip-version-check "scikit-build-core>=0.10" "nanobind>=2.0" "numpy>=2.0" pytest ruff \
   tensorboard >&2
 "$venv/bin/pip" install -q --disable-pip-version-check --no-build-isolation \
   --config-settings=cmake.define.TESSERA_WERROR="${TESSERA_WERROR:-OFF}" . >&2

@@ -157,13 +157,16 @@ def _flatten_fetches(fetches, graph, out):
     return lambda values: values[index]
 
 
+_NEST = object()  # in _fetch_key's keys of nests, so that no fetches equal one
+
+
 def _fetch_key(fetches):
     """A hashable stand-in for `fetches`' structure and leaves (TypeError where a leaf is
-    not hashable)."""
+    not hashable): a leaf is its own key."""
     if isinstance(fetches, dict):
-        return (type(fetches), tuple((k, _fetch_key(v)) for k, v in fetches.items()))
+        return (_NEST, type(fetches), tuple((k, _fetch_key(v)) for k, v in fetches.items()))
     if isinstance(fetches, (list, tuple)):
-        return (type(fetches), tuple(_fetch_key(v) for v in fetches))
+        return (_NEST, type(fetches), tuple(_fetch_key(v) for v in fetches))
     hash(fetches)
     return fetches
 
@@ -219,44 +222,40 @@ class Session:
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
-        where, rebuild, feed_specs, step = self._plan(fetches, feed_dict)
-        values = []
-        if feed_dict:
-            for (tensor, dtype, dims, exact), value in zip(feed_specs, feed_dict.values()):
-                # A ready array, the common case, is checked in as few looks as may be.
-                if type(value) is np.ndarray and value.shape == exact and value.dtype == dtype and \
-                        value.flags.c_contiguous:
-                    values.append(value)
-                else:
-                    values.append(_feed_array(tensor, dtype, dims, value))
-        self._start_one_shot_iterators()
+        # A training loop's steps find their plan here, by _fetch_key's key of a leaf or of a
+        # flat list or tuple of leaves; other fetches in _plan.
+        kind = type(fetches)
+        key = (_NEST, kind, tuple(fetches)) if kind is list or kind is tuple else fetches
+        try:
+            rebuild, step = self._plans[key, tuple(feed_dict) if feed_dict else ()]
+        except (KeyError, TypeError):
+            rebuild, step = self._plan(fetches, feed_dict)
+        if len(self._graph._collections.get(ONE_SHOT_ITERATORS, ())) != self._iterators_seen:
+            self._start_one_shot_iterators()
         if options is None and run_metadata is None:
-            fetched = step.run(values, 0)
-        else:
-            fetched = self._run_with(options, run_metadata, values, step)
-        # As TensorFlow: a rank-0 result is a NumPy scalar (bytes for a string), not a 0-d array.
-        return rebuild([None if i is None else fetched[i][()] if fetched[i].ndim == 0 else fetched[i] for i in where])
+            return rebuild(step.run(feed_dict))
+        return rebuild(self._run_with(options, run_metadata, feed_dict, step))
 
-    def _run_with(self, options, run_metadata, values, step):
+    def _run_with(self, options, run_metadata, feed_dict, step):
         timeout = options.timeout_in_ms if options is not None else 0
         trace = options is not None and options.trace_level != RunOptions.NO_TRACE
         partitions = options is not None and options.output_partition_graphs
         if run_metadata is not None and (trace or partitions):
-            fetched, report = step.run_traced(values, timeout, trace, partitions)
+            leaves, report = step.run_traced(feed_dict, timeout, trace, partitions)
             run_metadata.step_stats = StepStats(report["step_stats"], report["chrome_trace"])
             run_metadata.partition_graphs = [GraphDef.FromString(g) for g in report["partition_graphs"]]
         else:
-            fetched = step.run(values, timeout)
+            leaves = step.run(feed_dict, timeout)
         if run_metadata is not None:
             run_metadata.placement = self._session.placement()
-        return fetched
+        return leaves
 
     def _plan(self, fetches, feed_dict):
-        """What a step of these fetches and feed keys runs: where each leaf's value is among
-        the fetched, the function rebuilding the fetches' structure, each feed's (Tensor, NumPy
-        dtype, dims, exact shape or None), and the engine's Step of the feed, fetch and target
-        names. Remembered for the next step with the same fetches and keys, as a training
-        loop's are; the graph may grow, but what it has stays."""
+        """What a step of these fetches and feed keys runs: the function rebuilding the
+        fetches' structure from their leaves' values, and the engine's Step, which takes the
+        feed dict's values and gives the leaves' values. Remembered for the next step with the
+        same fetches and keys, as a training loop's are; the graph may grow, but what it has
+        stays."""
         feed_keys = tuple(feed_dict) if feed_dict else ()
         try:
             key = (_fetch_key(fetches), feed_keys)
@@ -271,22 +270,24 @@ class Session:
         for leaf in leaves:
             if isinstance(leaf, Operation):
                 targets.append(leaf.name)
-                where.append(None)
+                where.append(-1)
             else:
                 if leaf.name not in fetch_names:
                     fetch_names.append(leaf.name)
                 where.append(fetch_names.index(leaf.name))
-        feed_specs = []
+        feeds, converters = [], []
         for k in feed_keys:
             tensor = self._graph.as_graph_element(k._as_feed() if hasattr(k, "_as_feed") else k)
             if not isinstance(tensor, Tensor):
                 raise TypeError(f"Cannot interpret feed_dict key as Tensor: {k!r} is an Operation.")
             dtype = None if tensor.dtype == dtypes.string else np.dtype(tensor.dtype.as_numpy_dtype)
             dims = tensor.shape.dims
-            exact = tuple(dims) if dims is not None and None not in dims else None  # a shape to compare with
-            feed_specs.append((tensor, dtype, dims, exact))
-        step = self._session.prepare([spec[0].name for spec in feed_specs], fetch_names, targets)
-        plan = (where, rebuild, feed_specs, step)
+            feeds.append((tensor.name, -1 if dtype is None else dtype.num,
+                          None if dims is None else [-1 if d is None else d for d in dims]))
+            converters.append((tensor, dtype, dims))
+        step = self._session.prepare(feeds, lambda i, value: _feed_array(*converters[i], value), fetch_names,
+                                     targets, where)
+        plan = (rebuild, step)
         if key is not None:
             if len(self._plans) >= _MAX_PLANS:
                 self._plans.clear()
@@ -295,14 +296,12 @@ class Session:
 
     def _start_one_shot_iterators(self):
         # A one-shot iterator starts itself on the first step that could use it (data.py);
-        # most steps find no new one, and look no further than the collection's length.
+        # run() looks no further than the collection's length.
         collection = self._graph._collections.get(ONE_SHOT_ITERATORS, ())
-        if len(collection) == self._iterators_seen:
-            return
         with self._start_lock:  # threads stepping at once start each iterator once
             pending = [op for op in self._graph.get_collection(ONE_SHOT_ITERATORS) if op not in self._started]
             if pending:
-                self._session.prepare([], [], [op.name for op in pending]).run([], 0)
+                self._session.prepare([], None, [], [op.name for op in pending], []).run(None)
                 self._started.update(pending)
             self._iterators_seen = len(collection)
 

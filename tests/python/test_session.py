@@ -5,6 +5,7 @@ import collections
 import gc
 import json
 import threading
+import types
 
 import numpy as np
 import pytest
@@ -63,6 +64,15 @@ def test_feeds_are_converted_to_the_placeholders_dtype():
         np.testing.assert_array_equal(sess.run(x * 2, {x: readonly}), 2 * readonly)
         assert sess.run(i, {i: 7}) == 7
         assert list(sess.run(s, {s: ["a", b"b"]})) == [b"a", b"b"]
+        swapped = np.array([[1.5, -2]], dtype=">f4")
+        np.testing.assert_array_equal(sess.run(x, {x: swapped}), [[1.5, -2]])
+        assert sess.run(i, types.MappingProxyType({i: 3})) == 3  # any mapping, as TensorFlow's
+        # Fed arrays are lent to the step, not copied.
+        for rows in (1, 4096):
+            value = np.arange(2 * rows, dtype=np.float32).reshape(rows, 2)
+            out = sess.run(x + 1, {x: value})
+            value[:] = 0  # the step is over: what it was fed is the caller's again
+            np.testing.assert_array_equal(out, np.arange(2 * rows).reshape(rows, 2) + 1)
 
 
 def test_bad_feeds_name_the_placeholder():
