@@ -13,14 +13,6 @@ namespace {
 
 using json = nlohmann::json;
 
-bool ValidJobName(std::string_view name) {
-  if (name.empty() || name[0] < 'a' || name[0] > 'z') return false;
-  for (char c : name) {
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
-  }
-  return true;
-}
-
 // "host:port", "[v6]:port": a host and a port in 1..65535.
 Status CheckAddress(std::string_view what, std::string_view address, std::string_view job, size_t task) {
   const size_t colon = address.rfind(':');
@@ -49,7 +41,7 @@ StatusOr<ClusterSpec> ClusterSpec::FromJsonValue(const json& j, std::string_view
   std::set<std::string> seen;
   ClusterSpec spec;
   for (const auto& [job, tasks] : j.items()) {
-    if (!ValidJobName(job)) {
+    if (!IsValidJobName(job)) {
       return errors::InvalidArgument(what, ": job name '", job, "' must match [a-z][a-z0-9_]*");
     }
     if (!tasks.is_array() || tasks.empty()) {
@@ -91,29 +83,14 @@ int ClusterSpec::num_tasks(std::string_view job) const {
 
 std::string ClusterSpec::ToJson() const { return json(jobs_).dump(); }
 
-std::string TaskName(std::string_view job, int task) { return StrCat("/job:", job, "/replica:0/task:", task); }
-
-StatusOr<TfConfig> ParseTfConfig(std::string_view text) {
-  ASSIGN_OR_RETURN(json j, ParseJson(text, "TF_CONFIG"));
-  if (!j.is_object() || !j.contains("cluster") || !j.contains("task")) {
-    return errors::InvalidArgument(
-        "TF_CONFIG must be {\"cluster\": {...}, \"task\": {\"type\": \"worker\", \"index\": 0}}");
+bool IsValidJobName(std::string_view name) {
+  if (name.empty() || name[0] < 'a' || name[0] > 'z') return false;
+  for (char c : name) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
   }
-  TfConfig config;
-  ASSIGN_OR_RETURN(config.cluster, ClusterSpec::FromJsonValue(j["cluster"], "TF_CONFIG cluster"));
-  const json& task = j["task"];
-  if (!task.is_object() || !task.contains("type") || !task["type"].is_string() ||
-      (task.contains("index") && !task["index"].is_number_integer())) {
-    return errors::InvalidArgument("TF_CONFIG task must be {\"type\": \"worker\", \"index\": 0}");
-  }
-  config.job = task["type"].get<std::string>();
-  const int64_t index = task.value("index", int64_t{0});
-  if (index < 0 || index > std::numeric_limits<int>::max()) {
-    return errors::InvalidArgument("TF_CONFIG task index ", index, " is out of range");
-  }
-  config.task = static_cast<int>(index);
-  RETURN_IF_ERROR(config.cluster.TaskAddress(config.job, config.task).status());
-  return config;
+  return true;
 }
+
+std::string TaskName(std::string_view job, int task) { return StrCat("/job:", job, "/replica:0/task:", task); }
 
 }  // namespace tessera

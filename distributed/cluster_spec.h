@@ -1,11 +1,9 @@
-// ClusterSpec: the tasks of a cluster by job, as tf.train.ClusterSpec, and TF_CONFIG, the
-// environment variable that tells a process its cluster and its own task.
+// ClusterSpec: the tasks of a cluster by job, as tf.train.ClusterSpec. (A task learns its
+// cluster from TF_CONFIG or its launcher through distributed/cluster_resolver.h.)
 //
 //   auto cluster = ClusterSpec::FromJson(R"({"ps": ["127.0.0.1:2222"],
 //                                            "worker": ["127.0.0.1:2223", "127.0.0.1:2224"]})");
 //   cluster->TaskAddress("worker", 1);            // "127.0.0.1:2224"
-//   auto config = ParseTfConfig(std::getenv("TF_CONFIG"));
-//   config->task.job, config->task.index;         // "worker", 0
 //
 // Values are immutable after parsing; every method may be called concurrently.
 #pragma once
@@ -46,14 +44,7 @@ class ClusterSpec {
 // A task's full name, "/job:worker/replica:0/task:1": the prefix of its devices' names.
 std::string TaskName(std::string_view job, int task);
 
-struct TfConfig {
-  ClusterSpec cluster;
-  std::string job;  // TF_CONFIG's task.type
-  int task = 0;     // TF_CONFIG's task.index
-};
-
-// {"cluster": {...}, "task": {"type": "worker", "index": 0}}. InvalidArgument for malformed
-// JSON, a bad cluster, a task type the cluster does not have, or an index out of range.
-StatusOr<TfConfig> ParseTfConfig(std::string_view text);
+// A job name TensorFlow accepts: [a-z][a-z0-9_]*.
+bool IsValidJobName(std::string_view name);
 
 }  // namespace tessera

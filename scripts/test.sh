@@ -47,6 +47,7 @@ if [ "${TESSERA_QUICK:-0}" != 1 ]; then
   fuzz saved_model_fuzzer saved_model_corpus "${TESSERA_SAVED_MODEL_FUZZ_SECONDS:-20}" 65536
   fuzz tensor_codec_fuzzer tensor_corpus "${TESSERA_TENSOR_FUZZ_SECONDS:-10}" 1024
   fuzz rpc_request_fuzzer rpc_corpus "${TESSERA_RPC_FUZZ_SECONDS:-15}" 4096
+  fuzz cluster_resolver_fuzzer resolver_corpus "${TESSERA_RESOLVER_FUZZ_SECONDS:-10}" 1024
 
   scripts/build.sh tsan executor_test session_test subgraph_test scenarios_test rendezvous_test \
     multi_device_test ring_all_reduce_test replicate_test queue_test server_test queue_runner_test dataset_test \

@@ -50,12 +50,14 @@ constexpr const char* kUsage =
     "  tessera devices [--config CONFIG.json]\n"
     "  tessera server --cluster JSON --job NAME --task I [--config CONFIG.json] [--token-file FILE]\n"
     "                 [--tls-cert PEM --tls-key PEM --tls-ca PEM]\n"
-    "                 (or the cluster and task from TF_CONFIG)\n"
+    "  tessera server [--resolver auto|tf_config|slurm] [--jobs ps:1,worker:2] [--port-base 8888] [...]\n"
+    "                 (the cluster and task from TF_CONFIG, or srun's variables filling the jobs by rank)\n"
     "  tessera train [--device cpu|gpu] [--devices 2 CPUs|1 GPU] [--virtual-gpus K] [--epochs 2]\n"
     "                [--mode mirrored|parameter-device] [--parameter-device /cpu:0] [--batch 128] [--threads N] [--learning-rate 0.001] [--seed 1] [--train-limit N]\n"
     "                [--test-limit N] [--data DIR] [--checkpoint OUT.ckpt] [--trace OUT.json]\n"
     "                [--inference-graph OUT.json] [--frozen-graph OUT.json] [--no-progress]\n"
-    "  tessera train --mode async|sync|multi-worker --cluster JSON [--job worker] --task I [...]   (or TF_CONFIG)\n"
+    "  tessera train --mode async|sync|multi-worker --cluster JSON [--job worker] --task I [...]\n"
+    "                (or [--resolver auto|tf_config|slurm] [--jobs ps:1,worker:2] [--port-base 8888])\n"
     "                [--tls-cert PEM --tls-key PEM --tls-ca PEM]\n"
     "                one worker of between-graph training; the ps tasks run tessera server\n";
 

@@ -13,7 +13,7 @@ namespace tessera {
 namespace {
 
 struct ServeArgs {
-  TfConfig task;
+  ClusterTask task;
   ClusterServerOptions options;
   std::optional<TlsFiles> tls;
 };
@@ -28,13 +28,16 @@ StatusOr<std::string> ReadToken(const std::string& path) {
 StatusOr<ServeArgs> Parse(const std::vector<std::string>& args) {
   std::string cluster, job, task, config, token_file;
   TlsFlagValues tls_flags;
+  ResolverFlagValues resolver_flags;
   Flags flags;
   flags.String("--cluster", &cluster).String("--job", &job).String("--task", &task).String("--config", &config)
       .String("--token-file", &token_file);
   AddTlsFlags(flags, &tls_flags);
+  AddResolverFlags(flags, &resolver_flags);
   RETURN_IF_ERROR(flags.Parse(args));
   ServeArgs out;
   if (flags.Given("--cluster")) {
+    if (flags.Given("--resolver")) return errors::InvalidArgument("--cluster and --resolver: give one");
     if (!flags.Given("--job") || !flags.Given("--task")) {
       return errors::InvalidArgument("--cluster needs --job and --task");
     }
@@ -48,11 +51,15 @@ StatusOr<ServeArgs> Parse(const std::vector<std::string>& args) {
     out.task.task = static_cast<int>(index);
     RETURN_IF_ERROR(out.task.cluster.TaskAddress(out.task.job, out.task.task).status());
   } else {
-    const char* tf_config = std::getenv("TF_CONFIG");
-    if (tf_config == nullptr || *tf_config == '\0') {
-      return errors::InvalidArgument("tessera server needs --cluster, --job and --task, or TF_CONFIG");
+    StatusOr<ClusterTask> resolved = ResolveFromFlags(flags, resolver_flags);
+    if (!resolved.ok()) {
+      return resolved.status().WithPrefix("tessera server needs --cluster, --job and --task, or a resolver's: ");
     }
-    ASSIGN_OR_RETURN(out.task, ParseTfConfig(tf_config));
+    out.task = std::move(*resolved);
+    if (!out.task.in_cluster) {
+      return errors::InvalidArgument("the ", out.task.job, " runs beside the cluster, not in it: there is no task to "
+                                     "serve");
+    }
   }
   if (flags.Given("--config")) {
     ASSIGN_OR_RETURN(std::string text, ReadFileToString(config, "session config"));
@@ -68,6 +75,30 @@ StatusOr<ServeArgs> Parse(const std::vector<std::string>& args) {
 }
 
 }  // namespace
+
+void AddResolverFlags(Flags& flags, ResolverFlagValues* values) {
+  for (const char* flag : {"--resolver", "--jobs", "--port-base"}) flags.String(flag, &(*values)[flag]);
+}
+
+StatusOr<ClusterTask> ResolveFromFlags(const Flags& flags, const ResolverFlagValues& values) {
+  ClusterResolverOptions options;
+  if (flags.Given("--jobs")) {
+    ASSIGN_OR_RETURN(options.jobs, ParseJobCounts(values.at("--jobs")));
+  }
+  if (flags.Given("--port-base")) {
+    const std::string& text = values.at("--port-base");
+    char* end = nullptr;
+    const long port = std::strtol(text.c_str(), &end, 10);
+    if (end == text.c_str() || *end != '\0' || port < 1 || port > 65535) {
+      return errors::InvalidArgument("--port-base takes a port from 1 to 65535, got '", text, "'");
+    }
+    options.port_base = static_cast<int>(port);
+  }
+  const std::string name = flags.Given("--resolver") ? values.at("--resolver") : "auto";
+  ASSIGN_OR_RETURN(std::unique_ptr<ClusterResolver> resolver,
+                   MakeClusterResolver(name, ProcessEnvironment(), std::move(options)));
+  return resolver->Resolve();
+}
 
 void AddTlsFlags(Flags& flags, TlsFlagValues* values) {
   for (const char* flag : {"--tls-cert", "--tls-key", "--tls-ca"}) flags.String(flag, &(*values)[flag]);

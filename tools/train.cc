@@ -8,7 +8,7 @@
 #include <iostream>
 #include <map>
 
-#include "distributed/cluster_spec.h"
+#include "distributed/cluster_resolver.h"
 #include "tools/flags.h"
 #include "tools/serve.h"
 
@@ -19,6 +19,7 @@ StatusOr<TrainOptions> ParseTrainArgs(const std::vector<std::string>& args) {
   std::string learning_rate, job;
   bool no_progress = false;
   TlsFlagValues tls_flags;
+  ResolverFlagValues resolver_flags;
   Flags flags;
   flags.Int("--batch", &o.batch).Int("--seed", &o.seed).Int("--train-limit", &o.train_limit)
       .Int("--test-limit", &o.test_limit).Int("--epochs", &o.epochs).Int("--devices", &o.devices)
@@ -29,6 +30,7 @@ StatusOr<TrainOptions> ParseTrainArgs(const std::vector<std::string>& args) {
       .String("--frozen-graph", &o.frozen_graph_path).String("--learning-rate", &learning_rate).String("--job", &job)
       .Switch("--no-progress", &no_progress);
   AddTlsFlags(flags, &tls_flags);
+  AddResolverFlags(flags, &resolver_flags);
   RETURN_IF_ERROR(flags.Parse(args));
   if (flags.Given("--job") && job != "worker") {
     return errors::InvalidArgument("tessera train runs the worker tasks, not '", job,
@@ -47,22 +49,26 @@ StatusOr<TrainOptions> ParseTrainArgs(const std::vector<std::string>& args) {
   // split one).
   if (!flags.Given("--devices")) o.devices = o.device != "gpu" ? 2 : std::max(1, o.virtual_gpus);
   // On a cluster each worker trains one tower on its CPU; the cluster and the task come from
-  // the flags or, as in TensorFlow, from TF_CONFIG.
+  // the flags or from a resolver (TF_CONFIG, srun's variables).
   if (o.mode == "async" || o.mode == "sync" || o.mode == "multi-worker") {
     if (o.cluster.empty()) {
-      const char* tf_config = std::getenv("TF_CONFIG");
-      if (tf_config == nullptr || *tf_config == '\0') {
-        return errors::InvalidArgument("--mode ", o.mode, " needs --cluster and --task, or TF_CONFIG");
+      StatusOr<ClusterTask> resolved = ResolveFromFlags(flags, resolver_flags);
+      if (!resolved.ok()) {
+        return resolved.status().WithPrefix(StrCat("--mode ", o.mode, " needs --cluster and --task, or a resolver's: "));
       }
-      ASSIGN_OR_RETURN(TfConfig config, ParseTfConfig(tf_config));
-      if (config.job != "worker") {
-        return errors::InvalidArgument("tessera train runs the worker tasks; TF_CONFIG names a '", config.job,
+      const ClusterTask& task = *resolved;
+      if (task.job != "worker") {
+        return errors::InvalidArgument("tessera train runs the worker tasks; the resolver names a '", task.job,
                                        "' task (run it with tessera server)");
       }
-      o.cluster = config.cluster.ToJson();
-      o.task = config.task;
+      o.cluster = task.cluster.ToJson();
+      o.task = task.task;
+    } else if (flags.Given("--resolver")) {
+      return errors::InvalidArgument("--cluster and --resolver: give one");
     }
     o.devices = 1;
+  } else if (flags.Given("--resolver") || flags.Given("--jobs") || flags.Given("--port-base")) {
+    return errors::InvalidArgument("--resolver, --jobs and --port-base go with --mode async, sync or multi-worker");
   }
   ASSIGN_OR_RETURN(o.tls, TlsFromFlags(tls_flags));
   if (o.tls && o.cluster.empty()) {

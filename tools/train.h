@@ -4,7 +4,7 @@
 //
 //   tessera train --epochs 2 --devices 2 --checkpoint cnn.ckpt
 //
-// Both functions are thread-safe but for what TF_CONFIG holds.
+// Both functions are thread-safe but for the environment a resolver reads.
 #pragma once
 
 #include <ostream>
@@ -17,7 +17,7 @@ namespace tessera {
 
 // args[0] is "train". InvalidArgument naming the flag for a flag that is not train's, a
 // value that does not parse, or flags that do not go together; the cluster and task of
-// the between-graph modes come from the flags or, as in TensorFlow, from TF_CONFIG.
+// the between-graph modes come from the flags or from a resolver (TF_CONFIG, srun).
 StatusOr<TrainOptions> ParseTrainArgs(const std::vector<std::string>& args);
 
 // Parses, trains and prints to `out`; 0 when trained, 2 for bad flags (with `usage`), 1 for a

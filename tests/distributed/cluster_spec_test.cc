@@ -1,4 +1,4 @@
-// ClusterSpec and TF_CONFIG: what a cluster may say, and every way it can be wrong.
+// ClusterSpec: what a cluster may say, and every way it can be wrong.
 #include "distributed/cluster_spec.h"
 
 #include <gmock/gmock.h>
@@ -56,39 +56,6 @@ TEST(ClusterSpecTest, TaskAddressOutOfRangeNamesTheJobsAndCounts) {
   EXPECT_THAT(std::string(c->TaskAddress("worker", -1).status().message()), HasSubstr("out of range"));
   EXPECT_THAT(std::string(c->TaskAddress("chief", 0).status().message()),
               HasSubstr("the cluster has no job 'chief'; its jobs are ps, worker"));
-}
-
-TEST(TfConfigTest, ReadsTheClusterAndThisTask) {
-  StatusOr<TfConfig> t = ParseTfConfig(
-      R"({"cluster": {"ps": ["h:1"], "worker": ["h:2", "h:3"]}, "task": {"type": "worker", "index": 1}})");
-  ASSERT_TRUE(t.ok()) << t.status();
-  EXPECT_EQ(t->job, "worker");
-  EXPECT_EQ(t->task, 1);
-  EXPECT_EQ(*t->cluster.TaskAddress(t->job, t->task), "h:3");
-  // TensorFlow's default index is 0.
-  t = ParseTfConfig(R"({"cluster": {"chief": ["h:1"]}, "task": {"type": "chief"}})");
-  ASSERT_TRUE(t.ok()) << t.status();
-  EXPECT_EQ(t->task, 0);
-}
-
-TEST(TfConfigTest, BadTfConfigsSayWhatIsWrong) {
-  const std::vector<std::pair<const char*, const char*>> cases = {
-      {R"({"cluster": {"worker": ["h:1"]}, "task": )", "TF_CONFIG"},
-      {R"({"cluster": {"worker": ["h:1"]}})", "TF_CONFIG must be {\"cluster\""},
-      {R"({"cluster": {"worker": ["h:1"]}, "task": {"type": "evaluator", "index": 0}})",
-       "the cluster has no job 'evaluator'; its jobs are worker"},
-      {R"({"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": 1}})",
-       "task index 1 is out of range: job 'worker' has 1 task"},
-      {R"({"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": -1}})", "index -1 is out of range"},
-      {R"({"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": "0"}})",
-       "TF_CONFIG task must be"},
-      {R"({"cluster": {"worker": ["h:1"]}, "task": {"index": 0}})", "TF_CONFIG task must be"},
-      {R"({"cluster": {"worker": ["bad"]}, "task": {"type": "worker"}})", "TF_CONFIG cluster: job 'worker' task 0"}};
-  for (const auto& [text, why] : cases) {
-    StatusOr<TfConfig> t = ParseTfConfig(text);
-    EXPECT_EQ(t.status().code(), Code::kInvalidArgument) << text;
-    EXPECT_THAT(std::string(t.status().message()), HasSubstr(why)) << text;
-  }
 }
 
 }  // namespace

@@ -56,6 +56,35 @@ TEST(ServerCliTest, TakesItsTaskFromTfConfig) {
   EXPECT_EQ(server.Wait(std::chrono::seconds(10)), 0);
 }
 
+// As srun starts the second of two tasks on one node: with --jobs ps:1,worker:1 it is the
+// worker, at the port base plus its index on the node.
+TEST(ServerCliTest, TakesItsTaskFromSrunsVariables) {
+  const int port = FreePort();
+  Child server({"server", "--resolver", "slurm", "--jobs", "ps:1,worker:1", "--port-base", std::to_string(port - 1)},
+               "", [] {
+                 setenv("SLURM_PROCID", "1", 1);
+                 setenv("SLURM_STEP_NODELIST", "127.0.0.1", 1);
+                 setenv("SLURM_STEP_TASKS_PER_NODE", "2", 1);
+               });
+  const std::string target = "grpc://" + LoopbackAddress(port);
+  EXPECT_THAT(server.ReadUntil(target, std::chrono::seconds(20)), HasSubstr("Started server with target: " + target));
+  StatusOr<TaskStatus> status = GetTaskStatus(target, "", std::chrono::seconds(5));
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(status->task, "/job:worker/replica:0/task:0");
+  kill(server.pid(), SIGTERM);
+  EXPECT_EQ(server.Wait(std::chrono::seconds(10)), 0);
+  // The evaluator of TF_CONFIG serves nothing; a launcher's variables that disagree are named.
+  Child evaluator({"server"}, StrCat(R"({"cluster": )", Cluster(FreePort(), FreePort()),
+                                     R"(, "task": {"type": "evaluator", "index": 0}})"));
+  EXPECT_EQ(evaluator.Wait(std::chrono::seconds(10)), 1);
+  Child wrong({"server", "--resolver", "slurm"}, "", [] {
+    setenv("SLURM_PROCID", "2", 1);
+    setenv("SLURM_STEP_NODELIST", "127.0.0.1", 1);
+    setenv("SLURM_STEP_TASKS_PER_NODE", "2", 1);
+  });
+  EXPECT_EQ(wrong.Wait(std::chrono::seconds(10)), 1);
+}
+
 // Three client processes, one after another, on one server: the variable the first
 // initialises and the second bumps is what the third reads.
 TEST(ServerCliTest, VariablesOnThePsOutliveEachClientProcess) {

@@ -131,7 +131,13 @@ TEST(TrainTest, BadOptionsAndMissingDataAreClearErrors) {
   unsetenv("TF_CONFIG");
   err.str("");
   EXPECT_EQ(RunCli({"train", "--mode", "sync"}, out, err), 2);
-  EXPECT_THAT(err.str(), HasSubstr("--mode sync needs --cluster and --task, or TF_CONFIG"));
+  EXPECT_THAT(err.str(), HasSubstr("--mode sync needs --cluster and --task, or a resolver's: no launcher found"));
+  err.str("");
+  EXPECT_EQ(RunCli({"train", "--mode", "sync", "--resolver", "slurm"}, out, err), 2);
+  EXPECT_THAT(err.str(), HasSubstr("SLURM_PROCID is not set"));
+  err.str("");
+  EXPECT_EQ(RunCli({"train", "--resolver", "slurm"}, out, err), 2);
+  EXPECT_THAT(err.str(), HasSubstr("--resolver, --jobs and --port-base go with --mode async, sync or multi-worker"));
   err.str("");
   EXPECT_EQ(RunCli({"train", "--mode", "async", "--cluster", R"({"ps": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"]})",
                     "--task", "0", "--tls-cert", "task.pem"},

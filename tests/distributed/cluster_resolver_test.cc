@@ -1,0 +1,216 @@
+// Cluster resolvers: TF_CONFIG (TensorFlow's and Kubeflow TFJob's forms) and Slurm's
+// variables as srun sets them, read from a test's environment, and every way they can be
+// wrong.
+#include "distributed/cluster_resolver.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <thread>
+
+namespace tessera {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+Environment Env(std::map<std::string, std::string> vars) {
+  return [vars = std::move(vars)](const std::string& name) -> std::optional<std::string> {
+    auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+StatusOr<ClusterTask> Resolve(std::string_view name, std::map<std::string, std::string> vars,
+                              ClusterResolverOptions options = {}) {
+  ASSIGN_OR_RETURN(auto resolver, MakeClusterResolver(name, Env(std::move(vars)), std::move(options)));
+  return resolver->Resolve();
+}
+
+TEST(TfConfigTest, ReadsTheClusterAndThisTask) {
+  StatusOr<ClusterTask> t = ParseTfConfig(
+      R"({"cluster": {"ps": ["h:1"], "worker": ["h:2", "h:3"]}, "task": {"type": "worker", "index": 1}})");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->job, "worker");
+  EXPECT_EQ(t->task, 1);
+  EXPECT_TRUE(t->in_cluster);
+  EXPECT_EQ(*t->cluster.TaskAddress(t->job, t->task), "h:3");
+  // TensorFlow's default index is 0.
+  t = ParseTfConfig(R"({"cluster": {"chief": ["h:1"]}, "task": {"type": "chief"}})");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->task, 0);
+}
+
+TEST(TfConfigTest, KubeflowsTfJobAndItsEvaluator) {
+  // What a TFJob's operator gives each pod: the service names of every replica, and
+  // "environment": "cloud".
+  const std::string cluster =
+      R"("cluster": {"chief": ["mnist-chief-0.default.svc:2222"], "worker": ["mnist-worker-0.default.svc:2222",
+          "mnist-worker-1.default.svc:2222"], "ps": ["mnist-ps-0.default.svc:2222"]})";
+  StatusOr<ClusterTask> t =
+      ParseTfConfig("{" + cluster + R"(, "task": {"type": "worker", "index": 1}, "environment": "cloud"})");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(*t->cluster.TaskAddress(t->job, t->task), "mnist-worker-1.default.svc:2222");
+  // The evaluator watches the cluster's checkpoints from outside it.
+  t = ParseTfConfig("{" + cluster + R"(, "task": {"type": "evaluator", "index": 0}, "rpc_layer": "grpc"})");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->job, "evaluator");
+  EXPECT_FALSE(t->in_cluster);
+  EXPECT_EQ(t->cluster.num_tasks("worker"), 2);
+}
+
+TEST(TfConfigTest, BadTfConfigsSayWhatIsWrong) {
+  const std::vector<std::pair<const char*, const char*>> cases = {
+      {R"({"cluster": {"worker": ["h:1"]}, "task": )", "TF_CONFIG"},
+      {R"({"cluster": {"worker": ["h:1"]}})", "TF_CONFIG must be {\"cluster\""},
+      {R"({"cluster": {"worker": ["h:1"]}, "task": {"type": "chief", "index": 0}})",
+       "the cluster has no job 'chief'; its jobs are worker"},
+      {R"({"cluster": {"worker": ["h:1"]}, "task": {"type": "evaluator", "index": 1}})",
+       "TF_CONFIG names evaluator 1; there is one, 0"},
+      {R"({"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": 1}})",
+       "task index 1 is out of range: job 'worker' has 1 task"},
+      {R"({"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": -1}})", "index -1 is out of range"},
+      {R"({"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": "0"}})",
+       "TF_CONFIG task must be"},
+      {R"({"cluster": {"worker": ["h:1"]}, "task": {"index": 0}})", "TF_CONFIG task must be"},
+      {R"({"cluster": {"worker": ["h:1"]}, "task": {"type": "worker"}, "rpc_layer": "grpc+verbs"})",
+       "TF_CONFIG rpc_layer \"grpc+verbs\": Tessera's tasks speak grpc"},
+      {R"({"cluster": {"worker": ["h:1"]}, "task": {"type": "worker"}, "environment": 1})",
+       "TF_CONFIG environment must be a string"},
+      {R"({"cluster": {"worker": ["bad"]}, "task": {"type": "worker"}})", "TF_CONFIG cluster: job 'worker' task 0"}};
+  for (const auto& [text, why] : cases) {
+    StatusOr<ClusterTask> t = ParseTfConfig(text);
+    EXPECT_EQ(t.status().code(), Code::kInvalidArgument) << text;
+    EXPECT_THAT(std::string(t.status().message()), HasSubstr(why)) << text;
+  }
+}
+
+TEST(SlurmHostlistTest, ExpandsRangesListsAndPadding) {
+  EXPECT_THAT(*ExpandSlurmHostlist("n[1-3,7],m5"), ElementsAre("n1", "n2", "n3", "n7", "m5"));
+  EXPECT_THAT(*ExpandSlurmHostlist("node[008-011]"), ElementsAre("node008", "node009", "node010", "node011"));
+  EXPECT_THAT(*ExpandSlurmHostlist("rack[1-2]-n[1,3]"), ElementsAre("rack1-n1", "rack1-n3", "rack2-n1", "rack2-n3"));
+  EXPECT_THAT(*ExpandSlurmHostlist("localhost"), ElementsAre("localhost"));
+  EXPECT_THAT(*ExpandSlurmHostlist("a[9-10].cluster.org"), ElementsAre("a9.cluster.org", "a10.cluster.org"));
+  EXPECT_EQ(ExpandSlurmHostlist("n[1-65536]")->size(), 65536u);
+}
+
+TEST(SlurmHostlistTest, MalformedListsAndHugeOnesAreRefused) {
+  for (const char* bad : {"", "n[1-3", "n1-3]", "n[3-1]", "n[a-b]", "n[1-]", "n[]", "n[[1]]", "a,,b", "n[1,]",
+                          "n[1-65537]", "n[0-99999999999999999999]", "a[0-300]b[0-300]",
+                          "x[1][1][1][1][1][1][1][1][1]"}) {
+    StatusOr<std::vector<std::string>> hosts = ExpandSlurmHostlist(bad);
+    EXPECT_EQ(hosts.status().code(), Code::kInvalidArgument) << bad;
+    EXPECT_THAT(std::string(hosts.status().message()), HasSubstr("Slurm host list")) << bad;
+  }
+}
+
+TEST(SlurmTasksPerNodeTest, ExpandsRepeats) {
+  EXPECT_THAT(*ExpandSlurmTasksPerNode("2(x3),1"), ElementsAre(2, 2, 2, 1));
+  EXPECT_THAT(*ExpandSlurmTasksPerNode("3"), ElementsAre(3));
+  for (const char* bad : {"", "0", "2(x0)", "2(x", "2(3)", "-1", "x", "1,,1", "1(x65537)", "70000"}) {
+    EXPECT_EQ(ExpandSlurmTasksPerNode(bad).status().code(), Code::kInvalidArgument) << bad;
+  }
+}
+
+TEST(JobCountsTest, ParsesAndRefuses) {
+  EXPECT_THAT(*ParseJobCounts("ps:1,worker:2"),
+              ElementsAre(std::pair<std::string, int>("ps", 1), std::pair<std::string, int>("worker", 2)));
+  for (const char* bad : {"", "ps", "ps:0", "ps:x", "Ps:1", "ps:1,ps:2", "ps:1,", "ps:-1"}) {
+    EXPECT_EQ(ParseJobCounts(bad).status().code(), Code::kInvalidArgument) << bad;
+  }
+}
+
+// srun -n 4 over two nodes, two tasks each.
+std::map<std::string, std::string> SrunStep(int rank) {
+  return {{"SLURM_PROCID", std::to_string(rank)},
+          {"SLURM_STEP_NODELIST", "gpu[07-08]"},
+          {"SLURM_STEP_TASKS_PER_NODE", "2(x2)"},
+          {"SLURM_STEP_NUM_TASKS", "4"}};
+}
+
+TEST(SlurmResolverTest, RanksFillTheJobsInOrderAtConsecutivePortsPerNode) {
+  ClusterResolverOptions options;
+  options.jobs = {{"ps", 1}, {"worker", 3}};
+  options.port_base = 2222;
+  std::vector<std::pair<std::string, int>> places;
+  for (int rank = 0; rank < 4; ++rank) {
+    StatusOr<ClusterTask> t = Resolve("slurm", SrunStep(rank), options);
+    ASSERT_TRUE(t.ok()) << t.status();
+    EXPECT_EQ(t->cluster.ToJson(),
+              R"({"ps":["gpu07:2222"],"worker":["gpu07:2223","gpu08:2222","gpu08:2223"]})");
+    places.emplace_back(t->job, t->task);
+  }
+  EXPECT_THAT(places, ElementsAre(std::pair<std::string, int>("ps", 0), std::pair<std::string, int>("worker", 0),
+                                  std::pair<std::string, int>("worker", 1), std::pair<std::string, int>("worker", 2)));
+  // No jobs given: every task a worker; the job's variables where the step's are missing.
+  StatusOr<ClusterTask> t = Resolve("slurm", {{"SLURM_PROCID", "2"}, {"SLURM_JOB_NODELIST", "localhost"},
+                                              {"SLURM_TASKS_PER_NODE", "3"}});
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->cluster.ToJson(), R"({"worker":["localhost:8888","localhost:8889","localhost:8890"]})");
+  EXPECT_EQ(t->task, 2);
+}
+
+TEST(SlurmResolverTest, InconsistentStepsSayWhatIsWrong) {
+  ClusterResolverOptions two_jobs;
+  two_jobs.jobs = {{"ps", 1}, {"worker", 2}};
+  ClusterResolverOptions high_ports;
+  high_ports.port_base = 65535;
+  auto with = [](std::map<std::string, std::string> vars, const std::string& name, const std::string& value) {
+    vars[name] = value;
+    return vars;
+  };
+  std::map<std::string, std::string> no_rank = SrunStep(0);
+  no_rank.erase("SLURM_PROCID");
+  const std::vector<std::tuple<std::map<std::string, std::string>, ClusterResolverOptions, const char*>> cases = {
+      {no_rank, {}, "SLURM_PROCID is not set"},
+      {with(SrunStep(0), "SLURM_PROCID", "4"), {}, "SLURM_PROCID '4' is not a rank below the step's 4 tasks"},
+      {with(SrunStep(0), "SLURM_PROCID", "-1"), {}, "SLURM_PROCID '-1'"},
+      {with(SrunStep(0), "SLURM_STEP_TASKS_PER_NODE", "2"), {}, "names 2 nodes but SLURM_STEP_TASKS_PER_NODE '2'"},
+      {with(SrunStep(0), "SLURM_STEP_NUM_TASKS", "5"), {}, "SLURM_STEP_NUM_TASKS is '5'"},
+      {with(SrunStep(0), "SLURM_STEP_NODELIST", "gpu[07-08"), {}, "Slurm host list 'gpu[07-08'"},
+      {SrunStep(0), two_jobs, "the jobs ps:1,worker:2 want 3 tasks, but srun started 4"},
+      {SrunStep(0), high_ports, "ports from 65535 pass 65535"},
+      {with(SrunStep(0), "SLURM_STEP_NODELIST", "gpu7,gpu7"), {}, "is used by two tasks"}};
+  for (const auto& [vars, options, why] : cases) {
+    StatusOr<ClusterTask> t = Resolve("slurm", vars, options);
+    EXPECT_EQ(t.status().code(), Code::kInvalidArgument) << why;
+    EXPECT_THAT(std::string(t.status().message()), HasSubstr(why));
+  }
+}
+
+TEST(ClusterResolverTest, AutoFindsTheLauncher) {
+  auto named = [](std::map<std::string, std::string> vars) -> std::string {
+    auto r = MakeClusterResolver("auto", Env(std::move(vars)));
+    return r.ok() ? std::string((*r)->name()) : std::string(r.status().message());
+  };
+  const std::string tf_config = R"({"cluster": {"worker": ["h:1"]}, "task": {"type": "worker"}})";
+  EXPECT_EQ(named({{"TF_CONFIG", tf_config}, {"SLURM_PROCID", "0"}}), "tf_config");
+  EXPECT_EQ(named(SrunStep(0)), "slurm");
+  EXPECT_EQ(named({{"TF_CONFIG", ""}, {"SLURM_PROCID", "0"}}), "slurm");
+  EXPECT_THAT(named({}), HasSubstr("no launcher found: TF_CONFIG (tf_config) and SLURM_PROCID"));
+  auto r = MakeClusterResolver("kubernetes", Env({}));
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("unknown cluster resolver 'kubernetes'"));
+  EXPECT_THAT(std::string(Resolve("tf_config", {}).status().message()), HasSubstr("TF_CONFIG is not set"));
+}
+
+TEST(ClusterResolverTest, ResolvesFromManyThreadsAtOnce) {
+  auto resolver = MakeClusterResolver("slurm", Env(SrunStep(3)));
+  ASSERT_TRUE(resolver.ok());
+  std::vector<std::thread> threads;
+  std::atomic<int> right{0};
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&] {
+      for (int j = 0; j < 50; ++j) {
+        StatusOr<ClusterTask> t = (*resolver)->Resolve();
+        if (t.ok() && t->task == 3) ++right;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(right.load(), 200);
+}
+
+}  // namespace
+}  // namespace tessera
