@@ -144,6 +144,7 @@ GradientRegistry* GradientRegistry::Global() {
   static GradientRegistry* registry = [] {
     auto* r = new GradientRegistry;
     RegisterMathGradients(*r);
+    RegisterArrayGradients(*r);
     RegisterNnGradients(*r);
     RegisterControlFlowGradients(*r);
     return r;

@@ -62,6 +62,7 @@ Output OpInput(const Operation& op, int i);
 
 // The files that register core gradients; GradientRegistry::Global calls them.
 void RegisterMathGradients(GradientRegistry& registry);
+void RegisterArrayGradients(GradientRegistry& registry);
 void RegisterNnGradients(GradientRegistry& registry);
 void RegisterControlFlowGradients(GradientRegistry& registry);
 // Registers a core gradient, aborting on a duplicate: that is a bug in Tessera.

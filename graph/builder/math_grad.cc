@@ -119,6 +119,57 @@ Status TanhGrad(const Scope& s, const Operation& op, const std::vector<Output>& 
   return s.status();
 }
 
+// A constant of `dt` (the gradients' type) with value v.
+Output Scalar(const Scope& s, double v, DataType dt) { return ops::Cast(s, v, dt); }
+
+// d(x^y)/dx = y x^(y-1); d(x^y)/dy = x^y log(x), taken as 0 where x <= 0 (as TensorFlow).
+Status PowGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
+  const Output x = In(op, 0), y = In(op, 1), z = Out(op);
+  const Output gx = ops::Mul(s, g[0], ops::Mul(s, y, ops::Build(s, "Pow", {x, ops::Sub(s, y, ops::OnesLike(s, y))})));
+  const Output zeros = ops::ZerosLike(s, x);
+  const Output log_x = ops::Build(s, "SelectV2", {ops::Greater(s, x, zeros), ops::Log(s, x), zeros});
+  return BinaryGrads(s, op, gx, ops::Mul(s, g[0], ops::Mul(s, z, log_x)), grads);
+}
+
+// d(x-y)^2 = 2(x-y) for x, its negation for y.
+Status SquaredDifferenceGrad(const Scope& s, const Operation& op, const std::vector<Output>& g,
+                             std::vector<Output>* grads) {
+  const Output d = ops::Sub(s, In(op, 0), In(op, 1));
+  const Output gx = ops::Mul(s, g[0], ops::Add(s, d, d));
+  return BinaryGrads(s, op, gx, ops::Neg(s, gx), grads);
+}
+
+// d x^(-1/2) = -y^3 / 2.
+Status RsqrtGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
+  const Output y = Out(op);
+  *grads = {ops::Mul(s, g[0], ops::Mul(s, ops::Mul(s, y, ops::Mul(s, y, y)), Scalar(s, -0.5, y.type())))};
+  return s.status();
+}
+
+Status SinGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
+  *grads = {ops::Mul(s, g[0], ops::Build(s, "Cos", {In(op, 0)}))};
+  return s.status();
+}
+
+Status CosGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
+  *grads = {ops::Neg(s, ops::Mul(s, g[0], ops::Build(s, "Sin", {In(op, 0)})))};
+  return s.status();
+}
+
+// d erf(x) = 2/sqrt(pi) exp(-x^2).
+Status ErfGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
+  const Output x = In(op, 0);
+  const Output slope = ops::Mul(s, Scalar(s, 1.1283791670955126, x.type()), ops::Exp(s, ops::Neg(s, ops::Mul(s, x, x))));
+  *grads = {ops::Mul(s, g[0], slope)};
+  return s.status();
+}
+
+// x mod y = x - floor(x/y) y: the gradient is g for x and -floor(x/y) g for y.
+Status FloorModGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
+  const Output quotient = ops::Build(s, "FloorDiv", {In(op, 0), In(op, 1)});
+  return BinaryGrads(s, op, g[0], ops::Mul(s, g[0], ops::Neg(s, quotient)), grads);
+}
+
 Status StopGradientGrad(const Scope& s, const Operation&, const std::vector<Output>&, std::vector<Output>* grads) {
   *grads = {Output()};
   return s.status();
@@ -198,8 +249,8 @@ Status MeanGrad(const Scope& s, const Operation& op, const std::vector<Output>& 
   return s.status();
 }
 
-// max(x) reduced over axes: the gradient goes to the elements equal to the maximum, shared
-// evenly among ties, as in TensorFlow.
+// max(x) (or min(x)) reduced over axes: the gradient goes to the elements equal to the
+// result, shared evenly among ties, as in TensorFlow.
 Status MaxGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
   const Output x = In(op, 0);
   ASSIGN_OR_RETURN(Output max, SpreadOverReducedAxes(s, op, Out(op)));
@@ -207,6 +258,29 @@ Status MaxGrad(const Scope& s, const Operation& op, const std::vector<Output>& g
   ASSIGN_OR_RETURN(Output ties, SpreadOverReducedAxes(s, op, ops::Sum(s, hits, In(op, 1))));
   ASSIGN_OR_RETURN(Output spread, SpreadOverReducedAxes(s, op, g[0]));
   *grads = {ops::Div(s, ops::Mul(s, spread, hits), ties), Output()};
+  return s.status();
+}
+
+// prod(x) over axes: each element's gradient is the product of the others, found without
+// dividing by a zero: prod(nonzero)/x where the reduced group has no zero; where it has one,
+// prod(nonzero) for that zero and 0 for the rest; 0 throughout where it has more.
+Status ProdGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
+  bool keep_dims = false;
+  RETURN_IF_ERROR(op.node()->GetAttr("keep_dims", &keep_dims));
+  const Output x = In(op, 0), axes = In(op, 1);
+  const Output zero = ops::ZerosLike(s, x);
+  const Output is_zero = ops::Equal(s, x, zero);
+  const Output nonzero = ops::Build(s, "SelectV2", {is_zero, ops::OnesLike(s, x), x});
+  ASSIGN_OR_RETURN(Output others,
+                   SpreadOverReducedAxes(s, op, ops::Build(s, "Prod", {nonzero, axes}, {{"keep_dims", keep_dims}})));
+  ASSIGN_OR_RETURN(Output zeros, SpreadOverReducedAxes(s, op, ops::Sum(s, ops::Cast(s, is_zero, x.type()), axes,
+                                                                       {.keep_dims = keep_dims})));
+  const Output none = ops::Equal(s, zeros, ops::ZerosLike(s, zeros));
+  const Output the_zero = ops::Build(s, "LogicalAnd", {ops::Equal(s, zeros, ops::OnesLike(s, zeros)), is_zero});
+  const Output local = ops::Build(s, "SelectV2", {none, ops::Div(s, others, nonzero),
+                                                  ops::Build(s, "SelectV2", {the_zero, others, zero})});
+  ASSIGN_OR_RETURN(Output spread, SpreadOverReducedAxes(s, op, g[0]));
+  *grads = {ops::Mul(s, spread, local), Output()};
   return s.status();
 }
 
@@ -308,6 +382,15 @@ void RegisterMathGradients(GradientRegistry& r) {
   RegisterCoreGradient(r, "Mean", MeanGrad);
   RegisterCoreGradient(r, "Reshape", ReshapeLikeInputGrad);
   RegisterCoreGradient(r, "Max", MaxGrad);
+  RegisterCoreGradient(r, "Min", MaxGrad);
+  RegisterCoreGradient(r, "Prod", ProdGrad);
+  RegisterCoreGradient(r, "Pow", PowGrad);
+  RegisterCoreGradient(r, "SquaredDifference", SquaredDifferenceGrad);
+  RegisterCoreGradient(r, "Rsqrt", RsqrtGrad);
+  RegisterCoreGradient(r, "Sin", SinGrad);
+  RegisterCoreGradient(r, "Cos", CosGrad);
+  RegisterCoreGradient(r, "Erf", ErfGrad);
+  RegisterCoreGradient(r, "FloorMod", FloorModGrad);
   RegisterCoreGradient(r, "Maximum", MaximumGrad);
   RegisterCoreGradient(r, "Minimum", MinimumGrad);
   RegisterCoreGradient(r, "BroadcastTo", BroadcastToGrad);

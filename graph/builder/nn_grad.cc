@@ -1,5 +1,6 @@
 // Gradients of the neural-network ops, following TensorFlow's nn_grad.
 #include "graph/builder/gradients.h"
+#include "graph/builder/op_builder.h"
 #include "graph/builder/ops.h"
 
 namespace tessera {
@@ -7,6 +8,15 @@ namespace {
 
 Status ReluGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
   *grads = {ops::ReluGrad(s, g[0], Output(op.node(), 0))};
+  return s.status();
+}
+
+// The gradient passes where 0 < x < 6, as TensorFlow's Relu6Grad.
+Status Relu6Grad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
+  const Output x = OpInput(op, 0);
+  const Output inside = ops::Build(s, "LogicalAnd", {ops::Greater(s, x, ops::ZerosLike(s, x)),
+                                                    ops::Less(s, x, ops::Cast(s, 6.0, x.type()))});
+  *grads = {ops::Mul(s, g[0], ops::Cast(s, inside, x.type()))};
   return s.status();
 }
 
@@ -78,6 +88,7 @@ Status BiasAddGrad(const Scope& s, const Operation& op, const std::vector<Output
 
 void RegisterNnGradients(GradientRegistry& r) {
   RegisterCoreGradient(r, "Relu", ReluGrad);
+  RegisterCoreGradient(r, "Relu6", Relu6Grad);
   RegisterCoreGradient(r, "Softmax", SoftmaxGrad);
   RegisterCoreGradient(r, "LogSoftmax", LogSoftmaxGrad);
   RegisterCoreGradient(r, "SparseSoftmaxCrossEntropyWithLogits", SparseXentGrad);

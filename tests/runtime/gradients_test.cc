@@ -369,6 +369,120 @@ TEST(GradientsTest, GradOutputsSeedTheBackwardPass) {
   EXPECT_EQ(testing::Values<double>(testing::Fetch(*s, grads[0].name())), (std::vector<double>{30, 300}));
 }
 
+// The math ops TF1 scripts reach for beyond the basics (tf.pow in the linear-regression
+// tutorial, mean_squared_error's SquaredDifference, batch norm's Rsqrt, ...).
+TEST(GradientsTest, PowSquaredDifferenceAndOtherMathOps) {
+  auto binary = [](const char* op) {
+    return [op](const Scope& s, const std::vector<Output>& x) { return ops::Build(s, op, {x[0], x[1]}); };
+  };
+  auto unary = [](const char* op) {
+    return [op](const Scope& s, const std::vector<Output>& x) { return ops::Build(s, op, {x[0]}); };
+  };
+  for (const auto& [a, b] : std::vector<std::pair<TensorShape, TensorShape>>{{{2, 3}, {2, 3}}, {{2, 3}, {3}}}) {
+    SCOPED_TRACE(a.DebugString() + " and " + b.DebugString());
+    EXPECT_LT(MaxGradientError({a, b}, binary("Pow"), 0.5, 2), kTolerance);
+    EXPECT_LT(MaxGradientError({a, b}, binary("SquaredDifference")), kTolerance);
+    // Away from the jumps of x mod y, where x/y is a whole number.
+    EXPECT_LT(MaxGradientError({a, b}, [](const Scope& s, const std::vector<Output>& x) {
+                return ops::Build(s, "FloorMod", {ops::Add(s, x[0], 10.3), ops::Add(s, ops::Mul(s, x[1], 0.01), 3.0)});
+              }),
+              kTolerance);
+  }
+  // x^y at negative x with whole y: d/dy taken as 0 (log of a negative), d/dx still right.
+  EXPECT_LT(MaxGradientError({{3}}, [](const Scope& s, const std::vector<Output>& x) {
+              return ops::Build(s, "Pow", {x[0], Tensor::FromVector<double>({2, 3, 2})});
+            }, -2, -0.5),
+            kTolerance);
+  const TensorShape shape({3, 4});
+  EXPECT_LT(MaxGradientError({shape}, unary("Rsqrt"), 0.5, 3), kTolerance);
+  EXPECT_LT(MaxGradientError({shape}, unary("Sin")), kTolerance);
+  EXPECT_LT(MaxGradientError({shape}, unary("Cos")), kTolerance);
+  EXPECT_LT(MaxGradientError({shape}, unary("Erf")), kTolerance);
+  // Relu6's two kinks kept clear: inputs in (0.1, 5.9) scaled across both sides of each.
+  EXPECT_LT(MaxGradientError({shape}, [](const Scope& s, const std::vector<Output>& x) {
+              return ops::Build(s, "Relu6", {ops::Mul(s, x[0], Tensor::FromVector<double>({-1, 1, 2, 3}))});
+            }, 0.1, 2.9),
+            kTolerance);
+  EXPECT_LT(MaxGradientError({{2, 3, 4}}, [](const Scope& s, const std::vector<Output>& x) {
+              return ops::Build(s, "Min", {x[0], Tensor::FromVector<int32_t>({0, 2})});
+            }),
+            kTolerance);
+  EXPECT_LT(MaxGradientError({{2, 3, 4}}, [](const Scope& s, const std::vector<Output>& x) {
+              return ops::Build(s, "Prod", {x[0], Tensor::FromVector<int32_t>({1})}, {{"keep_dims", true}});
+            }),
+            kTolerance);
+}
+
+// Prod's gradient where the reduced group holds zeros: the product of the others, found
+// without dividing by zero.
+TEST(GradientsTest, ProdThroughZeros) {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Const(root.WithOpName("x"), Tensor::FromVector<double>({0, 2, 3, 0, 0, 5, 4, 2, 1}, TensorShape({3, 3})));
+  auto y = ops::Build(root.WithOpName("y"), "Prod", {x, Tensor::FromVector<int32_t>({1})});
+  std::vector<Output> grads;
+  ASSERT_TRUE(AddSymbolicGradients(root, {y}, {x}, &grads).ok());
+  auto session = testing::MakeSession(root);
+  Tensor g = testing::Fetch(*session, grads[0].name(), {});
+  // Row 0 has one zero (its gradient is 2*3, the rest 0); row 1 two (all 0); row 2 none.
+  EXPECT_EQ(std::vector<double>(g.flat<double>().begin(), g.flat<double>().end()),
+            (std::vector<double>{6, 0, 0, 0, 0, 0, 2, 4, 8}));
+}
+
+// Transposes, stacks, tiles, gathers, slices and pads: each element's gradient back to the
+// place it came from (summed where it was taken twice).
+TEST(GradientsTest, OpsThatMoveElements) {
+  using X = std::vector<Output>;
+  EXPECT_LT(MaxGradientError({{2, 3, 4}}, [](const Scope& s, const X& x) {
+              return ops::Build(s, "Transpose", {x[0], {2, 0, 1}});
+            }),
+            kTolerance);
+  // A perm known only when the step runs.
+  EXPECT_LT(MaxGradientError({{2, 3, 4}}, [](const Scope& s, const X& x) {
+              Output perm = ops::Cast(s, ops::Cast(s, Tensor::FromVector<int32_t>({1, 2, 0}), kD), DataType::kInt64);
+              return ops::Build(s, "Transpose", {x[0], perm});
+            }),
+            kTolerance);
+  EXPECT_LT(MaxGradientError({{2, 3}, {2, 3}, {2, 3}}, [](const Scope& s, const X& x) {
+              return ops::Build(s, "Pack", {x[0], x[1], x[2]}, {{"N", int64_t{3}}, {"axis", int64_t{1}}});
+            }),
+            kTolerance);
+  EXPECT_LT(MaxGradientError({{2, 3, 4}}, [](const Scope& s, const X& x) {
+              std::vector<Output> parts =
+                  ops::AllOutputs(ops::Build(s, "Unpack", {x[0]}, {{"num", int64_t{3}}, {"axis", int64_t{1}}}));
+              return ops::Add(s, parts[0], ops::Mul(s, parts[2], 3.0));  // part 1 reached by no path
+            }),
+            kTolerance);
+  EXPECT_LT(MaxGradientError({{2, 3}}, [](const Scope& s, const X& x) { return ops::Build(s, "Tile", {x[0], {3, 2}}); }),
+            kTolerance);
+  for (const char* op : {"Gather", "GatherV2"}) {
+    SCOPED_TRACE(op);
+    EXPECT_LT(MaxGradientError({{4, 3}}, [op](const Scope& s, const X& x) {
+                std::vector<Input> in = {x[0], Tensor::FromVector<int64_t>({3, 0, 3, 1, 3, 2}, TensorShape({2, 3}))};
+                if (std::string(op) == "GatherV2") in.push_back(0);
+                return ops::Build(s, op, in);
+              }),
+              kTolerance);
+  }
+  EXPECT_LT(MaxGradientError({{4, 5}}, [](const Scope& s, const X& x) {
+              // x[1:, ::2]
+              return ops::Build(s, "StridedSlice", {x[0], {1, 0}, {0, 0}, {1, 2}},
+                                {{"begin_mask", int64_t{2}}, {"end_mask", int64_t{3}}});
+            }),
+            kTolerance);
+  EXPECT_LT(MaxGradientError({{4, 5}}, [](const Scope& s, const X& x) {
+              return ops::Build(s, "StridedSlice", {x[0], {2}, {3}, {1}}, {{"shrink_axis_mask", int64_t{1}}});  // x[2]
+            }),
+            kTolerance);
+  EXPECT_LT(MaxGradientError({{4, 5}}, [](const Scope& s, const X& x) {
+              return ops::Build(s, "Slice", {x[0], {1, 2}, {2, -1}});
+            }),
+            kTolerance);
+  EXPECT_LT(MaxGradientError({{2, 3}}, [](const Scope& s, const X& x) {
+              return ops::Build(s, "Pad", {x[0], Tensor::FromVector<int32_t>({1, 0, 2, 1}, TensorShape({2, 2}))});
+            }),
+            kTolerance);
+}
+
 TEST(GradientsTest, AnOpWithoutGradientIsNotFoundNamingIt) {
   Scope root = Scope::NewRootScope();
   auto x = ops::Const(root.WithOpName("x"), Tensor::FromVector<double>({1, 2}));
