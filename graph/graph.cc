@@ -462,6 +462,24 @@ struct BackEdge {
 
 }  // namespace
 
+Status Graph::RefineOutputShape(Node* node, int port, const TensorShape& shape) {
+  if (port < 0 || port >= node->num_outputs()) {
+    return errors::InvalidArgument(node->DebugName(), " has no output ", port);
+  }
+  const TensorShape& known = node->output_shapes_[port];
+  if (!known.IsCompatibleWith(shape)) {
+    return errors::InvalidArgument("Shapes ", known.DebugString(), " and ", shape.DebugString(), " of ",
+                                   node->DebugName(), " output ", port, " are incompatible");
+  }
+  if (shape.unknown_rank()) return Status::OK();
+  TensorShape merged = shape;
+  for (int i = 0; i < merged.rank(); ++i) {
+    if (merged.dim(i) < 0 && !known.unknown_rank()) merged.set_dim(i, known.dim(i));
+  }
+  node->output_shapes_[port] = merged;
+  return Status::OK();
+}
+
 Status Graph::ConnectBackEdge(Node* merge, int input, Node* source, int port) {
   const std::string where = merge->DebugName();
   if (!IsMerge(merge->op()) || input < 0 || input >= merge->num_inputs()) {

@@ -154,6 +154,10 @@ class Graph {
   // Operation._update_input). InvalidArgument where `merge` is no Merge or the types differ;
   // static shapes already inferred downstream of `merge` stay as they were.
   Status ConnectBackEdge(Node* merge, int input, Node* source, int port);
+  // Narrows the static shape of output `port` of `node` to what both it and `shape` say (a
+  // Python script's Tensor.set_shape); nodes added after it infer their shapes from the new
+  // one. InvalidArgument where the two are incompatible.
+  Status RefineOutputShape(Node* node, int port, const TensorShape& shape);
   // In creation order, which is a topological order but for loops' back edges. Node::id()
   // indexes this vector.
   const std::vector<Node*>& nodes() const { return node_ptrs_; }

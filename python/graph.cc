@@ -303,6 +303,14 @@ void BindGraph(nb::module_& m) {
           },
           "merge"_a, "input"_a, "source"_a, "port"_a,
           "Makes input `input` of Merge node `merge` come from output `port` of `source` (a loop's back edge).")
+      .def(
+          "refine_output_shape",
+          [](GraphHandle& g, const std::string& name, int port, nb::handle shape) {
+            Node* n = g.graph->FindNode(name);
+            if (n == nullptr) Raise(errors::NotFound("No node '", name, "' in the graph"));
+            OkOrRaise(g.graph->RefineOutputShape(n, port, ValueOrRaise(ShapeOf(shape))));
+          },
+          "node"_a, "port"_a, "shape"_a, "Narrows an output's static shape (Tensor.set_shape).")
       .def("has_node", [](const GraphHandle& g, const std::string& name) { return g.graph->FindNode(name) != nullptr; })
       .def("num_nodes", [](const GraphHandle& g) { return g.graph->num_nodes(); })
       .def("attrs",

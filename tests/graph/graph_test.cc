@@ -126,6 +126,25 @@ TEST(GraphTest, ABackEdgeClosesALoopOnlyIntoAMergeOfItsType) {
   EXPECT_EQ(merge->input_edge(1)->src, next);  // the refusals changed nothing
 }
 
+// Tensor.set_shape: what a script knows narrows the static shape, and what is added after
+// infers from the narrower one.
+TEST(GraphTest, ARefinedOutputShapeIsWhatLaterNodesSee) {
+  Graph g;
+  NodeSpec p = OpDef2("p", "Placeholder", {});
+  p.attrs["dtype"] = DataType::kFloat;
+  p.attrs["shape"] = TensorShape({-1, -1});
+  Node* placeholder = *g.AddNode(p);
+  ASSERT_TRUE(g.RefineOutputShape(placeholder, 0, TensorShape({-1, 8})).ok());
+  ASSERT_TRUE(g.RefineOutputShape(placeholder, 0, TensorShape::UnknownRank()).ok());  // says nothing new
+  EXPECT_EQ(placeholder->output_shape(0), TensorShape({-1, 8}));
+  Node* neg = *g.AddNode(OpDef2("neg", "Neg", {"p"}));
+  EXPECT_EQ(neg->output_shape(0), TensorShape({-1, 8}));
+  EXPECT_THAT(g.RefineOutputShape(placeholder, 0, TensorShape({4, 7})).message(),
+              HasSubstr("Shapes [?,8] and [4,7] of 'p' (Placeholder) output 0 are incompatible"));
+  EXPECT_THAT(g.RefineOutputShape(placeholder, 1, TensorShape({4, 8})).message(), HasSubstr("has no output 1"));
+  EXPECT_EQ(placeholder->output_shape(0), TensorShape({-1, 8}));
+}
+
 TEST(GraphTest, FromSpecOrdersAndDetectsCycles) {
   GraphSpec def;
   def.nodes.push_back(OpDef2("c", "Add", {"a", "b"}));
