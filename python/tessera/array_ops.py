@@ -7,7 +7,8 @@ import builtins
 import numpy as np
 
 from tessera import dtypes, gen_ops
-from tessera.framework import Tensor, constant, convert_to_tensor, name_scope
+from tessera.framework import (Operation, Tensor, TensorShape, constant, contains_tensor, control_dependencies,
+                               convert_to_tensor, name_scope)
 
 
 def _binary(x, y):
@@ -40,6 +41,14 @@ def divide(x, y, name=None):
     if x.dtype.is_integer:
         x, y = cast(x, dtypes.float64), cast(y, dtypes.float64)
     return gen_ops.real_div(x, y, name=name or "truediv")
+
+
+def div(x, y, name=None):
+    """tf.compat.v1.div: Python 2's x / y, floored for integers and true for floats."""
+    x, y = _binary(x, y)
+    if x.dtype.is_integer:
+        return gen_ops.floor_div(x, y, name=name or "div")
+    return gen_ops.real_div(x, y, name=name or "div")
 
 
 def floordiv(x, y, name=None):
@@ -182,6 +191,15 @@ def argmax(input, axis=None, name=None, dimension=None, output_type=dtypes.int64
 arg_max = argmax
 
 
+def argmin(input, axis=None, name=None, dimension=None, output_type=dtypes.int64):  # noqa: A002
+    """The index of the first smallest value: ArgMax of the negation (Tessera has no ArgMin)."""
+    with name_scope(name, "ArgMin"):
+        return argmax(negative(input), axis=axis, dimension=dimension, output_type=output_type)
+
+
+arg_min = argmin
+
+
 # Arrays ------------------------------------------------------------------------------------
 def shape(input, name=None, out_type=dtypes.int32):  # noqa: A002
     return gen_ops.shape(input, out_type=out_type, name=name or "Shape")
@@ -265,14 +283,14 @@ def fill(dims, value, name=None):
 
 def zeros(shape, dtype=dtypes.float32, name=None):
     dtype = dtypes.as_dtype(dtype)
-    if isinstance(shape, Tensor):
+    if contains_tensor(shape):
         return fill(shape, convert_to_tensor(0, dtype), name=name or "zeros")
     return _constant_filled(shape, 0, dtype, name or "zeros")
 
 
 def ones(shape, dtype=dtypes.float32, name=None):
     dtype = dtypes.as_dtype(dtype)
-    if isinstance(shape, Tensor):
+    if contains_tensor(shape):
         return fill(shape, convert_to_tensor(1, dtype), name=name or "ones")
     return _constant_filled(shape, 1, dtype, name or "ones")
 
@@ -326,6 +344,8 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
         out = gen_ops.select_v2(hot, on, off)
         if axis is not None and axis != -1:
             raise NotImplementedError("tf.one_hot(axis != -1) is not supported by Tessera yet")
+        if isinstance(depth, int) and indices.shape.dims is not None:
+            out.set_shape(indices.shape.dims + [depth])
         return out
 
 
@@ -336,7 +356,7 @@ def _slice_spec(tensor, key):
     begin, end, strides = [], [], []
     begin_mask = end_mask = ellipsis_mask = new_axis_mask = shrink_mask = 0
     for i, k in enumerate(key):
-        if isinstance(k, slice):
+        if isinstance(k, builtins.slice):
             begin.append(k.start if k.start is not None else 0)
             end.append(k.stop if k.stop is not None else 0)
             strides.append(k.step if k.step is not None else 1)
@@ -399,4 +419,62 @@ Tensor.__ge__ = lambda self, other: greater_equal(self, other)
 Tensor.__and__ = lambda self, other: logical_and(self, other)
 Tensor.__or__ = lambda self, other: logical_or(self, other)
 Tensor.__invert__ = lambda self: logical_not(self)
+# x ^ y on bools: (x or y) and not (x and y), as tf.math.logical_xor.
+Tensor.__xor__ = lambda self, other: logical_and(logical_or(self, other), logical_not(logical_and(self, other)))
 Tensor.__getitem__ = _getitem
+
+
+# Control and structure -------------------------------------------------------------------
+def no_op(name=None):
+    return gen_ops.no_op(name=name or "NoOp")
+
+
+def group(*inputs, name=None):
+    """tf.group: an op that runs once every one of `inputs` (ops or tensors, in lists or not) has."""
+    ops = []
+
+    def add(value):
+        if isinstance(value, (list, tuple)):
+            for v in value:
+                add(v)
+        elif isinstance(value, dict):
+            for v in value.values():
+                add(v)
+        elif value is not None:
+            ops.append(value if isinstance(value, Operation) else value.op)
+    add(inputs)
+    with control_dependencies(ops):
+        return no_op(name=name or "group_deps")
+
+
+def pad(tensor, paddings, mode="CONSTANT", name=None, constant_values=0):
+    if mode.upper() != "CONSTANT":
+        raise NotImplementedError(f"tf.compat.v1.pad(mode={mode!r}) is not supported by Tessera yet")
+    paddings = convert_to_tensor(paddings, dtypes.int32)
+    if isinstance(constant_values, (int, float)) and constant_values == 0:
+        return gen_ops.pad(tensor, paddings, name=name or "Pad")
+    tensor = convert_to_tensor(tensor)
+    return gen_ops.pad_v2(tensor, paddings, convert_to_tensor(constant_values, tensor.dtype), name=name or "PadV2")
+
+
+def slice(input_, begin, size, name=None):  # noqa: A001
+    index = begin.dtype if isinstance(begin, Tensor) else (size.dtype if isinstance(size, Tensor) else dtypes.int32)
+    return gen_ops.slice(input_, convert_to_tensor(begin, index), convert_to_tensor(size, index), name=name or "Slice")
+
+
+def broadcast_to(input, shape, name=None):  # noqa: A002
+    return gen_ops.broadcast_to(input, convert_to_tensor(shape, dtypes.int32), name=name or "BroadcastTo")
+
+
+def identity_n(input, name=None):  # noqa: A002
+    return gen_ops.identity_n(list(input), name=name or "IdentityN")
+
+
+def ensure_shape(x, shape, name=None):
+    return gen_ops.ensure_shape(x, shape=TensorShape(shape), name=name or "EnsureShape")
+
+
+def einsum(equation, *inputs, name=None, **kwargs):
+    if kwargs:
+        raise NotImplementedError(f"tf.compat.v1.einsum({', '.join(kwargs)}) is not supported by Tessera")
+    return gen_ops.einsum(list(inputs), equation=equation, name=name or "einsum")

@@ -72,6 +72,18 @@ class CondContext(_Context):
     def _enter(self, tensor, consumer):
         return gen_ops.switch(tensor, self.pred, name="Switch")[self.branch]
 
+    def prepare(self, inputs, control, name):
+        # A variable's reference (an assign's target in a branch) comes in as it is, where
+        # TensorFlow passes it through a RefSwitch: the op then waits on the pivot, which is
+        # dead in the branch not taken, as a Switch's output would be.
+        refs = [t for t in inputs if t.op.type == "VariableV2" and not self.contains(t.op)]
+        if not refs:
+            return super().prepare(inputs, control, name)
+        inputs = [t if any(t is r for r in refs) else self.capture(t, name) for t in inputs]
+        if len(refs) == len(inputs) and not any(self.contains(c) for c in control):
+            control = control + [self.pivot]
+        return inputs, control
+
 
 class WhileContext(_Context):
     """A while loop's frame."""

@@ -73,6 +73,11 @@ class Dataset(_Elements):
         return Dataset(variant, _pack(structure, iter([(t.dtype, s) for t, s in zip(leaves, shapes)])))
 
     @staticmethod
+    def from_generator(generator, output_types=None, output_shapes=None, args=None, output_signature=None):
+        raise NotImplementedError("tf.compat.v1.data.Dataset.from_generator is not supported by Tessera yet (it "
+                                  "runs Python in the step); from_tensor_slices of the generated arrays does")
+
+    @staticmethod
     def from_tensor_slices(tensors):
         with name_scope(None, "TensorSliceDataset"):
             return Dataset._from_components(gen_ops.tensor_slice_dataset, tensors, True)
@@ -204,6 +209,21 @@ def _flatten_specs(spec):
     return [leaf for item in spec for leaf in _flatten_specs(item)]  # a tuple
 
 
+def _zip_structure(output_types, output_shapes):
+    """The spec of output_types' structure, each dtype with its shape from output_shapes (a
+    shape where the structure has a dtype; unknown where none is given)."""
+    if isinstance(output_types, dtypes.DType):
+        return (output_types, TensorShape(output_shapes) if output_shapes is not None else TensorShape(None))
+    if isinstance(output_types, dict):
+        return {k: _zip_structure(t, None if output_shapes is None else output_shapes[k])
+                for k, t in output_types.items()}
+    shapes = [None] * len(output_types) if output_shapes is None else list(output_shapes)
+    if len(shapes) != len(output_types):
+        raise ValueError(f"output_shapes {output_shapes} does not match the structure of output_types {output_types}")
+    items = [_zip_structure(t, sh) for t, sh in zip(output_types, shapes)]
+    return type(output_types)(*items) if hasattr(output_types, "_fields") else tuple(items)
+
+
 def _map_specs(spec, fn):
     if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], dtypes.DType):
         return fn(*spec)
@@ -228,8 +248,36 @@ class Iterator(_Elements):
     def __init__(self, handle, initializer, spec):
         self._handle, self._initializer, self._spec = handle, initializer, spec
 
+    @staticmethod
+    def from_structure(output_types, output_shapes=None, shared_name=None, output_classes=None):
+        """An iterator of no dataset yet: make_initializer(dataset) points it at any dataset of
+        this structure (the train/validation switch of TF1 scripts)."""
+        spec = _zip_structure(output_types, output_shapes)
+        specs = _flatten_specs(spec)
+        handle = gen_ops.iterator(shared_name=shared_name or f"iterator_{next(_iterator_names)}",
+                                  output_types=[t for t, _ in specs], output_shapes=[s for _, s in specs])
+        return Iterator(handle, None, spec)
+
+    @staticmethod
+    def from_string_handle(string_handle, output_types, output_shapes=None, output_classes=None):
+        raise NotImplementedError("tf.compat.v1.data.Iterator.from_string_handle is not supported by Tessera yet; "
+                                  "Iterator.from_structure with make_initializer switches datasets")
+
+    def string_handle(self, name=None):
+        raise NotImplementedError("tf.compat.v1.data.Iterator.string_handle is not supported by Tessera yet")
+
+    def make_initializer(self, dataset, name=None):
+        mine, theirs = _flatten_specs(self._spec), _flatten_specs(dataset._spec)
+        if [t for t, _ in mine] != [t for t, _ in theirs] or not all(
+                a.is_compatible_with(b) for (_, a), (_, b) in zip(mine, theirs)):
+            raise TypeError(f"Expected output types {self.output_types} and shapes {self.output_shapes}, got a "
+                            f"dataset of {dataset.output_types} and {dataset.output_shapes}")
+        return gen_ops.make_iterator(dataset._variant, self._handle, name=name or "MakeIterator")
+
     @property
     def initializer(self):
+        if self._initializer is None:
+            raise ValueError("Iterator does not have an initializer.")
         return self._initializer
 
     def get_next(self, name=None):

@@ -39,6 +39,21 @@ class DType:
         return self._name == "bool"
 
     @property
+    def min(self):
+        return self._limits().min
+
+    @property
+    def max(self):
+        return self._limits().max
+
+    def _limits(self):
+        if self._name in ("bool", "string"):
+            raise TypeError(f"Cannot find minimum/maximum value for {self._name}.")
+        if self._name == "bfloat16":
+            return np.finfo(np.float32)  # bfloat16 keeps float32's exponent range
+        return np.iinfo(self._numpy) if self.is_integer else np.finfo(self._numpy)
+
+    @property
     def size(self):
         return np.dtype(self._numpy).itemsize if self._numpy is not object else 0
 

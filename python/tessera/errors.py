@@ -24,9 +24,10 @@ UNAVAILABLE = 14
 DATA_LOSS = 15
 UNAUTHENTICATED = 16
 
-# How the engine's messages name a node: "'name' (Op)", "'name' (op: 'Op')", "node 'name'",
+# How the engine's messages name a node: "[[node name (Op) on DEVICE]]", "'name' (Op)", "node 'name'",
 # "tensor 'name:0'".
-_NODE_IN_MESSAGE = re.compile(r"(?:'([^']+)' \((?:op: ')?\w+'?\)|(?:node|tensor|placeholder) '([^']+?)(?::\d+)?')")
+_NODE_IN_MESSAGE = re.compile(r"(?:\[\[node (\S+) \(|'([^']+)' \((?:op: ')?\w+'?\)|"
+                              r"(?:node|tensor|placeholder) '([^']+?)(?::\d+)?')")
 
 
 class OpError(Exception):
@@ -39,7 +40,7 @@ class OpError(Exception):
         self._message = message
         self._error_code = error_code
         found = _NODE_IN_MESSAGE.search(message or "")
-        self.node_name = (found.group(1) or found.group(2)) if found else None
+        self.node_name = next((g for g in found.groups() if g), None) if found else None
 
     @property
     def message(self):

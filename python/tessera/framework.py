@@ -61,6 +61,12 @@ class TensorShape:
             return self
         return TensorShape([a if a is not None else b for a, b in zip(self._dims, other._dims)])
 
+    def concatenate(self, other):
+        other = as_shape(other)
+        if self._dims is None or other._dims is None:
+            return TensorShape(None)
+        return TensorShape(self._dims + other._dims)
+
     def num_elements(self):
         if not self.is_fully_defined():
             return None
@@ -125,6 +131,8 @@ class Tensor:
 
     def set_shape(self, shape):
         self._shape = self._shape.merge_with(shape)
+        # The engine's shape inference sees it too, for the ops made from this tensor on.
+        self.graph._core.refine_output_shape(self._op.name, self._value_index, self._shape.dims)
 
     def consumers(self):
         return [op for op in self.graph.get_operations() if self in op.inputs]
@@ -176,6 +184,9 @@ class Operation:
     inputs = property(lambda self: list(self._inputs))
     control_inputs = property(lambda self: list(self._control_inputs))
     outputs = property(lambda self: list(self._outputs))
+
+    def values(self):
+        return tuple(self._outputs)
     device = property(lambda self: self._device)
 
     def _update_input(self, index, tensor):
@@ -365,6 +376,15 @@ class Graph:
             yield
         finally:
             self._control_stack.pop()
+
+    def _has_control_dependencies(self):
+        """Whether ops made now would wait on control inputs of control_dependencies."""
+        for frame in reversed(self._control_stack):
+            if frame is None:
+                return False
+            if frame:
+                return True
+        return False
 
     @contextlib.contextmanager
     def colocate_with(self, op, ignore_existing=False):
@@ -580,6 +600,13 @@ def _numpy_value(value, dtype):
     return array
 
 
+def contains_tensor(value):
+    """Whether `value` is a Tensor (or a Variable) or a list or tuple holding one at any depth."""
+    if isinstance(value, Tensor) or hasattr(value, "_as_input_tensor"):
+        return True
+    return isinstance(value, (list, tuple)) and any(contains_tensor(v) for v in value)
+
+
 def convert_to_tensor(value, dtype=None, name=None, preferred_dtype=None):
     """tf.convert_to_tensor: a Tensor as it is (its dtype checked), anything else as a Const."""
     dtype = None if dtype is None else dtypes.as_dtype(dtype)
@@ -593,7 +620,7 @@ def convert_to_tensor(value, dtype=None, name=None, preferred_dtype=None):
             return fn(value, dtype, name)
     if isinstance(value, Operation):
         raise TypeError(f"Can't convert Operation '{value.name}' to Tensor (target dtype={dtype}, name={name})")
-    if isinstance(value, (list, tuple)) and any(isinstance(v, Tensor) for v in np.ravel(np.array(value, dtype=object))):
+    if contains_tensor(value):  # [n, -1] with n a Tensor: packed, as TensorFlow does
         from tessera import array_ops
         return array_ops.stack([convert_to_tensor(v, dtype) for v in value], name=name or "packed")
     if dtype is None and preferred_dtype is not None:

@@ -1,21 +1,49 @@
 """TensorFlow's GraphDefs in and out of a Python graph: tf.GraphDef (the serialized
 message), import_graph_def, Graph.as_graph_def, and train.write_graph."""
 
+import json
 import os
 
 from tessera.framework import Tensor, get_default_graph
 
 
+class NodeDef:
+    """One node of a GraphDef, read-only: name, op, input ("op", "op:1", "^op"), device and
+    attr (its values as Python values: dtypes by name, shapes as lists, tensors as dicts)."""
+
+    def __init__(self, spec):
+        self.name = spec["name"]
+        self.op = spec["op"]
+        self.input = list(spec.get("inputs", []))
+        self.device = spec.get("device", "")
+        self.attr = dict(spec.get("attrs", {}))
+
+    def __repr__(self):
+        return f"NodeDef(name={self.name!r}, op={self.op!r}, input={self.input!r})"
+
+
 class GraphDef:
     """tf.compat.v1.GraphDef as a serialized message: ParseFromString and
-    SerializeToString, which is what scripts do with one; its fields are not exposed."""
+    SerializeToString, which is what scripts do with one, and its nodes to read (`node`,
+    NodeDefs in the graph's order); other fields are not exposed."""
 
     def __init__(self, data=b""):
         self._data = bytes(data)
+        self._nodes = None
 
     def ParseFromString(self, data):  # noqa: N802 (protobuf's name)
         self._data = bytes(data)
+        self._nodes = None
         return len(self._data)
+
+    @property
+    def node(self):
+        if self._nodes is None:
+            from tessera import _core
+            graph = _core.Graph()
+            graph.import_graph_def(self._data, "", {})
+            self._nodes = tuple(NodeDef(n) for n in json.loads(graph.to_json())["nodes"])
+        return self._nodes
 
     def SerializeToString(self):  # noqa: N802
         return self._data

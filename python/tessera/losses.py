@@ -70,7 +70,7 @@ def sparse_softmax_cross_entropy(labels, logits, weights=1.0, scope=None, loss_c
                                  reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
     with name_scope(scope, "sparse_softmax_cross_entropy_loss"):
         return _reduce(nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits), weights,
-                       reduction, scope)
+                       reduction)
 
 
 def get_losses(scope=None, loss_collection=GraphKeys.LOSSES):

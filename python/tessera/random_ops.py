@@ -3,7 +3,7 @@ set_random_seed draw the same values in every session, as in TensorFlow (not Ten
 values: the generators differ)."""
 
 from tessera import array_ops, dtypes, gen_ops
-from tessera.framework import Tensor, get_default_graph
+from tessera.framework import Tensor, get_default_graph, name_scope
 
 
 def set_random_seed(seed):
@@ -26,6 +26,17 @@ def _shape(shape):
 def random_uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None, name=None):
     dtype = dtypes.as_dtype(dtype)
     seed, seed2 = _seeds(seed)
+    if dtype.is_integer:
+        # Integers in [minval, maxval): a float64 draw scaled to the range's width and
+        # truncated (Tessera has no RandomUniformInt; the values differ from TensorFlow's,
+        # the distribution not).
+        if maxval is None:
+            raise ValueError(f"Must specify maxval for integer dtype {dtype.name}")
+        with name_scope(name, "random_uniform"):
+            u = gen_ops.random_uniform(_shape(shape), dtype=dtypes.float64, seed=seed, seed2=seed2)
+            low = array_ops.cast(minval, dtype)
+            width = array_ops.cast(array_ops.cast(maxval, dtype) - low, dtypes.float64)
+            return array_ops.cast(u * width, dtype) + low
     u = gen_ops.random_uniform(_shape(shape), dtype=dtype, seed=seed, seed2=seed2, name=name or "random_uniform")
     return u * ((1 if maxval is None else maxval) - minval) + minval
 

@@ -31,6 +31,7 @@ class BasicLSTMCell:
             zeros = array_ops.zeros([batch_size, self._units], dtype)
         else:
             zeros = array_ops.fill(array_ops.stack([batch_size, self._units]), convert_to_tensor(0, dtype))
+            zeros.set_shape([None, self._units])  # the width known: the cell's concat needs it
         return LSTMStateTuple(zeros, zeros)
 
     def __call__(self, inputs, state, scope=None):

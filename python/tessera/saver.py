@@ -3,6 +3,7 @@ format (a tensor bundle: PREFIX.index and PREFIX.data-00000-of-00001, by the eng
 and RestoreV2), which TensorFlow's own Saver and tf.train.load_checkpoint read; and the
 "checkpoint" state file beside them that tf.train.latest_checkpoint reads."""
 
+import collections
 import os
 import re
 
@@ -15,8 +16,12 @@ def _state_path(directory):
     return os.path.join(directory, "checkpoint")
 
 
+# What TensorFlow's CheckpointState proto holds, by the same field names.
+CheckpointState = collections.namedtuple("CheckpointState", "model_checkpoint_path all_model_checkpoint_paths")
+
+
 def get_checkpoint_state(checkpoint_dir, latest_filename=None):
-    """The "checkpoint" file's paths: (latest, [all kept]) or None where there is none."""
+    """The "checkpoint" file's paths as a CheckpointState, or None where there is none."""
     path = os.path.join(checkpoint_dir, latest_filename or "checkpoint")
     if not os.path.isfile(path):
         return None
@@ -29,7 +34,7 @@ def get_checkpoint_state(checkpoint_dir, latest_filename=None):
 
     def absolute(p):
         return p if os.path.isabs(p) else os.path.join(checkpoint_dir, p)
-    return absolute(latest.group(1)), [absolute(p) for p in kept]
+    return CheckpointState(absolute(latest.group(1)), [absolute(p) for p in kept])
 
 
 def latest_checkpoint(checkpoint_dir, latest_filename=None):

@@ -14,7 +14,7 @@ import threading
 
 import numpy as np
 
-from tessera import _core, dtypes
+from tessera import _core, dtypes, errors
 from tessera.framework import Operation, Tensor, get_default_graph
 from tessera.data import ONE_SHOT_ITERATORS
 from tessera.graph_io import GraphDef
@@ -151,7 +151,11 @@ def _flatten_fetches(fetches, graph, out):
         return lambda values: type(fetches)(r(values) for r in rebuilders)
     if fetches is None:
         raise TypeError("Fetch argument None has invalid type <class 'NoneType'>")
-    element = graph.as_graph_element(fetches._as_fetch() if hasattr(fetches, "_as_fetch") else fetches)
+    try:
+        element = graph.as_graph_element(fetches._as_fetch() if hasattr(fetches, "_as_fetch") else fetches)
+    except (KeyError, ValueError) as e:
+        message = e.args[0] if e.args else e
+        raise ValueError(f"Fetch argument {fetches!r} cannot be interpreted as a Tensor. ({message})") from None
     index = len(out)
     out.append(element)
     return lambda values: values[index]
@@ -195,6 +199,15 @@ def _feed_array(tensor, dtype, dims, value):
     return array
 
 
+class _DeviceAttributes:
+    def __init__(self, name):
+        self.name = name
+        self.device_type = name.rsplit("/device:", 1)[-1].split(":")[0]
+
+    def __repr__(self):
+        return f"_DeviceAttributes({self.name}, {self.device_type})"
+
+
 class Session:
     """tf.compat.v1.Session over a graph (the default graph when none is given)."""
 
@@ -217,7 +230,22 @@ class Session:
     graph_def = property(lambda self: self._graph.as_graph_def())
 
     def list_devices(self):
-        return self._session.devices()
+        """The session's devices, each with `name` and `device_type` as TensorFlow's."""
+        return [_DeviceAttributes(name) for name in self._session.devices()]
+
+    def make_callable(self, fetches, feed_list=None, accept_options=False):
+        """A function running `fetches` with its arguments fed to `feed_list`, in order."""
+        feed_list = list(feed_list or [])
+
+        def call(*args, **kwargs):
+            if len(args) != len(feed_list):
+                raise TypeError(f"The callable takes {len(feed_list)} feed values, got {len(args)}")
+            options = kwargs.pop("options", None) if accept_options else None
+            run_metadata = kwargs.pop("run_metadata", None) if accept_options else None
+            if kwargs:
+                raise TypeError(f"Unexpected arguments: {', '.join(kwargs)}")
+            return self.run(fetches, dict(zip(feed_list, args)) or None, options, run_metadata)
+        return call
 
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
         if self._closed:
@@ -232,9 +260,14 @@ class Session:
             rebuild, step = self._plan(fetches, feed_dict)
         if len(self._graph._collections.get(ONE_SHOT_ITERATORS, ())) != self._iterators_seen:
             self._start_one_shot_iterators()
-        if options is None and run_metadata is None:
-            return rebuild(step.run(feed_dict))
-        return rebuild(self._run_with(options, run_metadata, feed_dict, step))
+        try:
+            if options is None and run_metadata is None:
+                return rebuild(step.run(feed_dict))
+            return rebuild(self._run_with(options, run_metadata, feed_dict, step))
+        except errors.OpError as e:
+            if e.op is None and e.node_name is not None:  # the node the engine named, as TF's error has it
+                e._op = self._graph._ops.get(e.node_name)
+            raise
 
     def _run_with(self, options, run_metadata, feed_dict, step):
         timeout = options.timeout_in_ms if options is not None else 0

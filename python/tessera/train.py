@@ -89,17 +89,30 @@ class Optimizer:
         with control_dependencies(update_ops):
             return gen_ops.no_op(name=name)
 
-    def _zeros_slot(self, var, slot_name):
+    def _zeros_slot(self, var, slot_name, suffix=""):
+        """The slot `slot_name` (TensorFlow's: "m", "momentum", ...) of `var`, made as zeros
+        the first time, named VAR/OPTIMIZER{suffix} as TensorFlow names it."""
         key = (slot_name, var)
         if key not in self._slots:
             graph = get_default_graph()
-            with graph.name_scope(None), graph.name_scope(var.op.name + "/"), colocate_with(var):
+            # Slots wait on nothing, even where minimize() runs under control_dependencies
+            # (batch norm's UPDATE_OPS), as TensorFlow's slot_creator has it.
+            with graph.control_dependencies(None), graph.name_scope(None), graph.name_scope(var.op.name + "/"), \
+                    colocate_with(var):
                 self._slots[key] = Variable(array_ops.zeros(var.shape.as_list(), var.dtype), trainable=False,
-                                            name=self._name if slot_name == "" else f"{self._name}{slot_name}")
+                                            name=self._name + suffix)
         return self._slots[key]
 
     def get_slot(self, var, name):
         return self._slots.get((name, var))
+
+    def get_slot_names(self):
+        return sorted({name for name, _ in self._slots})
+
+    def variables(self):
+        """The optimizer's own variables, as TensorFlow lists them: what it keeps beside the
+        slots (Adam's beta powers), then the slots."""
+        return list(getattr(self, "_powers", None) or ()) + list(self._slots.values())
 
     def _tensor(self, value, var, name):
         return convert_to_tensor(value, var.dtype, name=name) if not isinstance(value, Tensor) else \
@@ -122,7 +135,7 @@ class MomentumOptimizer(Optimizer):
         self._lr, self._momentum, self._nesterov = learning_rate, momentum, use_nesterov
 
     def _apply_dense(self, grad, var):
-        accum = self._zeros_slot(var, "")
+        accum = self._zeros_slot(var, "momentum")
         return gen_ops.apply_momentum(var, accum, self._tensor(self._lr, var, "learning_rate"), grad,
                                       self._tensor(self._momentum, var, "momentum"),
                                       use_locking=self._use_locking, use_nesterov=self._nesterov)
@@ -144,7 +157,7 @@ class AdamOptimizer(Optimizer):
                                 Variable(float(self._beta2), trainable=False, name="beta2_power", dtype=first.dtype))
 
     def _apply_dense(self, grad, var):
-        m, v = self._zeros_slot(var, ""), self._zeros_slot(var, "_1")
+        m, v = self._zeros_slot(var, "m"), self._zeros_slot(var, "v", "_1")
         b1, b2 = self._powers
         return gen_ops.apply_adam(var, m, v, array_ops.cast(b1, var.dtype), array_ops.cast(b2, var.dtype),
                                   self._tensor(self._lr, var, "learning_rate"), self._tensor(self._beta1, var, "beta1"),
@@ -173,11 +186,12 @@ class RMSPropOptimizer(Optimizer):
         graph = get_default_graph()
         key = ("rms", var)
         if key not in self._slots:
-            with graph.name_scope(None), graph.name_scope(var.op.name + "/"), colocate_with(var):
+            with graph.control_dependencies(None), graph.name_scope(None), graph.name_scope(var.op.name + "/"), \
+                    colocate_with(var):
                 # TensorFlow starts the mean square at ones.
                 self._slots[key] = Variable(array_ops.ones(var.shape.as_list(), var.dtype), trainable=False,
                                             name=self._name)
-        ms, mom = self._slots[key], self._zeros_slot(var, "_1")
+        ms, mom = self._slots[key], self._zeros_slot(var, "momentum", "_1")
         return gen_ops.apply_rms_prop(var, ms, mom, self._tensor(self._lr, var, "learning_rate"),
                                       self._tensor(self._decay, var, "decay"),
                                       self._tensor(self._momentum, var, "momentum"),

@@ -92,6 +92,13 @@ class _VariableScope:
     def original_name_scope(self):
         return self.name + "/" if self.name else ""
 
+    def reuse_variables(self):
+        """From here on, get_variable in this scope (and scopes opened in it) finds only."""
+        self.reuse = True
+
+    def set_initializer(self, initializer):
+        self.initializer = initializer
+
 
 def _store(graph):
     if not hasattr(graph, "_variable_store"):

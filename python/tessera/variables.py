@@ -37,7 +37,9 @@ class Variable:
         if use_resource:
             raise NotImplementedError("tf.compat.v1.Variable(use_resource=True) is not supported by Tessera yet")
         graph = get_default_graph()
-        with graph.name_scope(name or "Variable") as scope:
+        # As TensorFlow's init_scope: a variable made under control_dependencies (batch
+        # norm's moving averages under the UPDATE_OPS dependency) does not wait on them.
+        with graph.control_dependencies(None), graph.name_scope(name or "Variable") as scope:
             if callable(initial_value):
                 initial_value = initial_value()
             value = convert_to_tensor(initial_value, dtype=dtype, name="initial_value")
@@ -59,8 +61,12 @@ class Variable:
         graph.add_to_collections(collections, self)
 
     # What the variable is where a tensor is wanted: its read value; where a reference is
-    # (an Assign's first input, a feed, a fetch), the VariableV2's output.
+    # (an Assign's first input, a feed, a fetch), the VariableV2's output. Under
+    # control_dependencies the value is read there, after them (TensorFlow's read of a
+    # reference variable sees an update it waited on, its buffer being the variable's).
     def _as_input_tensor(self):
+        if self._variable.graph._has_control_dependencies():
+            return gen_ops.identity(self._variable, name="read")
         return self._snapshot
 
     def _ref(self):
@@ -94,6 +100,13 @@ class Variable:
     def read_value(self):
         return gen_ops.identity(self._variable, name="read")
 
+    def initialized_value(self):
+        """The value once initialized: the variable's where it is, its initial value where not
+        (a variable initialized from another's, in whatever order initializers run)."""
+        from tessera.control_flow import cond
+        with get_default_graph().control_dependencies(None):
+            return cond(is_variable_initialized(self), self.read_value, lambda: self._initial_value)
+
     def eval(self, session=None):
         return self._snapshot.eval(session=session)
 
@@ -114,12 +127,12 @@ class Variable:
         return f"<tf.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}>"
 
 
-register_tensor_conversion_function(Variable, lambda v, dtype, name: convert_to_tensor(v._snapshot, dtype))
+register_tensor_conversion_function(Variable, lambda v, dtype, name: convert_to_tensor(v._as_input_tensor(), dtype))
 
 
 def _op_on_value(op_name):
     def method(self, *args):
-        return getattr(self._snapshot, op_name)(*args)
+        return getattr(self._as_input_tensor(), op_name)(*args)
     return method
 
 

@@ -99,8 +99,11 @@ def test_engine_errors_are_tensorflows_classes():
         with pytest.raises(tf.errors.FailedPreconditionError) as err:
             sess.run(v)
         assert "v" in str(err.value)
-        with pytest.raises(KeyError):
+        with pytest.raises(ValueError, match="Fetch argument 'nothing:0' cannot be interpreted as a Tensor"):
             sess.run("nothing:0")
+        with pytest.raises(tf.errors.FailedPreconditionError) as err:
+            sess.run(v + 1.0)
+        assert err.value.op.name == "v/read"  # the node the engine named, as in TensorFlow's error
     sess = tf.Session()
     sess.close()
     with pytest.raises(RuntimeError, match="closed Session"):

@@ -6,14 +6,17 @@ than an AttributeError from deep inside a script.
 
 import types as _types
 
+from tessera import __version__ as _tessera_version
 from tessera import errors
-from tessera.array_ops import (abs, add, add_n, arg_max, argmax, cast, concat, cos, divide, equal, erf, exp,
-                               expand_dims, fill, floordiv, floormod, gather, greater, greater_equal, identity, less,
+from tessera.array_ops import (abs, add, add_n, arg_max, arg_min, argmax, argmin, broadcast_to, cast, concat, cos,
+                               div, divide, einsum, ensure_shape, equal, erf, exp, expand_dims, fill, floordiv,
+                               floormod, gather, greater, greater_equal, group, identity, identity_n, less,
                                less_equal, log, logical_and, logical_not, logical_or, matmul, maximum, minimum,
-                               multiply, negative, not_equal, one_hot, ones, ones_like, pow, range, reduce_max,
-                               reduce_mean, reduce_min, reduce_prod, reduce_sum, reshape, rsqrt, shape, sigmoid,
-                               sin, size, split, sqrt, square, squared_difference, squeeze, stack, stop_gradient,
-                               subtract, tanh, tile, to_float, transpose, unstack, where, zeros, zeros_like)
+                               multiply, negative, no_op, not_equal, one_hot, ones, ones_like, pad, pow, range,
+                               reduce_max, reduce_mean, reduce_min, reduce_prod, reduce_sum, reshape, rsqrt, shape,
+                               sigmoid, sin, size, slice, split, sqrt, square, squared_difference, squeeze, stack,
+                               stop_gradient, subtract, tanh, tile, to_float, transpose, unstack, where, zeros,
+                               zeros_like)
 from tessera.control_flow import cond, while_loop
 from tessera.dtypes import (DType, as_dtype, bfloat16, bool, double, float16, float32, float64, half, int32, int64,
                             string, uint8)
@@ -42,8 +45,8 @@ from tessera.variables import (GraphKeys, Variable, assign, assign_add, assign_s
                                local_variables_initializer, trainable_variables, variables_initializer)
 
 truediv = divide
-div = divide
 mod = floormod
+__version__ = _tessera_version
 
 initialize_all_variables = global_variables_initializer
 
@@ -78,9 +81,9 @@ math = _namespace("tf.compat.v1.math", {
     "maximum": maximum, "minimum": minimum, "negative": negative, "square": square, "sqrt": sqrt, "rsqrt": rsqrt,
     "exp": exp, "log": log, "sin": sin, "cos": cos, "tanh": tanh, "sigmoid": sigmoid, "erf": erf, "abs": abs,
     "reduce_sum": reduce_sum, "reduce_mean": reduce_mean, "reduce_max": reduce_max, "reduce_min": reduce_min,
-    "reduce_prod": reduce_prod, "argmax": argmax, "equal": equal, "not_equal": not_equal, "less": less,
-    "less_equal": less_equal, "greater": greater, "greater_equal": greater_equal, "logical_and": logical_and,
-    "logical_or": logical_or, "logical_not": logical_not, "floordiv": floordiv, "floormod": floormod,
-    "squared_difference": squared_difference, "add_n": add_n})
+    "reduce_prod": reduce_prod, "argmax": argmax, "argmin": argmin, "equal": equal, "not_equal": not_equal,
+    "less": less, "less_equal": less_equal, "greater": greater, "greater_equal": greater_equal,
+    "logical_and": logical_and, "logical_or": logical_or, "logical_not": logical_not, "floordiv": floordiv,
+    "floormod": floormod, "squared_difference": squared_difference, "add_n": add_n})
 
 __getattr__ = module_getattr("tf.compat.v1")

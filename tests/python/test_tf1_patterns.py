@@ -1,0 +1,204 @@
+"""What TF1 tutorials and scripts do that a review of the package found broken: each case
+with the value TensorFlow 2.21's tf.compat.v1 gives (recorded here)."""
+
+import numpy as np
+import pytest
+
+import tessera.compat.v1 as tf
+
+
+def run(fetches, feed_dict=None):
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        return sess.run(fetches, feed_dict)
+
+
+def test_linear_regression_with_tf_pow_trains():
+    w = tf.Variable(1.0)
+    cost = tf.reduce_sum(tf.pow(w * 2.0 - 3.0, 2))
+    step = tf.train.GradientDescentOptimizer(0.01).minimize(cost)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(step)
+        assert sess.run(w) == pytest.approx(1.04)  # TensorFlow: 1.04
+
+
+def test_gradients_of_gather_slices_and_stacks():
+    table = tf.Variable(tf.ones([5, 3]))
+    looked_up = tf.nn.embedding_lookup(table, tf.constant([1, 1, 4]))
+    x = tf.Variable(np.arange(12.0, dtype=np.float32).reshape(3, 4))
+    y = tf.reduce_sum(looked_up * 2.0) + tf.reduce_sum(x[1:, ::2] * 3.0) + tf.reduce_sum(tf.stack([x, x]) * 0.5)
+    d_table, d_x = run(tf.gradients(y, [table, x]))
+    # TensorFlow gives the table's as IndexedSlices; dense, they are these rows.
+    np.testing.assert_array_equal(d_table, [[0, 0, 0], [4, 4, 4], [0, 0, 0], [0, 0, 0], [2, 2, 2]])
+    np.testing.assert_array_equal(d_x, [[1, 1, 1, 1], [4, 1, 4, 1], [4, 1, 4, 1]])
+
+
+def test_batch_norm_updates_under_control_dependencies_with_adam():
+    x = tf.placeholder(tf.float32, [None, 3])
+    y = tf.layers.batch_normalization(x, training=True)
+    with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
+        step = tf.train.AdamOptimizer().minimize(tf.reduce_sum(y * y))
+    moving_mean = [v for v in tf.global_variables() if v.name == "batch_normalization/moving_mean:0"][0]
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())  # the slots wait on no batch norm update
+        sess.run(step, {x: np.arange(6.0).reshape(2, 3)})
+        np.testing.assert_allclose(sess.run(moving_mean), [0.015, 0.025, 0.035], rtol=1e-6)  # TensorFlow's
+
+
+def test_a_variable_read_under_control_dependencies_sees_the_update():
+    v = tf.Variable(0.0)
+    inc = tf.assign_add(v, 1.0)
+    with tf.control_dependencies([inc]):
+        out = tf.identity(v)
+        doubled = v * 2.0
+    w = tf.Variable(0.0)
+    with tf.control_dependencies([w.assign(w + 5)]):
+        made = tf.Variable(7.0)  # made under the dependency, it waits on nothing
+        w2 = w * 2
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        assert [sess.run(out), sess.run(out), sess.run(doubled)] == [1.0, 2.0, 6.0]  # TensorFlow: 1, 2, 6
+        assert sess.run(w2) == 10.0
+        assert sess.run(made) == 7.0 and sess.run(w) == 5.0
+
+
+def test_static_rnn_lstm_keeps_static_shapes_and_trains():
+    x = tf.placeholder(tf.float32, [None, 4, 3])
+    outputs, state = tf.nn.static_rnn(tf.nn.rnn_cell.BasicLSTMCell(8), tf.unstack(x, 4, 1), dtype=tf.float32)
+    assert outputs[-1].shape.as_list() == [None, 8] and state.c.shape.as_list() == [None, 8]
+    loss = tf.reduce_sum(tf.layers.dense(outputs[-1], 2))
+    step = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        before = sess.run(loss, {x: np.ones((2, 4, 3))})
+        sess.run(step, {x: np.ones((2, 4, 3))})
+        assert sess.run(loss, {x: np.ones((2, 4, 3))}) < before
+
+
+def test_set_shape_reaches_the_ops_made_after_it():
+    x = tf.placeholder(tf.float32)
+    x.set_shape([None, 5])
+    assert tf.negative(x).shape.as_list() == [None, 5]
+    with pytest.raises(ValueError):
+        x.set_shape([2, 4])
+
+
+def test_lists_mixing_tensors_and_numbers_are_packed():
+    x = tf.placeholder(tf.float32, [None, 3])
+    n = tf.shape(x)[0]
+    out = run([tf.reshape(x, [n, -1]), tf.zeros([n, 2]), tf.ones([n, 2]), tf.convert_to_tensor([n, 3])],
+              {x: np.ones((4, 3))})
+    assert [o.shape for o in out] == [(4, 3), (4, 2), (4, 2), (2,)]
+    np.testing.assert_array_equal(out[3], [4, 3])
+
+
+def test_ops_and_helpers_by_their_tensorflow_names():
+    a, b = tf.Variable(1.0), tf.Variable(2.0)
+    grouped = tf.group(a.assign(3.0), [b.assign(4.0)])
+    m = tf.constant([[3.0, 1.0, 2.0], [0.5, 4.0, 0.5]])
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run([grouped, tf.no_op()])
+        assert sess.run([a, b]) == [3.0, 4.0]
+        np.testing.assert_array_equal(sess.run(tf.argmin(m, 1)), [1, 0])  # ties: the first
+        np.testing.assert_array_equal(sess.run(tf.arg_min(m, 0)), [1, 0, 1])
+        np.testing.assert_array_equal(sess.run(tf.pad(tf.constant([[1, 2]]), [[1, 0], [0, 1]])), [[0, 0, 0], [1, 2, 0]])
+        np.testing.assert_array_equal(sess.run(tf.pad(tf.constant([1, 2]), [[1, 1]], constant_values=9)), [9, 1, 2, 9])
+        np.testing.assert_array_equal(sess.run(tf.slice(m, [1, 1], [1, -1])), [[4.0, 0.5]])
+        np.testing.assert_array_equal(sess.run(tf.broadcast_to(tf.constant([1, 2]), [2, 2])), [[1, 2], [1, 2]])
+        np.testing.assert_allclose(sess.run(tf.einsum("ij,kj->ik", m, m)), np.einsum("ij,kj->ik", *[m.eval()] * 2))
+        assert sess.run(tf.div(tf.constant([7, -7]), 2)).tolist() == [3, -4]  # TF1's floor for integers
+        assert sess.run(tf.div(7.0, 2.0)) == 3.5
+        ints = sess.run(tf.random_uniform([1000], -3, 5, dtype=tf.int32, seed=1))
+        assert ints.dtype == np.int32 and ints.min() == -3 and ints.max() == 4
+        assert sess.run(tf.losses.sparse_softmax_cross_entropy(labels=tf.constant([0, 2]),
+                                                               logits=tf.ones([2, 3]))) == pytest.approx(1.0986123)
+    assert tf.one_hot(tf.placeholder(tf.int32, [None]), 5).shape.as_list() == [None, 5]
+
+
+def test_reuse_variables_and_checkpoint_state(tmp_path):
+    with tf.variable_scope("model") as scope:
+        w = tf.get_variable("w", [2])
+        scope.reuse_variables()
+        assert tf.get_variable("w", [2]) is w
+    with tf.Session() as sess:
+        sess.run(w.initializer)
+        tf.train.Saver().save(sess, str(tmp_path / "model"))
+    state = tf.train.get_checkpoint_state(str(tmp_path))
+    assert state and state.model_checkpoint_path == str(tmp_path / "model")
+    assert list(state.all_model_checkpoint_paths) == [str(tmp_path / "model")]
+
+
+def test_optimizer_slots_by_tensorflows_names():
+    w = tf.Variable([1.0, 2.0], name="w")
+    loss = tf.reduce_sum(w * w)
+    adam, momentum = tf.train.AdamOptimizer(), tf.train.MomentumOptimizer(0.1, 0.9)
+    adam.minimize(loss)
+    momentum.minimize(loss)
+    assert adam.get_slot_names() == ["m", "v"] and momentum.get_slot_names() == ["momentum"]
+    assert adam.get_slot(w, "m").name == "w/Adam:0" and adam.get_slot(w, "v").name == "w/Adam_1:0"
+    assert momentum.get_slot(w, "momentum").name == "w/Momentum:0"
+    assert [v.name for v in adam.variables()] == ["beta1_power:0", "beta2_power:0", "w/Adam:0", "w/Adam_1:0"]
+
+
+def test_the_smaller_names_scripts_call():
+    a = tf.Variable(2.0)
+    b = tf.Variable(a.initialized_value() * 3)  # whatever order the initializers run in
+    x = tf.placeholder(tf.float32, [2])
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        assert sess.run(b) == 6.0
+        double = sess.make_callable(x * 2, [x])
+        np.testing.assert_array_equal(double(np.array([1.0, 2.0], np.float32)), [2.0, 4.0])
+        assert [d.device_type for d in sess.list_devices()] == ["CPU"]
+        assert sess.list_devices()[0].name.endswith("/device:CPU:0")
+        p, q = tf.constant([True, True, False]), tf.constant([True, False, False])
+        assert sess.run(p ^ q).tolist() == [False, True, False]
+    assert isinstance(tf.__version__, str)
+    assert x.op.values() == (x,)
+    assert tf.TensorShape([None, 2]).concatenate([3]).as_list() == [None, 2, 3]
+    assert tf.int32.max == 2**31 - 1 and tf.uint8.min == 0 and tf.float32.max == np.finfo(np.float32).max
+
+
+def test_one_iterator_switched_between_datasets_from_structure():
+    train = tf.data.Dataset.from_tensor_slices((np.arange(4.0, dtype=np.float32), np.arange(4))).batch(2)
+    valid = tf.data.Dataset.from_tensor_slices((np.full(3, 9.0, np.float32), np.zeros(3, np.int64))).batch(3)
+    iterator = tf.data.Iterator.from_structure(train.output_types, train.output_shapes)
+    x, y = iterator.get_next()
+    with tf.Session() as sess:
+        sess.run(iterator.make_initializer(train))
+        assert sess.run(x).tolist() == [0.0, 1.0]
+        sess.run(iterator.make_initializer(valid))
+        assert sess.run(x).tolist() == [9.0, 9.0, 9.0]
+    with pytest.raises(ValueError, match="does not have an initializer"):
+        _ = iterator.initializer
+    with pytest.raises(TypeError, match="Expected output types"):
+        iterator.make_initializer(tf.data.Dataset.from_tensor_slices(np.arange(3.0)))
+    with pytest.raises(NotImplementedError, match="from_generator"):
+        tf.data.Dataset.from_generator(lambda: iter([1]), tf.int64)
+
+
+def test_an_assign_inside_a_cond_branch_runs_only_when_taken():
+    v = tf.Variable(0)
+    p = tf.placeholder(tf.bool)
+
+    def taken():
+        with tf.control_dependencies([tf.assign_add(v, 1)]):
+            return tf.constant(1)
+    y = tf.cond(p, taken, lambda: tf.assign_add(v, 10))
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        assert sess.run(y, {p: True}) == 1 and sess.run(v) == 1
+        assert sess.run(y, {p: False}) == 11 and sess.run(v) == 11  # TensorFlow: 1, 1, 11, 11
+
+
+def test_a_graph_defs_nodes_can_be_read():
+    x = tf.placeholder(tf.float32, name="in")
+    tf.multiply(x, 3.0, name="out")
+    graph_def = tf.get_default_graph().as_graph_def()
+    assert [(n.name, n.op) for n in graph_def.node] == [("in", "Placeholder"), ("Const", "Const"), ("out", "Mul")]
+    assert graph_def.node[2].input == ["in", "Const"] and graph_def.node[0].attr["dtype"] == "float32"
+    again = tf.GraphDef()
+    again.ParseFromString(graph_def.SerializeToString())
+    assert [n.name for n in again.node] == ["in", "Const", "out"]
