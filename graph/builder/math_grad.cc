@@ -205,7 +205,11 @@ Status MatMulGrad(const Scope& s, const Operation& op, const std::vector<Output>
 // as the constant case below makes it when the graph is built.
 Output ReducedShapeAtRunTime(const Scope& s, const Output& shape_x, const Output& axes) {
   Output rank = ops::Size(s, shape_x);
-  Output in_range = ops::Build(s, "FloorMod", {ops::Reshape(s, ops::Cast(s, axes, DataType::kInt32), {-1, 1}), rank});
+  // A scalar's rank is 0 and its axes none: the modulus kept at 1 or more so that no
+  // division by zero is asked of FloorMod (a second derivative of x**3 reaches here).
+  Output modulus = ops::Maximum(s, rank, 1);
+  Output in_range =
+      ops::Build(s, "FloorMod", {ops::Reshape(s, ops::Cast(s, axes, DataType::kInt32), {-1, 1}), modulus});
   Output hits = ops::Cast(s, ops::Equal(s, in_range, ops::Build(s, "Range", {0, rank, 1})), DataType::kInt32);
   Output reduced = ops::Minimum(s, ops::Sum(s, hits, 0), 1);
   return ops::Add(s, ops::Mul(s, shape_x, ops::Sub(s, 1, reduced)), reduced);

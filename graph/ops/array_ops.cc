@@ -343,16 +343,38 @@ Status StridedSliceShape(InferenceContext& c) {
   const Tensor* begin = c.input_tensor(1);
   const Tensor* end = c.input_tensor(2);
   const Tensor* strides = c.input_tensor(3);
-  if (begin == nullptr || end == nullptr || strides == nullptr || !c.input(0).IsFullyDefined()) return Status::OK();
+  const TensorShape& in = c.input(0);
+  if (begin == nullptr || end == nullptr || strides == nullptr || in.unknown_rank()) return Status::OK();
   StridedSliceMasks m;
   RETURN_IF_ERROR(c.GetAttr("begin_mask", &m.begin));
   RETURN_IF_ERROR(c.GetAttr("end_mask", &m.end));
   RETURN_IF_ERROR(c.GetAttr("ellipsis_mask", &m.ellipsis));
   RETURN_IF_ERROR(c.GetAttr("new_axis_mask", &m.new_axis));
   RETURN_IF_ERROR(c.GetAttr("shrink_axis_mask", &m.shrink_axis));
-  ASSIGN_OR_RETURN(StridedSliceRange r, ResolveStridedSlice(c.input(0), IntTensorValues(*begin), IntTensorValues(*end),
-                                                            IntTensorValues(*strides), m));
-  c.set_output(0, r.result);
+  if (in.IsFullyDefined()) {
+    ASSIGN_OR_RETURN(StridedSliceRange r, ResolveStridedSlice(in, IntTensorValues(*begin), IntTensorValues(*end),
+                                                              IntTensorValues(*strides), m));
+    c.set_output(0, r.result);
+    return Status::OK();
+  }
+  // Some input dims unknown (x[:, 1:3] of a batch): the slice resolved for two different
+  // sizes in their place; the result's dims that agree do not depend on them.
+  auto resolve_with = [&](int64_t size) -> StatusOr<TensorShape> {
+    TensorShape filled = in;
+    for (int i = 0; i < filled.rank(); ++i) {
+      if (filled.dim(i) < 0) filled.set_dim(i, size);
+    }
+    ASSIGN_OR_RETURN(StridedSliceRange r, ResolveStridedSlice(filled, IntTensorValues(*begin), IntTensorValues(*end),
+                                                              IntTensorValues(*strides), m));
+    return r.result;
+  };
+  StatusOr<TensorShape> small = resolve_with(int64_t{1} << 20), large = resolve_with(int64_t{1} << 21);
+  if (!small.ok() || !large.ok() || small->rank() != large->rank()) return Status::OK();  // the step will say
+  TensorShape out = *small;
+  for (int i = 0; i < out.rank(); ++i) {
+    if (small->dim(i) != large->dim(i)) out.set_dim(i, TensorShape::kUnknownDim);
+  }
+  c.set_output(0, out);
   return Status::OK();
 }
 

@@ -642,7 +642,13 @@ def constant(value, dtype=None, shape=None, name="Const"):
             array = np.full(shape, array.reshape(()).item() if array.dtype != object else array.reshape(())[()],
                             dtype=array.dtype)
         elif list(array.shape) != shape:
-            array = array.reshape(shape)
+            count = int(np.prod(shape, dtype=np.int64))
+            flat = array.ravel()
+            if 0 < flat.size < count:  # TensorFlow 1.x fills the rest with the last value
+                flat = np.concatenate([flat, np.repeat(flat[-1:], count - flat.size)])
+            if flat.size != count:
+                raise TypeError(f"Expected Tensor's shape: {tuple(shape)}, but got {array.shape}.")
+            array = flat.reshape(shape)
     tf_dtype = dtypes.as_dtype(array.dtype) if dtype is None else dtype
     if tf_dtype == dtypes.string:
         array = np.array([v.encode() if isinstance(v, str) else v for v in array.ravel()],

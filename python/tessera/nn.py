@@ -18,17 +18,29 @@ def relu6(features, name=None):
     return gen_ops.relu6(features, name=name or "Relu6")
 
 
+def _over_axis(op, logits, axis, name):
+    """op (Softmax, LogSoftmax: over the last axis) over `axis`: the axis swapped to the end
+    and back, as TensorFlow does."""
+    logits = convert_to_tensor(logits)
+    rank = logits.shape.ndims
+    if axis is None or axis == -1 or (rank is not None and axis == rank - 1):
+        return op(logits, name=name)
+    if rank is None:
+        raise NotImplementedError(f"tf.nn.{op.__name__} over axis {axis} of a tensor of unknown rank is not "
+                                  "supported by Tessera yet")
+    if not -rank <= axis < rank:
+        raise ValueError(f"axis {axis} is out of range for a tensor of rank {rank}")
+    perm = list(range(rank))
+    perm[axis], perm[-1] = perm[-1], perm[axis]  # its own inverse
+    return array_ops.transpose(op(array_ops.transpose(logits, perm)), perm, name=name)
+
+
 def softmax(logits, axis=None, name=None, dim=None):
-    if (axis if axis is not None else dim) not in (None, -1):
-        raise NotImplementedError("tf.nn.softmax over an axis other than the last is not supported by Tessera yet")
-    return gen_ops.softmax(logits, name=name or "Softmax")
+    return _over_axis(gen_ops.softmax, logits, axis if axis is not None else dim, name or "Softmax")
 
 
 def log_softmax(logits, axis=None, name=None, dim=None):
-    if (axis if axis is not None else dim) not in (None, -1):
-        raise NotImplementedError("tf.nn.log_softmax over an axis other than the last is not supported by "
-                                  "Tessera yet")
-    return gen_ops.log_softmax(logits, name=name or "LogSoftmax")
+    return _over_axis(gen_ops.log_softmax, logits, axis if axis is not None else dim, name or "LogSoftmax")
 
 
 sigmoid = array_ops.sigmoid

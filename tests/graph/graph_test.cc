@@ -195,6 +195,28 @@ TEST(GraphTest, ReshapeAndReductionShapesUseConstInputs) {
               HasSubstr("Cannot reshape a tensor with 24 elements"));
 }
 
+// x[:, 1:3] of a batch of rows: the dims a slice fixes are known though the batch is not.
+TEST(GraphTest, AStridedSliceOfAPartlyKnownShapeKnowsWhatItFixes) {
+  Graph g;
+  NodeSpec p = OpDef2("x", "Placeholder", {});
+  p.attrs["dtype"] = DataType::kFloat;
+  p.attrs["shape"] = TensorShape({-1, 4, 6});
+  ASSERT_TRUE(g.AddNode(p).ok());
+  for (auto [name, value] : {std::pair{"b", std::vector<int32_t>{0, 1, 2}}, {"e", {0, 3, 0}}, {"s", {1, 1, 1}}}) {
+    ASSERT_TRUE(g.AddNode(ConstDef(name, Tensor::FromVector<int32_t>(value))).ok());
+  }
+  auto slice = [&](const char* name, int64_t begin_mask, int64_t end_mask, int64_t shrink) {
+    NodeSpec d = OpDef2(name, "StridedSlice", {"x", "b", "e", "s"});
+    d.attrs["begin_mask"] = begin_mask;
+    d.attrs["end_mask"] = end_mask;
+    d.attrs["shrink_axis_mask"] = shrink;
+    return (*g.AddNode(d))->output_shape(0);
+  };
+  EXPECT_EQ(slice("rows", 1, 5, 0), TensorShape({-1, 2, 4}));   // x[:, 1:3, 2:]
+  EXPECT_EQ(slice("first", 0, 5, 1), TensorShape({2, 4}));      // x[0, 1:3, 2:]
+  EXPECT_EQ(slice("none", 0, 4, 0), TensorShape({0, 2, 4}));    // x[0:0, 1:3, 2:]: empty whatever the batch
+}
+
 TEST(GraphTest, ToSpecRoundTrips) {
   GraphSpec def;
   def.nodes.push_back(ConstDef("a", Tensor::Scalar(1.0f)));

@@ -202,3 +202,25 @@ def test_a_graph_defs_nodes_can_be_read():
     again = tf.GraphDef()
     again.ParseFromString(graph_def.SerializeToString())
     assert [n.name for n in again.node] == ["in", "Const", "out"]
+
+
+def test_second_derivatives_and_slices_of_a_batch():
+    x = tf.placeholder(tf.float32)
+    y = x ** 3 + 2 * x
+    first = tf.gradients(y, x)[0]
+    second = tf.gradients(first, x)[0]
+    assert run([first, second], {x: 2.0}) == [14.0, 12.0]  # TensorFlow: 14, 12
+    batch = tf.placeholder(tf.float32, [None, 4])
+    assert batch[:, 1:3].shape.as_list() == [None, 2]
+
+
+def test_softmax_over_any_axis_and_constants_filled_out():
+    logits = np.array([[1.0, 2.0, 3.0], [1.0, 0.0, -1.0]], np.float32)
+    expected = np.exp(logits) / np.exp(logits).sum(axis=0)
+    out, log_out = run([tf.nn.softmax(logits, axis=0), tf.nn.log_softmax(logits, dim=0)])
+    np.testing.assert_allclose(out, expected, rtol=1e-6)
+    np.testing.assert_allclose(log_out, np.log(expected), rtol=1e-5)
+    # TensorFlow 1.x fills a shape longer than the values with the last one.
+    assert run(tf.constant([1, 2, 3, 4, 5, 6, 7], shape=[2, 4])).tolist() == [[1, 2, 3, 4], [5, 6, 7, 7]]
+    with pytest.raises(TypeError, match="Expected Tensor's shape"):
+        tf.constant([1, 2, 3], shape=[1, 2])
