@@ -8,6 +8,7 @@
 #include "graph/graph.h"
 #include "graph/op_registry.h"
 #include "graph/serialize/graph_json.h"
+#include "graph/serialize/meta_graph.h"
 #include "graph/serialize/tensorflow_graph.h"
 #include "python/bindings.h"
 #include "saved_model/saved_model.h"
@@ -405,6 +406,57 @@ void BindGraph(nb::module_& m) {
             return GraphSpecToJson(spec);
           },
           "start"_a = 0, "The nodes from `start` on as Tessera's JSON graph.");
+  m.def(
+      "serialize_meta_graph",
+      [](nb::bytes graph_def, std::optional<std::map<std::string, std::string>> saver, int max_to_keep,
+         const std::vector<std::map<std::string, std::string>>& variables) {
+        MetaGraph meta;
+        meta.graph_def.assign(graph_def.c_str(), graph_def.size());
+        if (saver) {
+          meta.saver = SaverNames{(*saver)["filename_tensor_name"], (*saver)["save_tensor_name"],
+                                  (*saver)["restore_op_name"], max_to_keep};
+        }
+        for (std::map<std::string, std::string> v : variables) {
+          meta.variables.push_back({v["variable_name"], v["initializer_name"], v["snapshot_name"],
+                                    v["initial_value_name"], v["trainable"] == "1"});
+        }
+        const std::string bytes = ValueOrRaise(SerializeMetaGraph(meta));
+        return nb::bytes(bytes.data(), bytes.size());
+      },
+      "graph_def"_a, "saver"_a.none(), "max_to_keep"_a, "variables"_a,
+      "A MetaGraphDef of a GraphDef, a Saver's node names and the variables' (TF1's PREFIX.meta).");
+  m.def(
+      "parse_meta_graph",
+      [](nb::bytes data, const std::string& what, bool clear_devices) {
+        const MetaGraph meta =
+            ValueOrRaise(ParseMetaGraph(std::string_view(data.c_str(), data.size()), what, clear_devices));
+        nb::dict out;
+        out["graph_def"] = nb::bytes(meta.graph_def.data(), meta.graph_def.size());
+        if (meta.saver) {
+          nb::dict saver;
+          saver["filename_tensor_name"] = meta.saver->filename_tensor_name;
+          saver["save_tensor_name"] = meta.saver->save_tensor_name;
+          saver["restore_op_name"] = meta.saver->restore_op_name;
+          saver["max_to_keep"] = meta.saver->max_to_keep;
+          out["saver"] = saver;
+        } else {
+          out["saver"] = nb::none();
+        }
+        nb::list variables;
+        for (const MetaGraphVariable& v : meta.variables) {
+          nb::dict d;
+          d["variable_name"] = v.variable_name;
+          d["initializer_name"] = v.initializer_name;
+          d["snapshot_name"] = v.snapshot_name;
+          d["initial_value_name"] = v.initial_value_name;
+          d["trainable"] = v.trainable;
+          variables.append(d);
+        }
+        out["variables"] = variables;
+        return out;
+      },
+      "data"_a, "what"_a, "clear_devices"_a = false,
+      "A MetaGraphDef's graph, saver and variables; DataLossError naming `what` where it is damaged.");
   m.def("op_defs", [] {
     nb::list out;
     for (const std::string& name : OpRegistry::Global()->OpNames()) {

@@ -7,9 +7,10 @@ import collections
 import os
 import re
 
-from tessera import dtypes, errors, gen_ops
+from tessera import _core, dtypes, errors, gen_ops
 from tessera.framework import constant, control_dependencies, get_default_graph
-from tessera.variables import GraphKeys, global_variables
+from tessera.graph_io import GraphDef, import_graph_def
+from tessera.variables import GraphKeys, Variable, global_variables
 
 
 def _state_path(directory):
@@ -60,6 +61,16 @@ class Saver:
         if sharded or reshape:
             raise NotImplementedError("tf.compat.v1.train.Saver(sharded=True / reshape=True) is not supported by "
                                       "Tessera yet")
+        self._kept = []
+        if saver_def is not None:
+            # The nodes of a Saver already in the graph (an imported meta graph's).
+            graph = get_default_graph()
+            self._filename = graph.get_tensor_by_name(saver_def["filename_tensor_name"])
+            self._save_tensor = graph.get_tensor_by_name(saver_def["save_tensor_name"])
+            self._restore_op = graph.get_operation_by_name(saver_def["restore_op_name"])
+            self._max_to_keep = saver_def.get("max_to_keep", max_to_keep)
+            graph.add_to_collection(GraphKeys.SAVERS, self)
+            return
         if var_list is None:
             var_list = global_variables()
         if isinstance(var_list, dict):
@@ -69,7 +80,6 @@ class Saver:
         if not named and not allow_empty:
             raise ValueError("No variables to save")
         self._max_to_keep = max_to_keep
-        self._kept = []
         graph = get_default_graph()
         with graph.name_scope(name or "save"):
             self._filename = constant(filename or "model", dtypes.string, name="Const")
@@ -97,7 +107,18 @@ class Saver:
         sess.run(self._save_tensor, {self._filename: save_path})
         if write_state:
             self._remember(save_path, directory, latest_filename)
+        if write_meta_graph:
+            self.export_meta_graph(f"{save_path}.{meta_graph_suffix}", graph=sess.graph)
         return save_path
+
+    def as_saver_def(self):
+        return {"filename_tensor_name": self._filename.name, "save_tensor_name": self._save_tensor.name,
+                "restore_op_name": self._restore_op.name, "max_to_keep": self._max_to_keep}
+
+    def export_meta_graph(self, filename=None, collection_list=None, as_text=False, export_scope=None,
+                          clear_devices=False, clear_extraneous_savers=False, strip_default_attrs=False,
+                          save_debug_info=False, graph=None):
+        return export_meta_graph(filename, graph=graph, saver=self)
 
     def _remember(self, save_path, directory, latest_filename):
         if save_path in self._kept:
@@ -105,7 +126,7 @@ class Saver:
         self._kept.append(save_path)
         while self._max_to_keep and len(self._kept) > self._max_to_keep:
             old = self._kept.pop(0)
-            for suffix in (".index", ".data-00000-of-00001"):
+            for suffix in (".index", ".data-00000-of-00001", ".meta"):
                 if os.path.isfile(old + suffix):
                     os.remove(old + suffix)
 
@@ -130,3 +151,61 @@ class Saver:
     @property
     def last_checkpoints(self):
         return list(self._kept)
+
+
+def _write_atomically(path, data):
+    # Written whole then renamed: a reader never sees half a file, and a failed write leaves
+    # the one before.
+    with open(path + ".tmp", "wb") as f:
+        f.write(data)
+    os.replace(path + ".tmp", path)
+
+
+def export_meta_graph(filename=None, meta_info_def=None, graph_def=None, saver_def=None, collection_list=None,
+                      as_text=False, graph=None, export_scope=None, clear_devices=False,
+                      clear_extraneous_savers=False, strip_default_attrs=False, saver=None, **unsupported):
+    """The graph as TensorFlow's MetaGraphDef (bytes), with its Saver's node names and its
+    variables; written to `filename` where one is given (what Saver.save writes as
+    PREFIX.meta)."""
+    if as_text or export_scope or unsupported:
+        raise NotImplementedError("tf.compat.v1.train.export_meta_graph(as_text / export_scope) is not supported by "
+                                  "Tessera yet")
+    graph = graph or get_default_graph()
+    if saver is None:
+        savers = graph.get_collection(GraphKeys.SAVERS)
+        saver = savers[-1] if savers else None
+    variables = [v._node_names() for v in graph.get_collection(GraphKeys.GLOBAL_VARIABLES)]
+    saver_def = saver.as_saver_def() if saver else {"max_to_keep": 5}
+    max_to_keep = saver_def.pop("max_to_keep")
+    data = _core.serialize_meta_graph(graph._core.as_graph_def(False), saver_def or None, max_to_keep, variables)
+    if filename:
+        _write_atomically(filename, data)
+    return data
+
+
+def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None, **kwargs):
+    """Adds a MetaGraphDef's graph (a file PREFIX.meta, or its bytes) to the default graph,
+    its variables to the collections; returns a Saver of its saver's nodes (None where it
+    had none), which restore() checkpoints into."""
+    if kwargs:
+        raise NotImplementedError(f"tf.compat.v1.train.import_meta_graph({', '.join(kwargs)}) is not supported by "
+                                  "Tessera yet")
+    if isinstance(meta_graph_or_file, (bytes, bytearray)):
+        data, what = bytes(meta_graph_or_file), "<bytes>"
+    else:
+        with open(meta_graph_or_file, "rb") as f:
+            data, what = f.read(), str(meta_graph_or_file)
+    meta = _core.parse_meta_graph(data, what, clear_devices)
+    graph = get_default_graph()
+    import_graph_def(GraphDef(meta["graph_def"]), name=import_scope or "")
+    prefix = import_scope + "/" if import_scope else ""
+    for v in meta["variables"]:
+        variable = Variable._from_nodes(graph, v["variable_name"], v["initializer_name"], v["snapshot_name"],
+                                        v["initial_value_name"], v["trainable"], prefix)
+        graph.add_to_collection(GraphKeys.GLOBAL_VARIABLES, variable)
+        if v["trainable"]:
+            graph.add_to_collection(GraphKeys.TRAINABLE_VARIABLES, variable)
+    if meta["saver"] is None:
+        return None
+    saver_def = {k: (prefix + n if k != "max_to_keep" else n) for k, n in meta["saver"].items()}
+    return Saver(saver_def=saver_def)

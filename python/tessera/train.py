@@ -10,6 +10,7 @@ from tessera.graph_io import write_graph  # noqa: F401 (tf.train's)
 from tessera.math_ops import exponential_decay  # noqa: F401 (tf.train's)
 from tessera.queues import Coordinator, QueueRunner, add_queue_runner, start_queue_runners  # noqa: F401
 from tessera.saver import Saver, checkpoint_exists, get_checkpoint_state, latest_checkpoint  # noqa: F401 (tf.train's)
+from tessera.saver import export_meta_graph, import_meta_graph  # noqa: F401 (tf.train's)
 from tessera.variables import GraphKeys, Variable, trainable_variables
 
 

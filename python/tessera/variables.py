@@ -60,6 +60,26 @@ class Variable:
             collections = list(collections) + [GraphKeys.TRAINABLE_VARIABLES]
         graph.add_to_collections(collections, self)
 
+    @classmethod
+    def _from_nodes(cls, graph, variable_name, initializer_name, snapshot_name, initial_value_name, trainable,
+                    prefix=""):
+        """The variable of nodes already in `graph` (an imported meta graph's), named as a
+        VariableDef names them, under `prefix`."""
+        v = cls.__new__(cls)
+        v._variable = graph.get_tensor_by_name(prefix + variable_name)
+        v._initializer_op = graph.get_operation_by_name(prefix + initializer_name)
+        v._snapshot = graph.get_tensor_by_name(prefix + snapshot_name)
+        v._initial_value = graph.get_tensor_by_name(prefix + initial_value_name) if initial_value_name else None
+        v._trainable = trainable
+        return v
+
+    def _node_names(self):
+        """The variable as a VariableDef names it (a meta graph's collections)."""
+        return {"variable_name": self._variable.name, "initializer_name": self._initializer_op.name,
+                "snapshot_name": self._snapshot.name,
+                "initial_value_name": self._initial_value.name if self._initial_value is not None else "",
+                "trainable": "1" if self._trainable else "0"}
+
     # What the variable is where a tensor is wanted: its read value; where a reference is
     # (an Assign's first input, a feed, a fetch), the VariableV2's output. Under
     # control_dependencies the value is read there, after them (TensorFlow's read of a

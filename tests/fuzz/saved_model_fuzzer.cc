@@ -1,4 +1,5 @@
-// Feeds arbitrary bytes to the SavedModel reader as a directory's saved_model.pb: its
+// Feeds arbitrary bytes to the SavedModel reader as a directory's saved_model.pb, and to
+// the reader of TF1's PREFIX.meta (one MetaGraphDef): the SavedModel's
 // inspection (tag sets, signatures, the parse error's byte offset) and the import of each
 // MetaGraph's graph (function inlining, control-flow lowering, validation). Every input must
 // give a result or a Status, never crash, trip a sanitizer or grow without bound. (Running
@@ -11,6 +12,7 @@
 
 #include "graph/graph.h"
 #include "graph/protos/saved_model.pb.h"
+#include "graph/serialize/meta_graph.h"
 #include "graph/serialize/tensorflow_graph.h"
 #include "saved_model/saved_model.h"
 #include "tests/fuzz/fuzz_file.h"
@@ -30,6 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::fwrite(data, 1, size, f);
   std::fclose(f);
   (void)tessera::InspectSavedModel(Dir());
+  (void)tessera::ParseMetaGraph(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz", true);
   tessera::tfgraph::SavedModel model;
   if (!model.ParseFromArray(data, static_cast<int>(size))) return 0;
   for (const auto& meta : model.meta_graphs()) {

@@ -63,3 +63,52 @@ def test_bad_paths_are_errors_and_the_session_goes_on(tmp_path):
             saver.restore(sess, str(broken))
         assert sess.run(v) == 1.0
         assert tf.train.latest_checkpoint(str(tmp_path)) is None
+
+
+def test_a_meta_graph_written_beside_the_checkpoint_restores_in_a_fresh_graph(tmp_path):
+    # The TF1 way to pick a model up again: import_meta_graph, then restore.
+    prefix = str(tmp_path / "model")
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None, 2], name="x")
+        w = tf.Variable([[1.0], [2.0]], name="w")
+        step = tf.Variable(0, trainable=False, name="step")
+        tf.matmul(x, w, name="y")
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            sess.run([w.assign([[3.0], [4.0]]), step.assign(7)])
+            tf.train.Saver(max_to_keep=2).save(sess, prefix)
+    assert os.path.isfile(prefix + ".meta")
+    with tf.Graph().as_default() as graph:
+        saver = tf.train.import_meta_graph(prefix + ".meta", clear_devices=True)
+        assert [v.name for v in tf.global_variables()] == ["w:0", "step:0"]
+        assert [v.name for v in tf.trainable_variables()] == ["w:0"]
+        with tf.Session() as sess:
+            saver.restore(sess, prefix)
+            y = sess.run("y:0", {graph.get_tensor_by_name("x:0"): [[1.0, 1.0]]})
+            assert y.tolist() == [[7.0]] and sess.run("step:0") == 7
+            # The imported saver saves too, and its variables initialize.
+            sess.run(tf.global_variables_initializer())
+            saver.save(sess, str(tmp_path / "again"))
+    with tf.Graph().as_default():
+        scoped = tf.train.import_meta_graph(prefix + ".meta", import_scope="imported")
+        assert tf.global_variables()[0].name == "imported/w:0"
+        with tf.Session() as sess:
+            scoped.restore(sess, prefix)
+            assert sess.run("imported/w:0").tolist() == [[3.0], [4.0]]
+
+
+def test_a_damaged_meta_graph_is_data_loss_naming_the_file(tmp_path):
+    path = tmp_path / "bad.meta"
+    with tf.Graph().as_default():
+        tf.Variable(1.0, name="v")
+        tf.train.Saver()
+        good = tf.train.export_meta_graph()
+    for damaged, why in ((good[:len(good) // 2], r"byte offset \d+ is truncated"),
+                         (good[:-3] + b"\xff\xff\xff", "is not a VariableDef")):
+        path.write_bytes(damaged)
+        with tf.Graph().as_default():
+            with pytest.raises(tf.errors.DataLossError, match=r"meta graph '.*bad.meta': .*" + why):
+                tf.train.import_meta_graph(str(path))
+            assert tf.get_default_graph().get_operations() == []  # nothing half-imported
+    with tf.Graph().as_default():
+        assert tf.train.import_meta_graph(good) is not None
