@@ -1,5 +1,6 @@
 #include "distributed/cluster_resolver.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <limits>
@@ -17,6 +18,8 @@ using json = nlohmann::json;
 constexpr int64_t kMaxTasks = 65536;
 // Bracketed parts in one host name ("rack[1-4]-n[1-32]" has 2); each is a level of recursion.
 constexpr int kMaxBracketsPerName = 8;
+// DNS's limit on a name: with kMaxTasks, what bounds the memory a host list may ask for.
+constexpr size_t kMaxHostName = 253;
 
 // A whole decimal number in [0, limit]; nullopt otherwise.
 std::optional<int64_t> ParseCount(std::string_view text, int64_t limit) {
@@ -55,6 +58,9 @@ Status ExpandHost(std::string_view hostlist, const std::string& prefix, std::str
   const size_t open = name.find('[');
   if (open != std::string_view::npos && depth == kMaxBracketsPerName) {
     return BadHostlist(hostlist, StrCat("a name with more than ", kMaxBracketsPerName, " bracketed parts"));
+  }
+  if (prefix.size() + std::min(name.size(), open) > kMaxHostName) {
+    return BadHostlist(hostlist, StrCat("a host name longer than ", kMaxHostName, " characters"));
   }
   if (open == std::string_view::npos) {
     if (name.find(']') != std::string_view::npos) return BadHostlist(hostlist, "a ']' without its '['");
@@ -109,7 +115,11 @@ StatusOr<std::vector<std::pair<std::string, int>>> TasksByRank(const std::vector
   if (wanted != tasks) {
     return errors::InvalidArgument("the jobs ", listed, " want ", wanted, " tasks, but ", launcher, " started ", tasks);
   }
-  for (const auto& [job, count] : jobs) {
+  // Ranks fill the jobs in the order of their names, as TensorFlow's resolver has it (ps
+  // before worker whatever order --jobs gives them in).
+  std::vector<std::pair<std::string, int>> sorted = jobs;
+  std::sort(sorted.begin(), sorted.end());
+  for (const auto& [job, count] : sorted) {
     for (int i = 0; i < count; ++i) by_rank.emplace_back(job, i);
   }
   return by_rank;

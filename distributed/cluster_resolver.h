@@ -6,11 +6,14 @@
 //              an "evaluator" task runs beside the cluster, outside it.
 //   slurm      srun's SLURM_PROCID, SLURM_STEP_NODELIST ("n[1-3,7],m5") and
 //              SLURM_STEP_TASKS_PER_NODE ("2(x3),1"): each task at its node's name and a port
-//              base plus its index among the node's tasks, the jobs filled by rank (as
-//              TensorFlow's SlurmClusterResolver does).
+//              base plus its index among the node's tasks, the jobs (in name order) filled by
+//              rank, as TensorFlow's SlurmClusterResolver does. The nodes keep srun's order,
+//              where TensorFlow's sorts their names: srun places ranks in its order, and
+//              sorting gives a rank another node's address where names sort otherwise
+//              ("n10" before "n9").
 //
 //   ClusterResolverOptions options;
-//   options.jobs = {{"ps", 1}, {"worker", 2}};  // rank 0 the ps, ranks 1 and 2 the workers
+//   options.jobs = {{"worker", 2}, {"ps", 1}};  // rank 0 the ps, ranks 1 and 2 the workers
 //   ASSIGN_OR_RETURN(auto resolver, MakeClusterResolver("auto", ProcessEnvironment(), options));
 //   ASSIGN_OR_RETURN(ClusterTask me, resolver->Resolve());
 //
@@ -45,8 +48,8 @@ struct ClusterTask {
 };
 
 struct ClusterResolverOptions {
-  // For resolvers that number tasks by rank (slurm): the jobs the ranks fill, in order. Empty:
-  // every task a worker.
+  // For resolvers that number tasks by rank (slurm): the jobs the ranks fill, in the order of
+  // their names. Empty: every task a worker.
   std::vector<std::pair<std::string, int>> jobs;
   // slurm: a task's port is this plus its index among its node's tasks (TensorFlow's 8888).
   int port_base = 8888;

@@ -93,8 +93,10 @@ StatusOr<StridedSliceRange> ResolveStridedSlice(const TensorShape& input, const 
   for (int g : gather) {
     if (g == kNewAxis) {
       dims.push_back(1);
+      r.result_source.push_back(-1);
     } else if (g != kShrunk) {
       dims.push_back(r.size[g]);
+      r.result_source.push_back(g);
     }
   }
   ASSIGN_OR_RETURN(r.result, TensorShape::Make(dims));

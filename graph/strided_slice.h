@@ -20,6 +20,7 @@ struct StridedSliceRange {
   std::vector<int64_t> stride;  // per input dimension, never 0
   std::vector<int64_t> size;    // per input dimension
   TensorShape result;           // after new axes are added and shrunk axes removed
+  std::vector<int> result_source;  // per result dimension: the input dimension it slices, -1 for a new axis
 };
 
 // `input` must be fully defined. InvalidArgument for a zero stride, more than one ellipsis,

@@ -279,23 +279,30 @@ class PyStep {
   // The feed dict's values (in the order of the keys the step was planned with) as tensors:
   // a ready array as it is, anything else through the converter (which raises TF's errors).
   std::vector<std::pair<std::string, Tensor>> Inputs(nb::handle feed) {
-    // A mapping other than a dict goes through one, its keys in the order the plan saw.
-    nb::object feed_dict = nb::borrow(feed);
-    if (!feed.is_none() && !PyDict_Check(feed.ptr())) {
-      feed_dict = nb::dict();
-      if (PyDict_Merge(feed_dict.ptr(), feed.ptr(), 1) != 0) throw nb::python_error();
+    // The values taken at once, in the order iteration gives the keys (the plan's): a dict's
+    // own order, a subclass's or another mapping's through a dict made in its order. The
+    // list holds them while converters (Python code) run, whatever those do to the dict.
+    nb::object values;
+    if (feed.is_none()) {
+      values = nb::steal(PyList_New(0));
+    } else {
+      nb::object feed_dict = nb::borrow(feed);
+      if (!PyDict_CheckExact(feed.ptr())) {
+        feed_dict = nb::dict();
+        if (PyDict_Merge(feed_dict.ptr(), feed.ptr(), 1) != 0) throw nb::python_error();
+      }
+      values = nb::steal(PyDict_Values(feed_dict.ptr()));
     }
-    const Py_ssize_t n = feed_dict.is_none() ? 0 : PyDict_Size(feed_dict.ptr());
+    if (!values.is_valid()) throw nb::python_error();
+    const Py_ssize_t n = PyList_GET_SIZE(values.ptr());
     if (n != static_cast<Py_ssize_t>(feeds_.size())) {
       Raise(errors::InvalidArgument(n, " values for ", feeds_.size(), " feeds"));
     }
     std::vector<std::pair<std::string, Tensor>> inputs;
     inputs.reserve(feeds_.size());
-    Py_ssize_t position = 0;
-    PyObject *key, *value;
-    for (size_t i = 0; PyDict_Next(feed_dict.ptr(), &position, &key, &value); ++i) {
-      nb::object array = nb::borrow(value);
-      if (!IsReady(feeds_[i], value)) array = convert_(i, array);
+    for (size_t i = 0; i < feeds_.size(); ++i) {
+      nb::object array = nb::borrow(PyList_GET_ITEM(values.ptr(), static_cast<Py_ssize_t>(i)));
+      if (!IsReady(feeds_[i], array.ptr())) array = convert_(i, array);
       StatusOr<Tensor> t = TensorFromArray(array);
       if (!t.ok()) Raise(t.status().WithPrefix(StrCat("Cannot feed '", feeds_[i].name, "': ")));
       inputs.emplace_back(feeds_[i].name, std::move(*t));

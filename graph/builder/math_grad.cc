@@ -126,8 +126,12 @@ Output Scalar(const Scope& s, double v, DataType dt) { return ops::Cast(s, v, dt
 Status PowGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
   const Output x = In(op, 0), y = In(op, 1), z = Out(op);
   const Output gx = ops::Mul(s, g[0], ops::Mul(s, y, ops::Build(s, "Pow", {x, ops::Sub(s, y, ops::OnesLike(s, y))})));
+  // The log taken of x where positive and of 1 elsewhere, so that no inf or NaN is made
+  // for a later gradient of this one to multiply by 0.
   const Output zeros = ops::ZerosLike(s, x);
-  const Output log_x = ops::Build(s, "SelectV2", {ops::Greater(s, x, zeros), ops::Log(s, x), zeros});
+  const Output positive = ops::Greater(s, x, zeros);
+  const Output safe_x = ops::Build(s, "SelectV2", {positive, x, ops::OnesLike(s, x)});
+  const Output log_x = ops::Build(s, "SelectV2", {positive, ops::Log(s, safe_x), zeros});
   return BinaryGrads(s, op, gx, ops::Mul(s, g[0], ops::Mul(s, z, log_x)), grads);
 }
 

@@ -357,22 +357,19 @@ Status StridedSliceShape(InferenceContext& c) {
     c.set_output(0, r.result);
     return Status::OK();
   }
-  // Some input dims unknown (x[:, 1:3] of a batch): the slice resolved for two different
-  // sizes in their place; the result's dims that agree do not depend on them.
-  auto resolve_with = [&](int64_t size) -> StatusOr<TensorShape> {
-    TensorShape filled = in;
-    for (int i = 0; i < filled.rank(); ++i) {
-      if (filled.dim(i) < 0) filled.set_dim(i, size);
-    }
-    ASSIGN_OR_RETURN(StridedSliceRange r, ResolveStridedSlice(filled, IntTensorValues(*begin), IntTensorValues(*end),
-                                                              IntTensorValues(*strides), m));
-    return r.result;
-  };
-  StatusOr<TensorShape> small = resolve_with(int64_t{1} << 20), large = resolve_with(int64_t{1} << 21);
-  if (!small.ok() || !large.ok() || small->rank() != large->rank()) return Status::OK();  // the step will say
-  TensorShape out = *small;
+  // Some input dims unknown (x[:, 1:3] of a batch): the slice resolved with a size in their
+  // place; what it takes of an unknown dim stays unknown (as TensorFlow has it), the rest is
+  // known. A shrunk unknown dim is gone from the result either way.
+  TensorShape filled = in;
+  for (int i = 0; i < filled.rank(); ++i) {
+    if (filled.dim(i) < 0) filled.set_dim(i, int64_t{1} << 20);
+  }
+  StatusOr<StridedSliceRange> r =
+      ResolveStridedSlice(filled, IntTensorValues(*begin), IntTensorValues(*end), IntTensorValues(*strides), m);
+  if (!r.ok()) return Status::OK();  // the step will say
+  TensorShape out = r->result;
   for (int i = 0; i < out.rank(); ++i) {
-    if (small->dim(i) != large->dim(i)) out.set_dim(i, TensorShape::kUnknownDim);
+    if (r->result_source[i] >= 0 && in.dim(r->result_source[i]) < 0) out.set_dim(i, TensorShape::kUnknownDim);
   }
   c.set_output(0, out);
   return Status::OK();

@@ -76,7 +76,8 @@ class CondContext(_Context):
         # A variable's reference (an assign's target in a branch) comes in as it is, where
         # TensorFlow passes it through a RefSwitch: the op then waits on the pivot, which is
         # dead in the branch not taken, as a Switch's output would be.
-        refs = [t for t in inputs if t.op.type == "VariableV2" and not self.contains(t.op)]
+        # (Not in a loop's cond: the reference would have to enter the loop's frame too.)
+        refs = [] if self.outer is not None else [t for t in inputs if t.op.type == "VariableV2"]
         if not refs:
             return super().prepare(inputs, control, name)
         inputs = [t if any(t is r for r in refs) else self.capture(t, name) for t in inputs]

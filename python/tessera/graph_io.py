@@ -69,6 +69,15 @@ def import_graph_def(graph_def, input_map=None, return_elements=None, name=None,
     named; returns `return_elements` ("op" or "op:0" names) as Operations and Tensors."""
     graph = get_default_graph()
     data = graph_def.SerializeToString() if hasattr(graph_def, "SerializeToString") else bytes(graph_def)
+    prefix = _import(graph, data, input_map, name)
+    if return_elements is None:
+        return None
+    return [graph.as_graph_element(prefix + element) for element in return_elements]
+
+
+def _import(graph, data, input_map, name):
+    """Adds the serialized GraphDef `data` to `graph` under the name scope `name` (None:
+    "import"; "": none); returns the prefix its nodes took ("import_1/", "outer/import/")."""
     mapping = {}
     for key, value in (input_map or {}).items():
         if not isinstance(value, Tensor):
@@ -84,9 +93,7 @@ def import_graph_def(graph_def, input_map=None, return_elements=None, name=None,
         graph._core.import_graph_def(data, prefix, mapping)
     finally:
         graph._import_nodes(start)
-    if return_elements is None:
-        return None
-    return [graph.as_graph_element(prefix + element) for element in return_elements]
+    return prefix
 
 
 def write_graph(graph_or_graph_def, logdir, name, as_text=True):

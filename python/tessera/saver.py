@@ -9,7 +9,7 @@ import re
 
 from tessera import _core, dtypes, errors, gen_ops
 from tessera.framework import constant, control_dependencies, get_default_graph
-from tessera.graph_io import GraphDef, import_graph_def
+from tessera.graph_io import _import
 from tessera.variables import GraphKeys, Variable, global_variables
 
 
@@ -197,8 +197,7 @@ def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None
             data, what = f.read(), str(meta_graph_or_file)
     meta = _core.parse_meta_graph(data, what, clear_devices)
     graph = get_default_graph()
-    import_graph_def(GraphDef(meta["graph_def"]), name=import_scope or "")
-    prefix = import_scope + "/" if import_scope else ""
+    prefix = _import(graph, meta["graph_def"], None, import_scope or "")  # "imp_1/" where "imp/" is taken
     for v in meta["variables"]:
         variable = Variable._from_nodes(graph, v["variable_name"], v["initializer_name"], v["snapshot_name"],
                                         v["initial_value_name"], v["trainable"], prefix)
@@ -206,6 +205,7 @@ def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None
         if v["trainable"]:
             graph.add_to_collection(GraphKeys.TRAINABLE_VARIABLES, variable)
     if meta["saver"] is None:
-        return None
+        # As TensorFlow: a new Saver of the imported variables, where there are any.
+        return Saver() if meta["variables"] else None
     saver_def = {k: (prefix + n if k != "max_to_keep" else n) for k, n in meta["saver"].items()}
     return Saver(saver_def=saver_def)

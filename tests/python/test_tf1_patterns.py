@@ -212,6 +212,12 @@ def test_second_derivatives_and_slices_of_a_batch():
     assert run([first, second], {x: 2.0}) == [14.0, 12.0]  # TensorFlow: 14, 12
     batch = tf.placeholder(tf.float32, [None, 4])
     assert batch[:, 1:3].shape.as_list() == [None, 2]
+    assert batch[:5].shape.as_list() == [None, 4]  # 3 rows give 3: what it takes of the batch is unknown
+    assert run(batch[:5], {batch: np.ones((3, 4))}).shape == (3, 4)
+    # d/dx of d(x**y)/dy: 0 where x <= 0 (no NaN from the log TensorFlow also keeps away).
+    base, power = tf.constant([0.0, -1.0, 2.0]), tf.constant([2.0, 2.0, 2.0])
+    mixed = tf.gradients(tf.gradients(tf.reduce_sum(tf.pow(base, power)), power)[0], base)[0]
+    np.testing.assert_allclose(run(mixed), [0.0, 0.0, 4 * np.log(2.0) + 2], rtol=1e-6)
 
 
 def test_softmax_over_any_axis_and_constants_filled_out():
