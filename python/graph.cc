@@ -408,23 +408,23 @@ void BindGraph(nb::module_& m) {
           "start"_a = 0, "The nodes from `start` on as Tessera's JSON graph.");
   m.def(
       "serialize_meta_graph",
-      [](nb::bytes graph_def, std::optional<std::map<std::string, std::string>> saver, int max_to_keep,
-         const std::vector<std::map<std::string, std::string>>& variables) {
+      [](nb::bytes graph_def, std::optional<std::tuple<std::string, std::string, std::string, int>> saver,
+         const std::vector<std::tuple<std::string, std::string, std::string, std::string, bool>>& variables) {
         MetaGraph meta;
         meta.graph_def.assign(graph_def.c_str(), graph_def.size());
         if (saver) {
-          meta.saver = SaverNames{(*saver)["filename_tensor_name"], (*saver)["save_tensor_name"],
-                                  (*saver)["restore_op_name"], max_to_keep};
+          const auto& [filename, save, restore, max_to_keep] = *saver;
+          meta.saver = SaverNames{filename, save, restore, max_to_keep};
         }
-        for (std::map<std::string, std::string> v : variables) {
-          meta.variables.push_back({v["variable_name"], v["initializer_name"], v["snapshot_name"],
-                                    v["initial_value_name"], v["trainable"] == "1"});
+        for (const auto& [variable, initializer, snapshot, initial_value, trainable] : variables) {
+          meta.variables.push_back({variable, initializer, snapshot, initial_value, trainable});
         }
         const std::string bytes = ValueOrRaise(SerializeMetaGraph(meta));
         return nb::bytes(bytes.data(), bytes.size());
       },
-      "graph_def"_a, "saver"_a.none(), "max_to_keep"_a, "variables"_a,
-      "A MetaGraphDef of a GraphDef, a Saver's node names and the variables' (TF1's PREFIX.meta).");
+      "graph_def"_a, "saver"_a.none(), "variables"_a,
+      "A MetaGraphDef (TF1's PREFIX.meta) of a GraphDef, a Saver's (filename tensor, save tensor, restore op, "
+      "max_to_keep) and the variables' (variable, initializer, snapshot, initial value, trainable) node names.");
   m.def(
       "parse_meta_graph",
       [](nb::bytes data, const std::string& what, bool clear_devices) {

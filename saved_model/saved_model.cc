@@ -8,6 +8,7 @@
 
 #include "graph/platform/file_io.h"
 #include "graph/protos/saved_model.pb.h"
+#include "graph/serialize/meta_graph.h"
 #include "graph/serialize/tensorflow_dtypes.h"
 #include "graph/serialize/tensorflow_graph.h"
 #include "runtime/freeze.h"
@@ -28,12 +29,6 @@ bool Exists(const std::string& path) {
 
 // Protobuf says only that the bytes do not parse: walks the fields down to the MetaGraph's
 // part that does not, for an error that names where.
-template <typename Message>
-bool Parses(std::string_view bytes) {
-  Message m;
-  return m.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
-}
-
 Status Locate(std::string_view bytes, const std::string& file) {
   auto damaged = [&](auto&&... what) { return errors::DataLoss("SavedModel file '", file, "': ", what...); };
   google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
@@ -57,36 +52,9 @@ Status Locate(std::string_view bytes, const std::string& file) {
     }
     const size_t body = static_cast<size_t>(in.CurrentPosition());
     const std::string_view meta = bytes.substr(body, length);
-    if (!Parses<pb::MetaGraphDef>(meta)) {
-      google::protobuf::io::CodedInputStream m(reinterpret_cast<const uint8_t*>(meta.data()),
-                                               static_cast<int>(meta.size()));
-      while (true) {
-        const size_t at = body + static_cast<size_t>(m.CurrentPosition());
-        const uint32_t t = m.ReadTag();
-        if (t == 0) break;
-        const int f = WireFormatLite::GetTagFieldNumber(t);
-        uint32_t len;
-        if (WireFormatLite::GetTagWireType(t) != WireFormatLite::WIRETYPE_LENGTH_DELIMITED) {
-          if (!WireFormatLite::SkipField(&m, t)) break;
-          continue;
-        }
-        if (!m.ReadVarint32(&len) || len > meta.size() - static_cast<size_t>(m.CurrentPosition())) break;
-        const std::string_view part = meta.substr(static_cast<size_t>(m.CurrentPosition()), len);
-        const bool ok = f == 1   ? Parses<pb::MetaGraphDef::MetaInfoDef>(part)
-                        : f == 2 ? Parses<pb::GraphDef>(part)
-                        : f == 3 ? Parses<pb::SaverDef>(part)
-                        : f == 4 ? Parses<pb::CollectionEntry>(part)
-                        : f == 5 ? Parses<pb::SignatureEntry>(part)
-                        : f == 6 ? Parses<pb::AssetFileDef>(part)
-                                 : true;
-        if (!ok) {
-          static const char* const kNames[] = {"", "meta_info_def", "graph_def", "saver_def", "collection_def",
-                                                "signature_def", "asset_file_def"};
-          return damaged("the ", kNames[f], " of meta graph #", meta_graph, " at byte offset ", at,
-                         " does not parse");
-        }
-        m.Skip(static_cast<int>(len));
-      }
+    if (pb::MetaGraphDef m; !m.ParseFromArray(meta.data(), static_cast<int>(meta.size()))) {
+      const std::string why = MetaGraphDamage(meta, body);
+      if (!why.empty()) return damaged("meta graph #", meta_graph, ": ", why);
       return damaged("meta graph #", meta_graph, " at byte offset ", offset, " does not parse");
     }
     in.Skip(static_cast<int>(length));

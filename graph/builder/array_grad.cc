@@ -4,19 +4,11 @@
 #include "graph/builder/gradients.h"
 #include "graph/builder/op_builder.h"
 #include "graph/builder/ops.h"
-#include "graph/op_kinds.h"
 
 namespace tessera {
 namespace {
 
 Output In(const Operation& op, int i) { return OpInput(op, i); }
-
-// The value of `o` where a Const makes it when the graph is built; null otherwise.
-const Tensor* ConstantValue(const Output& o) {
-  if (!IsConstant(o.node->op())) return nullptr;
-  auto it = o.node->attrs().find("value");
-  return it == o.node->attrs().end() ? nullptr : it->second.get_if<Tensor>();
-}
 
 Output ToInt32(const Scope& s, const Output& o) {
   return o.type() == DataType::kInt32 ? o : ops::Cast(s, o, DataType::kInt32);
@@ -27,7 +19,7 @@ Output ToInt32(const Scope& s, const Output& o) {
 Status TransposeGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
   const Output perm = In(op, 1);
   Input inverse = Output();
-  if (const Tensor* value = ConstantValue(perm)) {
+  if (const Tensor* value = perm.node->constant_value()) {
     const std::vector<int64_t> p = IntTensorValues(*value);
     std::vector<int32_t> inv(p.size());
     for (size_t i = 0; i < p.size(); ++i) {
@@ -78,7 +70,7 @@ Status TileGrad(const Scope& s, const Operation& op, const std::vector<Output>& 
 Status GatherGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
   const bool v2 = op.node()->op() == "GatherV2";
   if (v2) {
-    const Tensor* axis = ConstantValue(In(op, 2));
+    const Tensor* axis = In(op, 2).node->constant_value();
     int64_t batch_dims = 0;
     RETURN_IF_ERROR(op.node()->GetAttr("batch_dims", &batch_dims));
     if (axis == nullptr || IntTensorValues(*axis) != std::vector<int64_t>{0} || batch_dims != 0) {

@@ -351,22 +351,16 @@ Status StridedSliceShape(InferenceContext& c) {
   RETURN_IF_ERROR(c.GetAttr("ellipsis_mask", &m.ellipsis));
   RETURN_IF_ERROR(c.GetAttr("new_axis_mask", &m.new_axis));
   RETURN_IF_ERROR(c.GetAttr("shrink_axis_mask", &m.shrink_axis));
-  if (in.IsFullyDefined()) {
-    ASSIGN_OR_RETURN(StridedSliceRange r, ResolveStridedSlice(in, IntTensorValues(*begin), IntTensorValues(*end),
-                                                              IntTensorValues(*strides), m));
-    c.set_output(0, r.result);
-    return Status::OK();
-  }
-  // Some input dims unknown (x[:, 1:3] of a batch): the slice resolved with a size in their
-  // place; what it takes of an unknown dim stays unknown (as TensorFlow has it), the rest is
-  // known. A shrunk unknown dim is gone from the result either way.
+  // Unknown input dims resolved with a size in their place; what the slice takes of one
+  // stays unknown (as TensorFlow has it), the rest is known. A shrunk unknown dim is gone
+  // from the result either way.
   TensorShape filled = in;
   for (int i = 0; i < filled.rank(); ++i) {
     if (filled.dim(i) < 0) filled.set_dim(i, int64_t{1} << 20);
   }
   StatusOr<StridedSliceRange> r =
       ResolveStridedSlice(filled, IntTensorValues(*begin), IntTensorValues(*end), IntTensorValues(*strides), m);
-  if (!r.ok()) return Status::OK();  // the step will say
+  if (!r.ok()) return in.IsFullyDefined() ? r.status() : Status::OK();  // else the step will say
   TensorShape out = r->result;
   for (int i = 0; i < out.rank(); ++i) {
     if (r->result_source[i] >= 0 && in.dim(r->result_source[i]) < 0) out.set_dim(i, TensorShape::kUnknownDim);

@@ -22,40 +22,6 @@ bool Parses(std::string_view bytes) {
   return m.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
 }
 
-// Protobuf says only that the bytes do not parse: walks the MetaGraphDef's fields to the
-// first that does not, for an error that names where.
-Status Locate(std::string_view bytes, std::string_view what) {
-  auto damaged = [&](auto&&... why) { return errors::DataLoss("meta graph '", what, "': ", why...); };
-  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
-                                            static_cast<int>(bytes.size()));
-  while (true) {
-    const int offset = in.CurrentPosition();
-    const uint32_t tag = in.ReadTag();
-    if (tag == 0) break;
-    const int field = WireFormatLite::GetTagFieldNumber(tag);
-    if (WireFormatLite::GetTagWireType(tag) != WireFormatLite::WIRETYPE_LENGTH_DELIMITED) {
-      if (!WireFormatLite::SkipField(&in, tag)) return damaged("field ", field, " at byte offset ", offset, " is truncated");
-      continue;
-    }
-    uint32_t length;
-    if (!in.ReadVarint32(&length) || length > bytes.size() - static_cast<size_t>(in.CurrentPosition())) {
-      return damaged("field ", field, " at byte offset ", offset, " is truncated");
-    }
-    const std::string_view part = bytes.substr(static_cast<size_t>(in.CurrentPosition()), length);
-    const bool ok = field == 1   ? Parses<pb::MetaGraphDef::MetaInfoDef>(part)
-                    : field == 2 ? Parses<pb::GraphDef>(part)
-                    : field == 3 ? Parses<pb::SaverDef>(part)
-                    : field == 4 ? Parses<pb::CollectionEntry>(part)
-                                 : true;
-    if (!ok) {
-      static const char* const kNames[] = {"", "meta_info_def", "graph_def", "saver_def", "collection_def"};
-      return damaged("its ", kNames[field], " at byte offset ", offset, " does not parse");
-    }
-    in.Skip(static_cast<int>(length));
-  }
-  return damaged("it does not parse as a MetaGraphDef (byte offset ", in.CurrentPosition(), ")");
-}
-
 void AddVariables(pb::MetaGraphDef& out, const char* key, const std::vector<MetaGraphVariable>& variables,
                   bool trainable_only) {
   pb::CollectionDef collection;
@@ -76,6 +42,39 @@ void AddVariables(pb::MetaGraphDef& out, const char* key, const std::vector<Meta
 }
 
 }  // namespace
+
+std::string MetaGraphDamage(std::string_view bytes, size_t base) {
+  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
+                                            static_cast<int>(bytes.size()));
+  while (true) {
+    const size_t offset = base + static_cast<size_t>(in.CurrentPosition());
+    const uint32_t tag = in.ReadTag();
+    if (tag == 0) return "";
+    const int field = WireFormatLite::GetTagFieldNumber(tag);
+    if (WireFormatLite::GetTagWireType(tag) != WireFormatLite::WIRETYPE_LENGTH_DELIMITED) {
+      if (!WireFormatLite::SkipField(&in, tag)) return StrCat("field ", field, " at byte offset ", offset, " is truncated");
+      continue;
+    }
+    uint32_t length;
+    if (!in.ReadVarint32(&length) || length > bytes.size() - static_cast<size_t>(in.CurrentPosition())) {
+      return StrCat("field ", field, " at byte offset ", offset, " is truncated");
+    }
+    const std::string_view part = bytes.substr(static_cast<size_t>(in.CurrentPosition()), length);
+    const bool ok = field == 1   ? Parses<pb::MetaGraphDef::MetaInfoDef>(part)
+                    : field == 2 ? Parses<pb::GraphDef>(part)
+                    : field == 3 ? Parses<pb::SaverDef>(part)
+                    : field == 4 ? Parses<pb::CollectionEntry>(part)
+                    : field == 5 ? Parses<pb::SignatureEntry>(part)
+                    : field == 6 ? Parses<pb::AssetFileDef>(part)
+                                 : true;
+    if (!ok) {
+      static const char* const kNames[] = {"", "meta_info_def", "graph_def", "saver_def", "collection_def",
+                                            "signature_def", "asset_file_def"};
+      return StrCat("its ", kNames[field], " at byte offset ", offset, " does not parse");
+    }
+    in.Skip(static_cast<int>(length));
+  }
+}
 
 StatusOr<std::string> SerializeMetaGraph(const MetaGraph& meta) {
   pb::MetaGraphDef out;
@@ -102,7 +101,10 @@ StatusOr<MetaGraph> ParseMetaGraph(std::string_view data, std::string_view what,
     return errors::InvalidArgument("meta graph '", what, "' is ", data.size(), " bytes: more than protobuf reads");
   }
   pb::MetaGraphDef def;
-  if (!def.ParseFromArray(data.data(), static_cast<int>(data.size()))) return Locate(data, what);
+  if (!def.ParseFromArray(data.data(), static_cast<int>(data.size()))) {
+    const std::string why = MetaGraphDamage(data);
+    return errors::DataLoss("meta graph '", what, "': ", why.empty() ? "it does not parse as a MetaGraphDef" : why);
+  }
   if (clear_devices) {
     for (pb::NodeDef& node : *def.mutable_graph_def()->mutable_node()) node.clear_device();
   }

@@ -42,6 +42,11 @@ struct MetaGraph {
 };
 
 StatusOr<std::string> SerializeMetaGraph(const MetaGraph& meta);
+// Why the bytes of a MetaGraphDef do not parse, by the first of its fields that does not
+// ("its saver_def at byte offset 12 does not parse", "field 2 at byte offset 3 is
+// truncated"), offsets counted from `base` where the bytes sit inside a larger message (a
+// SavedModel's); empty where every field parses on its own.
+std::string MetaGraphDamage(std::string_view bytes, size_t base = 0);
 // With `clear_devices`, the graph's nodes lose their device requests (import_meta_graph's
 // clear_devices, for a graph saved on other devices). DataLoss naming `what` (the file) and
 // the byte offset where the bytes stop being a MetaGraphDef; InvalidArgument for a variable

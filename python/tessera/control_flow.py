@@ -75,13 +75,14 @@ class CondContext(_Context):
     def prepare(self, inputs, control, name):
         # A variable's reference (an assign's target in a branch) comes in as it is, where
         # TensorFlow passes it through a RefSwitch: the op then waits on the pivot, which is
-        # dead in the branch not taken, as a Switch's output would be.
-        # (Not in a loop's cond: the reference would have to enter the loop's frame too.)
-        refs = [] if self.outer is not None else [t for t in inputs if t.op.type == "VariableV2"]
-        if not refs:
+        # dead in the branch not taken, as a Switch's output would be. (Not in a loop: there
+        # the reference would have to enter the loop's frame too.)
+        def is_ref(t):
+            return t.op.type == "VariableV2"
+        if self.outer is not None or not any(is_ref(t) for t in inputs):
             return super().prepare(inputs, control, name)
-        inputs = [t if any(t is r for r in refs) else self.capture(t, name) for t in inputs]
-        if len(refs) == len(inputs) and not any(self.contains(c) for c in control):
+        inputs = [t if is_ref(t) else self.capture(t, name) for t in inputs]
+        if all(is_ref(t) for t in inputs) and not any(self.contains(c) for c in control):
             control = control + [self.pivot]
         return inputs, control
 

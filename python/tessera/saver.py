@@ -175,9 +175,11 @@ def export_meta_graph(filename=None, meta_info_def=None, graph_def=None, saver_d
         savers = graph.get_collection(GraphKeys.SAVERS)
         saver = savers[-1] if savers else None
     variables = [v._node_names() for v in graph.get_collection(GraphKeys.GLOBAL_VARIABLES)]
-    saver_def = saver.as_saver_def() if saver else {"max_to_keep": 5}
-    max_to_keep = saver_def.pop("max_to_keep")
-    data = _core.serialize_meta_graph(graph._core.as_graph_def(False), saver_def or None, max_to_keep, variables)
+    names = None
+    if saver is not None:
+        d = saver.as_saver_def()
+        names = (d["filename_tensor_name"], d["save_tensor_name"], d["restore_op_name"], d["max_to_keep"])
+    data = _core.serialize_meta_graph(graph._core.as_graph_def(False), names, variables)
     if filename:
         _write_atomically(filename, data)
     return data

@@ -175,12 +175,9 @@ def _fetch_key(fetches):
     return fetches
 
 
-def _feed_array(tensor, dtype, dims, value):
-    """`value` as the array fed to `tensor`, of NumPy dtype `dtype` (None: strings) and
-    static dims `dims`: itself when it already is one, contiguous, of that dtype and shape."""
-    if type(value) is np.ndarray and value.dtype == dtype and value.flags.c_contiguous and dims is not None \
-            and len(dims) == value.ndim and all(d is None or d == n for d, n in zip(dims, value.shape)):
-        return value
+def _feed_array(tensor, dtype, value):
+    """`value`, which the Step did not take as it is, as the array fed to `tensor`: of NumPy
+    dtype `dtype` (None: strings), C-contiguous and aligned, or TensorFlow's error."""
     if isinstance(value, Tensor):
         raise TypeError(f"The value of a feed cannot be a tf.Tensor object ({value.name}). Acceptable feed values "
                         "include Python scalars, strings, lists, numpy ndarrays.")
@@ -192,7 +189,7 @@ def _feed_array(tensor, dtype, dims, value):
         except (TypeError, ValueError) as e:
             raise type(e)(f"Cannot feed {value!r} to Tensor '{tensor.name}' of dtype {tensor.dtype.name}: {e}") \
                 from None
-        array = np.asarray(array, order="C")
+        array = np.require(array, requirements="CA")  # a copy only where not contiguous or aligned
     if not tensor.shape.is_compatible_with(array.shape):
         raise ValueError(f"Cannot feed value of shape {array.shape} for Tensor {tensor.name}, which has shape "
                          f"{tensor.shape}")
@@ -317,7 +314,7 @@ class Session:
             dims = tensor.shape.dims
             feeds.append((tensor.name, -1 if dtype is None else dtype.num,
                           None if dims is None else [-1 if d is None else d for d in dims]))
-            converters.append((tensor, dtype, dims))
+            converters.append((tensor, dtype))
         step = self._session.prepare(feeds, lambda i, value: _feed_array(*converters[i], value), fetch_names,
                                      targets, where)
         plan = (rebuild, step)

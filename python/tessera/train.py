@@ -91,8 +91,11 @@ class Optimizer:
             return gen_ops.no_op(name=name)
 
     def _zeros_slot(self, var, slot_name, suffix=""):
-        """The slot `slot_name` (TensorFlow's: "m", "momentum", ...) of `var`, made as zeros
-        the first time, named VAR/OPTIMIZER{suffix} as TensorFlow names it."""
+        return self._slot(var, slot_name, suffix, array_ops.zeros)
+
+    def _slot(self, var, slot_name, suffix, fill):
+        """The slot `slot_name` (TensorFlow's: "m", "momentum", ...) of `var`, made the first
+        time as fill(shape, dtype), named VAR/OPTIMIZER{suffix} as TensorFlow names it."""
         key = (slot_name, var)
         if key not in self._slots:
             graph = get_default_graph()
@@ -100,7 +103,7 @@ class Optimizer:
             # (batch norm's UPDATE_OPS), as TensorFlow's slot_creator has it.
             with graph.control_dependencies(None), graph.name_scope(None), graph.name_scope(var.op.name + "/"), \
                     colocate_with(var):
-                self._slots[key] = Variable(array_ops.zeros(var.shape.as_list(), var.dtype), trainable=False,
+                self._slots[key] = Variable(fill(var.shape.as_list(), var.dtype), trainable=False,
                                             name=self._name + suffix)
         return self._slots[key]
 
@@ -184,15 +187,8 @@ class RMSPropOptimizer(Optimizer):
         self._lr, self._decay, self._momentum, self._epsilon = learning_rate, decay, momentum, epsilon
 
     def _apply_dense(self, grad, var):
-        graph = get_default_graph()
-        key = ("rms", var)
-        if key not in self._slots:
-            with graph.control_dependencies(None), graph.name_scope(None), graph.name_scope(var.op.name + "/"), \
-                    colocate_with(var):
-                # TensorFlow starts the mean square at ones.
-                self._slots[key] = Variable(array_ops.ones(var.shape.as_list(), var.dtype), trainable=False,
-                                            name=self._name)
-        ms, mom = self._slots[key], self._zeros_slot(var, "momentum", "_1")
+        # TensorFlow starts the mean square at ones.
+        ms, mom = self._slot(var, "rms", "", array_ops.ones), self._zeros_slot(var, "momentum", "_1")
         return gen_ops.apply_rms_prop(var, ms, mom, self._tensor(self._lr, var, "learning_rate"),
                                       self._tensor(self._decay, var, "decay"),
                                       self._tensor(self._momentum, var, "momentum"),

@@ -74,11 +74,10 @@ class Variable:
         return v
 
     def _node_names(self):
-        """The variable as a VariableDef names it (a meta graph's collections)."""
-        return {"variable_name": self._variable.name, "initializer_name": self._initializer_op.name,
-                "snapshot_name": self._snapshot.name,
-                "initial_value_name": self._initial_value.name if self._initial_value is not None else "",
-                "trainable": "1" if self._trainable else "0"}
+        """The variable as a VariableDef names it (a meta graph's collections): variable,
+        initializer, snapshot, initial value, trainable."""
+        return (self._variable.name, self._initializer_op.name, self._snapshot.name,
+                self._initial_value.name if self._initial_value is not None else "", self._trainable)
 
     # What the variable is where a tensor is wanted: its read value; where a reference is
     # (an Assign's first input, a feed, a fetch), the VariableV2's output. Under

@@ -66,6 +66,9 @@ def test_feeds_are_converted_to_the_placeholders_dtype():
         assert list(sess.run(s, {s: ["a", b"b"]})) == [b"a", b"b"]
         swapped = np.array([[1.5, -2]], dtype=">f4")
         np.testing.assert_array_equal(sess.run(x, {x: swapped}), [[1.5, -2]])
+        unaligned = np.frombuffer(b"\0" + np.array([[3.0, 4.0]], np.float32).tobytes(), np.float32, offset=1)
+        assert not unaligned.flags.aligned
+        np.testing.assert_array_equal(sess.run(x, {x: unaligned.reshape(1, 2)}), [[3.0, 4.0]])
         assert sess.run(i, types.MappingProxyType({i: 3})) == 3  # any mapping, as TensorFlow's
         # The keys' iteration order, not a dict's storage order, pairs values with feeds.
         a, b = tf.placeholder(tf.float32, [2]), tf.placeholder(tf.float32, [2])
