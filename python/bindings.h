@@ -60,8 +60,6 @@ bool ArrayFits(nb::handle value, int numpy_type, const std::vector<int64_t>* dim
 nb::object ArrayFromTensor(const Tensor& t);
 // `array` itself, or its NumPy scalar where it has rank 0 (the element for an object array).
 nb::object ScalarOrArray(nb::object array);
-// The NumPy dtype name of a numeric dtype ("float32"), or "object" for strings.
-const char* NumpyDtypeName(DataType dt);
 
 void BindGraph(nb::module_& m);
 void BindSession(nb::module_& m);

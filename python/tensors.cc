@@ -107,20 +107,6 @@ StatusOr<Tensor> StringTensor(nb::handle array) {
 
 bool InitNumpy() { return PyArray_ImportNumPyAPI() == 0; }
 
-const char* NumpyDtypeName(DataType dt) {
-  switch (dt) {
-    case DataType::kFloat: return "float32";
-    case DataType::kDouble: return "float64";
-    case DataType::kHalf: return "float16";
-    case DataType::kBFloat16: return "float32";  // NumPy has no bfloat16: fetched widened
-    case DataType::kInt32: return "int32";
-    case DataType::kInt64: return "int64";
-    case DataType::kUInt8: return "uint8";
-    case DataType::kBool: return "bool";
-    default: return "object";
-  }
-}
-
 StatusOr<Tensor> TensorFromArray(nb::handle object) {
   if (!PyArray_Check(object.ptr())) return errors::InvalidArgument("a feed must be a NumPy array");
   auto* array = reinterpret_cast<PyArrayObject*>(object.ptr());
