@@ -48,4 +48,8 @@ StatusOr<ControlFlowFrames> FindControlFlowFrames(const Graph& graph) {
   return f;
 }
 
+bool IsLoopSwitch(const Node& n) {
+  return IsSwitch(n.op()) && n.num_inputs() == 2 && IsLoopCond(n.input_edge(1)->src->op());
+}
+
 }  // namespace tessera

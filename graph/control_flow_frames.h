@@ -33,4 +33,7 @@ struct ControlFlowFrames {
 
 StatusOr<ControlFlowFrames> FindControlFlowFrames(const Graph& graph);
 
+// A while loop's Switch, on its LoopCond, rather than a cond's.
+bool IsLoopSwitch(const Node& n);
+
 }  // namespace tessera

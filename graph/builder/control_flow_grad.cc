@@ -2,10 +2,13 @@
 // gradient of a cond's Merge goes back through a Switch on the cond's predicate to the
 // branch that ran; a Switch's gradient is the Merge of its two outputs' gradients, the one
 // of the branch that did not run being dead (zeros made in that branch, as the builder
-// makes them for an output no gradient reached, run only where the branch runs). Loops have
-// no gradient yet: their ops say so, naming the node.
+// makes them for an output no gradient reached, run only where the branch runs). A while
+// loop's gradient is a loop of its own, which the builder makes for the loop as a whole
+// (gradients.cc); a gradient reaching one of a loop's ops alone starts or ends inside the
+// loop, which is not supported: those ops say so, naming the node.
 #include "graph/builder/gradients.h"
 #include "graph/builder/op_builder.h"
+#include "graph/control_flow_frames.h"
 #include "graph/op_kinds.h"
 
 namespace tessera {
@@ -14,8 +17,8 @@ namespace {
 Output InputOf(const Node& n, int i) { return Output(n.input_edge(i)->src, n.input_edge(i)->src_output); }
 
 Status LoopsUnsupported(const Node& n) {
-  return errors::Unimplemented("Gradients through tf.while_loop are not supported by Tessera yet (node ",
-                               n.DebugName(), ")");
+  return errors::Unimplemented("Gradients from or to a tensor inside a tf.while_loop's body are not supported "
+                               "by Tessera (node ", n.DebugName(), ")");
 }
 
 // The predicate of the cond whose Merge is `merge`. As tf.cond builds one, each branch's
@@ -26,11 +29,13 @@ StatusOr<Output> CondPredicate(const Node& merge) {
     const Node* out = merge.input_edge(i)->src;
     for (const Edge* c : out->control_inputs()) {
       const Node* pivot = c->src;
-      if (pivot->op() == "Identity" && IsSwitch(pivot->input_edge(0)->src->op())) {
+      if (pivot->op() == "Identity" && IsSwitch(pivot->input_edge(0)->src->op()) &&
+          !IsLoopSwitch(*pivot->input_edge(0)->src)) {
         return InputOf(*pivot->input_edge(0)->src, 1);
       }
     }
-    if (out->op() == "Identity" && IsSwitch(out->input_edge(0)->src->op())) return InputOf(*out->input_edge(0)->src, 1);
+    const Node* sw = out->op() == "Identity" ? out->input_edge(0)->src : nullptr;
+    if (sw != nullptr && IsSwitch(sw->op()) && !IsLoopSwitch(*sw)) return InputOf(*sw, 1);
   }
   return errors::Unimplemented("No gradient for ", merge.DebugName(),
                                ": it is not the Merge of a tf.cond this process built");
@@ -53,7 +58,7 @@ Status MergeGrad(const Scope& s, const Operation& op, const std::vector<Output>&
 
 Status SwitchGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
   const Node& sw = *op.node();
-  if (IsLoopCond(sw.input_edge(1)->src->op())) return LoopsUnsupported(sw);
+  if (IsLoopSwitch(sw)) return LoopsUnsupported(sw);
   *grads = {ops::Build(s, "Merge", {g[0], g[1]}), Output()};
   return s.status();
 }
@@ -67,7 +72,7 @@ Status LoopGrad(const Scope&, const Operation& op, const std::vector<Output>&, s
 void RegisterControlFlowGradients(GradientRegistry& r) {
   RegisterCoreGradient(r, "Switch", SwitchGrad);
   RegisterCoreGradient(r, "Merge", MergeGrad);
-  for (const char* op : {"Enter", "Exit", "NextIteration", "LoopCond"}) RegisterCoreGradient(r, op, LoopGrad);
+  for (const char* op : {"NextIteration", "LoopCond"}) RegisterCoreGradient(r, op, LoopGrad);
 }
 
 }  // namespace tessera

@@ -8,6 +8,10 @@
 // function, registered by op name beside the ops (graph/builder/math_grad.cc, graph/builder/nn_grad.cc).
 // A gradient function gets the gradients of an op's outputs and adds ops that give the
 // gradients of its inputs; several gradients reaching one tensor are summed with AddN.
+// A TensorFlow 1.x while loop (Enter/Merge/Switch/Exit, as tf.while_loop builds it) gets a
+// gradient loop as TensorFlow's: the forward loop saves what the body's gradient reads on
+// stacks, the gradient loop pops it, last iteration first; loops in loops and conds in loops
+// included.
 //
 // Like every graph-building call, run it from the one thread building the graph. The
 // registry is filled once, on first use, and only read afterwards.

@@ -365,6 +365,27 @@ Status SelectGrad(const Scope& s, const Operation& op, const std::vector<Output>
   return s.status();
 }
 
+// Einsum of two operands, as TensorFlow's _EinsumGrad: an operand's gradient is the einsum
+// of the output's gradient with the other operand, giving the operand's labels. (Einsum
+// runs no label summed within one operand, so none needs broadcasting back.)
+Status EinsumGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
+  std::string equation;
+  RETURN_IF_ERROR(op.node()->GetAttr("equation", &equation));
+  const size_t arrow = equation.find("->"), comma = equation.find(',');
+  if (op.node()->num_inputs() != 2 || arrow == std::string::npos || comma > arrow) {
+    return errors::Unimplemented("No gradient for Einsum '", equation, "' (", op.node()->name(),
+                                 "): two operands and an explicit output are supported");
+  }
+  const std::string subs[2] = {equation.substr(0, comma), equation.substr(comma + 1, arrow - comma - 1)};
+  const std::string out = equation.substr(arrow + 2);
+  grads->clear();
+  for (int i = 0; i < 2; ++i) {
+    grads->push_back(ops::Build(s, "Einsum", {g[0], In(op, 1 - i)},
+                                {{"equation", StrCat(out, ",", subs[1 - i], "->", subs[i])}}));
+  }
+  return s.status();
+}
+
 }  // namespace
 
 void RegisterMathGradients(GradientRegistry& r) {
@@ -392,6 +413,7 @@ void RegisterMathGradients(GradientRegistry& r) {
   RegisterCoreGradient(r, "Max", MaxGrad);
   RegisterCoreGradient(r, "Min", MaxGrad);
   RegisterCoreGradient(r, "Prod", ProdGrad);
+  RegisterCoreGradient(r, "Einsum", EinsumGrad);
   RegisterCoreGradient(r, "Pow", PowGrad);
   RegisterCoreGradient(r, "SquaredDifference", SquaredDifferenceGrad);
   RegisterCoreGradient(r, "Rsqrt", RsqrtGrad);

@@ -1,5 +1,6 @@
 #include "graph/builder/scope.h"
 
+#include <algorithm>
 #include <map>
 
 #include "graph/device_name.h"
@@ -112,6 +113,12 @@ Scope Scope::WithContainer(std::string container) const {
   return s;
 }
 
+Scope Scope::WithFrameCapture(std::shared_ptr<const FrameCapture> frame) const {
+  Scope s = *this;
+  s.frame_ = std::move(frame);
+  return s;
+}
+
 Status Scope::status() const { return shared_->status; }
 Graph* Scope::graph() const { return shared_->graph; }
 
@@ -138,6 +145,10 @@ Node* Scope::AddNode(NodeSpec def) const {
     shared_->name_counts.try_emplace(def.name, 0);
   } else {
     def.name = UniqueName(prefix_ + def.op);
+  }
+  if (frame_ != nullptr && std::all_of(def.inputs.begin(), def.inputs.end(),
+                                       [](const std::string& in) { return in.starts_with('^'); })) {
+    def.inputs.push_back("^" + frame_->pivot.name());
   }
   for (const Operation& dep : control_deps_) def.inputs.push_back("^" + dep.name());
   def.colocate_with.insert(def.colocate_with.end(), colocate_with_.begin(), colocate_with_.end());
@@ -185,8 +196,9 @@ Output Scope::AsOutput(const Input& in) const {
   if (!in.is_constant()) {
     if (in.output().node == nullptr) {
       UpdateStatus(errors::InvalidArgument("An op input is the result of a failed op"));
+      return in.output();
     }
-    return in.output();
+    return frame_ == nullptr ? in.output() : frame_->capture(in.output());
   }
   NodeSpec def;
   def.op = "Const";

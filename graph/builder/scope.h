@@ -77,6 +77,15 @@ class Input {
 
 using DeviceFunction = std::function<std::string(const Node&)>;
 
+// How ops built in one loop frame take values made in others, as TensorFlow's WhileContext
+// does for a while loop's gradient: `capture` gives the value to use for an input (the input
+// itself, an Enter of it, or its copy saved by the forward loop), and an op with no data
+// inputs waits on `pivot`, so that it runs in every iteration of the frame.
+struct FrameCapture {
+  std::function<Output(const Output&)> capture;
+  Operation pivot;
+};
+
 class Scope {
  public:
   // A scope over a new, empty graph using the global op registry.
@@ -103,6 +112,9 @@ class Scope {
   Scope ColocateWith(const Output& out) const { return ColocateWith(out.op()); }
   // Stateful ops (VariableV2) created under it live in this resource container.
   Scope WithContainer(std::string container) const;
+  // Ops created under it are in the frame `frame` describes; its capture is called for each
+  // input, and may build ops itself (under scopes of its own).
+  Scope WithFrameCapture(std::shared_ptr<const FrameCapture> frame) const;
 
   bool ok() const { return status().ok(); }
   // The first error of any op built from this root.
@@ -136,6 +148,7 @@ class Scope {
   std::vector<Operation> control_deps_;
   std::vector<std::string> colocate_with_;
   std::string container_;
+  std::shared_ptr<const FrameCapture> frame_;
 };
 
 }  // namespace tessera

@@ -5,9 +5,9 @@ A cond's branches take the tensors they use from outside through a Switch on the
 joins the two. A while loop is a frame: each loop variable enters through an Enter, a
 Merge joins it with the body's NextIteration (the back edge, connected once the body is
 built), LoopCond decides, a Switch sends each value to the body or to an Exit; tensors
-from outside enter as constants of the frame. tf.gradients goes through a cond (the
-engine's gradients of Switch and Merge) but not yet through a loop, which it says, naming
-the op."""
+from outside enter as constants of the frame. tf.gradients goes through both: the engine's
+gradients of Switch and Merge for a cond, and for a loop a gradient loop that pops, last
+iteration first, what the forward loop pushed on stacks (graph/builder/gradients.h)."""
 
 from tessera import dtypes, gen_ops
 from tessera.framework import (TensorShape, constant, convert_to_tensor, get_default_graph, name_scope,

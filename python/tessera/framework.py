@@ -132,7 +132,8 @@ class Tensor:
     def set_shape(self, shape):
         self._shape = self._shape.merge_with(shape)
         # The engine's shape inference sees it too, for the ops made from this tensor on.
-        self.graph._core.refine_output_shape(self._op.name, self._value_index, self._shape.dims)
+        if self._shape.dims is not None:
+            self.graph._core.refine_output_shape(self._op.name, self._value_index, self._shape.dims)
 
     def consumers(self):
         return [op for op in self.graph.get_operations() if self in op.inputs]
@@ -459,9 +460,17 @@ class Graph:
     def _import_nodes(self, start):
         """Makes Operations of the nodes the engine added from node `start` on (a
         gradient's), and takes their names."""
+        back_edges = []  # a loop's Merge, made before the NextIteration that feeds it
         for info in self._core.nodes_from(start):
             name = info["name"]
-            inputs = [self.get_tensor_by_name(i if ":" in i else i + ":0") for i in info["inputs"]]
+            inputs = []
+            for i, input_name in enumerate(info["inputs"]):
+                input_name = input_name if ":" in input_name else input_name + ":0"
+                if input_name.rsplit(":", 1)[0] in self._ops:
+                    inputs.append(self.get_tensor_by_name(input_name))
+                else:
+                    back_edges.append((name, i, input_name))
+                    inputs.append(inputs[0])
             control = [self._ops[c] for c in info["control_inputs"]]
             op = Operation(self, name, info["op"], inputs, control, {})
             op._set_device(info["device"])
@@ -473,6 +482,8 @@ class Graph:
             parts = name.lower().split("/")
             for i in range(1, len(parts) + 1):
                 self._names_in_use.setdefault("/".join(parts[:i]), 1)
+        for name, i, input_name in back_edges:
+            self._ops[name]._inputs[i] = self.get_tensor_by_name(input_name)
 
     def _current_device(self):
         """The device the device strings in force name ("" where a function is among them)."""

@@ -129,7 +129,7 @@ def test_gradients_go_through_the_branch_that_ran():
     assert got[True, -1.0] == [[1, -4], [0, 1], 2] and got[False, -1.0] == [[1, 3], [0, 1], 0]
 
 
-def test_training_through_a_cond_and_the_loop_gradient_still_missing():
+def test_training_through_a_cond():
     x = tf.placeholder(tf.float32, [None, 2])
     training = tf.placeholder_with_default(False, [])
     w = tf.Variable([[1.0], [-1.0]])
@@ -144,7 +144,72 @@ def test_training_through_a_cond_and_the_loop_gradient_still_missing():
         for _ in range(20):
             sess.run(train, {**feed, training: True})
         assert sess.run(loss, feed) < before / 10
-    i = tf.constant(0.0)
-    looped = tf.while_loop(lambda k: k < 3.0, lambda k: k + w[0, 0], [i])
-    with pytest.raises(tf.errors.UnimplementedError, match="tf.while_loop are not supported"):
-        tf.gradients(looped, w)
+
+
+# The values TensorFlow 2.21's v1 control flow gives for the same graphs (tf.compat.v1 with
+# disable_control_flow_v2), float32.
+def test_gradients_through_while_loops_are_tensorflows():
+    x = tf.placeholder(tf.float32, [2])
+    m = tf.constant([[0.9, 0.2], [-0.1, 0.8]])
+    n = tf.placeholder_with_default(5, [])
+    _, v = tf.while_loop(lambda i, v: i < n, lambda i, v: (i + 1, tf.tanh(tf.squeeze(tf.matmul(m, v[:, None]), 1)) * x),
+                         [0, x], parallel_iterations=3)
+    gx, gm = tf.gradients(tf.reduce_sum(v * v), [x, m])
+
+    s = tf.placeholder(tf.float32, [])
+
+    def outer(i, a):  # a loop whose trip count is the outer loop's counter
+        _, b = tf.while_loop(lambda j, b: j < i, lambda j, b: (j + 1, b * 0.5 + tf.sin(b) * s), [0, a])
+        return i + 1, b
+
+    _, y = tf.while_loop(lambda i, a: i < 4, outer, [1, s])
+    gs = tf.gradients(y, s)[0]
+
+    w = tf.Variable([0.5, -0.3], name="w")
+
+    def body(i, a):  # a cond taking turns, reading a variable
+        a = tf.cond(tf.equal(i % 2, 0), lambda: a * w + 1.0, lambda: tf.sin(a) * w)
+        return i + 1, a
+
+    _, c = tf.while_loop(lambda i, a: i < 5, body, [0, tf.constant([1.0, 2.0])])
+    gw = tf.gradients(tf.reduce_sum(c), w)[0]
+    with tf.Session() as sess:
+        sess.run(w.initializer)
+        np.testing.assert_allclose(sess.run(gx, {x: [0.5, -1.0]}), [0.007603028789162636, -0.5412028431892395],
+                                   rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(sess.run(gm, {x: [0.5, -1.0]}),
+                                   [[-0.002367031294852495, 0.022784169763326645],
+                                    [-0.056695789098739624, 0.5287007093429565]], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(sess.run(gs, {s: 0.7}), 3.8293092250823975, rtol=1e-5)
+        np.testing.assert_allclose(sess.run(c), [1.237196683883667, 1.0773898363113403], rtol=1e-5)
+        np.testing.assert_allclose(sess.run(gw), [1.028964877128601, -0.5190497636795044], rtol=1e-5)
+        # A loop of n = 0 iterations passes the gradient straight through.
+        np.testing.assert_allclose(sess.run(gx, {x: [0.5, -1.0], n: 0}), [1.0, -2.0])
+
+
+def test_an_rnn_trains_through_a_while_loop_as_in_tensorflow():
+    xs = tf.placeholder(tf.float32, [4, 3, 2])  # time, batch, features
+    wx = tf.Variable(np.arange(8, dtype=np.float32).reshape(2, 4) / 10 - 0.3)
+    wh = tf.Variable(np.eye(4, dtype=np.float32) * 0.5)
+    wo = tf.Variable(np.ones([4, 1], np.float32) * 0.2)
+
+    def step(t, h):
+        return t + 1, tf.tanh(tf.matmul(xs[t], wx) + tf.matmul(h, wh))
+
+    _, h = tf.while_loop(lambda t, h: t < 4, step, [0, tf.zeros([3, 4])])
+    loss = tf.reduce_mean(tf.square(tf.matmul(h, wo) - 1.0))
+    train = tf.train.AdamOptimizer(0.05).minimize(loss)
+    feed = {xs: (np.arange(24, dtype=np.float32).reshape(4, 3, 2) % 5) / 5 - 0.4}
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        losses = [sess.run([loss, train], feed)[0] for _ in range(5)]
+    np.testing.assert_allclose(losses, [0.9474077820777893, 0.9134619235992432, 0.8697876334190369,
+                                        0.8102202415466309, 0.7292949557304382], rtol=1e-5)
+
+
+def test_gradients_from_inside_a_loop_are_unimplemented():
+    x = tf.placeholder(tf.float32, [])
+    inside = []
+    tf.while_loop(lambda k: k < 3.0, lambda k: inside.append(k * 2.0) or inside[-1], [x])
+    with pytest.raises(tf.errors.UnimplementedError, match="inside a tf.while_loop"):
+        tf.gradients(inside[0], x)

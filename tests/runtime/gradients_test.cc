@@ -58,6 +58,7 @@ double MaxGradientError(const std::vector<TensorShape>& shapes, const Builder& f
   std::vector<Output> grads;
   Status st = AddSymbolicGradients(root, {loss}, xs, &grads);
   EXPECT_TRUE(st.ok()) << st;
+
   if (!st.ok()) return 1e9;
   auto session = testing::MakeSession(root);
   std::vector<std::string> fetches;
@@ -483,6 +484,22 @@ TEST(GradientsTest, OpsThatMoveElements) {
             kTolerance);
 }
 
+TEST(GradientsTest, Einsum) {
+  for (auto [equation, a, b] : std::vector<std::tuple<std::string, TensorShape, TensorShape>>{
+           {"ij,jk->ik", TensorShape({2, 3}), TensorShape({3, 4})},
+           {"bij,bkj->bki", TensorShape({2, 3, 4}), TensorShape({2, 2, 4})},
+           {"ij,ij->i", TensorShape({2, 3}), TensorShape({2, 3})},
+           {"i,j->ji", TensorShape({2}), TensorShape({3})},
+           {"abc,cd->abd", TensorShape({2, 2, 3}), TensorShape({3, 2})}}) {
+    SCOPED_TRACE(equation);
+    EXPECT_LT(MaxGradientError({a, b},
+                               [&](const Scope& s, const auto& x) {
+                                 return ops::Build(s, "Einsum", {x[0], x[1]}, {{"equation", equation}});
+                               }),
+              kTolerance);
+  }
+}
+
 TEST(GradientsTest, AnOpWithoutGradientIsNotFoundNamingIt) {
   Scope root = Scope::NewRootScope();
   auto x = ops::Const(root.WithOpName("x"), Tensor::FromVector<double>({1, 2}));
@@ -537,6 +554,150 @@ TEST(GradientsTest, ReductionsOfUnknownRankOrRuntimeAxes) {
                 kTolerance);
     }
   }
+}
+
+// A TensorFlow 1.x while loop wired as tf.while_loop wires one: `vars` go round frame
+// `frame`, `outside` enter it as constants; cond and body see the loop's values and build
+// under a scope whose ops wait on the iteration's first value (so that constants run in
+// every iteration). Returns the loop variables' final values.
+using LoopFn = std::function<std::vector<Output>(const Scope&, const std::vector<Output>&, const std::vector<Output>&)>;
+std::vector<Output> WhileLoop(const Scope& outer, const std::string& frame, const std::vector<Output>& vars,
+                              const std::vector<Output>& outside, const LoopFn& cond, const LoopFn& body,
+                              int64_t parallel_iterations = 10) {
+  const Scope s = outer.WithNoControlDependencies();  // a loop in a loop waits on nothing outside its frame
+  const AttrMap loop_var{{"frame_name", frame}, {"parallel_iterations", parallel_iterations}};
+  AttrMap invariant = loop_var;
+  invariant["is_constant"] = true;
+  std::vector<Output> merges, inside, exits, body_vars;
+  for (const Output& v : vars) {
+    Output enter = ops::Build(s, "Enter", {v}, loop_var);
+    merges.push_back(ops::Build(s, "Merge", {enter, enter}));
+  }
+  for (const Output& o : outside) inside.push_back(ops::Build(s, "Enter", {o}, invariant));
+  Output loop_cond = ops::Build(s, "LoopCond", {cond(s.WithControlDependencies({merges[0].op()}), merges, inside)[0]});
+  for (const Output& m : merges) {
+    std::vector<Output> sw = ops::AllOutputs(ops::Build(s, "Switch", {m, loop_cond}));
+    exits.push_back(ops::Build(s, "Exit", {sw[0]}));
+    body_vars.push_back(ops::Identity(s, sw[1]));
+  }
+  std::vector<Output> next = body(s.WithControlDependencies({body_vars[0].op()}), body_vars, inside);
+  for (size_t k = 0; k < merges.size(); ++k) {
+    Output n = ops::Build(s, "NextIteration", {next[k]});
+    EXPECT_TRUE(s.graph()->ConnectBackEdge(merges[k].node, 1, n.node, 0).ok());
+  }
+  return exits;
+}
+
+// tf.cond as TensorFlow 1.x builds it: each branch takes the tensors it uses through a
+// Switch on `pred` and returns an Identity waiting on the branch's pivot.
+using BranchFn = std::function<Output(const Scope&, const std::vector<Output>&)>;
+Output Cond(const Scope& s, const Output& pred, const std::vector<Output>& xs, const BranchFn& then,
+            const BranchFn& otherwise) {
+  std::vector<Output> pivots = ops::AllOutputs(ops::Build(s, "Switch", {pred, pred}));
+  Output outs[2];
+  for (int b : {0, 1}) {
+    std::vector<Output> taken;
+    for (const Output& x : xs) taken.push_back(ops::AllOutputs(ops::Build(s, "Switch", {x, pred}))[b]);
+    Scope branch = s.WithControlDependencies({ops::Identity(s, pivots[b]).op()});
+    outs[b] = ops::Identity(branch, b == 1 ? then(branch, taken) : otherwise(branch, taken));
+  }
+  return ops::Build(s, "Merge", {outs[0], outs[1]});
+}
+
+Output Count(const Scope& s) { return ops::Const(s, Tensor::Scalar(0)); }
+
+// v <- tanh(v m) * x, four times: loop variables and tensors from outside both get their
+// gradients, through the stacks the forward loop fills.
+TEST(GradientsTest, WhileLoop) {
+  for (int64_t parallel : {1, 10}) {
+    SCOPED_TRACE(parallel);
+    EXPECT_LT(MaxGradientError({TensorShape({1, 2}), TensorShape({2, 2})},
+                               [&](const Scope& s, const auto& in) {
+                                 return WhileLoop(
+                                     s, "while", {Count(s), in[0]}, {in[0], in[1]},
+                                     [](const Scope& c, const auto& v, const auto&) {
+                                       return std::vector<Output>{ops::Less(c, v[0], 4)};
+                                     },
+                                     [](const Scope& b, const auto& v, const auto& out) {
+                                       return std::vector<Output>{
+                                           ops::Add(b, v[0], 1),
+                                           ops::Mul(b, ops::Build(b, "Tanh", {ops::MatMul(b, v[1], out[1])}), out[0])};
+                                     },
+                                     parallel)[1];
+                               }),
+              kTolerance);
+  }
+}
+
+// The inner loop runs as many times as the outer loop's count says: each outer iteration's
+// inner count and values are saved, and the gradient's inner loop runs as often, backwards.
+TEST(GradientsTest, WhileLoopInAWhileLoop) {
+  EXPECT_LT(MaxGradientError({TensorShape({3}), TensorShape({})},
+                             [&](const Scope& s, const auto& in) {
+                               return WhileLoop(
+                                   s, "outer", {Count(s), in[0]}, {in[1]},
+                                   [](const Scope& c, const auto& v, const auto&) {
+                                     return std::vector<Output>{ops::Less(c, v[0], 3)};
+                                   },
+                                   [](const Scope& b, const auto& v, const auto& out) {
+                                     Output inner = WhileLoop(
+                                         b, "inner", {Count(b), v[1]}, {v[0], out[0]},
+                                         [](const Scope& c, const auto& w, const auto& o) {
+                                           return std::vector<Output>{ops::Less(c, w[0], ops::Add(c, o[0], 1))};
+                                         },
+                                         [](const Scope& b2, const auto& w, const auto& o) {
+                                           return std::vector<Output>{
+                                               ops::Add(b2, w[0], 1),
+                                               ops::Add(b2, ops::Mul(b2, w[1], 0.5), ops::Mul(b2, ops::Build(b2, "Sin", {w[1]}), o[1]))};
+                                         })[1];
+                                     return std::vector<Output>{ops::Add(b, v[0], 1), inner};
+                                   })[1];
+                             }),
+            kTolerance);
+}
+
+// A cond in the body takes a different branch in different iterations; what each branch's
+// gradient reads is saved only where the branch ran.
+TEST(GradientsTest, CondInAWhileLoop) {
+  EXPECT_LT(MaxGradientError({TensorShape({2}), TensorShape({2})},
+                             [&](const Scope& s, const auto& in) {
+                               return WhileLoop(
+                                   s, "while", {Count(s), in[0]}, {in[1]},
+                                   [](const Scope& c, const auto& v, const auto&) {
+                                     return std::vector<Output>{ops::Less(c, v[0], 5)};
+                                   },
+                                   [](const Scope& b, const auto& v, const auto& out) {
+                                     Output odd = ops::Equal(b, ops::Build(b, "FloorMod", {v[0], 2}), 1);
+                                     Output next = Cond(
+                                         b, odd, {v[1], out[0]},
+                                         [](const Scope& t, const auto& x) {
+                                           return ops::Mul(t, ops::Build(t, "Sin", {x[0]}), x[1]);
+                                         },
+                                         [](const Scope& f, const auto& x) {
+                                           return ops::Sub(f, ops::Mul(f, x[0], x[0]), x[1]);
+                                         });
+                                     return std::vector<Output>{ops::Add(b, v[0], 1), next};
+                                   })[1];
+                             }, -1, 1),
+            kTolerance);
+}
+
+TEST(GradientsTest, GradientsFromInsideALoopAreUnimplemented) {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), kD, TensorShape({}));
+  Output inside;
+  WhileLoop(
+      root, "while", {x}, {}, [](const Scope& c, const auto& v, const auto&) {
+        return std::vector<Output>{ops::Less(c, v[0], 4.0)};
+      },
+      [&](const Scope& b, const auto& v, const auto&) {
+        inside = ops::Mul(b, v[0], 2.0);
+        return std::vector<Output>{inside};
+      });
+  std::vector<Output> grads;
+  Status s = AddSymbolicGradients(root, {inside}, {x}, &grads);
+  EXPECT_EQ(s.code(), Code::kUnimplemented) << s;
+  EXPECT_THAT(s.message(), HasSubstr("inside a tf.while_loop"));
 }
 
 }  // namespace
