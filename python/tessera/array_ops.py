@@ -333,19 +333,29 @@ def where(condition, x=None, y=None, name=None):
 
 
 def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None, name=None):
-    """As tf.one_hot: built from an equality with a range, as Tessera has no OneHot op."""
+    """As tf.one_hot: built from an equality with a range, as Tessera has no OneHot op. The
+    new axis of `depth` goes at `axis` (-1: last)."""
     dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.float32
     with name_scope(name, "one_hot"):
         indices = convert_to_tensor(indices)
+        rank = indices.shape.ndims
+        axis = -1 if axis is None else axis
+        if axis != -1 and rank is None:
+            raise NotImplementedError("tf.one_hot(axis=...) of indices of unknown rank is not supported by Tessera")
+        if axis != -1 and not 0 <= axis <= rank:
+            raise ValueError(f"Expected axis to be -1 or between [0, {rank + 1}).  But received: {axis}")
+        at = rank if axis == -1 and rank is not None else axis
         classes = range(0, depth, dtype=indices.dtype)
-        hot = equal(expand_dims(indices, -1), classes)
+        if at != -1 and at != rank:  # the classes run along `at`, broadcast over the axes after it
+            classes = reshape(classes, [-1] + [1] * (rank - at))
+        hot = equal(expand_dims(indices, at), classes)
         on = convert_to_tensor(1 if on_value is None else on_value, dtype)
         off = convert_to_tensor(0 if off_value is None else off_value, dtype)
         out = gen_ops.select_v2(hot, on, off)
-        if axis is not None and axis != -1:
-            raise NotImplementedError("tf.one_hot(axis != -1) is not supported by Tessera yet")
         if isinstance(depth, int) and indices.shape.dims is not None:
-            out.set_shape(indices.shape.dims + [depth])
+            dims = list(indices.shape.dims)
+            dims.insert(at, depth)
+            out.set_shape(dims)
         return out
 
 

@@ -180,20 +180,29 @@ class AdamOptimizer(Optimizer):
 class RMSPropOptimizer(Optimizer):
     def __init__(self, learning_rate, decay=0.9, momentum=0.0, epsilon=1e-10, use_locking=False, centered=False,
                  name="RMSProp"):
-        if centered:
-            raise NotImplementedError("tf.compat.v1.train.RMSPropOptimizer(centered=True) is not supported by "
-                                      "Tessera yet")
         super().__init__(use_locking, name)
         self._lr, self._decay, self._momentum, self._epsilon = learning_rate, decay, momentum, epsilon
+        self._centered = centered
 
     def _apply_dense(self, grad, var):
-        # TensorFlow starts the mean square at ones.
-        ms, mom = self._slot(var, "rms", "", array_ops.ones), self._zeros_slot(var, "momentum", "_1")
-        return gen_ops.apply_rms_prop(var, ms, mom, self._tensor(self._lr, var, "learning_rate"),
-                                      self._tensor(self._decay, var, "decay"),
-                                      self._tensor(self._momentum, var, "momentum"),
-                                      self._tensor(self._epsilon, var, "epsilon"), grad,
-                                      use_locking=self._use_locking)
+        lr = self._tensor(self._lr, var, "learning_rate")
+        decay, momentum = self._tensor(self._decay, var, "decay"), self._tensor(self._momentum, var, "momentum")
+        epsilon = self._tensor(self._epsilon, var, "epsilon")
+        if not self._centered:
+            # TensorFlow starts the mean square at ones.
+            ms, mom = self._slot(var, "rms", "", array_ops.ones), self._zeros_slot(var, "momentum", "_1")
+            return gen_ops.apply_rms_prop(var, ms, mom, lr, decay, momentum, epsilon, grad,
+                                          use_locking=self._use_locking)
+        # Centered: the mean gradient's square comes off the mean square, as TensorFlow's
+        # ApplyCenteredRMSProp, here in the ops it is made of.
+        mg = self._zeros_slot(var, "mg", "")
+        ms, mom = self._slot(var, "rms", "_1", array_ops.ones), self._zeros_slot(var, "momentum", "_2")
+        locking = self._use_locking
+        mg_t = mg.assign(mg * decay + (1.0 - decay) * grad, use_locking=locking)
+        ms_t = ms.assign(ms * decay + (1.0 - decay) * gen_ops.square(grad), use_locking=locking)
+        mom_t = mom.assign(mom * momentum + lr * grad * gen_ops.rsqrt(ms_t - gen_ops.square(mg_t) + epsilon),
+                           use_locking=locking)
+        return var.assign_sub(mom_t, use_locking=locking)
 
 
 __getattr__ = module_getattr("tf.compat.v1.train")

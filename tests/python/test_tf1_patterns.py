@@ -117,6 +117,19 @@ def test_ops_and_helpers_by_their_tensorflow_names():
     assert tf.one_hot(tf.placeholder(tf.int32, [None]), 5).shape.as_list() == [None, 5]
 
 
+def test_one_hot_along_any_axis():
+    indices = np.array([[0, 2], [1, -1], [3, 1]], np.int32)
+    with tf.Session() as sess:
+        for axis in (-1, 0, 1, 2):
+            got = tf.one_hot(indices, 4, on_value=5.0, off_value=-1.0, axis=axis)
+            want = np.where(np.arange(4)[:, None, None] == indices[None], 5.0, -1.0)  # axis 0
+            want = np.moveaxis(want, 0, 2 if axis == -1 else axis)
+            assert got.shape.as_list() == list(want.shape)
+            np.testing.assert_array_equal(sess.run(got), want)
+    with pytest.raises(ValueError, match=r"between \[0, 3\)"):
+        tf.one_hot(indices, 4, axis=3)
+
+
 def test_reuse_variables_and_checkpoint_state(tmp_path):
     with tf.variable_scope("model") as scope:
         w = tf.get_variable("w", [2])

@@ -31,6 +31,8 @@ CASES = [
     (lambda: tf.train.MomentumOptimizer(0.1, 0.9), ["Momentum"], 0.02348, 1.0),
     (lambda: tf.train.AdamOptimizer(0.01), ["Adam", "Adam_1"], 0.04232, 1.0),
     (lambda: tf.train.RMSPropOptimizer(0.01), ["RMSProp", "RMSProp_1"], 0.16693, 0.9766),
+    (lambda: tf.train.RMSPropOptimizer(0.01, momentum=0.5, centered=True), ["RMSProp", "RMSProp_1", "RMSProp_2"],
+     0.04727, 0.9961),
 ]
 
 
@@ -72,14 +74,23 @@ def test_gradients_are_tensorflows_and_none_where_unconnected():
 
 
 def test_an_op_without_a_gradient_is_named():
-    x = tf.Variable([1.0, 2.0], name="x")
-    y = tf.einsum("i,i->", x, x, name="y")
-    with pytest.raises(tf.errors.NotFoundError, match="Einsum"):
+    x = tf.Variable(tf.ones([1, 2, 2, 1]), name="x")
+    y = tf.reduce_sum(tf.nn.depthwise_conv2d(x, tf.fill([1, 1, 1, 1], 2.0), [1, 1, 1, 1], "VALID"), name="y")
+    with pytest.raises(tf.errors.NotFoundError, match="DepthwiseConv2dNative"):
         tf.gradients(y, x)
     # The graph still works after the failed attempt.
     with tf.Session() as sess:
         sess.run(x.initializer)
-        assert sess.run(y) == 5.0
+        assert sess.run(y) == 8.0
+
+
+def test_einsum_gradients():
+    a = tf.constant([[1.0, 2.0], [3.0, 4.0]])
+    b = tf.constant([[0.5, -1.0, 2.0], [1.5, 0.0, -2.0]])
+    ga, gb = tf.gradients(tf.einsum("ij,jk->ik", a, b) * tf.constant([1.0, 2.0, 3.0]), [a, b])
+    with tf.Session() as sess:
+        np.testing.assert_allclose(sess.run(ga), [[4.5, -4.5], [4.5, -4.5]])
+        np.testing.assert_allclose(sess.run(gb), [[4.0, 8.0, 12.0], [6.0, 12.0, 18.0]])
 
 
 def test_no_gradient_at_all_is_a_value_error():
