@@ -90,6 +90,13 @@ void RegisterDataOps(OpRegistry& r) {
   RegisterCoreOp(r, OpDefBuilder("IteratorGetNext").Input("iterator: string").Output("components: output_types")
                         .Attr(kOutputTypes).Attr(kOutputShapes).SetIsStateful()
                         .SetShapeFn(ComponentsFromAttr));
+  // An iterator's handle as one string a script can feed (a feedable iterator), and back;
+  // empty output_types take the iterator's, whatever they are.
+  RegisterCoreOp(r, OpDefBuilder("IteratorToStringHandle").Input("resource_handle: string")
+                        .Output("string_handle: string").SetShapeFn(ScalarShape));
+  RegisterCoreOp(r, OpDefBuilder("IteratorFromStringHandle").Input("string_handle: string")
+                        .Output("resource_handle: string").Attr("output_types: list(type) >= 0")
+                        .Attr("output_shapes: list(shape) >= 0").SetIsStateful().SetShapeFn(HandleShape));
 }
 
 }  // namespace tessera

@@ -1,5 +1,7 @@
 // The iterator ops: Iterator and OneShotIterator make an IteratorResource and output its
-// handle [container, name]; MakeIterator starts a pass; IteratorGetNext takes an element.
+// handle [container, name]; MakeIterator starts a pass; IteratorGetNext takes an element;
+// IteratorToStringHandle and IteratorFromStringHandle turn a handle into one string (the
+// resource handles' encoding) and back, for iterators chosen by a feed.
 //
 // A handle's name is the shared_name, or else the node's name, so every step of a session
 // (each with its own executor) reaches the same iterator; sessions on one local server
@@ -7,6 +9,7 @@
 #include "kernels/data/data_kernels.h"
 #include "kernels/data/dataset_op_kernel.h"
 #include "kernels/data/iterator_resource.h"
+#include "kernels/resource_handle.h"
 
 namespace tessera::data {
 namespace {
@@ -120,6 +123,54 @@ class IteratorGetNextOp : public OpKernel {
   }
 };
 
+class IteratorToStringHandleOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    OP_REQUIRES_OK(ctx, IteratorFromHandle(ctx, 0).status());
+    const std::string* h = ctx->input(0).data<std::string>();
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({}), &out));
+    out->data<std::string>()[0] = EncodeResourceHandle({h[0], h[1]});
+  }
+  bool IsExpensive() const override { return false; }
+};
+
+class IteratorFromStringHandleOp : public OpKernel {
+ public:
+  explicit IteratorFromStringHandleOp(OpKernelConstruction* c) : OpKernel(c) {
+    Status s = c->GetAttr("output_types", &dtypes_);
+    if (!s.ok()) c->SetStatus(s);
+  }
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& in = ctx->input(0);
+    OP_REQUIRES(ctx, in.NumElements() == 1 && in.rank() == 0,
+                errors::InvalidArgument("IteratorFromStringHandle '", name(), "' takes a scalar string, got ",
+                                        in.shape().DebugString()));
+    StatusOr<ResourceName> handle = DecodeResourceHandle(in.data<std::string>()[0]);
+    OP_REQUIRES(ctx, handle.ok(),
+                errors::InvalidArgument("IteratorFromStringHandle '", name(),
+                                        "' was given no iterator's string handle: ", handle.status().message()));
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({2}), &out));
+    out->data<std::string>()[0] = handle->container;
+    out->data<std::string>()[1] = handle->name;
+    OP_REQUIRES(ctx, ctx->resource_manager() != nullptr, errors::Internal("An iterator needs a resource manager"));
+    auto it = ctx->resource_manager()->Lookup<IteratorResource>(handle->container, handle->name);
+    OP_REQUIRES(ctx, it.ok(),
+                errors::NotFound("IteratorFromStringHandle '", name(), "': no iterator '", handle->name,
+                                 "' in this session"));
+    OP_REQUIRES(ctx, dtypes_.empty() || (*it)->dtypes() == dtypes_,
+                errors::InvalidArgument("IteratorFromStringHandle '", name(), "' expects an iterator of ",
+                                        DataTypesString(dtypes_), "; '", handle->name, "' yields ",
+                                        DataTypesString((*it)->dtypes())));
+  }
+  bool IsExpensive() const override { return false; }
+
+ private:
+  std::vector<DataType> dtypes_;
+};
+
 }  // namespace
 
 void RegisterIteratorKernels(KernelRegistry& r) {
@@ -127,6 +178,8 @@ void RegisterIteratorKernels(KernelRegistry& r) {
   r.Register<OneShotIteratorOp>(KernelDefBuilder("OneShotIterator").Device(kDeviceCpu));
   r.Register<MakeIteratorOp>(KernelDefBuilder("MakeIterator").Device(kDeviceCpu));
   r.Register<IteratorGetNextOp>(KernelDefBuilder("IteratorGetNext").Device(kDeviceCpu));
+  r.Register<IteratorToStringHandleOp>(KernelDefBuilder("IteratorToStringHandle").Device(kDeviceCpu));
+  r.Register<IteratorFromStringHandleOp>(KernelDefBuilder("IteratorFromStringHandle").Device(kDeviceCpu));
 }
 
 }  // namespace tessera::data

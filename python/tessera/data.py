@@ -260,11 +260,17 @@ class Iterator(_Elements):
 
     @staticmethod
     def from_string_handle(string_handle, output_types, output_shapes=None, output_classes=None):
-        raise NotImplementedError("tf.compat.v1.data.Iterator.from_string_handle is not supported by Tessera yet; "
-                                  "Iterator.from_structure with make_initializer switches datasets")
+        """The iterator a fed string names (what string_handle() gave): one get_next() that
+        reads from whichever iterator of this structure the step's feed chooses."""
+        spec = _zip_structure(output_types, output_shapes)
+        specs = _flatten_specs(spec)
+        handle = gen_ops.iterator_from_string_handle(string_handle, output_types=[t for t, _ in specs],
+                                                     output_shapes=[s for _, s in specs])
+        return Iterator(handle, None, spec)
 
     def string_handle(self, name=None):
-        raise NotImplementedError("tf.compat.v1.data.Iterator.string_handle is not supported by Tessera yet")
+        """This iterator's handle as a string, to feed to a from_string_handle() iterator."""
+        return gen_ops.iterator_to_string_handle(self._handle, name=name or "IteratorToStringHandle")
 
     def make_initializer(self, dataset, name=None):
         mine, theirs = _flatten_specs(self._spec), _flatten_specs(dataset._spec)

@@ -96,6 +96,31 @@ def test_dataset_functions_say_what_they_cannot_take():
         assert sess.run(tf.constant(1) + 1) == 2
 
 
+def test_a_feedable_iterator_reads_from_the_iterator_its_handle_names():
+    train = tf.data.Dataset.range(5).make_one_shot_iterator()
+    validation = tf.data.Dataset.range(100, 103).make_initializable_iterator()
+    handle = tf.placeholder(tf.string, shape=[])
+    feedable = tf.data.Iterator.from_string_handle(handle, train.output_types, train.output_shapes)
+    element = feedable.get_next()
+    assert element.shape.as_list() == [] and element.dtype == tf.int64
+    floats = tf.data.Iterator.from_string_handle(handle, tf.float32).get_next()
+    with tf.Session() as sess:
+        train_handle, validation_handle = sess.run([train.string_handle(), validation.string_handle()])
+        assert isinstance(train_handle, bytes) and train_handle != validation_handle
+        sess.run(validation.initializer)
+        got = [sess.run(element, {handle: h}) for h in (train_handle, validation_handle, train_handle, train_handle)]
+        assert got == [0, 100, 1, 2]
+        assert drain(sess, validation.get_next()) == [101, 102]
+        with pytest.raises(tf.errors.InvalidArgumentError, match="no iterator's string handle"):
+            sess.run(element, {handle: b"junk"})
+        with pytest.raises(tf.errors.NotFoundError, match="no iterator 'elsewhere'"):
+            sess.run(element, {handle: b"0:elsewhere"})  # the encoding: container length, container, name
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=r"expects an iterator of \[float32\]; .* yields \[int64\]"):
+            sess.run(floats, {handle: train_handle})
+        assert sess.run(element, {handle: train_handle}) == 3  # the bad feeds took nothing
+
+
 def test_training_from_a_dataset(fashion):
     (train_x, train_y), _ = fashion
     tf.set_random_seed(0)
