@@ -65,5 +65,7 @@ void BindGraph(nb::module_& m);
 void BindSession(nb::module_& m);
 void BindSummary(nb::module_& m);
 void BindServer(nb::module_& m);
+// The kernel of PyFunc (py_func.cc), registered once, by the module's init.
+void RegisterPyFuncKernel();
 
 }  // namespace tessera::python

@@ -8,4 +8,5 @@ NB_MODULE(_core, m) {
   tessera::python::BindSession(m);
   tessera::python::BindSummary(m);
   tessera::python::BindServer(m);
+  tessera::python::RegisterPyFuncKernel();
 }

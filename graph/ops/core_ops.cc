@@ -38,6 +38,7 @@ void RegisterCoreOps(OpRegistry& r) {
   RegisterCollectiveOps(r);
   RegisterControlFlowOps(r);
   RegisterDataOps(r);
+  RegisterScriptOps(r);
 }
 
 }  // namespace tessera

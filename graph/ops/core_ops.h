@@ -37,5 +37,7 @@ void RegisterCollectiveOps(OpRegistry& registry);
 void RegisterControlFlowOps(OpRegistry& registry);
 // The tf.data ops (datasets and iterators).
 void RegisterDataOps(OpRegistry& registry);
+// PyFunc, whose kernel the Python package registers.
+void RegisterScriptOps(OpRegistry& registry);
 
 }  // namespace tessera

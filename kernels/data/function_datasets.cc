@@ -1,5 +1,6 @@
-// Datasets that run a function per element: MapDataset and ParallelMapDataset (f),
-// FilterDataset (predicate) and InterleaveDataset (f returns a dataset).
+// Datasets that run a function per element: MapDataset and ParallelMapDataset (f, which may
+// end the dataset by failing with OutOfRange), FilterDataset (predicate) and
+// InterleaveDataset (f returns a dataset).
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -81,6 +82,16 @@ class MapDataset : public Dataset {
         Run(*ds_.f_, *call);
       } else {
         call->Wait();
+      }
+      if (call->status.code() == Code::kOutOfRange) {
+        // f may end the dataset early, as TensorFlow lets it (a generator's StopIteration).
+        in_end_ = true;
+        for (const auto& later : calls_) {
+          if (later->TryStart()) later->Finish(errors::Cancelled("The dataset ended before this element"), {});
+        }
+        calls_.clear();
+        *end = true;
+        return Status::OK();
       }
       if (!call->status.ok()) return call->status;
       *out = std::move(call->result);

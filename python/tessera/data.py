@@ -10,11 +10,15 @@ Dataset.map and filter trace their Python functions into graph functions
 """
 
 import itertools
+import os
 import types
+
+import numpy as np
 
 from tessera import dtypes, gen_ops
 from tessera.framework import TensorShape, convert_to_tensor, get_default_graph, name_scope
 from tessera.function_graph import TracedFunction
+from tessera.script_ops import py_func
 from tessera.unsupported import module_getattr
 
 AUTOTUNE = -1  # num_parallel_calls: the engine decides
@@ -74,8 +78,36 @@ class Dataset(_Elements):
 
     @staticmethod
     def from_generator(generator, output_types=None, output_shapes=None, args=None, output_signature=None):
-        raise NotImplementedError("tf.compat.v1.data.Dataset.from_generator is not supported by Tessera yet (it "
-                                  "runs Python in the step); from_tensor_slices of the generated arrays does")
+        """The elements a Python generator yields, run by the step (a py_func): each start of
+        an iterator calls generator(*args) anew, with args' values; a yielded value is
+        converted to output_types and checked against output_shapes, as in TensorFlow."""
+        if not callable(generator):
+            raise TypeError("`generator` must be a Python callable.")
+        if output_signature is not None:
+            raise NotImplementedError("Dataset.from_generator(output_signature=...) is not supported by Tessera yet; "
+                                      "output_types and output_shapes are")
+        if output_types is None:
+            raise TypeError("The `output_types` argument must be specified.")
+        spec = _zip_structure(output_types, output_shapes)
+        specs = _flatten_specs(spec)
+        state = _GeneratorState(generator, spec)
+        args = [convert_to_tensor(a) for a in (args or ())]
+        with name_scope(None, "from_generator"):
+            starts = Dataset.from_tensors(tuple(args) if args else 0)
+
+            def start(*arg_values):
+                return py_func(state.start, list(arg_values) if args else [], dtypes.int64, name="start")
+
+            def elements(generator_id):
+                def step(i):
+                    values = py_func(state.next, [i], [t for t, _ in specs], name="next")
+                    for value, (_, shape) in zip(values, specs):
+                        value.set_shape(shape)
+                    return _pack(_map_specs(spec, lambda t, sh: None), iter(values))
+
+                return Dataset.from_tensors(generator_id).repeat().map(step)
+
+            return starts.map(start).flat_map(elements)
 
     @staticmethod
     def from_tensor_slices(tensors):
@@ -179,6 +211,34 @@ class Dataset(_Elements):
                     self._variant, convert_to_tensor(num_parallel_calls, dtypes.int32), **kwargs)
         return self._like(variant, spec)
 
+    def flat_map(self, map_func):
+        """The elements of the datasets map_func(element) returns, one dataset after another."""
+        return self.interleave(map_func, cycle_length=1, block_length=1)
+
+    def interleave(self, map_func, cycle_length=None, block_length=None, num_parallel_calls=None,
+                   deterministic=None):
+        """The elements of the datasets map_func(element) returns: cycle_length of them open
+        at once, block_length elements from each in turn."""
+        with name_scope(None, "InterleaveDataset"):
+            inner = []
+
+            def variant_of(*element):
+                dataset = map_func(*element)
+                if not isinstance(dataset, Dataset):
+                    raise TypeError(f"`map_func` must return a `Dataset` object. Got {type(dataset)}")
+                inner.append(dataset)
+                return dataset._variant
+
+            traced = self._trace(variant_of, "tf.data.Dataset.interleave")
+            cycle = AUTOTUNE if cycle_length is None else cycle_length
+            if cycle == AUTOTUNE:
+                cycle = os.cpu_count() or 1  # as TensorFlow: the cores there are
+            variant = gen_ops.interleave_dataset(
+                self._variant, convert_to_tensor(cycle, dtypes.int64),
+                convert_to_tensor(1 if block_length is None else block_length, dtypes.int64),
+                f=traced.attr_value(), **inner[0]._types_and_shapes())
+        return self._like(variant, inner[0]._spec)
+
     def filter(self, predicate):
         """The elements for which predicate(element) is true."""
         with name_scope(None, "FilterDataset"):
@@ -199,6 +259,54 @@ class Dataset(_Elements):
 
     def make_initializable_iterator(self, shared_name=None):
         return Iterator._make(self, shared_name)
+
+
+class _GeneratorState:
+    """The generators of one from_generator dataset, by id: one per iterator start, dropped
+    when it ends (one an iterator leaves unfinished goes with the graph)."""
+
+    def __init__(self, generator, spec):
+        self._generator, self._spec = generator, spec
+        self._running = {}
+        self._ids = itertools.count()
+
+    def start(self, *args):
+        generator_id = next(self._ids)
+        self._running[generator_id] = iter(self._generator(*args))
+        return np.int64(generator_id)
+
+    def next(self, generator_id):
+        generator_id = int(generator_id)
+        try:
+            value = next(self._running[generator_id])
+        except StopIteration:
+            del self._running[generator_id]
+            raise
+        out = []
+        for leaf, (dtype, shape) in zip(_flatten_as(self._spec, value), _flatten_specs(self._spec)):
+            try:
+                array = np.asarray(leaf, dtype=object if dtype == dtypes.string else dtype.as_numpy_dtype)
+            except (TypeError, ValueError) as e:
+                raise TypeError(f"`generator` yielded an element that could not be converted to the expected type. "
+                                f"The expected type was {dtype.name}, but the yielded element was {leaf}.") from e
+            if not shape.is_compatible_with(array.shape):
+                raise ValueError(f"`generator` yielded an element of shape {array.shape} where an element of shape "
+                                 f"{shape} was expected.")
+            out.append(array)
+        return out
+
+
+def _flatten_as(spec, value):
+    """`value`'s leaves, taken as `spec` nests them (a tuple of it may come as a list)."""
+    if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], dtypes.DType):
+        return [value]
+    if isinstance(spec, dict):
+        if not isinstance(value, dict) or sorted(value) != sorted(spec):
+            raise TypeError(f"`generator` yielded an element {value!r} of another structure than {spec}")
+        return [leaf for key in sorted(spec) for leaf in _flatten_as(spec[key], value[key])]
+    if not isinstance(value, (tuple, list)) or len(value) != len(spec):
+        raise TypeError(f"`generator` yielded an element {value!r} of another structure than {spec}")
+    return [leaf for s, v in zip(spec, value) for leaf in _flatten_as(s, v)]
 
 
 def _flatten_specs(spec):

@@ -301,6 +301,7 @@ class Graph:
         self._control_stack = []         # lists of Operations; None clears the outer ones
         self._colocation_stack = []      # Operations
         self._control_flow_stack = []    # control_flow's CondContext and WhileContext, innermost last
+        self._py_funcs = []              # the functions of its PyFunc ops (script_ops), kept alive
         self._collections = {}
         self._finalized = False
         self.seed = None

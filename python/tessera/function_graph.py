@@ -52,6 +52,8 @@ class TracedFunction:
         `fn` gets those Placeholders as a list; `flatten` makes its result a list of leaves."""
         self.graph = Graph()
         self.graph.seed = get_default_graph().seed
+        # The py_funcs it calls live as long as the graph it is traced for.
+        self.graph._py_funcs = get_default_graph()._py_funcs
         with self.graph.as_default():
             self.args = [placeholder(dtype, shape, name=f"arg_{i}") for i, (dtype, shape) in enumerate(arg_specs)]
             context = _FunctionContext(self.graph, what)

@@ -121,6 +121,73 @@ def test_a_feedable_iterator_reads_from_the_iterator_its_handle_names():
         assert sess.run(element, {handle: train_handle}) == 3  # the bad feeds took nothing
 
 
+def test_flat_map_and_interleave():
+    ds = tf.data.Dataset.range(1, 4).flat_map(lambda n: tf.data.Dataset.range(n * 10, n * 10 + n).map(lambda i: i + 1))
+    mixed = tf.data.Dataset.range(3).interleave(lambda n: tf.data.Dataset.from_tensors(n).repeat(3), cycle_length=2,
+                                                block_length=2)
+    with tf.Session() as sess:
+        assert drain(sess, tf.data.make_one_shot_iterator(ds).get_next()) == [11, 21, 22, 31, 32, 33]
+        # TensorFlow's order: two open, two from each in turn.
+        assert drain(sess, tf.data.make_one_shot_iterator(mixed).get_next()) == [0, 0, 1, 1, 0, 1, 2, 2, 2]
+    with pytest.raises(TypeError, match="must return a `Dataset`"):
+        tf.data.Dataset.range(3).flat_map(lambda n: n)
+
+
+def test_from_generator_runs_the_generator_anew_for_each_start():
+    starts = []
+
+    def pairs(limit):
+        starts.append(int(limit))
+        for i in range(int(limit)):
+            yield i, {"x": [float(i)] * 2, "name": f"e{i}"}
+
+    limit = tf.placeholder(tf.int64, [])
+    ds = tf.data.Dataset.from_generator(pairs, (tf.int32, {"x": tf.float32, "name": tf.string}),
+                                        (tf.TensorShape([]), {"x": tf.TensorShape([2]), "name": tf.TensorShape([])}),
+                                        args=(limit,))
+    it = ds.batch(2).make_initializable_iterator()
+    element = it.get_next()
+    assert element[1]["x"].shape.as_list() == [None, 2] and element[0].dtype == tf.int32
+    with tf.Session() as sess:
+        sess.run(it.initializer, {limit: 3})
+        batches = drain(sess, element)
+        assert [b[0].tolist() for b in batches] == [[0, 1], [2]]  # the last, short batch too
+        assert batches[1][1]["x"].tolist() == [[2.0, 2.0]] and batches[0][1]["name"].tolist() == [b"e0", b"e1"]
+        sess.run(it.initializer, {limit: 1})
+        assert [b[0].tolist() for b in drain(sess, element)] == [[0]]
+    assert starts == [3, 1]
+
+
+def test_from_generator_says_what_the_generator_got_wrong():
+    def shapes():
+        yield [1.0, 2.0]
+        yield [1.0, 2.0, 3.0]
+
+    def words():
+        yield "not a number"
+
+    def broken():
+        yield 1.0
+        raise RuntimeError("the generator broke")
+
+    with tf.Session() as sess:
+        ds = tf.data.Dataset.from_generator(shapes, tf.float32, tf.TensorShape([2]))
+        element = tf.data.make_one_shot_iterator(ds).get_next()
+        assert sess.run(element).tolist() == [1.0, 2.0]
+        with pytest.raises(tf.errors.InvalidArgumentError, match=r"yielded an element of shape \(3,\) where an "
+                                                                 r"element of shape \(2,\) was expected"):
+            sess.run(element)
+        with pytest.raises(tf.errors.InvalidArgumentError, match="could not be converted to the expected type"):
+            sess.run(tf.data.make_one_shot_iterator(tf.data.Dataset.from_generator(words, tf.int64)).get_next())
+        element = tf.data.make_one_shot_iterator(tf.data.Dataset.from_generator(broken, tf.float64)).get_next()
+        assert sess.run(element) == 1.0
+        with pytest.raises(tf.errors.UnknownError, match="RuntimeError: the generator broke"):
+            sess.run(element)
+        assert sess.run(tf.constant(2.0) * 2) == 4.0
+    with pytest.raises(TypeError, match="callable"):
+        tf.data.Dataset.from_generator([1, 2], tf.int64)
+
+
 def test_training_from_a_dataset(fashion):
     (train_x, train_y), _ = fashion
     tf.set_random_seed(0)

@@ -1,6 +1,8 @@
 """What TF1 tutorials and scripts do that a review of the package found broken: each case
 with the value TensorFlow 2.21's tf.compat.v1 gives (recorded here)."""
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -188,8 +190,6 @@ def test_one_iterator_switched_between_datasets_from_structure():
         _ = iterator.initializer
     with pytest.raises(TypeError, match="Expected output types"):
         iterator.make_initializer(tf.data.Dataset.from_tensor_slices(np.arange(3.0)))
-    with pytest.raises(NotImplementedError, match="from_generator"):
-        tf.data.Dataset.from_generator(lambda: iter([1]), tf.int64)
 
 
 def test_an_assign_inside_a_cond_branch_runs_only_when_taken():
@@ -243,3 +243,37 @@ def test_softmax_over_any_axis_and_constants_filled_out():
     assert run(tf.constant([1, 2, 3, 4, 5, 6, 7], shape=[2, 4])).tolist() == [[1, 2, 3, 4], [5, 6, 7, 7]]
     with pytest.raises(TypeError, match="Expected Tensor's shape"):
         tf.constant([1, 2, 3], shape=[1, 2])
+
+
+def test_py_func_runs_python_in_the_step():
+    x = tf.placeholder(tf.float32, [None])
+    calls = []
+
+    def scaled(values, factor):
+        calls.append(values.copy())
+        return values * factor, np.int64(len(values))
+
+    doubled, count = tf.py_func(scaled, [x, tf.constant(2.0)], [tf.float32, tf.int64])
+    total = tf.reduce_sum(doubled) + tf.cast(count, tf.float32)
+    wrong = tf.py_func(lambda v: v.astype(np.float64), [x], tf.float32, name="wrong")
+    raising = tf.numpy_function(lambda v: v[10], [x], tf.float32)
+    words = tf.py_func(lambda: np.array([b"a", b"bc"]), [], tf.string)
+    with tf.Session() as sess:
+        assert sess.run(total, {x: [1.0, 2.0]}) == 8.0
+        assert calls[0].tolist() == [1.0, 2.0]
+        with pytest.raises(tf.errors.InvalidArgumentError, match="0-th value returned by .*'wrong'.* is float64, "
+                                                                 "but expects float32"):
+            sess.run(wrong, {x: [1.0]})
+        with pytest.raises(tf.errors.OutOfRangeError, match="IndexError"):
+            sess.run(raising, {x: [1.0]})
+        assert sess.run(words).tolist() == [b"a", b"bc"]
+        # Steps from several threads, each taking the GIL in its PyFunc.
+        results = []
+        threads = [threading.Thread(target=lambda v=v: results.append(sess.run(total, {x: [v] * 3})))
+                   for v in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert sorted(results) == [3.0 + 6.0 * v for v in range(8)]
+

@@ -32,6 +32,7 @@ from tessera.graph_io import GraphDef, import_graph_def
 from tessera.unsupported import module_getattr
 from tessera.math_ops import clip_by_global_norm, clip_by_norm, clip_by_value, global_norm
 from tessera.queues import FIFOQueue, PaddingFIFOQueue, RandomShuffleQueue
+from tessera.script_ops import numpy_function, py_func
 from tessera.random_ops import random_normal, random_uniform, set_random_seed, truncated_normal
 from tessera.session import (ConfigProto, GPUOptions, GraphOptions, InteractiveSession, OptimizerOptions,
                              RunMetadata, RunOptions, Session, get_default_session)
