@@ -496,10 +496,11 @@ Status BlockedForward(OpKernelContext* ctx, const Geometry& g, int64_t o, const 
 
 // Runs a backward `kind` over the batch in parts, one per intra-op thread. `filter` is the
 // user's [KH, KW, C, O] filter (read) or filter gradient (written; parts' gradients are summed).
-Status RunBackward(OpKernelContext* ctx, Kind kind, const Geometry& g, int64_t o, float* d_src, const float* filter,
-                   float* d_filter, const float* src, const float* d_dst) {
+// `depthwise`: the channel multiplier of a depthwise convolution (o = C * multiplier), or 0.
+Status RunBackward(OpKernelContext* ctx, Kind kind, const Geometry& g, int64_t o, int64_t depthwise, float* d_src,
+                   const float* filter, float* d_filter, const float* src, const float* d_dst) {
   const BatchParts parts(ctx, g.n);
-  const int64_t filter_size = g.kh * g.kw * g.c * o;
+  const int64_t filter_size = g.kh * g.kw * g.c * (depthwise > 0 ? depthwise : o);
   // Each part after the first writes its filter gradient here, summed afterwards.
   Tensor partial_filters;
   if (kind == Kind::kBackwardFilter && parts.count() > 1) {
@@ -510,7 +511,9 @@ Status RunBackward(OpKernelContext* ctx, Kind kind, const Geometry& g, int64_t o
   parts.ForEach([&](int64_t part, int64_t first, int64_t n) {
     OneDnnOnThisThreadOnly();
     status[part] = [&]() -> Status {
-      ASSIGN_OR_RETURN(std::shared_ptr<const Primitive> p, Get(kind, g, n, o, Fusion{}));
+      Fusion fusion;
+      fusion.depthwise = depthwise;
+      ASSIGN_OR_RETURN(std::shared_ptr<const Primitive> p, Get(kind, g, n, o, fusion));
       try {
         dnnl::stream stream(Engine());
         Tensor scratch, filter_buffer;
@@ -597,12 +600,23 @@ Status DnnlBlockedConv2DFromNhwc(OpKernelContext* ctx, const Geometry& g, int64_
 
 Status DnnlConv2DBackpropInput(OpKernelContext* ctx, const Geometry& g, int64_t o, const float* filter,
                                const float* d_out, float* d_in) {
-  return RunBackward(ctx, Kind::kBackwardInput, g, o, d_in, filter, nullptr, nullptr, d_out);
+  return RunBackward(ctx, Kind::kBackwardInput, g, o, 0, d_in, filter, nullptr, nullptr, d_out);
 }
 
 Status DnnlConv2DBackpropFilter(OpKernelContext* ctx, const Geometry& g, int64_t o, const float* in,
                                 const float* d_out, float* d_filter) {
-  return RunBackward(ctx, Kind::kBackwardFilter, g, o, nullptr, nullptr, d_filter, in, d_out);
+  return RunBackward(ctx, Kind::kBackwardFilter, g, o, 0, nullptr, nullptr, d_filter, in, d_out);
+}
+
+Status DnnlDepthwiseConv2DBackpropInput(OpKernelContext* ctx, const Geometry& g, int64_t multiplier,
+                                        const float* filter, const float* d_out, float* d_in) {
+  return RunBackward(ctx, Kind::kBackwardInput, g, g.c * multiplier, multiplier, d_in, filter, nullptr, nullptr, d_out);
+}
+
+Status DnnlDepthwiseConv2DBackpropFilter(OpKernelContext* ctx, const Geometry& g, int64_t multiplier,
+                                         const float* in, const float* d_out, float* d_filter) {
+  return RunBackward(ctx, Kind::kBackwardFilter, g, g.c * multiplier, multiplier, nullptr, nullptr, d_filter, in,
+                     d_out);
 }
 
 }  // namespace tessera::cpu

@@ -1,6 +1,6 @@
 // float32 NHWC convolutions through oneDNN (the library PyTorch and TensorFlow use for
 // CPU convolutions): forward (full and depthwise), and the gradients with respect to the
-// input and the filter.
+// input and the filter (of both).
 // Filters are [KH, KW, C, O] as in TensorFlow. The batch is cut into one part per thread of
 // the intra-op pool, and each part runs single-threaded, so the engine's pools alone decide
 // how many cores a step uses (oneDNN's own OpenMP threads would compete with them).
@@ -63,5 +63,12 @@ Status DnnlConv2DBackpropInput(OpKernelContext* ctx, const Geometry& g, int64_t 
 // d_filter [KH, KW, C, O] from the input and d_out.
 Status DnnlConv2DBackpropFilter(OpKernelContext* ctx, const Geometry& g, int64_t o, const float* in,
                                 const float* d_out, float* d_filter);
+
+// DepthwiseConv2dNative's gradients: d_in [N, H, W, C] from d_out [N, OH, OW, C * multiplier],
+// and d_filter [KH, KW, C, multiplier] from the input and d_out.
+Status DnnlDepthwiseConv2DBackpropInput(OpKernelContext* ctx, const Geometry& g, int64_t multiplier,
+                                        const float* filter, const float* d_out, float* d_in);
+Status DnnlDepthwiseConv2DBackpropFilter(OpKernelContext* ctx, const Geometry& g, int64_t multiplier,
+                                         const float* in, const float* d_out, float* d_filter);
 
 }  // namespace tessera::cpu

@@ -65,6 +65,16 @@ Status Conv2DGrad(const Scope& s, const Operation& op, const std::vector<Output>
   return s.status();
 }
 
+Status DepthwiseConv2dGrad(const Scope& s, const Operation& op, const std::vector<Output>& g,
+                           std::vector<Output>* grads) {
+  ASSIGN_OR_RETURN(Window w, WindowOf(op, false));
+  const AttrMap attrs{{"strides", w.strides}, {"padding", w.padding}};
+  Output x = OpInput(op, 0), f = OpInput(op, 1);
+  *grads = {ops::Build(s, "DepthwiseConv2dNativeBackpropInput", {ops::Shape(s, x), f, g[0]}, attrs),
+            ops::Build(s, "DepthwiseConv2dNativeBackpropFilter", {x, ops::Shape(s, f), g[0]}, attrs)};
+  return s.status();
+}
+
 Status MaxPoolGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
   ASSIGN_OR_RETURN(Window w, WindowOf(op, true));
   *grads = {ops::MaxPoolGrad(s, OpInput(op, 0), Output(op.node(), 0), g[0], w.ksize, w.strides, w.padding)};
@@ -94,6 +104,7 @@ void RegisterNnGradients(GradientRegistry& r) {
   RegisterCoreGradient(r, "SparseSoftmaxCrossEntropyWithLogits", SparseXentGrad);
   RegisterCoreGradient(r, "BiasAdd", BiasAddGrad);
   RegisterCoreGradient(r, "Conv2D", Conv2DGrad);
+  RegisterCoreGradient(r, "DepthwiseConv2dNative", DepthwiseConv2dGrad);
   RegisterCoreGradient(r, "MaxPool", MaxPoolGrad);
   RegisterCoreGradient(r, "AvgPool", AvgPoolGrad);
 }

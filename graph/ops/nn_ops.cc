@@ -337,6 +337,15 @@ void RegisterNnOps(OpRegistry& r) {
                   .Input("out_backprop: T").Output("output: T").Attr(kFloating).Attr("strides: list(int)")
                   .Attr("padding: string").Attr("data_format: string = \"NHWC\"")
                   .Attr("dilations: list(int) = [1, 1, 1, 1]").SetShapeFn(ShapeFromInput1));
+  // DepthwiseConv2dNative's gradients, as Conv2D's.
+  RegisterCoreOp(r, OpDefBuilder("DepthwiseConv2dNativeBackpropInput").Input("input_sizes: int32").Input("filter: T")
+                  .Input("out_backprop: T").Output("output: T").Attr(kFloating).Attr("strides: list(int)")
+                  .Attr("padding: string").Attr("data_format: string = \"NHWC\"")
+                  .Attr("dilations: list(int) = [1, 1, 1, 1]").SetShapeFn(ShapeFromInput0));
+  RegisterCoreOp(r, OpDefBuilder("DepthwiseConv2dNativeBackpropFilter").Input("input: T").Input("filter_sizes: int32")
+                  .Input("out_backprop: T").Output("output: T").Attr(kFloating).Attr("strides: list(int)")
+                  .Attr("padding: string").Attr("data_format: string = \"NHWC\"")
+                  .Attr("dilations: list(int) = [1, 1, 1, 1]").SetShapeFn(ShapeFromInput1));
   for (const char* op : {"MaxPool", "AvgPool"}) {
     RegisterCoreOp(r, OpDefBuilder(op).Input(std::string_view(op) == "MaxPool" ? "input: T" : "value: T")
                     .Output("output: T").Attr(kFloating).Attr("ksize: list(int) >= 4").Attr("strides: list(int) >= 4")

@@ -217,6 +217,44 @@ TEST(GradientsTest, ConvolutionAndPooling) {
             kTolerance);
 }
 
+// Depthwise convolutions (channel multipliers 1 and 2): the double kernels against central
+// differences, and the float ones (oneDNN's) against the double ones.
+TEST(GradientsTest, DepthwiseConvolution) {
+  const std::vector<std::pair<std::vector<int64_t>, std::string>> cases = {
+      {{1, 1, 1, 1}, "SAME"}, {{1, 1, 1, 1}, "VALID"}, {{1, 2, 2, 1}, "SAME"}, {{1, 2, 1, 1}, "VALID"}};
+  for (const auto& [strides, padding] : cases) {
+    for (int64_t multiplier : {1, 2}) {
+      SCOPED_TRACE(StrCat(padding, " stride ", strides[1], "x", strides[2], " multiplier ", multiplier));
+      auto depthwise = [&](const Scope& s, const Output& x, const Output& f) {
+        return ops::Build(s, "DepthwiseConv2dNative", {x, f}, {{"strides", strides}, {"padding", padding}});
+      };
+      EXPECT_LT(MaxGradientError({{2, 5, 4, 3}, {3, 2, 3, multiplier}},
+                                 [&](const Scope& s, const auto& x) { return depthwise(s, x[0], x[1]); }),
+                kTolerance);
+      std::mt19937 rng(7);
+      const Tensor x = Random({2, 6, 5, 3}, rng, -1, 1), f = Random({3, 2, 3, multiplier}, rng, -1, 1);
+      std::vector<std::vector<Tensor>> grads;
+      for (DataType type : {kD, DataType::kFloat}) {
+        Scope root = Scope::NewRootScope();
+        auto cast = [&](const Tensor& t) { return ops::Cast(root, ops::Const(root, t), type); };
+        Output y = depthwise(root, cast(x), cast(f));
+        std::vector<Output> g;
+        ASSERT_TRUE(AddSymbolicGradients(root, {ops::Square(root, y)}, {y.node->input_edge(0)->src,
+                                                                          y.node->input_edge(1)->src}, &g).ok());
+        const std::vector<std::string> fetches = {ops::Cast(root, g[0], kD).name(), ops::Cast(root, g[1], kD).name()};
+        auto session = testing::MakeSession(root);
+        grads.emplace_back();
+        ASSERT_TRUE(session->Run({}, fetches, {}, &grads.back()).ok());
+      }
+      for (int i = 0; i < 2; ++i) {
+        for (int64_t k = 0; k < grads[0][i].NumElements(); ++k) {
+          EXPECT_NEAR(grads[1][i].data<double>()[k], grads[0][i].data<double>()[k], 1e-4) << "gradient " << i;
+        }
+      }
+    }
+  }
+}
+
 TEST(GradientsTest, ConcatAndSplit) {
   for (int axis : {0, 1, -1}) {
     SCOPED_TRACE(axis);
