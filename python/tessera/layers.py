@@ -42,14 +42,15 @@ def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None
 def conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid", data_format="channels_last",
            dilation_rate=(1, 1), activation=None, use_bias=True, kernel_initializer=None, bias_initializer=None,
            kernel_regularizer=None, bias_regularizer=None, trainable=True, name=None, reuse=None, **unsupported):
-    if unsupported or data_format != "channels_last" or _pair(dilation_rate) != [1, 1]:
+    if unsupported or data_format != "channels_last":
         raise NotImplementedError("tf.compat.v1.layers.conv2d with these arguments is not supported by Tessera yet")
     inputs = convert_to_tensor(inputs)
     kh, kw = _pair(kernel_size)
     with variable_scope(name, default_name="conv2d", reuse=reuse):
         kernel = get_variable("kernel", [kh, kw, inputs.shape[-1], filters], inputs.dtype, kernel_initializer,
                               kernel_regularizer, trainable)
-        out = nn.conv2d(inputs, kernel, strides=_pair(strides), padding=_padding(padding))
+        out = nn.conv2d(inputs, kernel, strides=_pair(strides), padding=_padding(padding),
+                        dilations=_pair(dilation_rate))
         if use_bias:
             bias = get_variable("bias", [filters], inputs.dtype, bias_initializer or zeros_initializer(),
                                 bias_regularizer, trainable)

@@ -55,14 +55,55 @@ def _four(v):
     return [1, v, v, 1] if isinstance(v, int) else (list(v) if len(v) == 4 else [1, *v, 1])
 
 
+def _dilated(filter, dilations):  # noqa: A002
+    """`filter` [KH, KW, ...] with dilations[1] - 1 and dilations[2] - 1 zeros between its
+    taps: a convolution with it is the dilated convolution, SAME padding included (its size
+    is the effective one TensorFlow pads for). The engine's kernels take no dilations; this
+    costs the products with the zeros (dilation squared, at most)."""
+    filter = convert_to_tensor(filter)
+    with name_scope(None, "dilated_filter"):
+        for axis, rate in ((0, dilations[1]), (1, dilations[2])):
+            if rate == 1:
+                continue
+            size = array_ops.shape(filter)
+            taps = array_ops.pad(array_ops.expand_dims(filter, axis + 1),
+                                 [[0, rate - 1] if a == axis + 1 else [0, 0] for a in range(5)])
+            spread = array_ops.concat([size[:axis], size[axis:axis + 1] * rate, size[axis + 1:]], 0)
+            kept = array_ops.concat([size[:axis], (size[axis:axis + 1] - 1) * rate + 1, size[axis + 1:]], 0)
+            static = filter.shape.dims
+            filter = array_ops.slice(array_ops.reshape(taps, spread), [0, 0, 0, 0], kept)
+            if static is not None:
+                static = list(static)
+                static[axis] = None if static[axis] is None else (static[axis] - 1) * rate + 1
+                filter.set_shape(static)
+        return filter
+
+
+def _dilations(dilations, rate=None):
+    d = _four(rate if rate is not None else dilations) if (dilations is not None or rate is not None) else [1, 1, 1, 1]
+    if d[0] != 1 or d[3] != 1 or min(d) < 1:
+        raise ValueError(f"Dilations must be positive, and 1 in the batch and depth dimensions; got {d}")
+    return d
+
+
 def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu=True, data_format="NHWC",  # noqa: A002
            dilations=None, name=None, filters=None):
     filter = filter if filter is not None else filters
+    d = _dilations(dilations)
+    if d != [1, 1, 1, 1]:
+        filter = _dilated(filter, d)
     return gen_ops.conv2d(input, filter, strides=_four(strides), padding=padding, data_format=data_format,
-                          dilations=_four(dilations) if dilations is not None else None, name=name or "Conv2D")
+                          name=name or "Conv2D")
+
+
+def atrous_conv2d(value, filters, rate, padding, name=None):
+    return conv2d(value, filters, [1, 1, 1, 1], padding, dilations=[1, rate, rate, 1], name=name or "atrous")
 
 
 def depthwise_conv2d(input, filter, strides, padding, rate=None, name=None, data_format=None, dilations=None):  # noqa: A002
+    d = _dilations(dilations, rate)
+    if d != [1, 1, 1, 1]:
+        filter = _dilated(filter, d)
     return gen_ops.depthwise_conv2d_native(input, filter, strides=_four(strides), padding=padding,
                                            data_format=data_format, name=name or "depthwise")
 

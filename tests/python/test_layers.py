@@ -156,3 +156,35 @@ def test_basic_lstm_static_rnn_as_tensorflows():
                                                                -2.4366116e-05, -3.8758673e-05], rtol=2e-4)
         sums = [float(np.abs(g).sum()) for g in sess.run(grads)]
     np.testing.assert_allclose(sums, [0.0036488305777311325, 0.0004655189113691449], rtol=1e-4)
+
+
+def test_dilated_convolutions_are_tensorflows():
+    x = tf.constant(np.arange(2 * 7 * 6 * 3, dtype=np.float32).reshape(2, 7, 6, 3) / 100 - 0.6)
+    f = tf.constant(np.arange(3 * 2 * 3 * 4, dtype=np.float32).reshape(3, 2, 3, 4) / 40 - 0.5)
+    fd = tf.constant(np.arange(3 * 3 * 3 * 2, dtype=np.float32).reshape(3, 3, 3, 2) / 30 - 0.4)
+    a = tf.nn.conv2d(x, f, [1, 1, 1, 1], "SAME", dilations=[1, 2, 3, 1])
+    b = tf.nn.conv2d(x, f, [1, 1, 1, 1], "VALID", dilations=[1, 2, 2, 1])
+    c = tf.nn.atrous_conv2d(x, f, 2, "SAME")
+    d = tf.nn.depthwise_conv2d(x, fd, [1, 1, 1, 1], "SAME", rate=[2, 2])
+    loss = tf.reduce_sum(tf.square(a)) + tf.reduce_sum(b) + tf.reduce_sum(tf.square(d))
+    grads = tf.gradients(loss, [x, f, fd])
+    assert b.shape.as_list() == [2, 3, 4, 4]
+    # TensorFlow 2.21's for the same graph: shape, sum of |values|, first values.
+    want = [((2, 7, 6, 4), 1244.927978515625, [-1.352000117301941, -1.4045000076293945, -1.4570001363754272]),
+            ((2, 3, 4, 4), 696.3480224609375, [1.4249998331069946, 1.3349997997283936, 1.244999885559082]),
+            ((2, 7, 6, 4), 1418.4189453125, [-1.4960001707077026, -1.5530000925064087, -1.6100001335144043]),
+            ((2, 7, 6, 6), 1186.7406005859375, [-1.0200001001358032, -1.0720000267028809, -1.0893335342407227]),
+            ((2, 7, 6, 3), 23606.970703125, [-13.711690902709961, -14.46696949005127, -15.36180305480957]),
+            ((3, 2, 3, 4), 35133.6328125, [217.97386169433594, 240.97784423828125, 263.9818420410156]),
+            ((3, 3, 3, 2), 16000.111328125, [105.05448150634766, 117.66682434082031, 132.64251708984375])]
+    with tf.Session() as sess:
+        got = sess.run([a, b, c, d] + grads)
+    for value, (shape, total, first) in zip(got, want):
+        assert value.shape == shape
+        assert float(np.abs(value).sum()) == pytest.approx(total, rel=1e-5)
+        np.testing.assert_allclose(value.ravel()[:3], first, rtol=1e-5)
+    layer = tf.layers.conv2d(x, 4, 3, padding="same", dilation_rate=2)
+    assert layer.shape.as_list() == [2, 7, 6, 4]
+    with pytest.raises(ValueError, match="Dilations must be positive"):
+        tf.nn.conv2d(x, f, [1, 1, 1, 1], "SAME", dilations=[2, 1, 1, 1])
+
