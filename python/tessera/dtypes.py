@@ -8,11 +8,12 @@ import numpy as np
 class DType:
     """One element type: `name` is TensorFlow's ("float32"), `as_numpy_dtype` NumPy's."""
 
-    __slots__ = ("_name", "_numpy")
+    __slots__ = ("_name", "_numpy", "_enum")
 
-    def __init__(self, name, numpy_type):
+    def __init__(self, name, numpy_type, enum):
         self._name = name
         self._numpy = numpy_type
+        self._enum = enum  # TensorFlow's DataType (types.proto)
 
     @property
     def name(self):
@@ -21,6 +22,10 @@ class DType:
     @property
     def as_numpy_dtype(self):
         return self._numpy
+
+    @property
+    def as_datatype_enum(self):
+        return self._enum
 
     @property
     def base_dtype(self):
@@ -76,30 +81,36 @@ class DType:
         return as_dtype, (self._name,)
 
 
-float16 = half = DType("float16", np.float16)
-bfloat16 = DType("bfloat16", np.float32)  # NumPy has none: values cross as float32
-float32 = DType("float32", np.float32)
-float64 = double = DType("float64", np.float64)
-int32 = DType("int32", np.int32)
-int64 = DType("int64", np.int64)
-uint8 = DType("uint8", np.uint8)
-bool = DType("bool", np.bool_)  # noqa: A001 (TensorFlow's name)
-string = DType("string", object)
-variant = DType("variant", object)
-resource = DType("resource", object)
+float16 = half = DType("float16", np.float16, 19)
+bfloat16 = DType("bfloat16", np.float32, 14)  # NumPy has none: values cross as float32
+float32 = DType("float32", np.float32, 1)
+float64 = double = DType("float64", np.float64, 2)
+int32 = DType("int32", np.int32, 3)
+int64 = DType("int64", np.int64, 9)
+uint8 = DType("uint8", np.uint8, 4)
+bool = DType("bool", np.bool_, 10)  # noqa: A001 (TensorFlow's name)
+string = DType("string", object, 7)
+variant = DType("variant", object, 21)
+resource = DType("resource", object, 20)
 
 _BY_NAME = {d.name: d for d in (float16, bfloat16, float32, float64, int32, int64, uint8, bool, string, variant,
                                resource)}
 _BY_NAME.update({"float": float32, "double": float64, "half": float16})
+_BY_ENUM = {d.as_datatype_enum: d for d in _BY_NAME.values()}
 _BY_NUMPY = {np.dtype(np.float16): float16, np.dtype(np.float32): float32, np.dtype(np.float64): float64,
              np.dtype(np.int32): int32, np.dtype(np.int64): int64, np.dtype(np.uint8): uint8,
              np.dtype(np.bool_): bool, np.dtype(object): string}
 
 
 def as_dtype(value):
-    """A DType from a DType, a name ("float32"), a NumPy dtype or type, or a Python type."""
+    """A DType from a DType, a name ("float32"), TensorFlow's DataType number, a NumPy dtype
+    or type, or a Python type."""
     if isinstance(value, DType):
         return value
+    if isinstance(value, builtins.int) and not isinstance(value, builtins.bool):
+        if value in _BY_ENUM:
+            return _BY_ENUM[value]
+        raise TypeError(f"Cannot convert value {value!r} to a TensorFlow DType.")
     if isinstance(value, str):
         if value in _BY_NAME:
             return _BY_NAME[value]

@@ -217,6 +217,27 @@ def test_a_graph_defs_nodes_can_be_read():
     assert [n.name for n in again.node] == ["in", "Const", "out"]
 
 
+def test_a_node_defs_attrs_read_as_attr_values():
+    x = tf.placeholder(tf.float32, [None, 3], name="x")
+    tf.constant([[1.5, 2.0]], name="c")
+    tf.constant(["a", "bc"], name="words")
+    tf.nn.conv2d(tf.zeros([1, 4, 4, 1]), tf.zeros([2, 2, 1, 1]), [1, 2, 2, 1], "SAME", name="conv")
+    tf.reduce_sum(x, 1, keepdims=True, name="sum")
+    nodes = {n.name: n for n in tf.get_default_graph().as_graph_def().node}
+    placeholder = nodes["x"].attr
+    assert placeholder["dtype"].type == tf.float32.as_datatype_enum == 1
+    assert placeholder["dtype"].WhichOneof("value") == "type" and tf.as_dtype(placeholder["dtype"].type) == tf.float32
+    assert [d.size for d in placeholder["shape"].shape.dim] == [-1, 3] and not placeholder["shape"].shape.unknown_rank
+    value = nodes["c"].attr["value"].tensor
+    assert value.dtype == 1 and [d.size for d in value.tensor_shape.dim] == [1, 2]
+    np.testing.assert_array_equal(tf.make_ndarray(value), [[1.5, 2.0]])
+    assert tf.make_ndarray(nodes["words"].attr["value"].tensor).tolist() == [b"a", b"bc"]
+    conv = nodes["conv"].attr
+    assert conv["padding"].s == b"SAME" and conv["strides"].list.i == [1, 2, 2, 1] and conv["strides"].list.s == []
+    assert conv["T"].type == tf.float32.as_datatype_enum and conv["padding"].i == 0
+    assert nodes["sum"].attr["keep_dims"].b is True and nodes["sum"].attr["keep_dims"].HasField("b")
+
+
 def test_second_derivatives_and_slices_of_a_batch():
     x = tf.placeholder(tf.float32)
     y = x ** 3 + 2 * x

@@ -28,7 +28,7 @@ from tessera.framework import (Graph, Operation, Tensor, TensorShape, add_to_col
 from tessera import data, layers, losses, nn, saved_model, summary, train
 from tessera.gen_ops import raw_ops
 from tessera.gradients import gradients
-from tessera.graph_io import GraphDef, import_graph_def
+from tessera.graph_io import GraphDef, import_graph_def, make_ndarray
 from tessera.unsupported import module_getattr
 from tessera.math_ops import clip_by_global_norm, clip_by_norm, clip_by_value, global_norm
 from tessera.queues import FIFOQueue, PaddingFIFOQueue, RandomShuffleQueue
