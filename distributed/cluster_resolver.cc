@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "distributed/rank_table.h"
 #include "graph/platform/json_util.h"
 
 namespace tessera {
@@ -202,6 +203,50 @@ class SlurmResolver final : public ClusterResolver {
   const ClusterResolverOptions options_;
 };
 
+class MpiResolver final : public ClusterResolver {
+ public:
+  MpiResolver(Environment env, ClusterResolverOptions options) : env_(std::move(env)), options_(std::move(options)) {}
+  std::string_view name() const override { return "mpi"; }
+
+  StatusOr<ClusterTask> Resolve() const override {
+    ASSIGN_OR_RETURN(std::string rank_text, Required(env_, {"OMPI_COMM_WORLD_RANK", "PMI_RANK"}));
+    ASSIGN_OR_RETURN(std::string size_text, Required(env_, {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}));
+    std::string local_text = "0";
+    if (StatusOr<std::string> local = Required(env_, {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"}); local.ok()) {
+      local_text = *local;
+    }
+    const std::optional<int64_t> size = ParseCount(size_text, kMaxTasks);
+    if (!size || *size == 0) return errors::InvalidArgument("the launch's size '", size_text, "' is not 1 to 65536");
+    const std::optional<int64_t> rank = ParseCount(rank_text, *size - 1);
+    if (!rank) return errors::InvalidArgument("the rank '", rank_text, "' is not below the launch's ", *size, " ranks");
+    const std::optional<int64_t> local = ParseCount(local_text, *size - 1);
+    if (!local) return errors::InvalidArgument("the local rank '", local_text, "' is not below ", *size);
+    if (options_.port_base + *local > 65535) {
+      return errors::InvalidArgument("local rank ", *local, " serves at ", options_.port_base, " + ", *local,
+                                     ", past port 65535");
+    }
+    if (options_.coordinator.empty()) {
+      return errors::InvalidArgument("the mpi resolver needs rank 0's address for the address table (--coordinator "
+                                     "host:port)");
+    }
+    ASSIGN_OR_RETURN(auto by_rank, TasksByRank(options_.jobs, *size, "the MPI launcher"));
+    ASSIGN_OR_RETURN(std::vector<std::string> addresses,
+                     ExchangeRankAddresses(static_cast<int>(*rank), static_cast<int>(*size), options_.coordinator,
+                                           options_.port_base + static_cast<int>(*local), options_.timeout));
+    json cluster = json::object();
+    for (size_t r = 0; r < addresses.size(); ++r) cluster[by_rank[r].first].push_back(addresses[r]);
+    ClusterTask out;
+    ASSIGN_OR_RETURN(out.cluster, ClusterSpec::FromJsonValue(cluster, "the MPI launch's cluster"));
+    out.job = by_rank[static_cast<size_t>(*rank)].first;
+    out.task = by_rank[static_cast<size_t>(*rank)].second;
+    return out;
+  }
+
+ private:
+  const Environment env_;
+  const ClusterResolverOptions options_;
+};
+
 }  // namespace
 
 Environment ProcessEnvironment() {
@@ -223,14 +268,18 @@ StatusOr<std::unique_ptr<ClusterResolver>> MakeClusterResolver(std::string_view 
       name = "tf_config";
     } else if (set("SLURM_PROCID")) {
       name = "slurm";
+    } else if (set("OMPI_COMM_WORLD_RANK") || set("PMI_RANK")) {
+      name = "mpi";
     } else {
       return errors::InvalidArgument(
-          "no launcher found: TF_CONFIG (tf_config) and SLURM_PROCID (slurm, as srun sets it) are not set");
+          "no launcher found: TF_CONFIG (tf_config), SLURM_PROCID (slurm, as srun sets it) and "
+          "OMPI_COMM_WORLD_RANK or PMI_RANK (mpi, as mpirun sets them) are not set");
     }
   }
   if (name == "tf_config") return std::unique_ptr<ClusterResolver>(new TfConfigResolver(std::move(env)));
   if (name == "slurm") return std::unique_ptr<ClusterResolver>(new SlurmResolver(std::move(env), std::move(options)));
-  return errors::InvalidArgument("unknown cluster resolver '", name, "': auto, tf_config or slurm");
+  if (name == "mpi") return std::unique_ptr<ClusterResolver>(new MpiResolver(std::move(env), std::move(options)));
+  return errors::InvalidArgument("unknown cluster resolver '", name, "': auto, tf_config, slurm or mpi");
 }
 
 StatusOr<ClusterTask> ParseTfConfig(std::string_view text) {

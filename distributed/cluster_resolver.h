@@ -11,6 +11,12 @@
 //              where TensorFlow's sorts their names: srun places ranks in its order, and
 //              sorting gives a rank another node's address where names sort otherwise
 //              ("n10" before "n9").
+//   mpi        mpirun's OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK, or a PMI launcher's PMI_RANK and
+//              PMI_SIZE (MPI_LOCALRANKID): each rank serves at a port base plus its index among
+//              its node's ranks and reports that address to rank 0 at the coordinator the
+//              command line names, which answers with the whole table (rank_table.h); the jobs
+//              are filled by rank as for slurm. Resolve waits for the other ranks, up to the
+//              timeout.
 //
 //   ClusterResolverOptions options;
 //   options.jobs = {{"worker", 2}, {"ps", 1}};  // rank 0 the ps, ranks 1 and 2 the workers
@@ -21,6 +27,7 @@
 // reads the environment as Resolve runs, which must not race with setenv.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -48,17 +55,21 @@ struct ClusterTask {
 };
 
 struct ClusterResolverOptions {
-  // For resolvers that number tasks by rank (slurm): the jobs the ranks fill, in the order of
-  // their names. Empty: every task a worker.
+  // For resolvers that number tasks by rank (slurm, mpi): the jobs the ranks fill, in the
+  // order of their names. Empty: every task a worker.
   std::vector<std::pair<std::string, int>> jobs;
-  // slurm: a task's port is this plus its index among its node's tasks (TensorFlow's 8888).
+  // slurm, mpi: a task's port is this plus its index among its node's tasks (TensorFlow's 8888).
   int port_base = 8888;
+  // mpi: rank 0's "host:port" for the address table (not a port any task serves on), and how
+  // long a rank waits for the others.
+  std::string coordinator;
+  std::chrono::milliseconds timeout{60000};
 };
 
 class ClusterResolver {
  public:
   virtual ~ClusterResolver() = default;
-  // "tf_config", "slurm".
+  // "tf_config", "slurm", "mpi".
   virtual std::string_view name() const = 0;
   // InvalidArgument naming the variable and what is wrong with it.
   virtual StatusOr<ClusterTask> Resolve() const = 0;

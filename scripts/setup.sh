@@ -20,7 +20,9 @@ packages=(cmake ninja-build g++ clang libclang-rt-dev ccache
           # the Python package: a virtualenv to build it in (pip install .) and Python's headers
           python3 python3-venv python3-dev
           # tests/fresh_machine/fresh_debian.sh
-          debootstrap)
+          debootstrap
+          # the launchers the cluster tests start jobs with: a one-node Slurm and Open MPI's mpirun
+          slurm-wlm munge openmpi-bin)
 [ "${1:-}" = --peers ] && packages+=(libgloo-dev libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${packages[@]}"; do

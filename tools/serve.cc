@@ -77,7 +77,9 @@ StatusOr<ServeArgs> Parse(const std::vector<std::string>& args) {
 }  // namespace
 
 void AddResolverFlags(Flags& flags, ResolverFlagValues* values) {
-  for (const char* flag : {"--resolver", "--jobs", "--port-base"}) flags.String(flag, &(*values)[flag]);
+  for (const char* flag : {"--resolver", "--jobs", "--port-base", "--coordinator"}) {
+    flags.String(flag, &(*values)[flag]);
+  }
 }
 
 StatusOr<ClusterTask> ResolveFromFlags(const Flags& flags, const ResolverFlagValues& values) {
@@ -94,6 +96,7 @@ StatusOr<ClusterTask> ResolveFromFlags(const Flags& flags, const ResolverFlagVal
     }
     options.port_base = static_cast<int>(port);
   }
+  if (flags.Given("--coordinator")) options.coordinator = values.at("--coordinator");
   const std::string name = flags.Given("--resolver") ? values.at("--resolver") : "auto";
   ASSIGN_OR_RETURN(std::unique_ptr<ClusterResolver> resolver,
                    MakeClusterResolver(name, ProcessEnvironment(), std::move(options)));

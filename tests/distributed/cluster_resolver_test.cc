@@ -1,13 +1,22 @@
-// Cluster resolvers: TF_CONFIG (TensorFlow's and Kubeflow TFJob's forms) and Slurm's
-// variables as srun sets them, read from a test's environment, and every way they can be
-// wrong.
+// Cluster resolvers: TF_CONFIG (TensorFlow's and Kubeflow TFJob's forms), Slurm's variables
+// as srun sets them, and mpirun's, whose ranks exchange their addresses through rank 0 (here
+// threads on loopback); every way they can be wrong, and peers that lie.
 #include "distributed/cluster_resolver.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <future>
 #include <map>
 #include <thread>
+
+#include "distributed/rank_table.h"
+#include "tests/distributed/free_port.h"
 
 namespace tessera {
 namespace {
@@ -191,7 +200,9 @@ TEST(ClusterResolverTest, AutoFindsTheLauncher) {
   EXPECT_EQ(named({{"TF_CONFIG", tf_config}, {"SLURM_PROCID", "0"}}), "tf_config");
   EXPECT_EQ(named(SrunStep(0)), "slurm");
   EXPECT_EQ(named({{"TF_CONFIG", ""}, {"SLURM_PROCID", "0"}}), "slurm");
-  EXPECT_THAT(named({}), HasSubstr("no launcher found: TF_CONFIG (tf_config) and SLURM_PROCID"));
+  EXPECT_EQ(named({{"OMPI_COMM_WORLD_RANK", "1"}}), "mpi");
+  EXPECT_EQ(named({{"PMI_RANK", "0"}}), "mpi");
+  EXPECT_THAT(named({}), HasSubstr("no launcher found: TF_CONFIG (tf_config), SLURM_PROCID"));
   auto r = MakeClusterResolver("kubernetes", Env({}));
   EXPECT_THAT(std::string(r.status().message()), HasSubstr("unknown cluster resolver 'kubernetes'"));
   EXPECT_THAT(std::string(Resolve("tf_config", {}).status().message()), HasSubstr("TF_CONFIG is not set"));
@@ -212,6 +223,151 @@ TEST(ClusterResolverTest, ResolvesFromManyThreadsAtOnce) {
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(right.load(), 200);
+}
+
+std::map<std::string, std::string> MpiRank(int rank, int size, int local) {
+  return {{"OMPI_COMM_WORLD_RANK", std::to_string(rank)},
+          {"OMPI_COMM_WORLD_SIZE", std::to_string(size)},
+          {"OMPI_COMM_WORLD_LOCAL_RANK", std::to_string(local)}};
+}
+
+// With three ranks, rank 0 the ps; with another count, every rank a worker.
+ClusterResolverOptions MpiOptions(int coordinator_port, int port_base, std::chrono::milliseconds timeout,
+                                  int ranks = 3) {
+  ClusterResolverOptions options;
+  if (ranks == 3) options.jobs = {{"worker", 2}, {"ps", 1}};
+  options.coordinator = StrCat("127.0.0.1:", coordinator_port);
+  options.port_base = port_base;
+  options.timeout = timeout;
+  return options;
+}
+
+// Three ranks on one host, each on a thread: all get one cluster, rank 0 the ps, each at the
+// port base plus its local rank.
+TEST(MpiResolverTest, RanksLearnEachOthersAddressesThroughRankZero) {
+  const int coordinator = testing::FreePort();
+  std::vector<std::future<StatusOr<ClusterTask>>> ranks;
+  for (int r : {2, 1, 0}) {  // rank 0 last: the others wait for it
+    ranks.push_back(std::async(std::launch::async, [&, r] {
+      return Resolve("mpi", MpiRank(r, 3, r), MpiOptions(coordinator, 9100, std::chrono::seconds(20)));
+    }));
+  }
+  std::vector<ClusterTask> tasks;
+  for (auto& f : ranks) {
+    StatusOr<ClusterTask> t = f.get();
+    ASSERT_TRUE(t.ok()) << t.status();
+    tasks.push_back(*t);
+  }
+  std::reverse(tasks.begin(), tasks.end());  // by rank
+  EXPECT_EQ(tasks[0].job, "ps");
+  EXPECT_EQ(tasks[1].job, "worker");
+  EXPECT_EQ(tasks[2].task, 1);
+  for (const ClusterTask& t : tasks) {
+    EXPECT_EQ(t.cluster.ToJson(), R"({"ps":["127.0.0.1:9100"],"worker":["127.0.0.1:9101","127.0.0.1:9102"]})");
+  }
+  // MPICH's names, one rank: no one to wait for.
+  StatusOr<ClusterTask> alone = Resolve("mpi", {{"PMI_RANK", "0"}, {"PMI_SIZE", "1"}},
+                                        MpiOptions(coordinator, 9100, std::chrono::seconds(1), 1));
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  EXPECT_EQ(alone->cluster.ToJson(), R"({"worker":["127.0.0.1:9100"]})");
+}
+
+TEST(MpiResolverTest, BadLaunchesSayWhatIsWrong) {
+  const auto options = MpiOptions(testing::FreePort(), 9100, std::chrono::milliseconds(300));
+  auto message = [&](std::map<std::string, std::string> vars, ClusterResolverOptions o) {
+    return std::string(Resolve("mpi", std::move(vars), std::move(o)).status().message());
+  };
+  EXPECT_THAT(message(MpiRank(3, 3, 0), options), HasSubstr("the rank '3' is not below the launch's 3 ranks"));
+  EXPECT_THAT(message(MpiRank(0, 0, 0), options), HasSubstr("size '0'"));
+  EXPECT_THAT(message(MpiRank(1, 3, 7), options), HasSubstr("the local rank '7'"));
+  EXPECT_THAT(message({{"OMPI_COMM_WORLD_RANK", "0"}}, options), HasSubstr("OMPI_COMM_WORLD_SIZE is not set"));
+  ClusterResolverOptions no_coordinator = options;
+  no_coordinator.coordinator = "";
+  EXPECT_THAT(message(MpiRank(0, 3, 0), no_coordinator), HasSubstr("--coordinator"));
+  no_coordinator.coordinator = "nohostport";
+  EXPECT_THAT(message(MpiRank(0, 3, 0), no_coordinator), HasSubstr("is not host:port"));
+  ClusterResolverOptions same_port = options;
+  same_port.port_base = std::stoi(options.coordinator.substr(10));
+  EXPECT_THAT(message(MpiRank(0, 3, 0), same_port), HasSubstr("give the coordinator another"));
+  ClusterResolverOptions four_jobs = options;
+  four_jobs.jobs = {{"worker", 4}};
+  EXPECT_THAT(message(MpiRank(0, 3, 0), four_jobs), HasSubstr("want 4 tasks, but the MPI launcher started 3"));
+  // Rank 0 without the others, and a rank without rank 0: each gives up at the timeout.
+  StatusOr<ClusterTask> lonely = Resolve("mpi", MpiRank(0, 3, 0), options);
+  EXPECT_EQ(lonely.status().code(), Code::kDeadlineExceeded);
+  EXPECT_THAT(std::string(lonely.status().message()), HasSubstr("rank(s) 1, 2 did not report"));
+  StatusOr<ClusterTask> orphan = Resolve("mpi", MpiRank(1, 3, 1), options);
+  EXPECT_EQ(orphan.status().code(), Code::kDeadlineExceeded);
+  EXPECT_THAT(std::string(orphan.status().message()), HasSubstr("could not be reached"));
+}
+
+// A raw connection to rank 0: what it sends, and what it gets back before rank 0 closes it.
+std::string Exchange(int port, const std::string& send) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  std::string got;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (!send.empty()) (void)!write(fd, send.data(), send.size());
+  shutdown(fd, SHUT_WR);
+  char buffer[256];
+  for (ssize_t n; (n = read(fd, buffer, sizeof buffer)) > 0;) got.append(buffer, static_cast<size_t>(n));
+  close(fd);
+  return got;
+}
+
+// Rank 0 answers reports it cannot take with the reason and goes on waiting for the real
+// ranks; a rank 0 that lies gets its rank an error, not a wrong table.
+TEST(MpiResolverTest, PeersThatLieAreRefused) {
+  const int coordinator = testing::FreePort();
+  auto rank0 = std::async(std::launch::async, [&] {
+    return Resolve("mpi", MpiRank(0, 2, 0), MpiOptions(coordinator, 9100, std::chrono::seconds(20), 2));
+  });
+  EXPECT_THAT(Exchange(coordinator, "HELLO\n"), HasSubstr("ERROR not a report"));
+  EXPECT_THAT(Exchange(coordinator, "RANK 1 5 10.0.0.1 80\n"), HasSubstr("ERROR it counts 5 ranks"));
+  EXPECT_THAT(Exchange(coordinator, "RANK 0 2 10.0.0.1 80\n"), HasSubstr("ERROR rank 0 is not one of 1 to 1"));
+  EXPECT_THAT(Exchange(coordinator, "RANK 1 2 10.0.0.1 99999\n"), HasSubstr("port 99999"));
+  EXPECT_THAT(Exchange(coordinator, std::string(4096, 'x')), HasSubstr("a line too long"));
+  EXPECT_THAT(Exchange(coordinator, "RANK 1"), HasSubstr("closed before a report"));
+  StatusOr<ClusterTask> rank1 =
+      Resolve("mpi", MpiRank(1, 2, 1), MpiOptions(coordinator, 9100, std::chrono::seconds(20), 2));
+  ASSERT_TRUE(rank1.ok()) << rank1.status();
+  ASSERT_TRUE(rank0.get().ok());
+  EXPECT_EQ(*rank1->cluster.TaskAddress("worker", 1), "127.0.0.1:9101");
+
+  // A fake rank 0 answering rank 1 with an endless or short table.
+  for (const std::string& lie : {std::string("TABLE\n") + std::string(1 << 20, 'a'), std::string("TABLE\nh:1\nEND\n"),
+                                 std::string("ERROR go away\n")}) {
+    const int fake_port = testing::FreePort();
+    const int listener = socket(AF_INET, SOCK_STREAM, 0);
+    const int on = 1;
+    setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(fake_port));
+    ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    ASSERT_EQ(listen(listener, 1), 0);
+    std::thread fake([&] {
+      const int fd = accept(listener, nullptr, nullptr);
+      char buffer[256];
+      (void)!read(fd, buffer, sizeof buffer);
+      (void)!send(fd, lie.data(), lie.size(), MSG_NOSIGNAL);
+      close(fd);
+    });
+    StatusOr<std::vector<std::string>> table =
+        ExchangeRankAddresses(1, 3, StrCat("127.0.0.1:", fake_port), 9101, std::chrono::seconds(20));
+    fake.join();
+    close(listener);
+    EXPECT_EQ(table.status().code(), Code::kInvalidArgument) << lie.substr(0, 20);
+    EXPECT_THAT(std::string(table.status().message()), HasSubstr(lie[0] == 'E' ? "refused rank 1's report: go away"
+                                                                               : "with no table of 3 addresses"));
+  }
 }
 
 }  // namespace

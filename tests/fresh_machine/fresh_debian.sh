@@ -53,6 +53,9 @@ trap 'rm -rf "$work"' EXIT
 root=$work/root
 cp -a "$pristine" "$root"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+# The names an installed system has (Debian's installer writes them; debootstrap does not).
+printf '127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\n' "$(hostname)" \
+  >"$root/etc/hosts"
 # The host's trust in the network between it and PyPI (a proxy's own CA, where there is one),
 # as its name servers are: the Python package's build downloads its backend with pip.
 trust=()
