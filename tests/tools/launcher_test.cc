@@ -10,20 +10,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <sstream>
 
-#include "graph/allocator.h"
-#include "graph/serialize/tensor_bundle.h"
 #include "tests/distributed/free_port.h"
-#include "training/trainer.h"
+#include "tests/tools/multi_worker_check.h"
 
 namespace tessera {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::ExpectCheckpointEquals;
+using testing::kTrainFlags;
+using testing::OneProcess;
+using testing::RunCommand;
 
 bool OnPath(const std::string& program) {
   std::istringstream path(std::getenv("PATH") != nullptr ? std::getenv("PATH") : "");
@@ -31,17 +31,6 @@ bool OnPath(const std::string& program) {
     if (access((dir + "/" + program).c_str(), X_OK) == 0) return true;
   }
   return false;
-}
-
-// `command`'s output (stdout and stderr) and its exit status.
-std::pair<std::string, int> RunCommand(const std::string& command) {
-  std::string out;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return {"popen failed", -1};
-  char buffer[4096];
-  for (size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, n);
-  const int status = pclose(pipe);
-  return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
 }
 
 // A port whose next `count - 1` are free too: the ranks of one host serve at a base plus
@@ -55,48 +44,6 @@ int FreePortRun(int count) {
   }
   return 0;
 }
-
-TrainOptions SmallRun() {
-  TrainOptions o;
-  o.epochs = 1;
-  o.batch = 48;
-  o.train_limit = 5 * 48;
-  o.test_limit = 200;
-  o.progress = false;
-  return o;
-}
-
-void ExpectCheckpointEquals(const std::string& prefix, const TrainResult& alone) {
-  StatusOr<std::unique_ptr<BundleReader>> reader = BundleReader::Open(prefix);
-  ASSERT_TRUE(reader.ok()) << reader.status();
-  for (const auto& [name, value] : alone.variables) {
-    StatusOr<Tensor> theirs = (*reader)->Read(name, CpuAllocator());
-    ASSERT_TRUE(theirs.ok()) << theirs.status();
-    ASSERT_EQ(theirs->NumElements(), value.NumElements()) << name;
-    double worst = 0;
-    for (int64_t i = 0; i < value.NumElements(); ++i) {
-      worst = std::max(worst, std::abs(double(value.data<float>()[i]) - theirs->data<float>()[i]));
-    }
-    EXPECT_LE(worst, 1e-4) << name;
-  }
-  for (const char* suffix : {".index", ".data-00000-of-00001"}) std::remove((prefix + suffix).c_str());
-}
-
-// Training alone with the towers of three workers: what each launch must give.
-const TrainResult& OneProcess() {
-  static const TrainResult* result = [] {
-    TrainOptions one = SmallRun();
-    one.devices = 3;
-    std::ostringstream log;
-    StatusOr<TrainResult> alone = Train(one, log);
-    EXPECT_TRUE(alone.ok()) << alone.status();
-    return new TrainResult(alone.ok() ? std::move(*alone) : TrainResult{});
-  }();
-  return *result;
-}
-
-const char kTrainFlags[] =
-    " train --mode multi-worker --epochs 1 --batch 48 --train-limit 240 --test-limit 200 --no-progress";
 
 TEST(LauncherTest, MpirunThreeWorkersEqualOneProcess) {
   if (!OnPath("mpirun")) GTEST_SKIP() << "mpirun is not installed (scripts/setup.sh installs Debian's openmpi-bin)";
