@@ -328,6 +328,7 @@ void BindGraph(nb::module_& m) {
             std::vector<Output> outputs, inputs;
             GradientOptions options;
             options.colocate_gradients_with_ops = colocate;
+            options.zeros_for_unreached = false;
             for (const std::string& y : ys) outputs.push_back(OutputOrRaise(g, y));
             for (const std::string& x : xs) inputs.push_back(OutputOrRaise(g, x));
             for (const std::string& dy : grad_ys) options.grad_outputs.push_back(OutputOrRaise(g, dy));
@@ -336,12 +337,12 @@ void BindGraph(nb::module_& m) {
             std::vector<Output> grads;
             OkOrRaise(AddSymbolicGradients(scope, outputs, inputs, &grads, options));
             std::vector<std::string> names;
-            for (const Output& o : grads) names.push_back(o.name());
+            for (const Output& o : grads) names.push_back(o.node == nullptr ? "" : o.name());
             return names;
           },
           "ys"_a, "xs"_a, "grad_ys"_a, "prefix"_a, "colocate"_a, "device"_a,
           "Adds d(sum of ys)/d(xs) under the name scope `prefix` (\"gradients\" in it, made "
-          "unique); returns the gradients' names. "
+          "unique); returns the gradients' names, \"\" where none reached an x. "
           "The nodes it added, even when it fails, are nodes_from(the count before).")
       .def("nodes_from",
            [](const GraphHandle& g, int start) {

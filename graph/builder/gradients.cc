@@ -97,6 +97,11 @@ class ForwardLoops {
     loop.frame = frame;
     for (int id = 0; id < forward_nodes_; ++id) {
       Node* n = graph_.nodes()[id];
+      // A gradient loop: its own gradient would need the forward loop's stacks pushed again.
+      if (n->op() == "StackPopV2" && frames_->input_frame[id] == frame) {
+        return errors::Unimplemented("Second-order gradients of a tf.while_loop are not supported by Tessera (",
+                                     n->DebugName(), " is in a loop's gradient)");
+      }
       if (!IsEnter(n->op()) || frames_->output_frame[id] != frame) continue;
       bool is_constant = false;
       RETURN_IF_ERROR(n->GetAttr("is_constant", &is_constant));
@@ -630,7 +635,7 @@ Status AddSymbolicGradients(const Scope& scope, const std::vector<Output>& outpu
   }
   const Scope gradients = scope.NewSubScope("gradients");
   RETURN_IF_ERROR(GradientBuilder(gradients, options, loops).Build(outputs, inputs, grads));
-  for (size_t i = 0; i < inputs.size(); ++i) {
+  for (size_t i = 0; i < inputs.size() && options.zeros_for_unreached; ++i) {
     if ((*grads)[i].node != nullptr) continue;
     Scope zeros = gradients.NewSubScope(StrCat(inputs[i].node->name(), "_grad/zeros"));
     if (options.colocate_gradients_with_ops) zeros = zeros.ColocateWith(inputs[i].op());

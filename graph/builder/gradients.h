@@ -32,10 +32,13 @@ struct GradientOptions {
   // Put each gradient op on its forward op's device, as tf.gradients'
   // colocate_gradients_with_ops does; otherwise the scope's device rules apply.
   bool colocate_gradients_with_ops = true;
+  // An input no gradient reaches (no path, or only through ops without one, such as Shape):
+  // zeros of its shape, or an empty Output, which tf.gradients makes None.
+  bool zeros_for_unreached = true;
 };
 
 // Adds the ops computing d(sum of outputs)/d(inputs[i]) to `scope`'s graph. An input the
-// outputs do not depend on gets zeros. NotFound names the op on the path that has no
+// outputs do not depend on gets zeros (or nothing: zeros_for_unreached). NotFound names the op on the path that has no
 // gradient function; errors of building a gradient name the forward op.
 Status AddSymbolicGradients(const Scope& scope, const std::vector<Output>& outputs,
                             const std::vector<Output>& inputs, std::vector<Output>* grads,

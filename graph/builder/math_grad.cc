@@ -312,30 +312,47 @@ Status SplitVGrad(const Scope& s, const Operation& op, const std::vector<Output>
   return s.status();
 }
 
-// The gradient cuts g back into the inputs' extents along the axis, which must be known
-// when the graph is built (a constant axis, static sizes along it).
+// The gradient cuts g back into the inputs' extents along the axis, which must be a constant;
+// sizes unknown when the graph is built (a loop variable that grows) are read when it runs.
 Status ConcatGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
   const int n = op.node()->num_inputs() - 1;
   const Output axis_input = In(op, n);
   Tensor axis_value;
   const TensorShape first = StaticShape(In(op, 0));
-  if (!IsConstant(axis_input.node->op()) || !axis_input.node->GetAttr("value", &axis_value).ok() ||
-      first.unknown_rank()) {
-    return errors::Unimplemented("The gradient of ConcatV2 '", op.name(), "' needs a constant axis and inputs of known rank");
+  if (!IsConstant(axis_input.node->op()) || !axis_input.node->GetAttr("value", &axis_value).ok()) {
+    return errors::Unimplemented("The gradient of ConcatV2 '", op.name(), "' needs a constant axis");
   }
   int64_t axis = IntTensorValues(axis_value)[0];
+  if (axis < 0 && first.unknown_rank()) {
+    return errors::Unimplemented("The gradient of ConcatV2 '", op.name(), "' needs a known rank for axis ", axis);
+  }
   if (axis < 0) axis += first.rank();
   std::vector<int64_t> sizes;
+  bool all_known = true;
   for (int i = 0; i < n; ++i) {
     const TensorShape shape = StaticShape(In(op, i));
-    if (shape.unknown_rank() || shape.dim(static_cast<int>(axis)) < 0) {
-      return errors::Unimplemented("The gradient of ConcatV2 '", op.name(), "' needs every input's size along axis ",
-                                   axis, " known; input ", i, " is ", shape.DebugString());
-    }
-    sizes.push_back(shape.dim(static_cast<int>(axis)));
+    all_known = all_known && !shape.unknown_rank() && shape.dim(static_cast<int>(axis)) >= 0;
+    sizes.push_back(all_known ? shape.dim(static_cast<int>(axis)) : -1);
   }
-  *grads = ops::SplitV(s, g[0], Tensor::FromVector(sizes), static_cast<int32_t>(axis), n);
+  Input size_splits = Tensor::FromVector(sizes);
+  if (!all_known) {
+    std::vector<Input> parts;
+    for (int i = 0; i < n; ++i) {
+      const Tensor begin = Tensor::FromVector<int32_t>({static_cast<int32_t>(axis)});
+      parts.push_back(ops::Build(s, "Slice", {ops::Shape(s, In(op, i)), begin, Tensor::FromVector<int32_t>({1})}));
+    }
+    size_splits = ops::Concat(s, parts, 0);
+  }
+  *grads = ops::SplitV(s, g[0], size_splits, static_cast<int32_t>(axis), n);
   grads->push_back(Output());
+  return s.status();
+}
+
+// Fill's value is in every element: its gradient is the sum of g.
+Status FillGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
+  const Output rank = ops::Build(s, "Size", {ops::Shape(s, g[0])});
+  const Output axes = ops::Build(s, "Range", {0, rank, 1});
+  *grads = {Output(), ops::Sum(s, g[0], axes)};
   return s.status();
 }
 
@@ -427,6 +444,7 @@ void RegisterMathGradients(GradientRegistry& r) {
   RegisterCoreGradient(r, "Split", SplitGrad);
   RegisterCoreGradient(r, "SplitV", SplitVGrad);
   RegisterCoreGradient(r, "ConcatV2", ConcatGrad);
+  RegisterCoreGradient(r, "Fill", FillGrad);
   RegisterCoreGradient(r, "Cast", CastGrad);
   RegisterCoreGradient(r, "Squeeze", ReshapeLikeInputGrad);
   RegisterCoreGradient(r, "ExpandDims", ReshapeLikeInputGrad);
@@ -437,7 +455,7 @@ void RegisterMathGradients(GradientRegistry& r) {
   for (const char* op : {"Shape", "Size", "Equal", "NotEqual", "Less", "LessEqual", "Greater", "GreaterEqual",
                          "LogicalAnd", "LogicalOr", "LogicalNot", "ArgMax", "RandomUniform", "RandomStandardNormal",
                          "TruncatedNormal", "ZerosLike", "OnesLike", "Range", "BroadcastGradientArgs", "FloorDiv",
-                         "TruncateDiv"}) {
+                         "TruncateDiv", "PyFunc"}) {
     RegisterCoreGradient(r, op, NoGradient);
   }
 }

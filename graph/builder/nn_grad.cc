@@ -75,6 +75,16 @@ Status DepthwiseConv2dGrad(const Scope& s, const Operation& op, const std::vecto
   return s.status();
 }
 
+// conv2d_transpose: the gradient of a convolution's gradient, as TensorFlow's.
+Status Conv2DBackpropInputGrad(const Scope& s, const Operation& op, const std::vector<Output>& g,
+                               std::vector<Output>* grads) {
+  ASSIGN_OR_RETURN(Window w, WindowOf(op, false));
+  Output f = OpInput(op, 1), dy = OpInput(op, 2);
+  *grads = {Output(), ops::Conv2DBackpropFilter(s, g[0], ops::Shape(s, f), dy, w.strides, w.padding),
+            ops::Conv2D(s, g[0], f, w.strides, w.padding)};
+  return s.status();
+}
+
 Status MaxPoolGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
   ASSIGN_OR_RETURN(Window w, WindowOf(op, true));
   *grads = {ops::MaxPoolGrad(s, OpInput(op, 0), Output(op.node(), 0), g[0], w.ksize, w.strides, w.padding)};
@@ -104,6 +114,7 @@ void RegisterNnGradients(GradientRegistry& r) {
   RegisterCoreGradient(r, "SparseSoftmaxCrossEntropyWithLogits", SparseXentGrad);
   RegisterCoreGradient(r, "BiasAdd", BiasAddGrad);
   RegisterCoreGradient(r, "Conv2D", Conv2DGrad);
+  RegisterCoreGradient(r, "Conv2DBackpropInput", Conv2DBackpropInputGrad);
   RegisterCoreGradient(r, "DepthwiseConv2dNative", DepthwiseConv2dGrad);
   RegisterCoreGradient(r, "MaxPool", MaxPoolGrad);
   RegisterCoreGradient(r, "AvgPool", AvgPoolGrad);

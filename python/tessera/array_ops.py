@@ -313,10 +313,23 @@ def ones_like(tensor, dtype=None, name=None):
 def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001
     if limit is None:
         start, limit = 0, start
-    dtype = dtypes.as_dtype(dtype) if dtype is not None else (
-        dtypes.float32 if any(isinstance(v, float) for v in (start, limit, delta)) else dtypes.int32)
+    if dtype is None:  # the widest of the arguments', as TensorFlow infers it
+        order = [dtypes.int32, dtypes.int64, dtypes.float32, dtypes.float64]
+        found = [v.dtype if isinstance(v, Tensor) else dtypes.float32 if isinstance(v, float) else dtypes.int32
+                 for v in (start, limit, delta)]
+        dtype = max(found, key=lambda d: order.index(d) if d in order else 0)
+    dtype = dtypes.as_dtype(dtype)
     return gen_ops.range(convert_to_tensor(start, dtype), convert_to_tensor(limit, dtype),
                          convert_to_tensor(delta, dtype), name=name)
+
+
+def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0, ellipsis_mask=0, new_axis_mask=0,
+                  shrink_axis_mask=0, var=None, name=None):
+    begin = convert_to_tensor(begin)
+    strides = ones_like(begin) if strides is None else strides
+    return gen_ops.strided_slice(input_, begin, end, strides, begin_mask=begin_mask, end_mask=end_mask,
+                                 ellipsis_mask=ellipsis_mask, new_axis_mask=new_axis_mask,
+                                 shrink_axis_mask=shrink_axis_mask, name=name or "StridedSlice")
 
 
 def gather(params, indices, validate_indices=None, name=None, axis=0):

@@ -188,7 +188,6 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
     with name_scope(name, "while"):
         if not isinstance(loop_vars, (list, tuple)):
             loop_vars = [loop_vars]
-        user_vars = loop_vars
         if maximum_iterations is not None:
             limit = convert_to_tensor(maximum_iterations, name="maximum_iterations")
             if limit.shape.ndims not in (None, 0):
@@ -233,7 +232,7 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
             body_vars = [gen_ops.identity(sw[1], name="Identity") for sw in switches]
             ctx.pivot = body_vars[0].op
             result = body(*_pack(loop_vars, iter(body_vars)))
-            if len(loop_vars) == 1 and not isinstance(result, (list, tuple)):
+            if len(loop_vars) == 1 and not isinstance(result, (list, tuple, dict)):
                 result = [result]
             nexts = [convert_to_tensor(v) for v in _flatten(result)]
             if len(nexts) != len(merges):
@@ -251,10 +250,14 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
         finally:
             graph._control_flow_stack.pop()
         exits = [gen_ops.exit(sw[0], name="Exit") for sw in switches]
-    out = _pack(loop_vars, iter(exits))
+    if not back_prop:  # no gradient goes through the loop, as in TensorFlow
+        from tessera.array_ops import stop_gradient
+        exits = [stop_gradient(e) for e in exits]
+    # The results in the structure the body returned, one tensor in all as itself: TensorFlow's.
+    out = _pack(result, iter(exits))
     if maximum_iterations is not None:
         out = out[1]
-    return out[0] if len(user_vars) == 1 and not return_same_structure else out
+    return _flatten(out)[0] if len(_flatten(out)) == 1 and not return_same_structure else out
 
 
 def _flatten_like(structure, shapes):

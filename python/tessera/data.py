@@ -152,6 +152,29 @@ class Dataset(_Elements):
                                            output_types=[t for t, _ in specs], output_shapes=[s for _, s in specs])
         return self._like(variant, spec)
 
+    def padded_batch(self, batch_size, padded_shapes=None, padding_values=None, drop_remainder=False):
+        """Batches of elements padded to one shape per component: padded_shapes' (None where a
+        dimension takes the batch's longest), by default each component's own with its unknown
+        dimensions padded; with padding_values (0, or b"" for strings, by default)."""
+        specs = _flatten_specs(self._spec)
+        shapes = [s for _, s in specs] if padded_shapes is None else [
+            TensorShape(p) for p in _flatten_as(self._spec, padded_shapes)]
+        values = [None] * len(specs) if padding_values is None else _flatten_as(self._spec, padding_values)
+        if any(sh.dims is None for sh in shapes):
+            raise ValueError("padded_batch needs every component's rank: give padded_shapes")
+        rows = batch_size if drop_remainder and isinstance(batch_size, int) else None
+        with name_scope(None, "PaddedBatchDataset"):
+            padded = [convert_to_tensor([-1 if d is None else d for d in sh.dims], dtypes.int64) for sh in shapes]
+            pads = [convert_to_tensor((b"" if t == dtypes.string else 0) if v is None else v, t)
+                    for (t, _), v in zip(specs, values)]
+            out_shapes = [TensorShape([rows] + list(sh.dims)) for sh in shapes]
+            variant = gen_ops.padded_batch_dataset_v2(
+                self._variant, convert_to_tensor(batch_size, dtypes.int64), padded, pads,
+                convert_to_tensor(drop_remainder, dtypes.bool), output_shapes=out_shapes)
+        spec = _pack(_map_specs(self._spec, lambda t, sh: None), iter([(t, sh) for (t, _), sh in
+                                                                       zip(specs, out_shapes)]))
+        return self._like(variant, spec)
+
     def shuffle(self, buffer_size, seed=None, reshuffle_each_iteration=None):
         graph_seed = get_default_graph().seed
         seed, seed2 = (0, 0) if seed is None and graph_seed is None else (graph_seed or 87654321, seed or 0)

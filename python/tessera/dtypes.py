@@ -10,7 +10,14 @@ class DType:
 
     __slots__ = ("_name", "_numpy", "_enum")
 
-    def __init__(self, name, numpy_type, enum):
+    def __new__(cls, name, numpy_type=None, enum=None):
+        if numpy_type is None:  # tf.DType(1): TensorFlow's DataType number
+            return as_dtype(name)
+        return super().__new__(cls)
+
+    def __init__(self, name, numpy_type=None, enum=None):
+        if numpy_type is None:
+            return  # made by __new__ already
         self._name = name
         self._numpy = numpy_type
         self._enum = enum  # TensorFlow's DataType (types.proto)
@@ -76,6 +83,9 @@ class DType:
 
     def __repr__(self):
         return f"tf.{self._name}"
+
+    def __str__(self):
+        return f"<dtype: '{self._name}'>"
 
     def __reduce__(self):
         return as_dtype, (self._name,)

@@ -49,7 +49,8 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
         finally:
             graph._import_nodes(start)
         for i, n in zip(connected, names):
-            out[i] = graph.get_tensor_by_name(n if ":" in n else n + ":0")
+            if n:  # "": only through ops without gradients, None as in TensorFlow
+                out[i] = graph.get_tensor_by_name(n if ":" in n else n + ":0")
     if unconnected_gradients == "zero":
         from tessera.array_ops import zeros_like
         out = [zeros_like(x) if g is None else g for x, g in zip(x_tensors, out)]

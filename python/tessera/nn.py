@@ -1,7 +1,7 @@
 """tf.nn: activations, convolutions, pooling, losses and dropout, with TensorFlow's argument
 names, over the engine's ops."""
 
-from tessera import array_ops, gen_ops
+from tessera import array_ops, dtypes, gen_ops
 from tessera import random_ops
 from tessera import rnn as rnn_cell  # noqa: F401 (tf.nn.rnn_cell; its static_rnn is tf.nn's)
 from tessera.framework import convert_to_tensor, name_scope
@@ -94,6 +94,30 @@ def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu=True
         filter = _dilated(filter, d)
     return gen_ops.conv2d(input, filter, strides=_four(strides), padding=padding, data_format=data_format,
                           name=name or "Conv2D")
+
+
+def convolution(input, filter=None, padding=None, strides=None, dilation_rate=None, name=None,  # noqa: A002
+                data_format=None, filters=None, dilations=None):
+    """tf.nn.convolution of 2 spatial dimensions (NHWC): conv2d."""
+    filter = filter if filter is not None else filters
+    if convert_to_tensor(input).shape.ndims not in (None, 4):
+        raise NotImplementedError("tf.nn.convolution of other than 2 spatial dimensions is not supported by Tessera")
+    rate = dilation_rate if dilation_rate is not None else dilations
+    return conv2d(input, filter, strides if strides is not None else 1, padding,
+                  dilations=rate if rate is not None else 1, name=name or "convolution")
+
+
+def conv2d_transpose(value=None, filter=None, output_shape=None, strides=None, padding="SAME",  # noqa: A002
+                     data_format="NHWC", name=None, input=None, filters=None, dilations=None):  # noqa: A002
+    """The transpose (gradient) of conv2d: value [N, H, W, out channels] to output_shape with
+    filter [KH, KW, output channels, value's channels]."""
+    value = value if value is not None else input
+    filter = filter if filter is not None else filters
+    if dilations is not None and _dilations(dilations) != [1, 1, 1, 1]:
+        raise NotImplementedError("tf.nn.conv2d_transpose(dilations=...) is not supported by Tessera yet")
+    return gen_ops.conv2d_backprop_input(convert_to_tensor(output_shape, dtypes.int32), filter, value,
+                                         strides=_four(strides), padding=padding, data_format=data_format,
+                                         name=name or "conv2d_transpose")
 
 
 def atrous_conv2d(value, filters, rate, padding, name=None):

@@ -59,8 +59,8 @@ def py_func(func, inp, Tout, stateful=True, name=None):  # noqa: N803 (TensorFlo
     graph._py_funcs.append(keeper)
     _functions[token] = keeper
     result = gen_ops.py_func([convert_to_tensor(x) for x in inp], token=token, Tout=types, name=name or "PyFunc")
-    if not types:
-        return result  # the op itself, to run for what the function does
+    if not types:  # the op itself, to run for what the function does
+        return graph.get_operations()[-1]
     outputs = result if isinstance(result, list) else [result]
     return outputs[0] if single else outputs
 

@@ -177,6 +177,23 @@ class AdamOptimizer(Optimizer):
             return gen_ops.no_op(name=name)
 
 
+class AdagradOptimizer(Optimizer):
+    def __init__(self, learning_rate, initial_accumulator_value=0.1, use_locking=False, name="Adagrad"):
+        if initial_accumulator_value <= 0.0:
+            raise ValueError(f"initial_accumulator_value must be positive: {initial_accumulator_value}")
+        super().__init__(use_locking, name)
+        self._lr, self._initial = learning_rate, initial_accumulator_value
+
+    def _apply_dense(self, grad, var):
+        # ApplyAdagrad in the ops it is made of: the squares summed, each step scaled by them.
+        initial = self._initial
+        accumulator = self._slot(var, "accumulator", "",
+                                 lambda shape, dtype: array_ops.fill(shape, convert_to_tensor(initial, dtype)))
+        summed = accumulator.assign_add(gen_ops.square(grad), use_locking=self._use_locking)
+        step = self._tensor(self._lr, var, "learning_rate") * grad * gen_ops.rsqrt(summed)
+        return var.assign_sub(step, use_locking=self._use_locking)
+
+
 class RMSPropOptimizer(Optimizer):
     def __init__(self, learning_rate, decay=0.9, momentum=0.0, epsilon=1e-10, use_locking=False, centered=False,
                  name="RMSProp"):

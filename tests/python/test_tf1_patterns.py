@@ -298,3 +298,61 @@ def test_py_func_runs_python_in_the_step():
             t.join()
         assert sorted(results) == [3.0 + 6.0 * v for v in range(8)]
 
+
+def test_what_a_review_against_tensorflow_found():
+    # Fill (a zero state sized by a tensor) and PyFunc: TF's gradients.
+    x = tf.Variable(np.ones((2, 3), np.float32))
+    grads = tf.gradients(tf.reduce_sum(x + tf.zeros([tf.shape(x)[0], 3])), x)
+    w = tf.constant([1.0, 2.0])
+    through_py = tf.gradients(w * 3.0 + tf.py_func(lambda v: v * 2, [w], tf.float32), w)
+    assert tf.gradients(tf.py_func(lambda v: v + 1, [w], tf.float32), w) == [None]
+    # A loop variable that grows: Concat's gradient reads its sizes as the step runs.
+    v = tf.constant([1.0])
+    _, grown = tf.while_loop(lambda i, h: i < 3, lambda i, h: (i + 1, tf.concat([h, h[-1:] * 2.0], 0)), [0, v],
+                             shape_invariants=[tf.TensorShape([]), tf.TensorShape([None])])
+    grown_grad = tf.gradients(tf.reduce_sum(grown), v)
+    # back_prop=False: nothing goes through the loop.
+    _, frozen = tf.while_loop(lambda i, h: i < 3, lambda i, h: (i + 1, h * 2.0), [0, v], back_prop=False)
+    assert tf.gradients(frozen, v) == [None]
+    # One loop variable that is a structure comes back as that structure in its list.
+    out = tf.while_loop(lambda d: d["i"] < 3, lambda d: [{"i": d["i"] + 1, "x": d["x"] * 2.0}],
+                        [{"i": tf.constant(0), "x": tf.constant(1.0)}])
+    assert isinstance(out, list) and set(out[0]) == {"i", "x"}
+    # Second-order gradients of a loop: TensorFlow refuses them, and so does Tessera.
+    _, h = tf.while_loop(lambda i, h: i < 2, lambda i, h: (i + 1, h * h), [0, v])
+    with pytest.raises(tf.errors.UnimplementedError, match="Second-order gradients of a tf.while_loop"):
+        tf.gradients(tf.gradients(tf.reduce_sum(h), v)[0], v)
+    side_effect = tf.py_func(lambda: None, [], [])
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        assert sess.run(grads[0]).tolist() == [[1.0] * 3] * 2
+        assert sess.run(through_py[0]).tolist() == [3.0, 3.0]
+        assert sess.run(grown_grad[0]).tolist() == [15.0]
+        assert sess.run(out)[0] == {"i": 3, "x": 8.0}
+        assert sess.run(side_effect) is None and isinstance(side_effect, tf.Operation)
+        assert sess.run(tf.range(tf.constant(3, tf.int64))).dtype == np.int64
+    assert tf.DType(1) == tf.float32 and str(tf.float32) == "<dtype: 'float32'>" and repr(tf.int64) == "tf.int64"
+    tf.disable_control_flow_v2()
+
+
+def test_conv2d_transpose_and_padded_batch_are_tensorflows():
+    v = tf.constant(np.arange(2 * 3 * 3 * 2, dtype=np.float32).reshape(2, 3, 3, 2) / 10 - 0.8)
+    f = tf.constant(np.arange(3 * 3 * 4 * 2, dtype=np.float32).reshape(3, 3, 4, 2) / 20 - 0.9)
+    t = tf.nn.conv2d_transpose(v, f, [2, 6, 6, 4], [1, 2, 2, 1], "SAME")
+    gv, gf = tf.gradients(tf.reduce_sum(tf.square(t)), [v, f])
+    ds = tf.data.Dataset.range(1, 5).map(lambda n: tf.range(n)).padded_batch(
+        3, padded_shapes=[None], padding_values=tf.constant(-1, tf.int64))
+    element = tf.data.make_one_shot_iterator(ds).get_next()
+    assert element.shape.as_list() == [None, None]
+    # TensorFlow 2.21's: shape, sum of |values|, first values.
+    want = [((2, 6, 6, 4), 785.6000366210938, [1.3149999380111694, 1.1649999618530273, 1.0149999856948853]),
+            ((2, 3, 3, 2), 6407.43994140625, [-235.29598999023438, -240.5439910888672, -234.58799743652344]),
+            ((3, 3, 4, 2), 10561.537109375, [117.52201080322266, 120.10601806640625, 153.99000549316406])]
+    with tf.Session() as sess:
+        for value, (shape, total, first) in zip(sess.run([t, gv, gf]), want):
+            assert value.shape == shape
+            assert float(np.abs(value).sum()) == pytest.approx(total, rel=1e-5)
+            np.testing.assert_allclose(value.ravel()[:3], first, rtol=1e-5)
+        assert sess.run(element).tolist() == [[0, -1, -1], [0, 1, -1], [0, 1, 2]]
+        assert sess.run(element).tolist() == [[0, 1, 2, 3]]
+

@@ -33,6 +33,7 @@ CASES = [
     (lambda: tf.train.RMSPropOptimizer(0.01), ["RMSProp", "RMSProp_1"], 0.16693, 0.9766),
     (lambda: tf.train.RMSPropOptimizer(0.01, momentum=0.5, centered=True), ["RMSProp", "RMSProp_1", "RMSProp_2"],
      0.04727, 0.9961),
+    (lambda: tf.train.AdagradOptimizer(0.3), ["Adagrad"], 0.03265, 1.0),
 ]
 
 

@@ -720,6 +720,42 @@ TEST(GradientsTest, CondInAWhileLoop) {
             kTolerance);
 }
 
+TEST(GradientsTest, SecondOrderGradientsOfALoopAreUnimplemented) {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), kD, TensorShape({}));
+  Output y = WhileLoop(
+      root, "while", {Count(root), x}, {}, [](const Scope& c, const auto& v, const auto&) {
+        return std::vector<Output>{ops::Less(c, v[0], 2)};
+      },
+      [](const Scope& b, const auto& v, const auto&) {
+        return std::vector<Output>{ops::Add(b, v[0], 1), ops::Mul(b, v[1], v[1])};
+      })[1];
+  std::vector<Output> g, gg;
+  ASSERT_TRUE(AddSymbolicGradients(root, {y}, {x}, &g).ok());
+  Status s = AddSymbolicGradients(root, {g[0]}, {x}, &gg);
+  EXPECT_EQ(s.code(), Code::kUnimplemented) << s;
+  EXPECT_THAT(s.message(), HasSubstr("Second-order gradients of a tf.while_loop"));
+}
+
+// A loop variable whose size grows: the Concat's gradient reads the sizes as the step runs.
+// And Fill (a zero state of a batch size read from a tensor): its value's gradient is the sum.
+TEST(GradientsTest, ConcatOfSizesKnownOnlyWhenTheStepRunsAndFill) {
+  EXPECT_LT(MaxGradientError({TensorShape({2})},
+                             [](const Scope& s, const auto& x) {
+                               auto unknown = [&](const Output& t) {
+                                 return ops::Build(s, "PlaceholderWithDefault", {t},
+                                                   {{"dtype", kD}, {"shape", TensorShape({-1})}});
+                               };
+                               return ops::Concat(s, {unknown(x[0]), ops::Mul(s, unknown(x[0]), 2.0)}, 0);
+                             }),
+            kTolerance);
+  EXPECT_LT(MaxGradientError({TensorShape({})},
+                             [](const Scope& s, const auto& x) {
+                               return ops::Build(s, "Fill", {Tensor::FromVector<int32_t>({2, 3}), x[0]});
+                             }),
+            kTolerance);
+}
+
 TEST(GradientsTest, GradientsFromInsideALoopAreUnimplemented) {
   Scope root = Scope::NewRootScope();
   auto x = ops::Placeholder(root.WithOpName("x"), kD, TensorShape({}));

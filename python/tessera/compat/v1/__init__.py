@@ -15,6 +15,7 @@ from tessera.array_ops import (abs, add, add_n, arg_max, arg_min, argmax, argmin
                                multiply, negative, no_op, not_equal, one_hot, ones, ones_like, pad, pow, range,
                                reduce_max, reduce_mean, reduce_min, reduce_prod, reduce_sum, reshape, rsqrt, shape,
                                sigmoid, sin, size, slice, split, sqrt, square, squared_difference, squeeze, stack,
+                               strided_slice,
                                stop_gradient, subtract, tanh, tile, to_float, transpose, unstack, where, zeros,
                                zeros_like)
 from tessera.control_flow import cond, while_loop
@@ -58,6 +59,10 @@ def disable_eager_execution():
 
 def disable_v2_behavior():
     """TensorFlow 1.x's behaviour is the only one: nothing to disable."""
+
+
+def disable_control_flow_v2():
+    """Control flow is TensorFlow 1.x's (Switch, Merge, loop frames) already: nothing to do."""
 
 
 def enable_eager_execution(*args, **kwargs):
