@@ -498,6 +498,39 @@ def ensure_shape(x, shape, name=None):
 
 
 def einsum(equation, *inputs, name=None, **kwargs):
+    """tf.einsum, in what the engine's Einsum runs (two operands, an explicit output, every
+    label in both operands or the output): an implicit output is the labels used once, in
+    order; a label only one operand has is summed there first; one operand is a sum and a
+    transpose; three or more go two at a time, as TensorFlow's Python einsum does. Ellipses
+    and repeated labels in one operand (diagonals) are not supported."""
     if kwargs:
         raise NotImplementedError(f"tf.compat.v1.einsum({', '.join(kwargs)}) is not supported by Tessera")
-    return gen_ops.einsum(list(inputs), equation=equation, name=name or "einsum")
+    equation = equation.replace(" ", "")
+    if "." in equation:
+        raise NotImplementedError(f"tf.einsum('{equation}'): ellipses are not supported by Tessera yet")
+    lhs, _, out = equation.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(inputs):
+        raise ValueError(f"tf.einsum('{equation}') names {len(terms)} operands but got {len(inputs)}")
+    if "->" not in equation:
+        out = "".join(sorted(c for c in set(lhs) if c.isalpha() and lhs.count(c) == 1))
+    if any(len(set(t)) != len(t) for t in terms) or len(set(out)) != len(out):
+        raise NotImplementedError(f"tf.einsum('{equation}'): a label repeated in one term (a diagonal) is not "
+                                  "supported by Tessera yet")
+    with name_scope(name, "einsum"):
+        operands = [convert_to_tensor(x) for x in inputs]
+        for i, term in enumerate(terms):  # labels only this operand has, and the output not, are summed now
+            others = out + "".join(t for j, t in enumerate(terms) if j != i)
+            alone = [k for k, c in enumerate(term) if c not in others]
+            if alone:
+                operands[i] = reduce_sum(operands[i], alone)
+                terms[i] = "".join(c for c in term if c in others)
+        while len(operands) > 1:
+            a, b = terms[0], terms[1]
+            later = out + "".join(terms[2:])
+            kept = "".join(dict.fromkeys(c for c in a + b if c in later))
+            product = gen_ops.einsum([operands[0], operands[1]], equation=f"{a},{b}->{kept}")
+            operands, terms = [product] + operands[2:], [kept] + terms[2:]
+        if terms[0] == out:
+            return identity(operands[0])
+        return transpose(operands[0], [terms[0].index(c) for c in out])

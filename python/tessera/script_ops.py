@@ -7,6 +7,7 @@ naming the op), and the exception it raises fails the step as TensorFlow maps it
 StopIteration and IndexError are OutOfRangeError, ValueError and TypeError
 InvalidArgumentError, anything else UnknownError."""
 
+import atexit
 import itertools
 import weakref
 
@@ -17,6 +18,14 @@ from tessera.framework import convert_to_tensor, get_default_graph
 
 _functions = weakref.WeakValueDictionary()  # token -> function
 _tokens = itertools.count()
+
+
+@atexit.register
+def _let_go():
+    """Lets go of the functions before the interpreter tears modules down: a function holds
+    its module's globals, which may hold the session and graph that hold it."""
+    for keeper in list(_functions.values()):
+        keeper.function = None
 
 
 def _call(token, args):

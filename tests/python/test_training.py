@@ -85,6 +85,24 @@ def test_an_op_without_a_gradient_is_named():
         assert sess.run(y) == 1.0
 
 
+def test_einsum_beyond_two_explicit_operands_is_numpys():
+    m = np.arange(9, dtype=np.float32).reshape(3, 3) / 4 - 1
+    n = np.arange(12, dtype=np.float32).reshape(3, 4) / 6
+    cases = [("ij->j", [m]), ("ij->ji", [m]), ("ij,jk", [m, n]), ("ij,jk,kl->il", [m, m, n]),
+             ("ij,jk->k", [m, n]), ("i,i", [m[0], m[1]]), ("ij, jk -> ik", [m, n])]
+    tensors = [tf.einsum(eq, *[tf.constant(x) for x in xs]) for eq, xs in cases]
+    x = tf.constant(m)
+    grad = tf.gradients(tf.einsum("ij,jk,kl->il", x, x, tf.constant(n)), x)[0]
+    with pytest.raises(NotImplementedError, match="diagonal"):
+        tf.einsum("ii->i", x)
+    with tf.Session() as sess:
+        for (eq, xs), got in zip(cases, sess.run(tensors)):
+            np.testing.assert_allclose(got, np.einsum(eq.replace(" ", ""), *xs), rtol=1e-5, atol=1e-5, err_msg=eq)
+        # d/dm of sum(m m n): row sums of n go back through both factors.
+        ones = np.ones((3, 4), np.float32)
+        np.testing.assert_allclose(sess.run(grad), ones @ (m @ n).T + m.T @ ones @ n.T, rtol=1e-5, atol=1e-5)
+
+
 def test_einsum_gradients():
     a = tf.constant([[1.0, 2.0], [3.0, 4.0]])
     b = tf.constant([[0.5, -1.0, 2.0], [1.5, 0.0, -2.0]])
