@@ -168,7 +168,7 @@ Status CheckOutputPaths(const TrainOptions& o, const std::string& dir) {
 }
 
 // The two iterators a training graph reads: `train` in batches of --batch, prefetched, and
-// the test split in batches of kTestBatch. The training iterator is initialized once and
+// (`with_test`) the test split in batches of kTestBatch. The training iterator is initialized once and
 // repeats its batches for each of `epochs` (0 where `train` cycles already): re-initialized,
 // it would make a new CacheDataset, as TensorFlow 1.x does, and decode the split again.
 struct Pipelines {
@@ -176,13 +176,14 @@ struct Pipelines {
   std::vector<Output> batch, test_batch;  // images and labels each
 };
 StatusOr<Pipelines> MakePipelines(const Scope& data, const TrainOptions& o, const std::string& dir, ops::Dataset train,
-                                  bool drop_remainder, int64_t epochs) {
+                                  bool drop_remainder, int64_t epochs, bool with_test = true) {
   Pipelines p;
   train = FashionMnistBatches(data, train, o.batch, drop_remainder);
   if (epochs > 0) train = ops::Repeat(data, train, epochs);
   train = ops::Prefetch(data, train, 2);
   p.train_it = ops::InitializableIterator(data.WithOpName("train_iterator"), train);
   p.batch = ops::GetNext(data.WithOpName("train_batch"), p.train_it);
+  if (!with_test) return p.batch.size() == 2 ? StatusOr<Pipelines>(p) : data.status();
   ops::Dataset test = FashionMnist(data, dir, "t10k");
   if (o.test_limit > 0) test = ops::Take(data, test, o.test_limit);
   test = ops::Prefetch(data, FashionMnistBatches(data, test, kTestBatch, /*drop_remainder=*/false), 2);
@@ -192,25 +193,40 @@ StatusOr<Pipelines> MakePipelines(const Scope& data, const TrainOptions& o, cons
   return p;
 }
 
-// In-graph replication: one tower per device of `towers`, the input pipeline and the loss
-// report on `host`.
-StatusOr<TrainGraph> BuildGraph(const TrainOptions& o, const std::string& dir, int64_t train_images,
-                                const std::vector<std::string>& towers, const std::string& host) {
-  Scope root = Scope::NewRootScope();
-  const Scope data = root.NewSubScope("data").WithDevice(host);
+// The shuffled training split, as every reader of it makes it: the same seed, the same order.
+ops::Dataset ShuffledTrain(const Scope& data, const TrainOptions& o, const std::string& dir) {
   ops::Dataset train = FashionMnist(data, dir, "train");
   if (o.train_limit > 0) train = ops::Take(data, train, o.train_limit);
-  train = ops::Shuffle(data, train, 10000, {.seed = o.seed, .seed2 = 0, .reshuffle_each_iteration = true});
+  return ops::Shuffle(data, train, 10000, {.seed = o.seed, .seed2 = 0, .reshuffle_each_iteration = true});
+}
+
+// In-graph replication: one tower per device of `towers`, the input pipeline and the loss
+// report on `host`. With `input_per_tower` (multi-worker training) each tower's device reads
+// the global batch itself and keeps its part, as MultiWorkerMirroredStrategy's sharding by
+// data does: no input crosses between the tasks.
+StatusOr<TrainGraph> BuildGraph(const TrainOptions& o, const std::string& dir, int64_t train_images,
+                                const std::vector<std::string>& towers, const std::string& host,
+                                bool input_per_tower = false) {
+  Scope root = Scope::NewRootScope();
+  const Scope data = root.NewSubScope("data").WithDevice(host);
   // A last partial batch is kept (as Keras does) when it splits evenly between the towers.
   const bool drop = (train_images % o.batch) % o.devices != 0;
-  ASSIGN_OR_RETURN(Pipelines in, MakePipelines(data, o, dir, train, drop, o.epochs));
-  const std::vector<Output>& batch = in.batch;
+  ASSIGN_OR_RETURN(Pipelines in, MakePipelines(data, o, dir, ShuffledTrain(data, o, dir), drop, o.epochs));
   const std::vector<Output>& test_batch = in.test_batch;
 
   // The global batch cut into one part per tower, as tf.split does in TensorFlow 1.x's
   // multi-tower examples.
-  std::vector<Output> images = ops::Split(data.WithOpName("split_images"), 0, batch[0], o.devices);
-  std::vector<Output> labels = ops::Split(data.WithOpName("split_labels"), 0, batch[1], o.devices);
+  std::vector<Output> images = ops::Split(data.WithOpName("split_images"), 0, in.batch[0], o.devices);
+  std::vector<Output> labels = ops::Split(data.WithOpName("split_labels"), 0, in.batch[1], o.devices);
+  std::vector<Operation> train_inits = {in.train_it.initializer};
+  for (int i = 1; input_per_tower && i < o.devices; ++i) {
+    const Scope here = root.NewSubScope(StrCat("data_", i)).WithDevice(towers[i]);
+    ASSIGN_OR_RETURN(Pipelines own,
+                     MakePipelines(here, o, dir, ShuffledTrain(here, o, dir), drop, o.epochs, /*with_test=*/false));
+    images[i] = ops::Split(here.WithOpName("split_images"), 0, own.batch[0], o.devices)[i];
+    labels[i] = ops::Split(here.WithOpName("split_labels"), 0, own.batch[1], o.devices)[i];
+    train_inits.push_back(own.train_it.initializer);
+  }
   RETURN_IF_ERROR(root.status());
 
   ReplicateOptions options;
@@ -248,7 +264,7 @@ StatusOr<TrainGraph> BuildGraph(const TrainOptions& o, const std::string& dir, i
       {.learning_rate = o.learning_rate, .decay = 0.9, .momentum = 0.0, .epsilon = 1e-7, .initial_mean_square = 0});
   ASSIGN_OR_RETURN(Replicated replicated, Replicate(root, options, model, optimizer));
   TrainGraph g;
-  g.train_init = in.train_it.initializer.name();
+  g.train_init = ops::NoOp(root.WithOpName("train_init").WithControlDependencies(train_inits)).name();
   g.test_init = in.test_it.initializer.name();
   g.batches_per_epoch = drop ? train_images / o.batch : (train_images + o.batch - 1) / o.batch;
   // The global batch's loss: the mean of the towers' (equal parts).
@@ -744,14 +760,16 @@ StatusOr<TrainResult> TrainMultiWorker(const TrainOptions& o, const std::string&
     return TrainResult();
   }
 
-  // The chief: the graph of one process with a tower per worker, its input pipeline here.
+  // The chief: the graph of one process with a tower per worker, each reading its input.
   TrainOptions towers_options = o;
   towers_options.devices = workers;
   towers_options.mode = "mirrored";
   std::vector<std::string> towers;
   for (int i = 0; i < workers; ++i) towers.push_back(StrCat("/job:worker/task:", i, "/device:CPU:0"));
-  ASSIGN_OR_RETURN(TrainGraph g, BuildGraph(towers_options, dir, train_images, towers, towers[0]));
-  log << "worker 0 of " << workers << " serves " << server->target() << " and drives a tower on every worker\n";
+  ASSIGN_OR_RETURN(TrainGraph g,
+                   BuildGraph(towers_options, dir, train_images, towers, towers[0], /*input_per_tower=*/true));
+  log << "worker 0 of " << workers << " serves " << server->target()
+      << " and drives a tower on every worker, each reading its own input\n";
   SessionConfig config;
   config.device_filters = {"/job:worker"};
   ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Create(server->target(), config, g.def));

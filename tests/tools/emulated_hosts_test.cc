@@ -1,7 +1,8 @@
 // The cluster between machines, on emulated hosts (tests/tools/emulated_hosts.h): tasks in
 // network namespaces of their own, reaching each other only over a bridge through 10 Gbit/s
 // links, never over loopback or the same-host socket (an abstract Unix socket, which a
-// namespace keeps to itself). Multi-worker training over three hosts equals one process; a
+// namespace keeps to itself). Multi-worker training over three hosts, each worker reading its
+// own input, equals one process; a
 // 64 MiB tensor crosses a link; a killed task and a link taken down fail the step within
 // its timeout naming the task, and the link brought back works again. Latency and loss need
 // netem, which this machine's kernel lacks: that case skips, saying so.
@@ -46,8 +47,12 @@ TEST(EmulatedHostsTest, MultiWorkerTrainingOverThreeHostsEqualsOneProcess) {
   for (auto& w : workers) {
     EXPECT_EQ(w->Wait(std::chrono::seconds(180)), 0) << w->ReadUntil("\x01never", std::chrono::seconds(1));
   }
-  EXPECT_THAT(workers.back()->ReadUntil("\x01never", std::chrono::seconds(1)),
-              HasSubstr(StrCat("worker 0 of 3 serves grpc://", EmulatedHosts::Address(1, kPort))));
+  const std::string chief = workers.back()->ReadUntil("\x01never", std::chrono::seconds(1));
+  EXPECT_THAT(chief, HasSubstr(StrCat("worker 0 of 3 serves grpc://", EmulatedHosts::Address(1, kPort))));
+  // Each worker reads its own input: the chief sends the others none.
+  for (int task : {1, 2}) {
+    EXPECT_THAT(chief, ::testing::ContainsRegex(StrCat("task:", task, "/device:CPU:0: [^\n]* 1 IteratorGetNext")));
+  }
   testing::ExpectCheckpointEquals(prefix, testing::OneProcess());
 }
 
