@@ -17,6 +17,7 @@ namespace tessera {
 StatusOr<TrainOptions> ParseTrainArgs(const std::vector<std::string>& args) {
   TrainOptions o;
   std::string learning_rate, job;
+  int64_t chief_timeout_s = 60;
   bool no_progress = false;
   TlsFlagValues tls_flags;
   ResolverFlagValues resolver_flags;
@@ -24,6 +25,7 @@ StatusOr<TrainOptions> ParseTrainArgs(const std::vector<std::string>& args) {
   flags.Int("--batch", &o.batch).Int("--seed", &o.seed).Int("--train-limit", &o.train_limit)
       .Int("--test-limit", &o.test_limit).Int("--epochs", &o.epochs).Int("--devices", &o.devices)
       .Int("--threads", &o.threads).Int("--task", &o.task).Int("--virtual-gpus", &o.virtual_gpus)
+      .Int("--chief-timeout", &chief_timeout_s)
       .String("--mode", &o.mode).String("--cluster", &o.cluster).String("--device", &o.device)
       .String("--parameter-device", &o.parameter_device).String("--data", &o.data_dir).String("--trace", &o.trace_path)
       .String("--checkpoint", &o.checkpoint_path).String("--inference-graph", &o.inference_graph_path)
@@ -44,6 +46,10 @@ StatusOr<TrainOptions> ParseTrainArgs(const std::vector<std::string>& args) {
     }
   }
   o.progress = !no_progress;
+  if (chief_timeout_s < 1 || chief_timeout_s > 86400) {
+    return errors::InvalidArgument("--chief-timeout takes seconds from 1 to 86400, got ", chief_timeout_s);
+  }
+  o.chief_timeout = std::chrono::seconds(chief_timeout_s);
   if (o.mode == "parameter-device") o.mode = "parameter_device";
   // Not given: two virtual CPUs (the seeds' two towers), or one GPU (each logical GPU of a
   // split one).

@@ -4,7 +4,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <functional>
+#include <mutex>
 #include <filesystem>
 #include <map>
 #include <thread>
@@ -654,6 +657,58 @@ StatusOr<std::unique_ptr<ClusterServer>> ServeWorkerTask(const ClusterSpec& clus
   return ClusterServer::Create(cluster, "worker", o.task, std::move(options));
 }
 
+// A worker's watch on the chief, whose steps it waits on: when the chief's channel has not
+// been ready for `patience`, it calls `on_lost` once (closing the session the worker waits
+// in), and Lost() says so naming the chief.
+class ChiefWatch {
+ public:
+  ChiefWatch(std::string address, std::chrono::milliseconds patience, std::function<void()> on_lost)
+      : address_(std::move(address)), patience_(patience), channel_(NewWorkerChannel(address_)) {
+    thread_ = std::thread([this, on_lost = std::move(on_lost)] {
+      auto last_seen = std::chrono::steady_clock::now();
+      std::unique_lock<std::mutex> lock(mu_);
+      while (!stop_) {
+        cv_.wait_for(lock, std::chrono::milliseconds(200));
+        const auto now = std::chrono::steady_clock::now();
+        if (channel_->GetState(/*try_to_connect=*/true) == GRPC_CHANNEL_READY) last_seen = now;
+        if (now - last_seen > patience_) {
+          lost_ = true;
+          lock.unlock();
+          on_lost();
+          return;
+        }
+      }
+    });
+  }
+  ~ChiefWatch() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  ChiefWatch(const ChiefWatch&) = delete;
+  ChiefWatch& operator=(const ChiefWatch&) = delete;
+
+  Status Lost() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!lost_) return Status::OK();
+    return errors::Unavailable("the chief (worker 0, ", address_, ") has not answered for ",
+                               std::chrono::duration<double>(patience_).count(), " s");
+  }
+
+ private:
+  const std::string address_;
+  const std::chrono::milliseconds patience_;
+  std::shared_ptr<grpc::Channel> channel_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;  // guarded by mu_
+  bool lost_ = false;  // guarded by mu_
+  std::thread thread_;
+};
+
 StatusOr<TrainResult> TrainOnCluster(const TrainOptions& o, const std::string& dir, int64_t train_images,
                                      std::ostream& log) {
   ASSIGN_OR_RETURN(ClusterSpec cluster, ClusterSpec::FromJson(o.cluster));
@@ -684,7 +739,15 @@ StatusOr<TrainResult> TrainOnCluster(const TrainOptions& o, const std::string& d
   if (g.sync && o.task == 0) {
     ASSIGN_OR_RETURN(runner, SyncRunner::Start(server->target(), config, g, session.get()));
   }
+  // In sync training the others wait on the chief's runner for every step: a chief gone for
+  // good ends their training naming it, rather than a wait without end.
+  std::unique_ptr<ChiefWatch> watch;
+  if (g.sync && o.task != 0) {
+    ASSIGN_OR_RETURN(std::string chief_address, cluster.TaskAddress("worker", 0));
+    watch = std::make_unique<ChiefWatch>(chief_address, o.chief_timeout, [&session] { session->Close(); });
+  }
   StatusOr<TrainResult> result = RunTraining(*session, g, o, shard_size, /*chief=*/o.task == 0, start_step, log);
+  if (watch != nullptr) RETURN_IF_ERROR(watch->Lost());
   // A runner's error is the cause of the Cancelled it made of the chief's step.
   if (runner != nullptr) RETURN_IF_ERROR(runner->Stop());
   return result;
@@ -713,29 +776,21 @@ StatusOr<GraphSpec> DoneGraph(int workers, int task) {
 }
 
 // A worker other than the chief: serves until the chief signals, or until the chief has not
-// answered for a minute.
-Status ServeUntilChiefIsDone(ClusterServer& server, const ClusterSpec& cluster, int task, std::ostream& log) {
+// answered for `chief_timeout`.
+Status ServeUntilChiefIsDone(ClusterServer& server, const ClusterSpec& cluster, int task,
+                             std::chrono::milliseconds chief_timeout, std::ostream& log) {
   log << "worker " << task << " serves " << server.target() << "; the chief (worker 0) drives the training\n";
   ASSIGN_OR_RETURN(GraphSpec def, DoneGraph(cluster.num_tasks("worker"), task));
   SessionConfig config;
   config.device_filters = {StrCat("/job:worker/task:", task)};
   ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Create(server.target(), config, def));
   ASSIGN_OR_RETURN(std::string chief_address, cluster.TaskAddress("worker", 0));
-  std::shared_ptr<grpc::Channel> chief = NewWorkerChannel(chief_address);
-  constexpr auto kPatience = std::chrono::minutes(1);
-  auto last_seen = std::chrono::steady_clock::now();
-  RunOptions wait;
-  wait.timeout_in_ms = 1000;
-  for (;;) {
-    std::vector<Tensor> out;
-    Status s = session->Run(wait, {}, {"wait"}, {}, &out, nullptr);
-    if (s.ok()) break;
-    if (s.code() != Code::kDeadlineExceeded) return s;
-    const auto now = std::chrono::steady_clock::now();
-    if (chief->GetState(/*try_to_connect=*/true) == GRPC_CHANNEL_READY) last_seen = now;
-    if (now - last_seen > kPatience) {
-      return errors::Unavailable("the chief (worker 0, ", chief_address, ") has not answered for a minute");
-    }
+  std::vector<Tensor> out;
+  {
+    ChiefWatch watch(chief_address, chief_timeout, [&session] { session->Close(); });
+    const Status s = session->Run({}, {"wait"}, {}, &out);
+    RETURN_IF_ERROR(watch.Lost());
+    RETURN_IF_ERROR(s);
   }
   log << "the chief is done\n";
   return Status::OK();
@@ -756,7 +811,7 @@ StatusOr<TrainResult> TrainMultiWorker(const TrainOptions& o, const std::string&
   ASSIGN_OR_RETURN(std::unique_ptr<ClusterServer> server, ServeWorkerTask(cluster, o));
   RegisterGrpcSessionFactory();
   if (o.task != 0) {
-    RETURN_IF_ERROR(ServeUntilChiefIsDone(*server, cluster, o.task, log));
+    RETURN_IF_ERROR(ServeUntilChiefIsDone(*server, cluster, o.task, o.chief_timeout, log));
     return TrainResult();
   }
 

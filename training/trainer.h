@@ -15,6 +15,7 @@
 #pragma once
 
 #include <map>
+#include <chrono>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -63,6 +64,9 @@ struct TrainOptions {
   // equals one process with as many devices and the same global batch.
   std::string cluster;  // "": this process alone
   int task = 0;
+  // How long a worker that waits on the chief (sync and multi-worker) goes on when the chief
+  // does not answer, before it fails naming the chief.
+  std::chrono::milliseconds chief_timeout{60000};
   // On a cluster: mutual TLS for every call this worker makes and serves (tls.h); the ps
   // tasks and the other workers must use it too.
   std::optional<TlsFiles> tls;

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <regex>
 #include <sstream>
+#include <thread>
 
 #include "distributed/grpc_session.h"
 #include "graph/builder/ops.h"
@@ -55,13 +56,15 @@ class ClusterTrainTest : public ::testing::Test {
     ASSERT_THAT(ps_->ReadUntil("Started server", std::chrono::seconds(20)), HasSubstr("Started server"));
   }
 
-  std::unique_ptr<Child> Worker(int task, const std::string& mode = "async") {
-    return std::make_unique<Child>(
-        std::vector<std::string>{"train", "--mode", mode, "--cluster", cluster_, "--job", "worker", "--task",
-                                 std::to_string(task),
-                                 "--epochs", "1", "--train-limit", "4000", "--test-limit", "500", "--batch", "50",
-                                 "--checkpoint", checkpoint_, "--no-progress"},
-        "");
+  std::unique_ptr<Child> Worker(int task, const std::string& mode = "async",
+                                const std::vector<std::string>& more = {}) {
+    std::vector<std::string> args = {"train", "--mode", mode, "--cluster", cluster_, "--job", "worker", "--task",
+                                     std::to_string(task),
+                                     "--epochs", "1", "--train-limit", "4000", "--test-limit", "500", "--batch", "50",
+                                     "--checkpoint", checkpoint_, "--no-progress"};
+    args.insert(args.end(), more.begin(), more.end());
+    // Its errors too, in what the test reads.
+    return std::make_unique<Child>(args, "", [] { dup2(STDOUT_FILENO, STDERR_FILENO); });
   }
 
   // What a worker printed, once it has exited 0 (it prints far less than a pipe holds).
@@ -124,6 +127,23 @@ TEST_F(ClusterTrainTest, AsyncWorkersShareThePsVariablesRejoinAndRestore) {
 
 // Each update waits for one gradient from each worker: 40 steps of each make 40 global
 // steps, and both workers stop at the same one, on the same variables.
+// A chief gone for good in sync training: the others, which wait on its runner every step,
+// fail within --chief-timeout naming it, instead of waiting without end.
+TEST_F(ClusterTrainTest, SyncWorkersFailNamingADeadChief) {
+  auto chief = Worker(0, "sync", {"--train-limit", "40000", "--epochs", "5"});
+  auto other = Worker(1, "sync", {"--train-limit", "40000", "--epochs", "5", "--chief-timeout", "3"});
+  ASSERT_THAT(other->ReadUntil("trains on images", std::chrono::seconds(60)), HasSubstr("trains on images"));
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // a few steps in
+  kill(chief->pid(), SIGKILL);
+  const auto killed = std::chrono::steady_clock::now();
+  const int code = other->Wait(std::chrono::seconds(60));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  const std::string printed = other->ReadUntil("\x01never printed", std::chrono::seconds(2));
+  EXPECT_NE(code, 0) << printed;
+  EXPECT_THAT(printed, HasSubstr("the chief (worker 0, "));
+  EXPECT_LT(seconds, 20) << printed;
+}
+
 TEST_F(ClusterTrainTest, SyncWorkersAverageEveryStepAndStopTogether) {
   auto chief = Worker(0, "sync");
   auto other = Worker(1, "sync");
