@@ -1,8 +1,12 @@
-// Gloo's peer of bench/cluster_all_reduce.cc: two processes (this one and a forked child) sum
-// a float32 buffer in place over Gloo's TCP transport on loopback, timed the same way, with
-// each of Gloo's ring algorithms; prints one JSON line per algorithm (rank 0's timings).
+// Gloo's peer of bench/cluster_all_reduce.cc: processes sum a float32 buffer in place over
+// Gloo's TCP transport, timed the same way, with each of Gloo's ring algorithms; prints one
+// JSON line per algorithm (rank 0's timings). By default two processes (this one and a
+// forked child) on loopback; with --rank, this process is one of --ranks, serving on
+// --hostname and meeting the others through the file store --store (bench/cluster_hosts.sh
+// starts one per emulated host).
 //
 //   gloo_all_reduce [--bytes N] [--iterations N]
+//   gloo_all_reduce --ranks N --rank R --hostname ADDRESS --store DIR [--bytes N] [--iterations N]
 #include <gloo/allreduce_ring.h>
 #include <gloo/allreduce_ring_chunked.h>
 #include <gloo/rendezvous/context.h>
@@ -23,7 +27,9 @@
 namespace {
 
 template <typename Algorithm>
-void Time(const char* name, const std::shared_ptr<gloo::Context>& context, int rank, long long bytes, int iterations) {
+void Time(const char* name, const std::shared_ptr<gloo::Context>& context, int rank, int ranks, long long bytes,
+          int iterations) {
+  const float want = static_cast<float>(ranks * (ranks + 1) / 2);
   std::vector<float> data(bytes / 4);
   std::vector<float*> pointers{data.data()};
   Algorithm algorithm(context, pointers, static_cast<int>(data.size()));
@@ -34,7 +40,7 @@ void Time(const char* name, const std::shared_ptr<gloo::Context>& context, int r
     const auto start = std::chrono::steady_clock::now();
     algorithm.run();
     if (i >= warmup) seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    if (data.front() != 3.0f || data.back() != 3.0f) {
+    if (data.front() != want || data.back() != want) {
       std::fprintf(stderr, "%s: wrong sum %g\n", name, data.front());
       std::exit(1);
     }
@@ -46,15 +52,16 @@ void Time(const char* name, const std::shared_ptr<gloo::Context>& context, int r
   std::fflush(stdout);
 }
 
-int Run(int rank, const std::string& store_dir, long long bytes, int iterations) {
+int Run(int rank, int ranks, const std::string& hostname, const std::string& store_dir, long long bytes,
+        int iterations) {
   gloo::transport::tcp::attr attr;
-  attr.hostname = "127.0.0.1";
+  attr.hostname = hostname;
   auto device = gloo::transport::tcp::CreateDevice(attr);
   gloo::rendezvous::FileStore store(store_dir);
-  auto context = std::make_shared<gloo::rendezvous::Context>(rank, 2);
+  auto context = std::make_shared<gloo::rendezvous::Context>(rank, ranks);
   context->connectFullMesh(store, device);
-  Time<gloo::AllreduceRing<float>>("ring", context, rank, bytes, iterations);
-  Time<gloo::AllreduceRingChunked<float>>("ring_chunked", context, rank, bytes, iterations);
+  Time<gloo::AllreduceRing<float>>("ring", context, rank, ranks, bytes, iterations);
+  Time<gloo::AllreduceRingChunked<float>>("ring_chunked", context, rank, ranks, bytes, iterations);
   return 0;
 }
 
@@ -62,16 +69,26 @@ int Run(int rank, const std::string& store_dir, long long bytes, int iterations)
 
 int main(int argc, char** argv) {
   long long bytes = 64LL << 20;
-  int iterations = 20;
+  int iterations = 20, ranks = 2, rank = -1;
+  std::string hostname = "127.0.0.1", store;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--bytes") == 0) bytes = std::atoll(argv[i + 1]);
     if (std::strcmp(argv[i], "--iterations") == 0) iterations = std::atoi(argv[i + 1]);
+    if (std::strcmp(argv[i], "--ranks") == 0) ranks = std::atoi(argv[i + 1]);
+    if (std::strcmp(argv[i], "--rank") == 0) rank = std::atoi(argv[i + 1]);
+    if (std::strcmp(argv[i], "--hostname") == 0) hostname = argv[i + 1];
+    if (std::strcmp(argv[i], "--store") == 0) store = argv[i + 1];
+  }
+  if (bytes < 8 || iterations < 1) return 2;
+  if (rank >= 0) {  // one rank of several started apart
+    if (rank >= ranks || store.empty()) return 2;
+    return Run(rank, ranks, hostname, store, bytes, iterations);
   }
   char dir[] = "/tmp/gloo-store-XXXXXX";
-  if (mkdtemp(dir) == nullptr || bytes < 8 || iterations < 1) return 2;
+  if (mkdtemp(dir) == nullptr) return 2;
   const pid_t child = fork();
-  if (child == 0) _exit(Run(1, dir, bytes, iterations));
-  const int result = Run(0, dir, bytes, iterations);
+  if (child == 0) _exit(Run(1, 2, hostname, dir, bytes, iterations));
+  const int result = Run(0, 2, hostname, dir, bytes, iterations);
   int status = 0;
   waitpid(child, &status, 0);
   std::string cleanup = std::string("rm -rf ") + dir;
