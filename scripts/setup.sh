@@ -21,8 +21,9 @@ packages=(cmake ninja-build g++ clang libclang-rt-dev ccache
           python3 python3-venv python3-dev
           # tests/fresh_machine/fresh_debian.sh
           debootstrap
-          # the launchers the cluster tests start jobs with: a one-node Slurm and Open MPI's mpirun
-          slurm-wlm munge openmpi-bin)
+          # the launchers the cluster tests start jobs with: a one-node Slurm and Open MPI's mpirun;
+          # ip and tc for their emulated hosts (tests/tools/emulated_hosts.sh)
+          slurm-wlm munge openmpi-bin iproute2)
 [ "${1:-}" = --peers ] && packages+=(libgloo-dev libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${packages[@]}"; do
