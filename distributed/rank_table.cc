@@ -83,8 +83,14 @@ struct Reporter {
   std::string buffer;
 };
 
-// "RANK <rank> <size> <host> <port>": the rank and its address, or why not.
-StatusOr<std::pair<int, std::string>> ParseReport(const std::string& line, int size) {
+bool IsLoopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0 || host.rfind("::ffff:127.", 0) == 0;
+}
+
+// "RANK <rank> <size> <host> <port>": the rank and its address, or why not. A loopback host
+// is a rank on rank 0's machine that reached it by a loopback name (Debian's 127.0.1.1 for
+// the machine's own): the others reach it by the coordinator's host, `here`.
+StatusOr<std::pair<int, std::string>> ParseReport(const std::string& line, int size, const std::string& here) {
   std::istringstream in(line);
   std::string word, host, extra;
   int64_t rank = -1, their_size = -1, port = -1;
@@ -94,6 +100,7 @@ StatusOr<std::pair<int, std::string>> ParseReport(const std::string& line, int s
   if (their_size != size) return errors::InvalidArgument("it counts ", their_size, " ranks; rank 0 counts ", size);
   if (rank < 1 || rank >= size) return errors::InvalidArgument("rank ", rank, " is not one of 1 to ", size - 1);
   if (port < 1 || port > 65535) return errors::InvalidArgument("port ", port, " is out of range");
+  if (IsLoopback(host) && !IsLoopback(here)) host = here;
   return std::make_pair(static_cast<int>(rank), JoinHostPort(host, static_cast<int>(port)));
 }
 
@@ -153,7 +160,13 @@ StatusOr<std::vector<std::string>> Serve(int size, const std::string& host, cons
     const size_t polled_open = open.size();  // connections accepted now are polled next time
     if (polled[0].revents & POLLIN) {
       const int fd = ::accept4(listener.fd(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-      if (fd >= 0) open.push_back({Socket(fd), ""});
+      if (fd >= 0 && open.size() < static_cast<size_t>(2 * size + 16)) {
+        open.push_back({Socket(fd), ""});
+      } else if (fd >= 0) {
+        ::close(fd);  // more connections at once than a launch makes: someone else's
+      } else if (errno == EMFILE || errno == ENFILE || errno == ENOMEM) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
     }
     for (size_t i = polled_open; i-- > 0;) {
       if (!(polled[i + 1].revents & (POLLIN | POLLHUP | POLLERR))) continue;
@@ -168,9 +181,13 @@ StatusOr<std::vector<std::string>> Serve(int size, const std::string& host, cons
         if (got > 0 && r.buffer.size() <= kMaxLine) continue;
         bad = errors::InvalidArgument(got <= 0 ? "the connection closed before a report" : "a line too long");
       } else {
-        StatusOr<std::pair<int, std::string>> report = ParseReport(r.buffer.substr(0, newline), size);
+        StatusOr<std::pair<int, std::string>> report = ParseReport(r.buffer.substr(0, newline), size, host);
         if (report.ok() && reported.count(report->first) != 0) {
           report = errors::InvalidArgument("rank ", report->first, " has reported already");
+        }
+        if (report.ok() && std::find(table.begin(), table.end(), report->second) != table.end()) {
+          report = errors::InvalidArgument("another rank serves at ", report->second,
+                                           " (two ranks of one host with one local rank?)");
         }
         if (report.ok()) {
           table[static_cast<size_t>(report->first)] = report->second;
@@ -189,10 +206,13 @@ StatusOr<std::vector<std::string>> Serve(int size, const std::string& host, cons
   std::string answer = "TABLE\n";
   for (const std::string& address : table) answer += address + "\n";
   answer += "END\n";
+  // Every rank gets its answer, whichever fails.
+  Status first = Status::OK();
   for (const auto& [rank, socket] : reported) {
     Status s = SendAll(socket.fd(), answer, deadline);
-    if (!s.ok()) return s.WithPrefix(StrCat("rank 0 answering rank ", rank, ": "));
+    if (!s.ok() && first.ok()) first = s.WithPrefix(StrCat("rank 0 answering rank ", rank, ": "));
   }
+  RETURN_IF_ERROR(first);
   return table;
 }
 

@@ -9,11 +9,13 @@
 //
 // Plain TCP, a line a message. Rank 0 listens on the coordinator's port (serving on its own
 // port, which must differ); its own host is the coordinator's. Another rank's host is the
-// local address of its connection to rank 0: the one rank 0 reaches it by. Every wait ends at
+// local address of its connection to rank 0: the one rank 0 reaches it by (the coordinator's
+// host where that address is a loopback one: a rank on rank 0's machine). Every wait ends at
 // the timeout, with DeadlineExceeded naming the ranks that did not report; a peer sending
-// what is not a report (too long, malformed, a rank out of range or taken) is dropped with
-// the reason written back, and rank 0 goes on waiting for the real one. Each call is
-// independent: calls may run concurrently (a test's ranks on threads).
+// what is not a report (too long, malformed, a rank out of range or taken, an address taken)
+// is dropped with the reason written back, and rank 0 goes on waiting for the real one.
+// There is no authentication: the launch's own network is trusted, as mpirun's is. Each call
+// is independent: calls may run concurrently (a test's ranks on threads).
 #pragma once
 
 #include <chrono>

@@ -28,14 +28,25 @@ Status StatusOfException(nb::python_error& e, const std::string& where) {
       break;
     }
   }
-  nb::handle value = e.value();
-  if (nb::hasattr(value, "error_code")) {
-    try {
-      code = static_cast<Code>(nb::cast<int>(value.attr("error_code")));
-    } catch (const nb::cast_error&) {
+  // One of tessera.errors' (or TensorFlow's) classes: its code, where it is one (1 to 16).
+  try {
+    nb::handle value = e.value();
+    if (nb::hasattr(value, "error_code")) {
+      const int error_code = nb::cast<int>(value.attr("error_code"));
+      if (error_code >= 1 && error_code <= 16) code = static_cast<Code>(error_code);
     }
+  } catch (const std::exception&) {  // an error_code that is no int, or whose reading raises
   }
   return Status(code, StrCat(where, ": ", e.what()));
+}
+
+// Whether the interpreter is shutting down, when taking the GIL would end this thread.
+bool Finalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing();
+#else
+  return _Py_IsFinalizing();
+#endif
 }
 
 class PyFuncOp : public OpKernel {
@@ -50,7 +61,7 @@ class PyFuncOp : public OpKernel {
  private:
   Status Call(OpKernelContext* ctx) {
     const std::string where = StrCat("The Python function of PyFunc '", name(), "' (", token_, ")");
-    if (!Py_IsInitialized()) return errors::Cancelled(where, ": the interpreter has ended");
+    if (!Py_IsInitialized() || Finalizing()) return errors::Cancelled(where, ": the interpreter is ending");
     nb::gil_scoped_acquire gil;
     std::vector<Tensor> results;
     try {

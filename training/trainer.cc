@@ -479,8 +479,10 @@ void DrawProgress(std::ostream& log, ProgressStyle style, int epoch, int epochs,
   log.flush();
 }
 
+// `waiting`, where given, is told when a training step starts (true) and ends (false).
 StatusOr<TrainResult> RunTraining(Session& session, const TrainGraph& g, const TrainOptions& o, int64_t train_images,
-                                  bool chief, int64_t start_step, std::ostream& log);
+                                  bool chief, int64_t start_step, std::ostream& log,
+                                  const std::function<void(bool)>& waiting = nullptr);
 
 // The chief's runner in sync training, as TensorFlow's chief queue runner: runs the update
 // (`sync_op`) in a loop, on a session of its own, until Stop closes that session. Any other
@@ -568,7 +570,8 @@ namespace {
 // reaches the epoch's end, counted from `start_step`'s epoch on), then the test set; the
 // chief saves the checkpoint after each epoch and exports the inference graphs at the end.
 StatusOr<TrainResult> RunTraining(Session& session, const TrainGraph& g, const TrainOptions& o,
-                                  int64_t train_images, bool chief, int64_t start_step, std::ostream& log) {
+                                  int64_t train_images, bool chief, int64_t start_step, std::ostream& log,
+                                  const std::function<void(bool)>& waiting) {
   std::vector<Tensor> out;
   PrintPlacement(session, log);
 
@@ -595,7 +598,9 @@ StatusOr<TrainResult> RunTraining(Session& session, const TrainGraph& g, const T
       RunOptions run_options;
       if (trace) run_options.trace_level = RunOptions::TraceLevel::kFullTrace;
       RunMetadata metadata;
+      if (waiting) waiting(true);
       Status st = session.Run(run_options, {}, step_fetches, step_targets, &out, &metadata);
+      if (waiting) waiting(false);
       if (st.code() == Code::kOutOfRange) break;
       RETURN_IF_ERROR(st);
       if (trace) RETURN_IF_ERROR(WriteFileAtomically(o.trace_path, ChromeTraceJson(metadata), "trace"));
@@ -670,7 +675,8 @@ class ChiefWatch {
       while (!stop_) {
         cv_.wait_for(lock, std::chrono::milliseconds(200));
         const auto now = std::chrono::steady_clock::now();
-        if (channel_->GetState(/*try_to_connect=*/true) == GRPC_CHANNEL_READY) last_seen = now;
+        // Only a wait on the chief counts: it may well be gone once the training is over.
+        if (!armed_ || channel_->GetState(/*try_to_connect=*/true) == GRPC_CHANNEL_READY) last_seen = now;
         if (now - last_seen > patience_) {
           lost_ = true;
           lock.unlock();
@@ -691,6 +697,12 @@ class ChiefWatch {
   ChiefWatch(const ChiefWatch&) = delete;
   ChiefWatch& operator=(const ChiefWatch&) = delete;
 
+  // Whether the worker now waits on the chief (the watch starts armed).
+  void Arm(bool armed) {
+    std::lock_guard<std::mutex> lock(mu_);
+    armed_ = armed;
+  }
+
   Status Lost() const {
     std::lock_guard<std::mutex> lock(mu_);
     if (!lost_) return Status::OK();
@@ -706,6 +718,7 @@ class ChiefWatch {
   std::condition_variable cv_;
   bool stop_ = false;  // guarded by mu_
   bool lost_ = false;  // guarded by mu_
+  bool armed_ = true;  // guarded by mu_
   std::thread thread_;
 };
 
@@ -746,7 +759,11 @@ StatusOr<TrainResult> TrainOnCluster(const TrainOptions& o, const std::string& d
     ASSIGN_OR_RETURN(std::string chief_address, cluster.TaskAddress("worker", 0));
     watch = std::make_unique<ChiefWatch>(chief_address, o.chief_timeout, [&session] { session->Close(); });
   }
-  StatusOr<TrainResult> result = RunTraining(*session, g, o, shard_size, /*chief=*/o.task == 0, start_step, log);
+  if (watch != nullptr) watch->Arm(false);
+  StatusOr<TrainResult> result =
+      RunTraining(*session, g, o, shard_size, /*chief=*/o.task == 0, start_step, log, [&watch](bool waiting) {
+        if (watch != nullptr) watch->Arm(waiting);
+      });
   if (watch != nullptr) RETURN_IF_ERROR(watch->Lost());
   // A runner's error is the cause of the Cancelled it made of the chief's step.
   if (runner != nullptr) RETURN_IF_ERROR(runner->Stop());
@@ -804,6 +821,8 @@ StatusOr<TrainResult> TrainMultiWorker(const TrainOptions& o, const std::string&
   if (o.task < 0 || o.task >= workers) {
     return errors::InvalidArgument("--task ", o.task, " is not a worker of the cluster, which has ", workers);
   }
+  // Every worker shuffles alike, which a seed of 0 (a random one per pipeline) would not.
+  if (o.seed == 0) return errors::InvalidArgument("multi-worker training needs a --seed other than 0");
   // The chief's options are the training's; the other workers only serve.
   if (o.task == 0 && (o.batch < workers || o.batch % workers != 0)) {
     return errors::InvalidArgument("--batch ", o.batch, " must be a positive multiple of the ", workers, " workers");

@@ -123,6 +123,15 @@ class ForwardLoops {
       loop.vars.push_back(var);
     }
     if (loop.vars.empty()) return errors::Internal("Frame '", frame, "' has no loop variables");
+    // A gradient reaching an Exit the loop's variables do not account for would be lost.
+    for (int id = 0; id < forward_nodes_; ++id) {
+      const Node* n = graph_.nodes()[id];
+      if (!IsExit(n->op()) || frames_->input_frame[id] != frame) continue;
+      if (std::none_of(loop.vars.begin(), loop.vars.end(), [n](const ForwardLoop::Var& v) { return v.exit == n; })) {
+        return errors::Unimplemented("No gradient for the while loop of ", n->DebugName(),
+                                     ": it is not the one Exit of a loop variable's Switch");
+      }
+    }
     return &loops_.emplace(frame, std::move(loop)).first->second;
   }
 
@@ -133,7 +142,9 @@ class ForwardLoops {
   }
   StatusOr<std::string> ParentOf(const std::string& frame) {
     RETURN_IF_ERROR(FindFrames());
-    return frames_->parent.at(frame);
+    auto it = frames_->parent.find(frame);
+    if (it == frames_->parent.end()) return errors::Internal("No frame '", frame, "' in the graph");
+    return it->second;
   }
 
   // The forward frame a value is made in; nullopt for a value of the gradient. For the
@@ -147,6 +158,10 @@ class ForwardLoops {
   // Records a node the gradient adds to the forward graph, in `frame`.
   void AddedTo(const Output& o, const std::string& frame) {
     if (o.node != nullptr) added_[o.node->id()] = frame;
+  }
+  // Records that an added node runs in the cond branch `like` runs in.
+  void InBranchOf(const Output& n, const Output& like) {
+    if (n.node != nullptr) branches_[{n.node, -1}] = BranchOf(like);
   }
 
   // A frame name no loop of the graph has yet.
@@ -189,16 +204,22 @@ class ForwardLoops {
     const CondBranch* branch = nullptr;
     if (IsEnter(n.op()) || IsLoopSwitch(n) || IsLoopMerge(n)) {
       branch = nullptr;
-    } else if (IsExit(n.op())) {  // the branch its loop runs in: its Enters'
-      const Node* enter = n.input_edge(0)->src->input_edge(0)->src->input_edge(0)->src;
-      branch = BranchOf(InputOf(*enter, 0));
+    } else if (IsExit(n.op())) {  // the branch its loop runs in: its Enters', through its Switch and Merge
+      const Node* sw = n.num_inputs() == 1 ? n.input_edge(0)->src : nullptr;
+      const Node* merge = sw != nullptr && sw->num_inputs() > 0 ? sw->input_edge(0)->src : nullptr;
+      const Node* enter = merge != nullptr && merge->num_inputs() > 0 ? merge->input_edge(0)->src : nullptr;
+      branch = enter != nullptr && IsEnter(enter->op()) && enter->num_inputs() == 1 ? BranchOf(InputOf(*enter, 0))
+                                                                                   : nullptr;
     } else if (IsMerge(n.op())) {  // a cond's Merge is in the branch its Switches are in
-      const CondBranch* inner = BranchOf(InputOf(n, 0));
+      const CondBranch* inner = n.num_inputs() > 0 ? BranchOf(InputOf(n, 0)) : nullptr;
       branch = inner == nullptr ? nullptr : BranchOf(*inner->sw);
     } else if (n.num_inputs() > 0) {
       branch = BranchOf(InputOf(n, 0));
-    } else if (!n.control_inputs().empty()) {
-      branch = BranchOf(*n.control_inputs()[0]->src);
+    } else {
+      // An op without inputs waits on its branch's pivot, maybe among other control inputs.
+      for (const Edge* c : n.control_inputs()) {
+        if ((branch = BranchOf(*c->src)) != nullptr) break;
+      }
     }
     branches_[{&n, -1}] = branch;
     return branch;
@@ -372,7 +393,8 @@ class GradientBuilder {
     ASSIGN_OR_RETURN(const ForwardLoop* loop, loops_.Of(frame));
     ASSIGN_OR_RETURN(std::string parent, loops_.ParentOf(frame));
     auto exiting = std::find_if(loop->vars.begin(), loop->vars.end(), [](const auto& v) { return v.exit; });
-    const Scope outer = ScopeFor(*exiting->exit);  // in the frame the loop is in, with its capture
+    // In the frame the loop is in, with its capture.
+    const Scope outer = ScopeFor(exiting != loop->vars.end() ? *exiting->exit : *loop->vars[0].enter);
     const Scope plain = outer.WithFrameCapture(nullptr).WithNoControlDependencies();
     const Scope counting = plain.ColocateWith(Operation(loop->loop_cond));
     const int pi = loop->parallel_iterations;
@@ -384,10 +406,12 @@ class GradientBuilder {
     // The gradients reaching the loop's results.
     std::vector<const ForwardLoop::Var*> vars;
     std::vector<Output> seeds;
+    // Every differentiable variable goes round: one without an Exit still carries gradients
+    // from one iteration's body to the last's.
     for (const ForwardLoop::Var& v : loop->vars) {
-      if (v.exit == nullptr || !Differentiable(v.exit->output_type(0))) continue;
-      Output g = SumOf({v.exit, 0});
-      if (g.node == nullptr) g = ops::ZerosLike(outer, Output(v.exit, 0));
+      if (!Differentiable(v.merge->output_type(0))) continue;
+      Output g = v.exit != nullptr ? SumOf({v.exit, 0}) : Output();
+      if (g.node == nullptr) g = ops::ZerosLike(outer, v.exit != nullptr ? Output(v.exit, 0) : InputOf(*v.enter, 0));
       vars.push_back(&v);
       seeds.push_back(g);
     }
@@ -406,6 +430,8 @@ class GradientBuilder {
     RETURN_IF_ERROR(scope_.status());
     const Output f_exit = ops::Build(counting, "Exit", {f_switch[0]});
     loops_.AddedTo(f_exit, parent);
+    // The count leaves the loop where the loop runs: in a cond branch, only when it is taken.
+    loops_.InBranchOf(f_exit, InputOf(*loop->vars[0].enter, 0));
 
     BackwardFrame bf{frame_, loop, loops_.NewFrameName(frame + "/gradients"), plain, {}, {}, {}, {}, {}};
     bf.forward_pivot = ops::Identity(counting, f_switch[1]);
@@ -456,7 +482,7 @@ class GradientBuilder {
     }
     GradientOptions body_options = options_;
     body_options.grad_outputs = body_seeds;
-    GradientBuilder body(scope_.WithFrameCapture(capture), body_options, loops_, &bf);
+    GradientBuilder body(scope_.WithFrameCapture(capture).WithNoControlDependencies(), body_options, loops_, &bf);
     RETURN_IF_ERROR(body.Build(body_outs, body_ins, &body_grads, stop));
 
     Graph* graph = scope_.graph();

@@ -257,7 +257,8 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
     out = _pack(result, iter(exits))
     if maximum_iterations is not None:
         out = out[1]
-    return _flatten(out)[0] if len(_flatten(out)) == 1 and not return_same_structure else out
+    single = len(_flatten(out)) == 1 and isinstance(out, (list, tuple)) and not return_same_structure
+    return out[0] if single else out
 
 
 def _flatten_like(structure, shapes):

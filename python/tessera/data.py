@@ -286,16 +286,22 @@ class Dataset(_Elements):
 
 class _GeneratorState:
     """The generators of one from_generator dataset, by id: one per iterator start, dropped
-    when it ends (one an iterator leaves unfinished goes with the graph)."""
+    when it ends, or when 64 newer ones run."""
+
+    _kept = 64
 
     def __init__(self, generator, spec):
         self._generator, self._spec = generator, spec
-        self._running = {}
+        self._running = {}  # by id, oldest first
         self._ids = itertools.count()
 
     def start(self, *args):
         generator_id = next(self._ids)
         self._running[generator_id] = iter(self._generator(*args))
+        # One an iterator left unfinished (re-initialized, or stopped early) is dropped once
+        # newer ones are many: more iterators than that of one dataset at once are unusual.
+        while len(self._running) > self._kept:
+            del self._running[next(iter(self._running))]
         return np.int64(generator_id)
 
     def next(self, generator_id):

@@ -137,8 +137,8 @@ def _field(kind, value):
         return TensorShapeProto(value)
     if kind == "tensor":
         return TensorProto(value)
-    if kind == "func":
-        return _Func(value["name"] if isinstance(value, dict) else value)
+    if kind == "func":  # a dataset's function comes as its body, without a name
+        return _Func(value.get("name", "") if isinstance(value, dict) else value)
     return value
 
 
@@ -147,6 +147,10 @@ def _kind_of(value):
         return f"list({_kind_of(value[0]) if value else 'int'})"
     if isinstance(value, bool):
         return "bool"
+    if isinstance(value, dict):
+        return "tensor" if "dtype" in value and "data" in value else "func"
+    if value is None:
+        return "shape"  # an unknown shape
     return {int: "int", float: "float"}.get(type(value), "string")
 
 

@@ -212,8 +212,8 @@ class RMSPropOptimizer(Optimizer):
                                           use_locking=self._use_locking)
         # Centered: the mean gradient's square comes off the mean square, as TensorFlow's
         # ApplyCenteredRMSProp, here in the ops it is made of.
-        mg = self._zeros_slot(var, "mg", "")
-        ms, mom = self._slot(var, "rms", "_1", array_ops.ones), self._zeros_slot(var, "momentum", "_2")
+        ms = self._slot(var, "rms", "", array_ops.ones)
+        mg, mom = self._zeros_slot(var, "mg", "_1"), self._zeros_slot(var, "momentum", "_2")
         locking = self._use_locking
         mg_t = mg.assign(mg * decay + (1.0 - decay) * grad, use_locking=locking)
         ms_t = ms.assign(ms * decay + (1.0 - decay) * gen_ops.square(grad), use_locking=locking)

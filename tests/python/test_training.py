@@ -85,6 +85,15 @@ def test_an_op_without_a_gradient_is_named():
         assert sess.run(y) == 1.0
 
 
+def test_centered_rmsprop_slots_are_named_as_tensorflows():
+    w = tf.Variable([1.0, 2.0], name="w")
+    opt = tf.train.RMSPropOptimizer(0.1, momentum=0.5, centered=True)
+    opt.minimize(tf.reduce_sum(w * w))
+    # What TensorFlow 2.21 names them: a checkpoint's "w/RMSProp" is the mean square.
+    assert [(n, opt.get_slot(w, n).op.name) for n in opt.get_slot_names()] == [
+        ("mg", "w/RMSProp_1"), ("momentum", "w/RMSProp_2"), ("rms", "w/RMSProp")]
+
+
 def test_einsum_beyond_two_explicit_operands_is_numpys():
     m = np.arange(9, dtype=np.float32).reshape(3, 3) / 4 - 1
     n = np.arange(12, dtype=np.float32).reshape(3, 4) / 6

@@ -720,6 +720,39 @@ TEST(GradientsTest, CondInAWhileLoop) {
             kTolerance);
 }
 
+// A loop in a cond branch in a loop: the inner loop's runs and what they save are saved and
+// popped only in the outer iterations that took the branch.
+TEST(GradientsTest, WhileLoopInACondInAWhileLoop) {
+  EXPECT_LT(MaxGradientError({TensorShape({2}), TensorShape({2})},
+                             [&](const Scope& s, const auto& in) {
+                               return WhileLoop(
+                                   s, "outer", {Count(s), in[0]}, {in[1]},
+                                   [](const Scope& c, const auto& v, const auto&) {
+                                     return std::vector<Output>{ops::Less(c, v[0], 4)};
+                                   },
+                                   [](const Scope& b, const auto& v, const auto& out) {
+                                     Output odd = ops::Equal(b, ops::Build(b, "FloorMod", {v[0], 2}), 1);
+                                     Output next = Cond(
+                                         b, odd, {v[1], out[0]},
+                                         [](const Scope& t, const auto& x) {
+                                           return WhileLoop(
+                                               t, "inner", {Count(t), x[0]}, {x[1]},
+                                               [](const Scope& c, const auto& w, const auto&) {
+                                                 return std::vector<Output>{ops::Less(c, w[0], 2)};
+                                               },
+                                               [](const Scope& b2, const auto& w, const auto& o) {
+                                                 return std::vector<Output>{
+                                                     ops::Add(b2, w[0], 1),
+                                                     ops::Mul(b2, ops::Build(b2, "Sin", {w[1]}), o[0])};
+                                               })[1];
+                                         },
+                                         [](const Scope& f, const auto& x) { return ops::Mul(f, x[0], x[1]); });
+                                     return std::vector<Output>{ops::Add(b, v[0], 1), next};
+                                   })[1];
+                             }, -1, 1),
+            kTolerance);
+}
+
 TEST(GradientsTest, SecondOrderGradientsOfALoopAreUnimplemented) {
   Scope root = Scope::NewRootScope();
   auto x = ops::Placeholder(root.WithOpName("x"), kD, TensorShape({}));

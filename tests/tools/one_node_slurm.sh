@@ -13,8 +13,7 @@ command=$1 dir=$2
 stop() {
   SLURM_CONF="$dir/slurm.conf" scontrol shutdown >/dev/null 2>&1 || true
   for pidfile in "$dir/slurmd.pid" "$dir/slurmctld.pid" "$dir/munge/munged.pid"; do
-    [ -f "$pidfile" ] || continue
-    pid=$(cat "$pidfile")
+    pid=$(cat "$pidfile" 2>/dev/null) || continue  # gone: the daemon removed it on its way out
     for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; kill "$pid" 2>/dev/null || true; sleep 0.1; done
     kill -9 "$pid" 2>/dev/null || true
   done
@@ -28,7 +27,8 @@ fi
 
 ctld_port=$3 slurmd_port=$4
 mkdir -p "$dir"/{state,spool,log,munge}
-trap 'stop' ERR
+# A start that fails shows the daemons' logs before it removes them.
+trap 'tail -20 "$dir"/log/*.log >&2 2>/dev/null || true; stop' ERR
 # munged insists on a private key and a socket directory others may enter.
 head -c 128 /dev/urandom >"$dir/munge/munge.key"
 chmod 600 "$dir/munge/munge.key"
