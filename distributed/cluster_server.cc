@@ -91,7 +91,7 @@ StatusOr<std::unique_ptr<ClusterServer>> ClusterServer::Create(const ClusterSpec
                                        options.limits.max_pending_receives);
   s->impl_->master = NewMasterService(
       MasterSession::Environment{std::string(job), task, s->local_, s->impl_->graphs, channels, nullptr}, options.config,
-      *s->impl_->auth);
+      *s->impl_->auth, options.limits.idle_session_timeout);
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(address, ServerCredentials(), &port);

@@ -22,8 +22,13 @@ namespace {
 // the cluster's tasks (MasterSession).
 class MasterService final : public rpc::MasterService::Service {
  public:
-  MasterService(MasterSession::Environment env, SessionConfig config, const Authenticator& auth)
-      : env_(std::move(env)), task_name_(TaskName(env_.job, env_.task)), config_(std::move(config)), auth_(auth) {}
+  MasterService(MasterSession::Environment env, SessionConfig config, const Authenticator& auth,
+                std::chrono::seconds idle_session_timeout)
+      : env_(std::move(env)),
+        task_name_(TaskName(env_.job, env_.task)),
+        config_(std::move(config)),
+        auth_(auth),
+        idle_session_timeout_(idle_session_timeout) {}
 
   grpc::Status CreateSession(grpc::ServerContext* context, grpc::ServerReader<rpc::CreateSessionRequest>* reader,
                              rpc::CreateSessionResponse* response) override {
@@ -43,6 +48,7 @@ class MasterService final : public rpc::MasterService::Service {
                                                                         std::chrono::system_clock::now()) -
                   std::chrono::milliseconds(1000);
     }
+    CloseIdleSessions();
     StatusOr<std::unique_ptr<MasterSession>> session =
         MasterSession::Create(env_, config, *def, std::max(discovery, std::chrono::milliseconds(1)));
     if (!session.ok()) return ToGrpc(session.status());
@@ -50,7 +56,7 @@ class MasterService final : public rpc::MasterService::Service {
     for (const RemoteDevice& d : (*session)->devices()) EncodeDevice(d, response->add_devices());
     std::lock_guard<std::mutex> lock(mu_);
     const std::string handle = StrCat(task_name_, "/session:", ++last_handle_);
-    sessions_.emplace(handle, std::move(*session));
+    sessions_.emplace(handle, Entry{std::move(*session), Clock::now(), 0});
     response->set_session_handle(handle);
     return grpc::Status::OK;
   }
@@ -76,8 +82,13 @@ class MasterService final : public rpc::MasterService::Service {
     if (Status s = auth_.Check(*context, "RunStep"); !s.ok()) return ToGrpc(s);
     rpc::RunStepRequest request;
     if (grpc::Status read = ReadTheRequest(reader, &request); !read.ok()) return read;
-    StatusOr<std::shared_ptr<MasterSession>> session = Find(request.session_handle());
+    StatusOr<std::shared_ptr<MasterSession>> session = Find(request.session_handle(), /*step=*/true);
     if (!session.ok()) return ToGrpc(session.status());
+    struct StepDone {  // the session counts as used until its step ends
+      MasterService* service;
+      std::string handle;
+      ~StepDone() { service->EndStep(handle); }
+    } done{this, request.session_handle()};
     std::vector<std::pair<std::string, Tensor>> feeds;
     for (const rpc::NamedTensor& f : request.feeds()) {
       StatusOr<Tensor> t = DecodeTensor(f.tensor());
@@ -110,7 +121,7 @@ class MasterService final : public rpc::MasterService::Service {
       std::lock_guard<std::mutex> lock(mu_);
       auto it = sessions_.find(request.session_handle());
       if (it == sessions_.end()) return ToGrpc(NoSession(request.session_handle()));
-      closing = std::move(it->second);
+      closing = std::move(it->second.session);
       sessions_.erase(it);
     }
     return grpc::Status::OK;
@@ -151,14 +162,49 @@ class MasterService final : public rpc::MasterService::Service {
     }
   }
 
+  using Clock = std::chrono::steady_clock;
+  struct Entry {
+    std::shared_ptr<MasterSession> session;
+    Clock::time_point last_used;
+    int steps_running = 0;
+  };
+
   Status NoSession(const std::string& handle) const {
-    return errors::NotFound(task_name_, " has no session '", handle, "': it was closed, or the task restarted");
+    return errors::NotFound(task_name_, " has no session '", handle, "': it was closed, left idle for more than ",
+                            idle_session_timeout_.count(), " s, or the task restarted");
   }
-  StatusOr<std::shared_ptr<MasterSession>> Find(const std::string& handle) {
+  // The session, marked used now; with `step`, a step of it running until EndStep.
+  StatusOr<std::shared_ptr<MasterSession>> Find(const std::string& handle, bool step = false) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = sessions_.find(handle);
     if (it == sessions_.end()) return NoSession(handle);
-    return it->second;
+    it->second.last_used = Clock::now();
+    if (step) ++it->second.steps_running;
+    return it->second.session;
+  }
+  void EndStep(const std::string& handle) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = sessions_.find(handle);
+    if (it == sessions_.end()) return;
+    it->second.last_used = Clock::now();
+    --it->second.steps_running;
+  }
+  // Sessions whose clients are gone: idle too long, no step running (a client that goes
+  // away mid-step has its step cancelled with its call).
+  void CloseIdleSessions() {
+    std::vector<std::shared_ptr<MasterSession>> closing;  // destroyed outside the lock
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      const auto now = Clock::now();
+      for (auto it = sessions_.begin(); it != sessions_.end();) {
+        if (it->second.steps_running == 0 && now - it->second.last_used > idle_session_timeout_) {
+          closing.push_back(std::move(it->second.session));
+          it = sessions_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
   }
 
   const MasterSession::Environment env_;
@@ -167,14 +213,16 @@ class MasterService final : public rpc::MasterService::Service {
   const Authenticator& auth_;
   std::mutex mu_;
   int64_t last_handle_ = 0;                                         // guarded by mu_
-  std::map<std::string, std::shared_ptr<MasterSession>> sessions_;  // guarded by mu_
+  const std::chrono::seconds idle_session_timeout_;
+  std::map<std::string, Entry> sessions_;  // guarded by mu_
 };
 
 }  // namespace
 
 std::unique_ptr<grpc::Service> NewMasterService(MasterSession::Environment env, SessionConfig config,
-                                                const Authenticator& auth) {
-  return std::make_unique<MasterService>(std::move(env), std::move(config), auth);
+                                                const Authenticator& auth,
+                                                std::chrono::seconds idle_session_timeout) {
+  return std::make_unique<MasterService>(std::move(env), std::move(config), auth, idle_session_timeout);
 }
 
 }  // namespace tessera

@@ -5,6 +5,7 @@
 // serves it beside the worker's.
 #pragma once
 
+#include <chrono>
 #include <memory>
 
 #include "distributed/authenticator.h"
@@ -18,8 +19,10 @@ class Service;
 namespace tessera {
 
 // `config` gives every session of this master its defaults; `auth` is borrowed and must
-// outlive the service.
+// outlive the service. Sessions idle for `idle_session_timeout` with no step running are
+// closed when the next session is made.
 std::unique_ptr<grpc::Service> NewMasterService(MasterSession::Environment env, SessionConfig config,
-                                                const Authenticator& auth);
+                                                const Authenticator& auth,
+                                                std::chrono::seconds idle_session_timeout);
 
 }  // namespace tessera

@@ -23,6 +23,9 @@ struct ServerLimits {
   int max_rpc_threads = 1024;
   // Peers' receives waiting here for their tensors, per transport (gRPC, same-host).
   size_t max_pending_receives = 16384;
+  // A session this task is the master of that no client has used for this long, with no
+  // step running, is closed (its graphs deregistered everywhere): its client is gone.
+  std::chrono::seconds idle_session_timeout{86400};
 };
 
 }  // namespace tessera

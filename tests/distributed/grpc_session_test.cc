@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <thread>
 
 #include "distributed/cluster_server.h"
 #include "graph/builder/ops.h"
@@ -134,6 +135,37 @@ TEST(GrpcSessionDeadTaskTest, ATaskThatNeverCameUpIsNamedWithinTheOperationTimeo
   EXPECT_THAT(std::string(session.status().message()), HasSubstr("/job:worker/replica:0/task:1 did not answer"));
   EXPECT_THAT(std::string(session.status().message()), ::testing::Not(HasSubstr("the master at")));
   EXPECT_LT(took, std::chrono::seconds(20));
+}
+
+// A session whose client went away without closing it (idle past the server's limit, no
+// step running) is closed when the next session is made, its graphs with it; one in use is
+// not.
+TEST(GrpcSessionIdleTest, SessionsLeftIdleAreClosedAndOthersAreNot) {
+  RegisterGrpcSessionFactory();
+  unsetenv("TESSERA_CLUSTER_TOKEN");
+  auto cluster = ClusterSpec::FromJson(StrCat(R"({"worker": [")", LoopbackAddress(FreePort()), R"("]})"));
+  ASSERT_TRUE(cluster.ok());
+  ClusterServerOptions options;
+  options.limits.idle_session_timeout = std::chrono::seconds(1);
+  auto server = ClusterServer::Create(*cluster, "worker", 0, options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  const std::string target = (*server)->target();
+  auto idle = Session::Create(target, SessionConfig(), CounterGraph());
+  auto busy = Session::Create(target, SessionConfig(), CounterGraph());
+  ASSERT_TRUE(idle.ok() && busy.ok());
+  std::vector<Tensor> out;
+  ASSERT_TRUE((*idle)->Run({}, {}, {"init"}, &out).ok());
+  ASSERT_TRUE((*busy)->Run({}, {}, {"init"}, &out).ok());
+  for (int i = 0; i < 4; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    ASSERT_TRUE((*busy)->Run({{"x", Tensor::Scalar<float>(1)}}, {}, {"bump"}, &out).ok());
+  }
+  ASSERT_TRUE(Session::Create(target, SessionConfig(), CounterGraph()).ok());  // the next session
+  Status gone = (*idle)->Run({}, {"v"}, {}, &out);
+  EXPECT_EQ(gone.code(), Code::kNotFound) << gone;
+  EXPECT_THAT(std::string(gone.message()), HasSubstr("left idle for more than 1 s"));
+  ASSERT_TRUE((*busy)->Run({}, {"v"}, {}, &out).ok());
+  EXPECT_EQ(out[0].data<float>()[0], 9.0f);
 }
 
 class GrpcSessionWithTokenTest : public GrpcSessionTest {
