@@ -222,7 +222,10 @@ TEST(GradientsTest, ConvolutionAndPooling) {
 TEST(GradientsTest, DepthwiseConvolution) {
   const std::vector<std::pair<std::vector<int64_t>, std::string>> cases = {
       {{1, 1, 1, 1}, "SAME"}, {{1, 1, 1, 1}, "VALID"}, {{1, 2, 2, 1}, "SAME"}, {{1, 2, 1, 1}, "VALID"}};
-  for (const auto& [strides, padding] : cases) {
+  for (const auto& window : cases) {
+    // Named copies: lambdas capture no structured bindings before C++20's clang 16.
+    const std::vector<int64_t> strides = window.first;
+    const std::string padding = window.second;
     for (int64_t multiplier : {1, 2}) {
       SCOPED_TRACE(StrCat(padding, " stride ", strides[1], "x", strides[2], " multiplier ", multiplier));
       auto depthwise = [&](const Scope& s, const Output& x, const Output& f) {
@@ -523,12 +526,13 @@ TEST(GradientsTest, OpsThatMoveElements) {
 }
 
 TEST(GradientsTest, Einsum) {
-  for (auto [equation, a, b] : std::vector<std::tuple<std::string, TensorShape, TensorShape>>{
+  for (const auto& [eq, a, b] : std::vector<std::tuple<std::string, TensorShape, TensorShape>>{
            {"ij,jk->ik", TensorShape({2, 3}), TensorShape({3, 4})},
            {"bij,bkj->bki", TensorShape({2, 3, 4}), TensorShape({2, 2, 4})},
            {"ij,ij->i", TensorShape({2, 3}), TensorShape({2, 3})},
            {"i,j->ji", TensorShape({2}), TensorShape({3})},
            {"abc,cd->abd", TensorShape({2, 2, 3}), TensorShape({3, 2})}}) {
+    const std::string equation = eq;  // a copy the lambda can capture (clang 14)
     SCOPED_TRACE(equation);
     EXPECT_LT(MaxGradientError({a, b},
                                [&](const Scope& s, const auto& x) {
