@@ -27,6 +27,20 @@ using testing::Child;
 using testing::FreePort;
 using testing::LoopbackAddress;
 
+// AddressSanitizer's quarantine holds freed memory back (256 MB by default), so resident
+// memory grows under it whatever the servers do: there only descriptors and threads count.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kMemoryCounts = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kMemoryCounts = false;
+#else
+constexpr bool kMemoryCounts = true;
+#endif
+#else
+constexpr bool kMemoryCounts = true;
+#endif
+
 struct Usage {
   double rss_kb = 0;
   int fds = 0, threads = 0;
@@ -107,7 +121,9 @@ TEST(LongRunningServerTest, MemoryFilesAndThreadsStayFlatAsClientsComeAndGo) {
   for (const auto& [name, warm, now] : {std::tuple{"worker", warm_worker, UsageOf(worker.pid())},
                                         std::tuple{"ps", warm_ps, UsageOf(ps.pid())}}) {
     SCOPED_TRACE(name);
-    EXPECT_LE(now.rss_kb, warm.rss_kb * 1.05) << "RSS " << warm.rss_kb << " kB after 2,000 steps";
+    if (kMemoryCounts) {
+      EXPECT_LE(now.rss_kb, warm.rss_kb * 1.05) << "RSS " << warm.rss_kb << " kB after 2,000 steps";
+    }
     EXPECT_LE(now.fds, warm.fds * 1.05 + 1) << "fds " << warm.fds << " after 2,000 steps";
     EXPECT_LE(now.threads, warm.threads * 1.05 + 1) << "threads " << warm.threads << " after 2,000 steps";
   }
