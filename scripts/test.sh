@@ -23,6 +23,7 @@ scripts/python_package.sh >/dev/null
 if [ "${TESSERA_QUICK:-0}" != 1 ]; then
   scripts/build.sh asan
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    LSAN_OPTIONS=suppressions=$PWD/tests/lsan_suppressions.txt \
     ctest --test-dir build-asan --output-on-failure -j "$(nproc)" --timeout 600
   # A fixed seed keeps CI's fuzzing repeatable; set TESSERA_FUZZ_SEED=0 to explore.
   fuzz() {  # fuzzer, corpus in tests/fuzz, seconds, max input length
