@@ -42,6 +42,9 @@ inline void OkOrRaise(const Status& s) {
   if (!s.ok()) Raise(s);
 }
 
+// Whether the interpreter is shutting down: a thread that takes the GIL then is ended.
+bool Finalizing();
+
 // NumPy's C API, for the functions below; false (a Python error set) where NumPy is missing.
 // Called once, by the module's init.
 bool InitNumpy();

@@ -40,15 +40,6 @@ Status StatusOfException(nb::python_error& e, const std::string& where) {
   return Status(code, StrCat(where, ": ", e.what()));
 }
 
-// Whether the interpreter is shutting down, when taking the GIL would end this thread.
-bool Finalizing() {
-#if PY_VERSION_HEX >= 0x030D0000
-  return Py_IsFinalizing();
-#else
-  return _Py_IsFinalizing();
-#endif
-}
-
 class PyFuncOp : public OpKernel {
  public:
   explicit PyFuncOp(OpKernelConstruction* c) : OpKernel(c) {

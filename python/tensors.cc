@@ -15,8 +15,6 @@ namespace tessera::python {
 
 using namespace nb::literals;
 
-namespace {
-
 bool Finalizing() {
 #if PY_VERSION_HEX >= 0x030D0000
   return Py_IsFinalizing();
@@ -24,6 +22,8 @@ bool Finalizing() {
   return _Py_IsFinalizing();
 #endif
 }
+
+namespace {
 
 // Hands out the data of an array it holds a reference to, and lets go of the array when
 // the tensor made on it goes. The last reference to the tensor may drop on an engine thread:

@@ -4,8 +4,7 @@
 // of the branch that did not run being dead (zeros made in that branch, as the builder
 // makes them for an output no gradient reached, run only where the branch runs). A while
 // loop's gradient is a loop of its own, which the builder makes for the loop as a whole
-// (gradients.cc); a gradient reaching one of a loop's ops alone starts or ends inside the
-// loop, which is not supported: those ops say so, naming the node.
+// (gradients.cc), which never reaches the loop's own Switch, Merge or NextIteration.
 #include "graph/builder/gradients.h"
 #include "graph/builder/op_builder.h"
 #include "graph/control_flow_frames.h"
@@ -15,11 +14,6 @@ namespace tessera {
 namespace {
 
 Output InputOf(const Node& n, int i) { return Output(n.input_edge(i)->src, n.input_edge(i)->src_output); }
-
-Status LoopsUnsupported(const Node& n) {
-  return errors::Unimplemented("Gradients from or to a tensor inside a tf.while_loop's body are not supported "
-                               "by Tessera (node ", n.DebugName(), ")");
-}
 
 // The predicate of the cond whose Merge is `merge`. As tf.cond builds one, each branch's
 // output is an Identity that waits on the branch's pivot, an Identity of Switch(pred, pred);
@@ -43,10 +37,6 @@ StatusOr<Output> CondPredicate(const Node& merge) {
 
 Status MergeGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
   const Node& merge = *op.node();
-  for (int i = 0; i < merge.num_inputs(); ++i) {
-    const std::string& from = merge.input_edge(i)->src->op();
-    if (IsEnter(from) || IsNextIteration(from)) return LoopsUnsupported(merge);
-  }
   if (merge.num_inputs() != 2) {
     return errors::Unimplemented("No gradient for ", merge.DebugName(), ": a cond's Merge has 2 inputs");
   }
@@ -57,14 +47,8 @@ Status MergeGrad(const Scope& s, const Operation& op, const std::vector<Output>&
 }
 
 Status SwitchGrad(const Scope& s, const Operation& op, const std::vector<Output>& g, std::vector<Output>* grads) {
-  const Node& sw = *op.node();
-  if (IsLoopSwitch(sw)) return LoopsUnsupported(sw);
   *grads = {ops::Build(s, "Merge", {g[0], g[1]}), Output()};
   return s.status();
-}
-
-Status LoopGrad(const Scope&, const Operation& op, const std::vector<Output>&, std::vector<Output>*) {
-  return LoopsUnsupported(*op.node());
 }
 
 }  // namespace
@@ -72,7 +56,6 @@ Status LoopGrad(const Scope&, const Operation& op, const std::vector<Output>&, s
 void RegisterControlFlowGradients(GradientRegistry& r) {
   RegisterCoreGradient(r, "Switch", SwitchGrad);
   RegisterCoreGradient(r, "Merge", MergeGrad);
-  for (const char* op : {"NextIteration", "LoopCond"}) RegisterCoreGradient(r, op, LoopGrad);
 }
 
 }  // namespace tessera

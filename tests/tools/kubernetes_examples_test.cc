@@ -6,8 +6,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-
 #include <cstdio>
 #include <fstream>
 #include <regex>
@@ -15,11 +13,13 @@
 #include <sstream>
 
 #include "distributed/cluster_resolver.h"
+#include "tests/tools/run_command.h"
 
 namespace tessera {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::RunCommand;
 
 const std::string kDir = TESSERA_SOURCE_DIR "/examples/kubernetes/";
 
@@ -38,16 +38,6 @@ std::string Find(const std::string& text, const std::string& pattern, const std:
   std::smatch m;
   const std::string rest = text.substr(start);
   return std::regex_search(rest, m, std::regex(pattern)) ? m[1].str() : "";
-}
-
-std::pair<std::string, int> RunCommand(const std::string& command) {
-  std::string out;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return {"popen failed", -1};
-  char buffer[4096];
-  for (size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, n);
-  const int status = pclose(pipe);
-  return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
 }
 
 // Every pod's task is its own, and all see one cluster.

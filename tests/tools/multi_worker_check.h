@@ -1,10 +1,9 @@
-// What the multi-process cluster tests share: a command's output, and the check that
+// What the multi-process cluster tests share: the check that
 // multi-worker training over three tasks (the workers' flags kTrainFlags) left in its chief's
 // checkpoint the variables one process gives with the towers of three workers.
 #pragma once
 
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cmath>
 #include <cstdio>
@@ -14,20 +13,10 @@
 
 #include "graph/allocator.h"
 #include "graph/serialize/tensor_bundle.h"
+#include "tests/tools/run_command.h"
 #include "training/trainer.h"
 
 namespace tessera::testing {
-
-// `command`'s output (stdout and stderr) and its exit status.
-inline std::pair<std::string, int> RunCommand(const std::string& command) {
-  std::string out;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return {"popen failed", -1};
-  char buffer[4096];
-  for (size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, n);
-  const int status = pclose(pipe);
-  return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
-}
 
 inline TrainOptions SmallRun() {
   TrainOptions o;
