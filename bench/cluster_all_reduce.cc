@@ -7,12 +7,14 @@
 // same-host transport as two tasks of one machine do, or with --grpc over gRPC only, as
 // tasks of two machines do. With --cluster, this process is rank --rank of that cluster's
 // "worker" job, the others started apart (bench/cluster_hosts.sh starts one per emulated
-// host); given the link's --link-gbit and --link-latency-us, rank 0 prints beside what it
+// host), reducing with the engine's ring or with --gloo by Gloo (the AllReduce op's two
+// backends); given the link's --link-gbit and --link-latency-us, rank 0 prints beside what it
 // measured the ring's predicted time, 2(N-1)/N x bytes / bandwidth + 2(N-1) x latency, and
 // the share of it the run reached.
 //
 //   cluster_all_reduce [--bytes N] [--iterations N] [--grpc]
-//   cluster_all_reduce --cluster JSON --rank R [--bytes N] [--iterations N] [--link-gbit G] [--link-latency-us L]
+//   cluster_all_reduce --cluster JSON --rank R [--gloo] [--bytes N] [--iterations N] [--link-gbit G]
+//                      [--link-latency-us L]
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -29,6 +31,7 @@
 
 #include "distributed/cluster_server.h"
 #include "distributed/remote_rendezvous.h"
+#include "kernels/collectives/gloo_all_reduce.h"
 #include "kernels/collectives/ring_all_reduce.h"
 #include "tests/distributed/free_port.h"
 
@@ -45,7 +48,7 @@ struct Link {
 // be fetching the other's last piece after its own end. Without one (-1), the ranks end with
 // a last, small all-reduce, which no rank finishes before every rank has finished the big
 // ones, and a second's grace for its own last pieces.
-int Run(int rank, const ClusterSpec& cluster, int64_t bytes, int iterations, bool grpc_only, int barrier,
+int Run(int rank, const ClusterSpec& cluster, int64_t bytes, int iterations, bool grpc_only, bool gloo, int barrier,
         const Link& link) {
   ClusterServerOptions options;
   options.same_host_transport = !grpc_only;
@@ -74,6 +77,14 @@ int Run(int rank, const ClusterSpec& cluster, int64_t bytes, int iterations, boo
   params.prev_device = device((rank + size - 1) % size);
   params.next_device = device((rank + 1) % size);
   params.pool = pool->get();
+  GlooAllReduce::Params gloo_params;
+  gloo_params.rank = rank;
+  gloo_params.size = size;
+  for (int task = 0; task < size; ++task) gloo_params.devices.push_back(device(task));
+  gloo_params.incarnations.assign(size, 0);
+  gloo_params.host = cluster.TaskHost("worker", rank);
+  gloo_params.name = "bench";
+  GlooAllReduce gloo_member(gloo_params);
   const float want = static_cast<float>(size * (size + 1) / 2);
   auto all_reduce = [&](int i, int64_t n) -> Status {
     // A new tensor each time: another task may still be reading the last one's pieces,
@@ -85,7 +96,11 @@ int Run(int rank, const ClusterSpec& cluster, int64_t bytes, int iterations, boo
                                 std::chrono::seconds(60));
     params.name = StrCat("bench", i);
     std::promise<Status> done;
-    RingAllReduce::Start(params, &rendezvous, data, data, [&done](const Status& s) { done.set_value(s); });
+    if (gloo) {
+      gloo_member.Start(&rendezvous, step, data, data, [&done](const Status& s) { done.set_value(s); });
+    } else {
+      RingAllReduce::Start(params, &rendezvous, data, data, [&done](const Status& s) { done.set_value(s); });
+    }
     RETURN_IF_ERROR(done.get_future().get());
     if (data.data<float>()[0] != want || data.data<float>()[data.NumElements() - 1] != want) {
       return errors::Internal("wrong sum ", data.data<float>()[0], ", not ", want);
@@ -121,7 +136,7 @@ int Run(int rank, const ClusterSpec& cluster, int64_t bytes, int iterations, boo
                      link.latency_us, ", \"predicted_s\": ", predicted, ", \"of_predicted\": ", predicted / median);
     }
     std::printf("{\"impl\": \"%s\", \"bytes\": %lld, \"median_s\": %.6f, \"min_s\": %.6f, \"max_s\": %.6f%s}\n",
-                grpc_only ? "tessera grpc" : "tessera", static_cast<long long>(bytes), median, seconds.front(),
+                gloo ? "tessera gloo" : grpc_only ? "tessera grpc" : "tessera", static_cast<long long>(bytes), median, seconds.front(),
                 seconds.back(), model.c_str());
   }
   return 0;
@@ -133,11 +148,12 @@ int Run(int rank, const ClusterSpec& cluster, int64_t bytes, int iterations, boo
 int main(int argc, char** argv) {
   int64_t bytes = int64_t{64} << 20;
   int iterations = 20, rank = -1;
-  bool grpc_only = false;
+  bool grpc_only = false, gloo = false;
   std::string cluster_json;
   tessera::Link link;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--grpc") == 0) grpc_only = true;
+    if (std::strcmp(argv[i], "--gloo") == 0) gloo = true;
     if (i + 1 >= argc) continue;
     if (std::strcmp(argv[i], "--bytes") == 0) bytes = std::atoll(argv[i + 1]);
     if (std::strcmp(argv[i], "--iterations") == 0) iterations = std::atoi(argv[i + 1]);
@@ -150,7 +166,7 @@ int main(int argc, char** argv) {
   if (!cluster_json.empty()) {  // one rank of a cluster started apart: between hosts, gRPC only
     auto cluster = tessera::ClusterSpec::FromJson(cluster_json);
     if (!cluster.ok() || rank < 0 || rank >= cluster->num_tasks("worker")) return 2;
-    return tessera::Run(rank, *cluster, bytes, iterations, /*grpc_only=*/true, -1, link);
+    return tessera::Run(rank, *cluster, bytes, iterations, /*grpc_only=*/true, gloo, -1, link);
   }
   using tessera::testing::FreePort;
   using tessera::testing::LoopbackAddress;
@@ -163,10 +179,10 @@ int main(int argc, char** argv) {
   const pid_t child = fork();
   if (child == 0) {
     close(barrier[0]);  // so that the parent ending without a word is an end of file here
-    _exit(tessera::Run(1, *cluster, bytes, iterations, grpc_only, barrier[1], link));
+    _exit(tessera::Run(1, *cluster, bytes, iterations, grpc_only, /*gloo=*/false, barrier[1], link));
   }
   close(barrier[1]);
-  const int result = tessera::Run(0, *cluster, bytes, iterations, grpc_only, barrier[0], link);
+  const int result = tessera::Run(0, *cluster, bytes, iterations, grpc_only, /*gloo=*/false, barrier[0], link);
   close(barrier[0]);
   int status = 0;
   waitpid(child, &status, 0);

@@ -76,6 +76,13 @@ StatusOr<std::string> ClusterSpec::TaskAddress(std::string_view job, int task) c
   return it->second[task];
 }
 
+std::string ClusterSpec::TaskHost(std::string_view job, int task) const {
+  StatusOr<std::string> address = TaskAddress(job, task);
+  if (!address.ok()) return "";
+  // FromJson checked the form host:port.
+  return address->substr(0, address->rfind(':'));
+}
+
 int ClusterSpec::num_tasks(std::string_view job) const {
   auto it = jobs_.find(std::string(job));
   return it == jobs_.end() ? 0 : static_cast<int>(it->second.size());

@@ -34,6 +34,8 @@ class ClusterSpec {
   // job's task count otherwise.
   StatusOr<std::string> TaskAddress(std::string_view job, int task) const;
   int num_tasks(std::string_view job) const;
+  // The host part of that address ("127.0.0.1", "[::1]"); "" for a task the cluster lacks.
+  std::string TaskHost(std::string_view job, int task) const;
   // Back to JSON, in the form FromJson reads.
   std::string ToJson() const;
 

@@ -7,6 +7,7 @@
 #include "distributed/cluster_spec.h"
 #include "distributed/grpc_worker.h"
 #include "distributed/local_worker.h"
+#include "graph/device_name.h"
 #include "graph/op_kinds.h"
 #include "graph/platform/logging.h"
 #include "placement/extend_graph.h"
@@ -252,6 +253,10 @@ StatusOr<std::shared_ptr<const MasterSession::Plan>> MasterSession::GetOrCreateP
   options.incarnation = [&incarnations](const std::string& device) {
     auto it = incarnations.find(device);
     return it == incarnations.end() ? uint64_t{0} : it->second;
+  };
+  options.host = [this](const std::string& device) {
+    StatusOr<DeviceName> name = DeviceName::Parse(device);
+    return name.ok() ? env_.channels->cluster().TaskHost(name->job, name->task) : std::string();
   };
   StatusOr<StepPlan> built = [&] {
     std::shared_lock<std::shared_mutex> graph_lock(graph_mu_);

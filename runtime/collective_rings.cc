@@ -55,10 +55,19 @@ Status CheckOneKindOfDevice(const std::string& what, const std::vector<NodeSpec*
   return Status::OK();
 }
 
+// Hosts name one machine when equal, or when both are the loopback's.
+bool SameMachine(const std::string& a, const std::string& b) {
+  auto loopback = [](const std::string& h) {
+    return h == "localhost" || h.rfind("127.", 0) == 0 || h == "::1" || h == "[::1]";
+  };
+  return a == b || (loopback(a) && loopback(b));
+}
+
 }  // namespace
 
 Status AssignRingPlaces(const std::vector<NodeSpec*>& nodes,
-                        const std::function<uint64_t(const std::string& device)>& incarnation) {
+                        const std::function<uint64_t(const std::string& device)>& incarnation,
+                        const std::function<std::string(const std::string& device)>& host) {
   std::map<std::pair<int64_t, int64_t>, std::vector<NodeSpec*>> groups;
   for (NodeSpec* n : nodes) {
     if (!IsAllReduce(n->op)) continue;
@@ -77,13 +86,21 @@ Status AssignRingPlaces(const std::vector<NodeSpec*>& nodes,
                                      ". Run every member of a group in the same step.");
     }
     RETURN_IF_ERROR(CheckOneKindOfDevice(what, members));
+    const std::string hint = AttrOr<std::string>(first, "communication_hint", "auto");
+    if (hint != "auto" && hint != "ring" && hint != "gloo") {
+      return errors::InvalidArgument(what, ": '", first.name, "' has communication_hint '", hint,
+                                     "'; it takes \"auto\", \"ring\" or \"gloo\"");
+    }
+    if (hint == "gloo" && NameOf(first.device).type != kDeviceCpu) {
+      return errors::InvalidArgument(what, ": '", first.name, "' asks for Gloo, which reduces on CPUs only");
+    }
     for (size_t i = 1; i < members.size(); ++i) {
       const NodeSpec& m = *members[i];
       if (m.device == members[i - 1]->device) {
         return errors::InvalidArgument(what, " has two members on ", m.device, ": '", members[i - 1]->name,
                                        "' and '", m.name, "'");
       }
-      for (const char* attr : {"T", "N", "reduction", "wire_float16", "group_size"}) {
+      for (const char* attr : {"T", "N", "reduction", "wire_float16", "group_size", "communication_hint"}) {
         auto a = first.attrs.find(attr);
         auto b = m.attrs.find(attr);
         if (a == first.attrs.end() || b == m.attrs.end() || a->second.DebugString() != b->second.DebugString()) {
@@ -93,6 +110,18 @@ Status AssignRingPlaces(const std::vector<NodeSpec*>& nodes,
       }
     }
     if (size == 1) continue;
+    // Lists as comma-separated strings, which the graph's wire forms carry without a
+    // declaration of their type (device names hold no commas).
+    std::string devices, incarnations;
+    std::vector<std::string> hosts;
+    bool between_hosts = false;
+    for (const NodeSpec* m : members) {
+      devices += StrCat(devices.empty() ? "" : ",", m->device);
+      incarnations += StrCat(incarnations.empty() ? "" : ",", incarnation(m->device));
+      hosts.push_back(host ? host(m->device) : "");
+      between_hosts = between_hosts || !SameMachine(hosts.front(), hosts.back());
+    }
+    const bool cpu = NameOf(first.device).type == kDeviceCpu;
     for (size_t r = 0; r < members.size(); ++r) {
       NodeSpec& m = *members[r];
       const NodeSpec& prev = *members[(r + members.size() - 1) % members.size()];
@@ -102,6 +131,12 @@ Status AssignRingPlaces(const std::vector<NodeSpec*>& nodes,
       m.attrs["_ring_next"] = next.device;
       m.attrs["_ring_incarnation"] = static_cast<int64_t>(incarnation(m.device));
       m.attrs["_ring_prev_incarnation"] = static_cast<int64_t>(incarnation(prev.device));
+      if (cpu) {
+        m.attrs["_ring_members"] = devices;
+        m.attrs["_ring_member_incarnations"] = incarnations;
+        m.attrs["_ring_host"] = hosts[r];
+        m.attrs["_ring_between_hosts"] = between_hosts;
+      }
     }
   }
   return Status::OK();

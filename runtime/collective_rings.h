@@ -2,13 +2,19 @@
 // of a group (same group_key and instance_key) are ordered by device, and each member
 // learns its rank and its neighbours' devices and incarnations through internal attrs
 // (_ring_rank, _ring_prev, _ring_next, _ring_incarnation, _ring_prev_incarnation), which
-// its kernel reads to run the ring all-reduce over the rendezvous.
+// its kernel reads to run the ring all-reduce over the rendezvous. A CPU member learns
+// besides every member's device and incarnation (_ring_members, _ring_member_incarnations,
+// comma-separated), the host its task runs on (_ring_host) and whether the
+// members span machines (_ring_between_hosts): with communication_hint "auto" such a group
+// runs on Gloo (kernels/collectives/gloo_all_reduce.h), which was the faster between
+// machines; on one machine the engine's ring, with its same-host socket.
 //
-//   RETURN_IF_ERROR(AssignRingPlaces(&node_defs, incarnation_of));
+//   RETURN_IF_ERROR(AssignRingPlaces(&node_defs, incarnation_of, host_of));
 //
 // InvalidArgument, naming the members, for a group with another number of members than
 // its group_size, two members on one device, members on devices of two types or on GPUs of
-// two tasks, or members that disagree on dtype, input count, reduction or wire format. Pure function of its inputs; thread-safe.
+// two tasks, or members that disagree on dtype, input count, reduction, wire format or
+// communication hint. Pure function of its inputs; thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -20,8 +26,10 @@
 
 namespace tessera {
 
-// `nodes` are placed NodeDefs: `device` holds the full assigned device name.
+// `nodes` are placed NodeDefs: `device` holds the full assigned device name. `host` gives
+// the host name or address of a device's task ("" or null: all in one process).
 Status AssignRingPlaces(const std::vector<NodeSpec*>& nodes,
-                        const std::function<uint64_t(const std::string& device)>& incarnation);
+                        const std::function<uint64_t(const std::string& device)>& incarnation,
+                        const std::function<std::string(const std::string& device)>& host);
 
 }  // namespace tessera

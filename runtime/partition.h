@@ -39,6 +39,8 @@ namespace tessera {
 struct PartitionOptions {
   // The incarnation of a device, by its full name.
   std::function<uint64_t(const std::string& device)> incarnation;
+  // The host name or address a device's task runs on; null: every device is in this process.
+  std::function<std::string(const std::string& device)> host{};
   // Which arguments each node's kernel keeps in host memory.
   const KernelRegistry* kernels = KernelRegistry::Global();
 };

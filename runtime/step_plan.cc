@@ -18,6 +18,7 @@ StatusOr<StepPlan> BuildStepPlan(const Graph& placed, const std::vector<Placemen
   ASSIGN_OR_RETURN(sub.graph, RewriteStepGraph(std::move(sub.graph), options.rewrites));
   PartitionOptions partition_options;
   partition_options.incarnation = options.incarnation;
+  partition_options.host = options.host;
   ASSIGN_OR_RETURN(plan.partitions, Partition(*sub.graph, partition_options));
   return plan;
 }

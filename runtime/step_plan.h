@@ -31,6 +31,8 @@ struct StepPlanOptions {
   RewriteOptions rewrites;
   // The incarnation of a device, by its full name (part of every rendezvous key it sends).
   std::function<uint64_t(const std::string& device)> incarnation;
+  // The host a device's task runs on (PartitionOptions::host).
+  std::function<std::string(const std::string& device)> host{};
 };
 
 struct StepPlan {

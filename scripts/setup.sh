@@ -3,8 +3,8 @@
 # has only Debian 12's base system: tests/fresh_machine/fresh_debian.sh proves it. Idempotent
 # and quiet when everything is already there. Packages install without what they merely
 # recommend, so anything the build needs from a recommendation is named here.
-# --peers adds what the side-by-side scripts need: a Python virtualenv, and Gloo and OpenMPI
-# for the cross-process all-reduce.
+# --peers adds what the side-by-side scripts need: a Python virtualenv, and OpenMPI for the
+# cross-process all-reduce.
 set -euo pipefail
 
 packages=(cmake ninja-build g++ clang libclang-rt-dev ccache
@@ -23,8 +23,10 @@ packages=(cmake ninja-build g++ clang libclang-rt-dev ccache
           debootstrap
           # the launchers the cluster tests start jobs with: a one-node Slurm and Open MPI's mpirun;
           # ip and tc for their emulated hosts (tests/tools/emulated_hosts.sh)
-          slurm-wlm munge openmpi-bin iproute2)
-[ "${1:-}" = --peers ] && packages+=(libgloo-dev libopenmpi-dev openmpi-bin)
+          slurm-wlm munge openmpi-bin iproute2
+          # Gloo, the all-reduce between machines (kernels/collectives/gloo_all_reduce.h)
+          libgloo-dev)
+[ "${1:-}" = --peers ] && packages+=(libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

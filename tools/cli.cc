@@ -61,9 +61,10 @@ constexpr const char* kUsage =
     "  tessera train --mode async|sync|multi-worker --cluster JSON [--job worker] --task I [...]\n"
     "                (or [--resolver auto|tf_config|slurm|mpi] [--jobs ps:1,worker:2] [--port-base 8888]\n"
     "                 [--coordinator HOST:PORT])\n"
-    "                [--tls-cert PEM --tls-key PEM --tls-ca PEM] [--chief-timeout 60]\n"
+    "                [--tls-cert PEM --tls-key PEM --tls-ca PEM] [--chief-timeout 60] [--all-reduce auto|ring|gloo]\n"
     "                one worker of between-graph training; the ps tasks run tessera server; a worker that\n"
-    "                waits on the chief (sync, multi-worker) fails after --chief-timeout s without it\n";
+    "                waits on the chief (sync, multi-worker) fails after --chief-timeout s without it;\n"
+    "                multi-worker's gradients go by Gloo between machines, by the engine's ring within one\n";
 
 struct Options {
   std::string command;

@@ -30,7 +30,7 @@ StatusOr<TrainOptions> ParseTrainArgs(const std::vector<std::string>& args) {
       .String("--parameter-device", &o.parameter_device).String("--data", &o.data_dir).String("--trace", &o.trace_path)
       .String("--checkpoint", &o.checkpoint_path).String("--inference-graph", &o.inference_graph_path)
       .String("--frozen-graph", &o.frozen_graph_path).String("--learning-rate", &learning_rate).String("--job", &job)
-      .Switch("--no-progress", &no_progress);
+      .String("--all-reduce", &o.all_reduce).Switch("--no-progress", &no_progress);
   AddTlsFlags(flags, &tls_flags);
   AddResolverFlags(flags, &resolver_flags);
   RETURN_IF_ERROR(flags.Parse(args));
@@ -51,6 +51,9 @@ StatusOr<TrainOptions> ParseTrainArgs(const std::vector<std::string>& args) {
   }
   o.chief_timeout = std::chrono::seconds(chief_timeout_s);
   if (o.mode == "parameter-device") o.mode = "parameter_device";
+  if (o.all_reduce != "auto" && o.all_reduce != "ring" && o.all_reduce != "gloo") {
+    return errors::InvalidArgument("--all-reduce takes auto, ring or gloo, got '", o.all_reduce, "'");
+  }
   // Not given: two virtual CPUs (the seeds' two towers), or one GPU (each logical GPU of a
   // split one).
   if (!flags.Given("--devices")) o.devices = o.device != "gpu" ? 2 : std::max(1, o.virtual_gpus);

@@ -162,7 +162,8 @@ class Replicator {
                                     .group_key = options_.group_key,
                                     .group_size = n,
                                     .instance_key = static_cast<int64_t>(b),
-                                    .wire_float16 = options_.wire_float16});
+                                    .wire_float16 = options_.wire_float16,
+                                    .communication_hint = options_.communication_hint});
         if (outs.size() != buckets[b].size()) return {};
         for (size_t k = 0; k < outs.size(); ++k) {
           reduced[t].push_back({outs[k], vars_[grads[buckets[b][k]].first].copies[t]});

@@ -89,6 +89,9 @@ struct ReplicateOptions {
   // kMirrored: gradients fused per all-reduce; 0 gives every gradient its own.
   int64_t bucket_bytes = 4 << 20;
   bool wire_float16 = false;
+  // kMirrored: the all-reduces' communication_hint: "auto" (Gloo between machines, the
+  // engine's ring within one), "ring" or "gloo".
+  std::string communication_hint = "auto";
   // Distinct replications in one graph need distinct group keys.
   int64_t group_key = 1;
 };

@@ -236,6 +236,7 @@ StatusOr<TrainGraph> BuildGraph(const TrainOptions& o, const std::string& dir, i
   options.mode = o.mode == "mirrored" ? ReplicationMode::kMirrored : ReplicationMode::kParameterDevice;
   options.devices = towers;
   options.parameter_device = o.parameter_device;
+  options.communication_hint = o.all_reduce;
   Output correct, tested;
   auto model = [&](Tower& tower, TowerOutputs* out) {
     const Scope& s = tower.scope();

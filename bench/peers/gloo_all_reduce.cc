@@ -1,12 +1,14 @@
 // Gloo's peer of bench/cluster_all_reduce.cc: processes sum a float32 buffer in place over
-// Gloo's TCP transport, timed the same way, with each of Gloo's ring algorithms; prints one
-// JSON line per algorithm (rank 0's timings). By default two processes (this one and a
+// Gloo's TCP transport, timed the same way, with each of Gloo's ring algorithms (the
+// classic ones, and the ring of gloo::allreduce, which Tessera's Gloo backend calls); prints
+// one JSON line per algorithm (rank 0's timings). By default two processes (this one and a
 // forked child) on loopback; with --rank, this process is one of --ranks, serving on
 // --hostname and meeting the others through the file store --store (bench/cluster_hosts.sh
 // starts one per emulated host).
 //
 //   gloo_all_reduce [--bytes N] [--iterations N]
 //   gloo_all_reduce --ranks N --rank R --hostname ADDRESS --store DIR [--bytes N] [--iterations N]
+#include <gloo/allreduce.h>
 #include <gloo/allreduce_ring.h>
 #include <gloo/allreduce_ring_chunked.h>
 #include <gloo/rendezvous/context.h>
@@ -25,6 +27,25 @@
 #include <vector>
 
 namespace {
+
+// gloo::allreduce's ring (unbound buffers, pipelined segments) in the classic algorithms' form.
+class UnboundRing {
+ public:
+  UnboundRing(const std::shared_ptr<gloo::Context>& context, const std::vector<float*>& pointers, int count)
+      : context_(context), data_(pointers.front()), count_(count) {}
+  void run() {
+    gloo::AllreduceOptions opts(context_);
+    opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
+    opts.setOutput(data_, static_cast<size_t>(count_));
+    opts.setReduceFunction(static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<float>));
+    gloo::allreduce(opts);
+  }
+
+ private:
+  std::shared_ptr<gloo::Context> context_;
+  float* data_;
+  int count_;
+};
 
 template <typename Algorithm>
 void Time(const char* name, const std::shared_ptr<gloo::Context>& context, int rank, int ranks, long long bytes,
@@ -62,6 +83,7 @@ int Run(int rank, int ranks, const std::string& hostname, const std::string& sto
   context->connectFullMesh(store, device);
   Time<gloo::AllreduceRing<float>>("ring", context, rank, ranks, bytes, iterations);
   Time<gloo::AllreduceRingChunked<float>>("ring_chunked", context, rank, ranks, bytes, iterations);
+  Time<UnboundRing>("allreduce ring", context, rank, ranks, bytes, iterations);
   return 0;
 }
 

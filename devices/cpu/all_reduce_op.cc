@@ -1,9 +1,13 @@
-// AllReduce: this device's member of a collective group, run as a ring all-reduce over
-// the step's rendezvous. Several inputs are packed into one buffer and reduced in one ring
-// pass (a fused bucket); their outputs are views of that buffer.
+// AllReduce: this device's member of a collective group, run as the engine's ring
+// all-reduce over the step's rendezvous, or by Gloo where the members span machines
+// (communication_hint "auto") or the graph asks for it ("gloo"). Several inputs are packed
+// into one buffer and reduced in one pass (a fused bucket); their outputs are views of it.
+#include <cstdlib>
 #include <cstring>
+#include <sstream>
 
 #include "devices/cpu/cpu_kernels.h"
+#include "kernels/collectives/gloo_all_reduce.h"
 #include "kernels/collectives/ring_all_reduce.h"
 
 namespace tessera::cpu {
@@ -32,6 +36,7 @@ class AllReduceOp : public AsyncOpKernel {
     ring_.next_device = ring_.prev_device = ring_.device;
     ring_.name = StrCat("AllReduce/", group_key, "/", instance_key);
     if (s.ok() && group_size > 1) s = ReadRingPlace(c);
+    if (s.ok() && group_size > 1) s = ChooseGloo(c);
     if (!s.ok()) c->SetStatus(s);
   }
 
@@ -47,17 +52,23 @@ class AllReduceOp : public AsyncOpKernel {
     }
     RingAllReduce::Params params = ring_;
     params.pool = ctx->intra_op_pool();
+    auto start = [this, ctx, params](const Tensor& in, const Tensor& out, RingAllReduce::DoneCallback reduced) {
+      if (gloo_) {
+        gloo_->Start(ctx->rendezvous(), ctx->step_id(), in, out, std::move(reduced));
+      } else {
+        RingAllReduce::Start(params, ctx->rendezvous(), in, out, std::move(reduced));
+      }
+    };
     if (num_inputs() == 1) {
       const Tensor& in = ctx->input(0);
       Tensor* out = nullptr;
       OP_REQUIRES_OK_ASYNC(ctx, ctx->forward_input_or_allocate_output(0, 0, in.shape(), &out), done);
       Tensor flat_in = *in.Reshaped(TensorShape({in.NumElements()}));
       Tensor flat_out = *out->Reshaped(TensorShape({in.NumElements()}));
-      RingAllReduce::Start(params, ctx->rendezvous(), flat_in, flat_out,
-                           [ctx, done = std::move(done)](const Status& st) {
-                             ctx->SetStatus(st);
-                             done();
-                           });
+      start(flat_in, flat_out, [ctx, done = std::move(done)](const Status& st) {
+        ctx->SetStatus(st);
+        done();
+      });
       return;
     }
     int64_t total = 0;
@@ -71,20 +82,19 @@ class AllReduceOp : public AsyncOpKernel {
       std::memcpy(dst, in.raw_data(), in.TotalBytes());
       dst += in.NumElements() * element;
     }
-    RingAllReduce::Start(params, ctx->rendezvous(), fused, fused,
-                         [this, ctx, fused, done = std::move(done)](const Status& st) {
-                           if (st.ok()) {
-                             int64_t offset = 0;
-                             for (int i = 0; i < num_inputs(); ++i) {
-                               const TensorShape& shape = ctx->input(i).shape();
-                               int64_t n = ctx->input(i).NumElements();
-                               ctx->set_output(i, *fused.Slice(offset, offset + n).Reshaped(shape));
-                               offset += n;
-                             }
-                           }
-                           ctx->SetStatus(st);
-                           done();
-                         });
+    start(fused, fused, [this, ctx, fused, done = std::move(done)](const Status& st) {
+      if (st.ok()) {
+        int64_t offset = 0;
+        for (int i = 0; i < num_inputs(); ++i) {
+          const TensorShape& shape = ctx->input(i).shape();
+          int64_t n = ctx->input(i).NumElements();
+          ctx->set_output(i, *fused.Slice(offset, offset + n).Reshaped(shape));
+          offset += n;
+        }
+      }
+      ctx->SetStatus(st);
+      done();
+    });
   }
 
  private:
@@ -108,7 +118,38 @@ class AllReduceOp : public AsyncOpKernel {
     return Status::OK();
   }
 
+  // Gloo runs the group when the graph asks for it, or when its members span machines and
+  // this build has Gloo: then the session wrote every member's place (collective_rings.h).
+  Status ChooseGloo(OpKernelConstruction* c) {
+    std::string hint = "auto";
+    bool between_hosts = false;
+    Status s = c->GetAttr("communication_hint", &hint);
+    if (s.ok()) s = c->GetAttr("_ring_between_hosts", &between_hosts);
+    if (!s.ok() || hint == "ring" || (hint == "auto" && (!between_hosts || !GlooAllReduce::Available()))) return s;
+    GlooAllReduce::Params p;
+    p.rank = ring_.rank;
+    p.size = ring_.size;
+    p.name = ring_.name;
+    p.op = ring_.op;
+    p.wire_float16 = ring_.wire_float16;
+    std::string members, incarnations;
+    s = c->GetAttr("_ring_members", &members);
+    if (s.ok()) s = c->GetAttr("_ring_member_incarnations", &incarnations);
+    if (s.ok()) s = c->GetAttr("_ring_host", &p.host);
+    if (!s.ok()) return s;
+    std::stringstream devices(members), numbers(incarnations);
+    for (std::string d; std::getline(devices, d, ',');) p.devices.push_back(d);
+    for (std::string i; std::getline(numbers, i, ',');) p.incarnations.push_back(std::strtoull(i.c_str(), nullptr, 10));
+    if (static_cast<int>(p.devices.size()) != p.size || static_cast<int>(p.incarnations.size()) != p.size) {
+      return errors::InvalidArgument("AllReduce ", name(), " names ", p.devices.size(), " members for a group of ",
+                                     p.size);
+    }
+    gloo_ = std::make_unique<GlooAllReduce>(std::move(p));
+    return Status::OK();
+  }
+
   RingAllReduce::Params ring_;
+  std::unique_ptr<GlooAllReduce> gloo_;  // null: the engine's ring
 };
 
 }  // namespace

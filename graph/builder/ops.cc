@@ -211,7 +211,8 @@ std::vector<Output> AllReduce(const Scope& s, const std::vector<Input>& inputs, 
                         {"group_key", attrs.group_key},
                         {"group_size", attrs.group_size},
                         {"instance_key", attrs.instance_key},
-                        {"wire_float16", attrs.wire_float16}});
+                        {"wire_float16", attrs.wire_float16},
+                        {"communication_hint", attrs.communication_hint}});
   return AllOutputs(first);
 }
 

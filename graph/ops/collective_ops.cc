@@ -16,12 +16,14 @@ Status PairwiseUnchangedShapes(InferenceContext& c) {
 void RegisterCollectiveOps(OpRegistry& r) {
   // One member per device of a group: the members of (group_key, instance_key) reduce
   // their inputs elementwise and each gets the result. Several inputs are fused into one
-  // ring pass. The session assigns each member its place in the ring.
+  // ring pass. The session assigns each member its place in the ring. communication_hint
+  // (TF's CollectiveReduceV2 has one too): "auto", "ring" (the engine's own) or "gloo".
   RegisterCoreOp(r, OpDefBuilder("AllReduce").Input("input: N * T").Output("output: N * T")
                   .Attr("T: {float32, float64, int32}").Attr("N: int >= 1")
                   .Attr("reduction: string = \"sum\"").Attr("group_key: int")
                   .Attr("group_size: int >= 1").Attr("instance_key: int")
-                  .Attr("wire_float16: bool = false").SetIsStateful()
+                  .Attr("wire_float16: bool = false")
+                  .Attr("communication_hint: string = \"auto\"").SetIsStateful()
                   .SetShapeFn(PairwiseUnchangedShapes));
 }
 

@@ -179,6 +179,51 @@ TEST(PartitionTest, AllReduceMembersGetRingPlacesInDeviceOrder) {
   }
 }
 
+// Each CPU member learns every member and its host, and whether the group spans machines
+// (its kernel then runs it on Gloo); tasks on the loopback's names share one machine.
+TEST(PartitionTest, AllReduceMembersLearnTheirHostsAndWhetherTheGroupSpansMachines) {
+  const auto member_attrs = [](const std::map<int, std::string>& host_of_task, const std::string& hint) {
+    Scope root = Scope::NewRootScope();
+    for (int t = 0; t < 2; ++t) {
+      const std::string device = StrCat("/job:worker/replica:0/task:", t, "/device:CPU:0");
+      auto x = ops::Const(root.WithOpName(StrCat("x", t)).WithDevice(device), Tensor::Scalar(1.0f));
+      ops::AllReduce(root.WithOpName(StrCat("r", t)).WithDevice(device), {x},
+                     {.group_size = 2, .communication_hint = hint});
+    }
+    auto parts = Partition(*Placed(root), {.incarnation = [](const std::string& d) -> uint64_t { return 7; },
+                                           .host = [&](const std::string& d) {
+                                             return host_of_task.at(d.find("task:1") != std::string::npos);
+                                           }});
+    std::vector<NodeSpec> members;
+    if (!parts.ok()) return std::make_pair(parts.status(), members);
+    for (int t = 0; t < 2; ++t) {
+      const std::string device = StrCat("/job:worker/replica:0/task:", t, "/device:CPU:0");
+      members.push_back(*Named(parts->at(device).graph->ToSpec(), StrCat("r", t)));
+    }
+    return std::make_pair(Status::OK(), members);
+  };
+  auto [apart, members] = member_attrs({{0, "198.18.0.1"}, {1, "198.18.0.2"}}, "auto");
+  ASSERT_TRUE(apart.ok()) << apart;
+  for (int t = 0; t < 2; ++t) {
+    bool between = false;
+    ASSERT_TRUE(GetAttr(members[t].attrs, "", "_ring_between_hosts", &between).ok());
+    EXPECT_TRUE(between);
+    EXPECT_EQ(StringAttr(members[t], "_ring_host"), t == 0 ? "198.18.0.1" : "198.18.0.2");
+    EXPECT_EQ(StringAttr(members[t], "_ring_members"),
+              "/job:worker/replica:0/task:0/device:CPU:0,/job:worker/replica:0/task:1/device:CPU:0");
+    EXPECT_EQ(StringAttr(members[t], "_ring_member_incarnations"), "7,7");
+  }
+  auto [together, same] = member_attrs({{0, "localhost"}, {1, "127.0.0.1"}}, "gloo");
+  ASSERT_TRUE(together.ok()) << together;
+  bool between = true;
+  ASSERT_TRUE(GetAttr(same[0].attrs, "", "_ring_between_hosts", &between).ok());
+  EXPECT_FALSE(between);
+
+  auto [unknown, none] = member_attrs({{0, "a"}, {1, "b"}}, "carrier-pigeon");
+  EXPECT_EQ(unknown.code(), Code::kInvalidArgument);
+  EXPECT_NE(unknown.message().find("communication_hint 'carrier-pigeon'"), std::string::npos) << unknown;
+}
+
 TEST(PartitionTest, IncompleteOrCrowdedAllReduceGroupsAreErrors) {
   {
     Scope root = Scope::NewRootScope();

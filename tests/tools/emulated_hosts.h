@@ -36,7 +36,8 @@ class EmulatedHosts {
   EmulatedHosts& operator=(const EmulatedHosts&) = delete;
 
   const std::string& skip_reason() const { return skip_reason_; }
-  static std::string Address(int host, int port) { return StrCat("198.18.0.", host, ":", port); }
+  static std::string Ip(int host) { return StrCat("198.18.0.", host); }
+  static std::string Address(int host, int port) { return StrCat(Ip(host), ":", port); }
   // `command` as run on `host`.
   std::string Exec(int host, const std::string& command) const {
     return StrCat("ip netns exec ", name_, "-h", host, " ", command);

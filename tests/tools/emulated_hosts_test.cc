@@ -2,7 +2,7 @@
 // network namespaces of their own, reaching each other only over a bridge through 10 Gbit/s
 // links, never over loopback or the same-host socket (an abstract Unix socket, which a
 // namespace keeps to itself). Multi-worker training over three hosts, each worker reading its
-// own input, equals one process; a
+// own input and the gradients all-reduced by Gloo, equals one process; a
 // 64 MiB tensor crosses a link; a killed task and a link taken down fail the step within
 // its timeout naming the task, and the link brought back works again. Latency and loss need
 // netem, which this machine's kernel lacks: that case skips, saying so.
@@ -42,13 +42,20 @@ TEST(EmulatedHostsTest, MultiWorkerTrainingOverThreeHostsEqualsOneProcess) {
                                      std::to_string(task), "--epochs", "1", "--batch", "48", "--train-limit", "240",
                                      "--test-limit", "200", "--no-progress"};
     if (task == 0) args.insert(args.end(), {"--checkpoint", prefix});
-    workers.push_back(std::make_unique<Child>(args, "", hosts.Enter(task + 1)));
+    // The chief's log (stderr) is read with what it prints.
+    workers.push_back(std::make_unique<Child>(args, "", [enter = hosts.Enter(task + 1), task] {
+      enter();
+      if (task == 0) dup2(STDOUT_FILENO, STDERR_FILENO);
+    }));
   }
   for (auto& w : workers) {
     EXPECT_EQ(w->Wait(std::chrono::seconds(180)), 0) << w->ReadUntil("\x01never", std::chrono::seconds(1));
   }
   const std::string chief = workers.back()->ReadUntil("\x01never", std::chrono::seconds(1));
   EXPECT_THAT(chief, HasSubstr(StrCat("worker 0 of 3 serves grpc://", EmulatedHosts::Address(1, kPort))));
+  // Between machines the gradients go by Gloo.
+  EXPECT_THAT(chief, HasSubstr(StrCat("member 0 of 3 on /job:worker/replica:0/task:0/device:CPU:0 reduces over Gloo from ",
+                                      EmulatedHosts::Ip(1))));
   // Each worker reads its own input: the chief sends the others none.
   for (int task : {1, 2}) {
     EXPECT_THAT(chief, ::testing::ContainsRegex(StrCat("task:", task, "/device:CPU:0: [^\n]* 1 IteratorGetNext")));

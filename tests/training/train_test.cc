@@ -151,6 +151,9 @@ TEST(TrainTest, BadOptionsAndMissingDataAreClearErrors) {
   EXPECT_EQ(RunCli({"train", "--tls-cert", "a.pem", "--tls-key", "a.key", "--tls-ca", "ca.pem"}, out, err), 2);
   EXPECT_THAT(err.str(), HasSubstr("go with --mode async, sync or multi-worker"));
   err.str("");
+  EXPECT_EQ(RunCli({"train", "--all-reduce", "nccl"}, out, err), 2);
+  EXPECT_THAT(err.str(), HasSubstr("--all-reduce takes auto, ring or gloo, got 'nccl'"));
+  err.str("");
   EXPECT_EQ(RunCli({"train", "--epochs", "1", "--data", "/nonexistent"}, out, err), 1);
   EXPECT_THAT(err.str(), HasSubstr("NotFound"));
 }
