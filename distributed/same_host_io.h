@@ -23,7 +23,8 @@ static_assert(std::endian::native == std::endian::little, "the frames are writte
 // The hello: u32 magic | u32 version | u32 token length | token; answered by u32 0 (admitted)
 // or 1 (refused).
 inline constexpr uint32_t kMagic = 0x54534854;  // "THST"
-inline constexpr uint32_t kVersion = 1;
+// 2: an empty key is a heartbeat, answered at once.
+inline constexpr uint32_t kVersion = 2;
 inline constexpr size_t kHelloFixedBytes = 12;
 inline constexpr size_t kMaxTokenBytes = 4096;
 // How long a client waits for the server's answer to its hello.

@@ -90,8 +90,8 @@ StatusOr<SameHostAnswerHead> ParseSameHostAnswerHead(std::string_view bytes) {
 
 class SameHostClient::Impl : public std::enable_shared_from_this<Impl> {
  public:
-  Impl(int fd, std::string peer, uint64_t max_tensor_bytes)
-      : fd_(fd), peer_(std::move(peer)), max_tensor_bytes_(max_tensor_bytes) {}
+  Impl(int fd, std::string peer, uint64_t max_tensor_bytes, std::chrono::milliseconds heartbeat_timeout)
+      : fd_(fd), peer_(std::move(peer)), max_tensor_bytes_(max_tensor_bytes), heartbeat_timeout_(heartbeat_timeout) {}
   ~Impl() { ::close(fd_); }
 
   void Start() { reader_ = std::thread([self = shared_from_this()] { self->Read(); }); }
@@ -204,15 +204,20 @@ class SameHostClient::Impl : public std::enable_shared_from_this<Impl> {
     std::string head;
     std::string message;
     std::string header;
-    const std::function<void()> idle = [this] { Expire(); };
+    const std::function<void()> idle = [this] {
+      Expire();
+      Heartbeat();
+    };
     for (;;) {
       if (!ReadString(fd_, kSameHostAnswerHeadBytes, &head, idle)) break;
+      Heard();
       StatusOr<SameHostAnswerHead> h = ParseSameHostAnswerHead(head);
       if (!h.ok()) {
         Break(errors::DataLoss(peer_, " sent ", h.status().message()));
         return;
       }
       if (!ReadString(fd_, h->message_bytes, &message, idle) || !ReadString(fd_, h->header_bytes, &header, idle)) break;
+      Heard();
       std::optional<Pending> p = Take(h->id);
       if (!p) {  // given up while the answer was on its way
         if (!Discard(fd_, h->element_bytes, idle)) break;
@@ -260,7 +265,7 @@ class SameHostClient::Impl : public std::enable_shared_from_this<Impl> {
       }
       std::string bytes = header;
       bytes.resize(header.size() + element_bytes);
-      if (!ReadAll(fd_, bytes.data() + header.size(), element_bytes, idle)) return Lost();
+      if (!ReadHeard(bytes.data() + header.size(), element_bytes, idle)) return Lost();
       return DecodeTensor(bytes);
     }
     const uint64_t want = static_cast<uint64_t>(h->shape.num_elements()) * DataTypeSize(h->dtype);
@@ -269,17 +274,73 @@ class SameHostClient::Impl : public std::enable_shared_from_this<Impl> {
                               h->shape.DebugString(), ", which takes ", want);
     }
     if (into.IsInitialized() && into.dtype() == h->dtype && into.shape() == h->shape) {
-      if (!ReadAll(fd_, into.raw_data(), element_bytes, idle)) return Lost();
+      if (!ReadHeard(into.raw_data(), element_bytes, idle)) return Lost();
       return into;
     }
     ASSIGN_OR_RETURN(Tensor value, Tensor::Allocate(CpuAllocator(), h->dtype, h->shape));
-    if (!ReadAll(fd_, value.raw_data(), element_bytes, idle)) return Lost();
+    if (!ReadHeard(value.raw_data(), element_bytes, idle)) return Lost();
     return value;
   }
+
+  // ReadAll in slices, each heard: a large tensor arriving slowly is a live peer.
+  bool ReadHeard(void* to, uint64_t n, const std::function<void()>& idle) {
+    constexpr uint64_t kSlice = 1 << 20;
+    for (char* p = static_cast<char*>(to); n > 0;) {
+      const uint64_t slice = std::min(n, kSlice);
+      if (!ReadAll(fd_, p, slice, idle)) return false;
+      Heard();
+      p += slice;
+      n -= slice;
+    }
+    return true;
+  }
+
+  void Heard() {
+    std::lock_guard<std::mutex> lock(mu_);
+    last_heard_ = Clock::now();
+  }
+
+  // Called when the socket has been silent a tick. Silence with nothing awaited is fine;
+  // with receives waiting, a second of it (or a quarter of the timeout) earns a heartbeat,
+  // and the heartbeat timeout of it gives the peer up.
+  void Heartbeat() {
+    const Clock::time_point now = Clock::now();
+    uint64_t id = 0;
+    bool give_up = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (pending_.empty() || broken_) {
+        last_heard_ = now;
+        return;
+      }
+      give_up = now - last_heard_ >= heartbeat_timeout_;
+      // Several heartbeats fit in the timeout, however short.
+      const auto interval = std::min<std::chrono::milliseconds>(kHeartbeatInterval, heartbeat_timeout_ / 4);
+      if (!give_up && now - last_heartbeat_ >= interval) {
+        last_heartbeat_ = now;
+        id = ++last_id_;  // no receive has it: the answer is dropped, having been heard
+      }
+    }
+    if (give_up) {
+      Break(errors::Unavailable(peer_, " sent nothing for ", heartbeat_timeout_.count(),
+                                " ms, heartbeats unanswered, while receives waited: it is frozen or gone"));
+      return;
+    }
+    if (id == 0) return;
+    std::string request;
+    Put<uint64_t>(&request, id);
+    Put<int64_t>(&request, 0);
+    Put<uint32_t>(&request, 0);
+    std::lock_guard<std::mutex> lock(write_mu_);
+    (void)WriteAll(fd_, {{request.data(), request.size()}});  // a failed write shows as silence
+  }
+
+  static constexpr std::chrono::seconds kHeartbeatInterval{1};
 
   const int fd_;
   const std::string peer_;
   const uint64_t max_tensor_bytes_;
+  const std::chrono::milliseconds heartbeat_timeout_;
   std::thread reader_;
   std::mutex write_mu_;  // one request on the socket at a time
   std::mutex mu_;
@@ -287,10 +348,13 @@ class SameHostClient::Impl : public std::enable_shared_from_this<Impl> {
   uint64_t last_id_ = 0;                           // guarded by mu_
   bool broken_ = false;                            // guarded by mu_
   bool closing_ = false;                           // guarded by mu_
+  Clock::time_point last_heard_ = Clock::now();    // guarded by mu_
+  Clock::time_point last_heartbeat_;               // guarded by mu_
 };
 
 StatusOr<std::shared_ptr<SameHostClient>> SameHostClient::Connect(std::string_view address, std::string peer,
-                                                                  const std::string& token, uint64_t max_tensor_bytes) {
+                                                                  const std::string& token, uint64_t max_tensor_bytes,
+                                                                  std::chrono::milliseconds heartbeat_timeout) {
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return errors::NotFound("no Unix socket: ", std::strerror(errno));
   socklen_t length = 0;
@@ -321,7 +385,7 @@ StatusOr<std::shared_ptr<SameHostClient>> SameHostClient::Connect(std::string_vi
     return errors::NotFound(peer, " turned away a same-host connection");
   }
   SetReceiveTimeout(fd, kDeadlineTick);
-  auto impl = std::make_shared<Impl>(fd, peer, max_tensor_bytes);
+  auto impl = std::make_shared<Impl>(fd, peer, max_tensor_bytes, heartbeat_timeout);
   try {
     impl->Start();
   } catch (const std::system_error& e) {

@@ -20,7 +20,10 @@
 // all and per process, and only an admitted one gets threads (ServerLimits).
 // A client likewise sends the token only to a server of its own user.
 // A connection carries any number of receives at once; answers come in the order their
-// tensors are sent. Everything a peer writes is checked before it is used (lengths, the
+// tensors are sent. While receives wait, a client that has heard nothing for a second sends
+// a heartbeat (an empty key), which a live server answers at once: a peer that stays silent
+// for the heartbeat timeout (frozen, or its machine gone without a reset) fails the
+// receives with Unavailable, deadline or none. Everything a peer writes is checked before it is used (lengths, the
 // tensor header, element counts), as gRPC's path does.
 //
 // Internal to distributed/. Every method is thread-safe.
@@ -38,6 +41,10 @@
 #include "runtime/rendezvous_mgr.h"
 
 namespace tessera {
+
+// How long a client waiting on receives goes without a byte from its peer, heartbeats
+// unanswered, before it gives the peer up.
+inline constexpr std::chrono::milliseconds kSameHostHeartbeatTimeout{30000};
 
 // "\0tessera/<address>": the abstract socket a task serving `address` listens on.
 std::string SameHostSocketName(std::string_view address);
@@ -77,9 +84,9 @@ class SameHostClient final : public RecvTransport, public std::enable_shared_fro
   // NotFound when no task serves `address` on this machine, or it turned this process
   // away (then gRPC, which says why, is the way); `peer` names the task in errors. A tensor
   // announced larger than `max_tensor_bytes` is ResourceExhausted (and ends the connection).
-  static StatusOr<std::shared_ptr<SameHostClient>> Connect(std::string_view address, std::string peer,
-                                                           const std::string& token,
-                                                           uint64_t max_tensor_bytes = UINT64_MAX);
+  static StatusOr<std::shared_ptr<SameHostClient>> Connect(
+      std::string_view address, std::string peer, const std::string& token, uint64_t max_tensor_bytes = UINT64_MAX,
+      std::chrono::milliseconds heartbeat_timeout = kSameHostHeartbeatTimeout);
   ~SameHostClient() override;  // fails the receives still waiting with Cancelled
   SameHostClient(const SameHostClient&) = delete;
   SameHostClient& operator=(const SameHostClient&) = delete;

@@ -8,6 +8,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <future>
 #include <thread>
@@ -184,6 +185,19 @@ TEST_F(SameHostTransportTest, AServerThatGoesAwayFailsTheReceivesAsUnavailable) 
   EXPECT_TRUE(client->broken());
   EXPECT_EQ(Wait(Recv(*client, 4, "after")).first.code(), Code::kUnavailable);
   EXPECT_EQ(SameHostClient::Connect(address_, kPeer, "s3cret").status().code(), Code::kNotFound);
+}
+
+// A receive that waits long on a live server is kept: the server answers the heartbeats.
+TEST_F(SameHostTransportTest, AReceiveWaitingOnALiveServerOutlastsTheHeartbeatTimeout) {
+  auto client = SameHostClient::Connect(address_, kPeer, "s3cret", UINT64_MAX, std::chrono::milliseconds(400));
+  ASSERT_TRUE(client.ok()) << client.status();
+  auto later = Recv(**client, 5, "late");
+  EXPECT_EQ(later.wait_for(std::chrono::milliseconds(1600)), std::future_status::timeout);
+  EXPECT_FALSE((*client)->broken());
+  ASSERT_TRUE(rendezvous_->Find(5)->Send("late", Tensor::Scalar<float>(3)).ok());
+  auto [status, value] = Wait(std::move(later));
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(value.data<float>()[0], 3.0f);
 }
 
 TEST_F(SameHostTransportTest, WrongTokensAndGarbageAreTurnedAwayAndTheServerKeepsServing) {
@@ -373,6 +387,45 @@ TEST(SameHostClientTest, AnAnswerThatLiesAboutItsSizeIsDataLossAndBreaksTheConne
   EXPECT_TRUE((*client)->broken());
   client->reset();
   fake.join();
+  ::close(listener);
+}
+
+// A peer that admits the client and then says nothing more, as a frozen process (SIGSTOP)
+// would: a receive without a deadline fails once the heartbeats go unanswered.
+TEST(SameHostClientTest, AFrozenPeerIsFoundWithoutADeadline) {
+  const std::string address = testing::LoopbackAddress(testing::FreePort());
+  const int listener = RawSocket(address, true);
+  ASSERT_GE(listener, 0);
+  std::atomic<int> heartbeats{0};
+  std::thread frozen([listener, &heartbeats] {
+    const int fd = ::accept(listener, nullptr, nullptr);
+    char hello[12 + 5];
+    if (::recv(fd, hello, sizeof(hello), MSG_WAITALL) != static_cast<ssize_t>(sizeof(hello))) return;
+    const uint32_t yes = 0;
+    (void)::write(fd, &yes, sizeof(yes));
+    // Reads what comes (the request, then heartbeats: 20 bytes with an empty key) until the
+    // client hangs up, answering nothing.
+    char first[20 + 1];  // the receive of key "k"
+    (void)::recv(fd, first, sizeof(first), MSG_WAITALL);
+    char request[20];
+    while (::recv(fd, request, sizeof(request), MSG_WAITALL) == static_cast<ssize_t>(sizeof(request))) ++heartbeats;
+    ::close(fd);
+  });
+  auto client = SameHostClient::Connect(address, kPeer, "token", UINT64_MAX, std::chrono::milliseconds(500));
+  ASSERT_TRUE(client.ok()) << client.status();
+  const auto start = std::chrono::steady_clock::now();
+  std::promise<Status> got;
+  (*client)->Recv(1, "k", kNoTimeout, Tensor(), [&got](const Status& s, const Tensor&) { got.set_value(s); });
+  auto f = got.get_future();
+  ASSERT_EQ(f.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  const Status status = f.get();
+  EXPECT_EQ(status.code(), Code::kUnavailable) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr(StrCat(kPeer, " sent nothing for 500 ms, heartbeats unanswered")));
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(500));
+  EXPECT_TRUE((*client)->broken());
+  client->reset();
+  frozen.join();
+  EXPECT_GE(heartbeats.load(), 1);
   ::close(listener);
 }
 
