@@ -231,7 +231,9 @@ class SameHostClient::Impl : public std::enable_shared_from_this<Impl> {
         p->done(Status::OK(), Tensor());
         continue;
       }
+      SetReceiving(true);  // awaited, though no longer pending
       StatusOr<Tensor> value = ReadTensor(header, h->element_bytes, p->into, idle);
+      SetReceiving(false);
       if (!value.ok()) {
         // The rest of its elements may still be on the wire: nothing after them can be read,
         // and the receiver learns of it with the connection already marked broken.
@@ -298,26 +300,37 @@ class SameHostClient::Impl : public std::enable_shared_from_this<Impl> {
   void Heard() {
     std::lock_guard<std::mutex> lock(mu_);
     last_heard_ = Clock::now();
+    unanswered_since_ = Clock::time_point();
   }
 
-  // Called when the socket has been silent a tick. Silence with nothing awaited is fine;
-  // with receives waiting, a second of it (or a quarter of the timeout) earns a heartbeat,
-  // and the heartbeat timeout of it gives the peer up.
+  void SetReceiving(bool receiving) {
+    std::lock_guard<std::mutex> lock(mu_);
+    receiving_ = receiving;
+  }
+
+  // Called when the socket has been silent a tick. Silence with nothing awaited is fine.
+  // With receives waiting, silence of a second (or a quarter of the timeout) earns a
+  // heartbeat; a peer that answers none of them, nor anything else, for the heartbeat
+  // timeout after the first is given up. Time this thread spent in receivers' callbacks is
+  // not held against the peer: a heartbeat goes first.
   void Heartbeat() {
     const Clock::time_point now = Clock::now();
+    // Several heartbeats fit in the timeout, however short.
+    const auto interval = std::min<std::chrono::milliseconds>(kHeartbeatInterval, heartbeat_timeout_ / 4);
     uint64_t id = 0;
     bool give_up = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (pending_.empty() || broken_) {
-        last_heard_ = now;
+      if ((pending_.empty() && !receiving_) || broken_) {
+        unanswered_since_ = Clock::time_point();
         return;
       }
-      give_up = now - last_heard_ >= heartbeat_timeout_;
-      // Several heartbeats fit in the timeout, however short.
-      const auto interval = std::min<std::chrono::milliseconds>(kHeartbeatInterval, heartbeat_timeout_ / 4);
-      if (!give_up && now - last_heartbeat_ >= interval) {
+      const bool outstanding = unanswered_since_ != Clock::time_point();
+      give_up = outstanding && now - unanswered_since_ >= heartbeat_timeout_;
+      if (!give_up && now - last_heard_ >= interval && now - last_heartbeat_ >= interval) {
         last_heartbeat_ = now;
+        // Due, whether or not it can be written: a writer stuck on a full socket is silence too.
+        if (!outstanding) unanswered_since_ = now;
         id = ++last_id_;  // no receive has it: the answer is dropped, having been heard
       }
     }
@@ -326,13 +339,22 @@ class SameHostClient::Impl : public std::enable_shared_from_this<Impl> {
                                 " ms, heartbeats unanswered, while receives waited: it is frozen or gone"));
       return;
     }
-    if (id == 0) return;
+    if (id != 0) SendHeartbeat(id);
+  }
+
+  // Never waits: a request being written, or a full socket, skips this heartbeat.
+  void SendHeartbeat(uint64_t id) {
     std::string request;
     Put<uint64_t>(&request, id);
     Put<int64_t>(&request, 0);
     Put<uint32_t>(&request, 0);
-    std::lock_guard<std::mutex> lock(write_mu_);
-    (void)WriteAll(fd_, {{request.data(), request.size()}});  // a failed write shows as silence
+    std::unique_lock<std::mutex> lock(write_mu_, std::try_to_lock);
+    if (!lock.owns_lock()) return;
+    const ssize_t sent = ::send(fd_, request.data(), request.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    // A frame begun must end, or the stream is undone.
+    if (sent > 0 && static_cast<size_t>(sent) < request.size()) {
+      (void)WriteAll(fd_, {{request.data() + sent, request.size() - static_cast<size_t>(sent)}});
+    }
   }
 
   static constexpr std::chrono::seconds kHeartbeatInterval{1};
@@ -348,8 +370,10 @@ class SameHostClient::Impl : public std::enable_shared_from_this<Impl> {
   uint64_t last_id_ = 0;                           // guarded by mu_
   bool broken_ = false;                            // guarded by mu_
   bool closing_ = false;                           // guarded by mu_
+  bool receiving_ = false;                         // guarded by mu_: a tensor being read
   Clock::time_point last_heard_ = Clock::now();    // guarded by mu_
   Clock::time_point last_heartbeat_;               // guarded by mu_
+  Clock::time_point unanswered_since_;             // guarded by mu_; epoch: none outstanding
 };
 
 StatusOr<std::shared_ptr<SameHostClient>> SameHostClient::Connect(std::string_view address, std::string peer,

@@ -20,10 +20,10 @@
 // all and per process, and only an admitted one gets threads (ServerLimits).
 // A client likewise sends the token only to a server of its own user.
 // A connection carries any number of receives at once; answers come in the order their
-// tensors are sent. While receives wait, a client that has heard nothing for a second sends
-// a heartbeat (an empty key), which a live server answers at once: a peer that stays silent
-// for the heartbeat timeout (frozen, or its machine gone without a reset) fails the
-// receives with Unavailable, deadline or none. Everything a peer writes is checked before it is used (lengths, the
+// tensors are sent. While receives wait (or a tensor is being read), a client that has heard
+// nothing for a second sends a heartbeat (an empty key), which a live server answers at
+// once: a peer that answers nothing for the heartbeat timeout after one (frozen, or gone
+// without a reset) fails the receives with Unavailable, deadline or none. Everything a peer writes is checked before it is used (lengths, the
 // tensor header, element counts), as gRPC's path does.
 //
 // Internal to distributed/. Every method is thread-safe.

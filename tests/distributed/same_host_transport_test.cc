@@ -400,7 +400,10 @@ TEST(SameHostClientTest, AFrozenPeerIsFoundWithoutADeadline) {
   std::thread frozen([listener, &heartbeats] {
     const int fd = ::accept(listener, nullptr, nullptr);
     char hello[12 + 5];
-    if (::recv(fd, hello, sizeof(hello), MSG_WAITALL) != static_cast<ssize_t>(sizeof(hello))) return;
+    if (::recv(fd, hello, sizeof(hello), MSG_WAITALL) != static_cast<ssize_t>(sizeof(hello))) {
+      ::close(fd);
+      return;
+    }
     const uint32_t yes = 0;
     (void)::write(fd, &yes, sizeof(yes));
     // Reads what comes (the request, then heartbeats: 20 bytes with an empty key) until the
