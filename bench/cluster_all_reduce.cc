@@ -82,7 +82,7 @@ int Run(int rank, const ClusterSpec& cluster, int64_t bytes, int iterations, boo
   gloo_params.size = size;
   for (int task = 0; task < size; ++task) gloo_params.devices.push_back(device(task));
   gloo_params.incarnations.assign(size, 0);
-  gloo_params.host = cluster.TaskHost("worker", rank);
+  for (int task = 0; task < size; ++task) gloo_params.hosts.push_back(cluster.TaskHost("worker", task));
   gloo_params.name = "bench";
   GlooAllReduce gloo_member(gloo_params);
   const float want = static_cast<float>(size * (size + 1) / 2);

@@ -7,6 +7,7 @@
 #include "distributed/cluster_spec.h"
 #include "distributed/grpc_worker.h"
 #include "distributed/local_worker.h"
+#include "distributed/tls.h"
 #include "graph/device_name.h"
 #include "graph/op_kinds.h"
 #include "graph/platform/logging.h"
@@ -258,6 +259,7 @@ StatusOr<std::shared_ptr<const MasterSession::Plan>> MasterSession::GetOrCreateP
     StatusOr<DeviceName> name = DeviceName::Parse(device);
     return name.ok() ? env_.channels->cluster().TaskHost(name->job, name->task) : std::string();
   };
+  options.tls = TlsInUse();
   StatusOr<StepPlan> built = [&] {
     std::shared_lock<std::shared_mutex> graph_lock(graph_mu_);
     return BuildStepPlan(*graph_, placement_, feed_names, fetches, targets, options);

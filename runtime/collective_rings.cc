@@ -65,9 +65,9 @@ bool SameMachine(const std::string& a, const std::string& b) {
 
 }  // namespace
 
-Status AssignRingPlaces(const std::vector<NodeSpec*>& nodes,
-                        const std::function<uint64_t(const std::string& device)>& incarnation,
-                        const std::function<std::string(const std::string& device)>& host) {
+Status AssignRingPlaces(const std::vector<NodeSpec*>& nodes, const PartitionOptions& options) {
+  const auto& incarnation = options.incarnation;
+  const auto& host = options.host;
   std::map<std::pair<int64_t, int64_t>, std::vector<NodeSpec*>> groups;
   for (NodeSpec* n : nodes) {
     if (!IsAllReduce(n->op)) continue;
@@ -112,13 +112,14 @@ Status AssignRingPlaces(const std::vector<NodeSpec*>& nodes,
     if (size == 1) continue;
     // Lists as comma-separated strings, which the graph's wire forms carry without a
     // declaration of their type (device names hold no commas).
-    std::string devices, incarnations;
+    std::string devices, incarnations, host_list;
     std::vector<std::string> hosts;
     bool between_hosts = false;
     for (const NodeSpec* m : members) {
       devices += StrCat(devices.empty() ? "" : ",", m->device);
       incarnations += StrCat(incarnations.empty() ? "" : ",", incarnation(m->device));
       hosts.push_back(host ? host(m->device) : "");
+      host_list += StrCat(hosts.size() == 1 ? "" : ",", hosts.back());
       between_hosts = between_hosts || !SameMachine(hosts.front(), hosts.back());
     }
     const bool cpu = NameOf(first.device).type == kDeviceCpu;
@@ -134,8 +135,9 @@ Status AssignRingPlaces(const std::vector<NodeSpec*>& nodes,
       if (cpu) {
         m.attrs["_ring_members"] = devices;
         m.attrs["_ring_member_incarnations"] = incarnations;
-        m.attrs["_ring_host"] = hosts[r];
+        m.attrs["_ring_hosts"] = host_list;
         m.attrs["_ring_between_hosts"] = between_hosts;
+        m.attrs["_ring_tls"] = options.tls;
       }
     }
   }

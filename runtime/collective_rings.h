@@ -3,13 +3,14 @@
 // learns its rank and its neighbours' devices and incarnations through internal attrs
 // (_ring_rank, _ring_prev, _ring_next, _ring_incarnation, _ring_prev_incarnation), which
 // its kernel reads to run the ring all-reduce over the rendezvous. A CPU member learns
-// besides every member's device and incarnation (_ring_members, _ring_member_incarnations,
-// comma-separated), the host its task runs on (_ring_host) and whether the
-// members span machines (_ring_between_hosts): with communication_hint "auto" such a group
+// besides every member's device, incarnation and host (_ring_members,
+// _ring_member_incarnations, _ring_hosts, comma-separated) and whether the members span
+// machines (_ring_between_hosts), and whether the cluster speaks TLS (_ring_tls, when
+// Gloo's plain connections are not taken by default): with communication_hint "auto" such a group
 // runs on Gloo (kernels/collectives/gloo_all_reduce.h), which was the faster between
 // machines; on one machine the engine's ring, with its same-host socket.
 //
-//   RETURN_IF_ERROR(AssignRingPlaces(&node_defs, incarnation_of, host_of));
+//   RETURN_IF_ERROR(AssignRingPlaces(&node_defs, partition_options));
 //
 // InvalidArgument, naming the members, for a group with another number of members than
 // its group_size, two members on one device, members on devices of two types or on GPUs of
@@ -23,13 +24,12 @@
 #include <vector>
 
 #include "graph/graph_spec.h"
+#include "runtime/partition.h"
 
 namespace tessera {
 
-// `nodes` are placed NodeDefs: `device` holds the full assigned device name. `host` gives
-// the host name or address of a device's task ("" or null: all in one process).
-Status AssignRingPlaces(const std::vector<NodeSpec*>& nodes,
-                        const std::function<uint64_t(const std::string& device)>& incarnation,
-                        const std::function<std::string(const std::string& device)>& host);
+// `nodes` are placed NodeDefs: `device` holds the full assigned device name. `options`
+// give each device's incarnation and host, and whether the cluster speaks TLS.
+Status AssignRingPlaces(const std::vector<NodeSpec*>& nodes, const PartitionOptions& options);
 
 }  // namespace tessera

@@ -37,7 +37,7 @@ class Partitioner {
     for (auto& [device, parts] : parts_) {
       for (NodePart& n : parts) all.push_back(&n.def);
     }
-    RETURN_IF_ERROR(AssignRingPlaces(all, options_.incarnation, options_.host));
+    RETURN_IF_ERROR(AssignRingPlaces(all, options_));
     std::map<std::string, DevicePartition> result;
     for (auto& [device, parts] : parts_) {
       ASSIGN_OR_RETURN(DeviceName name, DeviceName::Parse(device));

@@ -33,6 +33,7 @@ struct StepPlanOptions {
   std::function<uint64_t(const std::string& device)> incarnation;
   // The host a device's task runs on (PartitionOptions::host).
   std::function<std::string(const std::string& device)> host{};
+  bool tls = false;  // PartitionOptions::tls
 };
 
 struct StepPlan {

@@ -118,29 +118,35 @@ class AllReduceOp : public AsyncOpKernel {
     return Status::OK();
   }
 
-  // Gloo runs the group when the graph asks for it, or when its members span machines and
-  // this build has Gloo: then the session wrote every member's place (collective_rings.h).
+  // Gloo runs the group when the graph asks for it, or when its members span machines of a
+  // cluster without TLS (Gloo's connections are plain) and this build has Gloo: then the
+  // session wrote every member's place (collective_rings.h).
   Status ChooseGloo(OpKernelConstruction* c) {
     std::string hint = "auto";
-    bool between_hosts = false;
+    bool between_hosts = false, tls = false;
     Status s = c->GetAttr("communication_hint", &hint);
     if (s.ok()) s = c->GetAttr("_ring_between_hosts", &between_hosts);
-    if (!s.ok() || hint == "ring" || (hint == "auto" && (!between_hosts || !GlooAllReduce::Available()))) return s;
+    if (s.ok()) s = c->GetAttr("_ring_tls", &tls);
+    const bool by_default = between_hosts && !tls && GlooAllReduce::Available();
+    if (!s.ok() || hint == "ring" || (hint == "auto" && !by_default)) return s;
     GlooAllReduce::Params p;
     p.rank = ring_.rank;
     p.size = ring_.size;
     p.name = ring_.name;
     p.op = ring_.op;
     p.wire_float16 = ring_.wire_float16;
-    std::string members, incarnations;
+    std::string members, incarnations, hosts;
     s = c->GetAttr("_ring_members", &members);
     if (s.ok()) s = c->GetAttr("_ring_member_incarnations", &incarnations);
-    if (s.ok()) s = c->GetAttr("_ring_host", &p.host);
+    if (s.ok()) s = c->GetAttr("_ring_hosts", &hosts);
     if (!s.ok()) return s;
-    std::stringstream devices(members), numbers(incarnations);
+    // getline drops a last empty field: "a," is one host, and the count check below fails.
+    std::stringstream devices(members), numbers(incarnations), names(hosts + ",");
     for (std::string d; std::getline(devices, d, ',');) p.devices.push_back(d);
     for (std::string i; std::getline(numbers, i, ',');) p.incarnations.push_back(std::strtoull(i.c_str(), nullptr, 10));
-    if (static_cast<int>(p.devices.size()) != p.size || static_cast<int>(p.incarnations.size()) != p.size) {
+    for (std::string h; std::getline(names, h, ',');) p.hosts.push_back(h);
+    if (static_cast<int>(p.devices.size()) != p.size || static_cast<int>(p.incarnations.size()) != p.size ||
+        static_cast<int>(p.hosts.size()) != p.size) {
       return errors::InvalidArgument("AllReduce ", name(), " names ", p.devices.size(), " members for a group of ",
                                      p.size);
     }

@@ -10,6 +10,11 @@
 #include "kernels/thread_pool.h"
 
 #ifdef TESSERA_HAVE_GLOO
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <gloo/allreduce.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/store.h>
@@ -30,7 +35,9 @@ class RendezvousStore final : public gloo::rendezvous::Store {
   void set(const std::string& key, const std::vector<char>& data) override {
     Tensor value(DataType::kUInt8, TensorShape({static_cast<int64_t>(data.size())}));
     std::memcpy(value.raw_data(), data.data(), data.size());
-    for (int peer = 0; peer < p_.size; ++peer) {
+    // Gloo reads a rank's host name ("rank_<r>") on the ranks above it only.
+    const int first = key.rfind("rank_", 0) == 0 ? p_.rank + 1 : 0;
+    for (int peer = first; peer < p_.size; ++peer) {
       if (peer == p_.rank) continue;
       Status s = rendezvous_->Send(KeyFrom(p_.rank, peer, key), value);
       if (!s.ok()) throw std::runtime_error(s.ToString());
@@ -85,6 +92,39 @@ class RendezvousStore final : public gloo::rendezvous::Store {
   Rendezvous* const rendezvous_;
   std::map<std::string, std::vector<char>> received_;
 };
+
+// The address of this machine that traffic toward `host` leaves from (a UDP socket's
+// connect sends nothing): what a member binds to, since its own name may resolve to
+// 127.0.1.1 (Debian) or to a virtual address (a Kubernetes service).
+std::string LocalAddressToward(std::string host) {
+  if (host.size() > 1 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.empty()) host = "127.0.0.1";
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  if (int rc = ::getaddrinfo(host.c_str(), "9", &hints, &found); rc != 0) {
+    throw std::runtime_error(StrCat("cannot resolve '", host, "': ", ::gai_strerror(rc)));
+  }
+  std::string address;
+  for (addrinfo* a = found; a != nullptr && address.empty(); a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) continue;
+    sockaddr_storage local{};
+    socklen_t length = sizeof(local);
+    char text[INET6_ADDRSTRLEN] = {};
+    if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0 &&
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length) == 0) {
+      const void* ip = local.ss_family == AF_INET6 ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr)
+                                                   : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&local)->sin_addr);
+      if (::inet_ntop(local.ss_family, ip, text, sizeof(text)) != nullptr) address = text;
+    }
+    ::close(fd);
+  }
+  ::freeaddrinfo(found);
+  if (address.empty()) throw std::runtime_error(StrCat("no route from this machine toward '", host, "'"));
+  return address;
+}
 
 template <typename T>
 T Add(T a, T b) {
@@ -151,8 +191,8 @@ class GlooAllReduce::Impl {
         s = errors::Unavailable(p_.name, " (Gloo, member ", p_.rank, " of ", p_.size, " on ", p_.devices[p_.rank],
                                 "): ", e.what());
       }
-      // Gloo's context is of no more use after an error: the next reduction connects anew.
-      if (!s.ok()) context_.reset();
+      // Gloo's context is of no more use after its error: the next reduction connects anew.
+      if (!s.ok() && s.code() != Code::kInvalidArgument) context_.reset();
       done(s);
     });
   }
@@ -161,18 +201,35 @@ class GlooAllReduce::Impl {
   Status Reduce(Rendezvous* rendezvous, int64_t step_id, const Tensor& input, const Tensor& output) {
     if (!context_) {
       gloo::transport::tcp::attr attr;
-      attr.hostname = p_.host;
+      attr.hostname = LocalAddressToward(p_.hosts[(p_.rank + 1) % p_.size]);
       auto device = gloo::transport::tcp::CreateDevice(attr);
       auto context = std::make_shared<gloo::rendezvous::Context>(p_.rank, p_.size);
       context->setTimeout(p_.timeout);
       RendezvousStore store(p_, rendezvous);
       context->connectFullMesh(store, device);
       context_ = std::move(context);
-      // Once a group per session: which collective runs where is worth knowing.
+      // On each connection (once a kernel, unless it fails): where a collective runs is
+      // worth knowing.
       Log(LogSeverity::kInfo, StrCat(p_.name, ": member ", p_.rank, " of ", p_.size, " on ", p_.devices[p_.rank],
-                                     " reduces over Gloo from ", p_.host));
+                                     " reduces over Gloo from ", attr.hostname));
     }
     const int64_t n = input.NumElements();
+    // Gloo's stream is undone by members that send other sizes: they agree first.
+    const int64_t dtype = static_cast<int64_t>(input.dtype());
+    int64_t mine[4] = {n, -n, dtype, -dtype};
+    gloo::AllreduceOptions agree(context_);
+    agree.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
+    agree.setTag(static_cast<uint32_t>(step_id) ^ 0x80000000u);
+    agree.setTimeout(p_.timeout);
+    agree.setOutput(mine, 4);
+    agree.setReduceFunction(ReduceFunction<int64_t>(ReduceOp::kMax));
+    gloo::allreduce(agree);
+    if (mine[0] != n || mine[1] != -n || mine[2] != dtype || mine[3] != -dtype) {
+      // Every member sees the disagreement; the connections stay usable.
+      return errors::InvalidArgument(p_.name, ": the members reduce different tensors (this member ", n, " ",
+                                     DataTypeName(input.dtype()), " elements); every member needs the same dtype "
+                                     "and element count");
+    }
     if (output.raw_data() != input.raw_data()) std::memcpy(output.raw_data(), input.raw_data(), input.TotalBytes());
     if (n == 0) return Status::OK();
     gloo::AllreduceOptions opts(context_);

@@ -5,19 +5,28 @@
 //
 // The members find each other through a Gloo rendezvous store served by the step's
 // Rendezvous, so no service beyond the cluster's own is needed: what a member publishes
-// travels to every other member as a tensor. Gloo names each key after the rank that sets
+// travels to the other members as a tensor. Gloo names each key after the rank that sets
 // it ("rank_<r>" and "<r>"), which is how a member knows whom to receive a key from; any
-// other key is refused. The connections are made on the first Start and kept; a failed
-// reduction drops them, and the next Start makes them anew.
+// other key is refused. A member binds to the address its machine sends from toward the
+// next member, whatever its own name resolves to. The connections are made on the first
+// Start and kept; a failed reduction drops them, and a later Start makes them anew (a
+// member whose reduction had not failed drops its own when the next one fails against the
+// new ones: the group heals within a step or two).
 //
-//   GlooAllReduce::Params p{.rank = 1, .size = 3, .devices = {...}, .host = "10.0.0.2", ...};
+// Gloo's connections carry no authentication and no encryption: the master does not pick
+// Gloo by itself for a cluster that speaks TLS. Before each reduction the members agree on
+// its dtype and element count, so that members that differ fail with InvalidArgument rather
+// than corrupt Gloo's stream.
+//
+//   GlooAllReduce::Params p{.rank = 1, .size = 3, .devices = {...}, .hosts = {...}, ...};
 //   GlooAllReduce member(p);
 //   member.Start(rendezvous, step_id, input, output, [](const Status& s) { ... });
 //
 // Reductions of one member run one after another, each on the member's own thread (Gloo's
 // calls block); Start may be called from any thread, again before an earlier one is done.
-// Every member of one reduction must Start with the same step_id, dtype and element count.
-// The destructor waits for the reductions already started.
+// Every member of one reduction must Start with the same step_id; members that start
+// concurrent steps in different orders wait out their timeout. The destructor waits for
+// the reductions already started.
 #pragma once
 
 #include <chrono>
@@ -40,7 +49,7 @@ class GlooAllReduce {
     int size = 1;
     std::vector<std::string> devices;     // every member's device, by rank
     std::vector<uint64_t> incarnations;   // and its incarnation
-    std::string host;                     // the address this member's connections bind to
+    std::vector<std::string> hosts;       // and its host's name or address ("": this machine)
     std::string name;                     // the reduction's name in rendezvous keys, same on every member
     ReduceOp op = ReduceOp::kSum;
     bool wire_float16 = false;            // reduce and send float16: half the bytes

@@ -182,7 +182,8 @@ TEST(PartitionTest, AllReduceMembersGetRingPlacesInDeviceOrder) {
 // Each CPU member learns every member and its host, and whether the group spans machines
 // (its kernel then runs it on Gloo); tasks on the loopback's names share one machine.
 TEST(PartitionTest, AllReduceMembersLearnTheirHostsAndWhetherTheGroupSpansMachines) {
-  const auto member_attrs = [](const std::map<int, std::string>& host_of_task, const std::string& hint) {
+  const auto member_attrs = [](const std::map<int, std::string>& host_of_task, const std::string& hint,
+                               bool tls = false) {
     Scope root = Scope::NewRootScope();
     for (int t = 0; t < 2; ++t) {
       const std::string device = StrCat("/job:worker/replica:0/task:", t, "/device:CPU:0");
@@ -193,7 +194,8 @@ TEST(PartitionTest, AllReduceMembersLearnTheirHostsAndWhetherTheGroupSpansMachin
     auto parts = Partition(*Placed(root), {.incarnation = [](const std::string& d) -> uint64_t { return 7; },
                                            .host = [&](const std::string& d) {
                                              return host_of_task.at(d.find("task:1") != std::string::npos);
-                                           }});
+                                           },
+                                           .tls = tls});
     std::vector<NodeSpec> members;
     if (!parts.ok()) return std::make_pair(parts.status(), members);
     for (int t = 0; t < 2; ++t) {
@@ -208,11 +210,20 @@ TEST(PartitionTest, AllReduceMembersLearnTheirHostsAndWhetherTheGroupSpansMachin
     bool between = false;
     ASSERT_TRUE(GetAttr(members[t].attrs, "", "_ring_between_hosts", &between).ok());
     EXPECT_TRUE(between);
-    EXPECT_EQ(StringAttr(members[t], "_ring_host"), t == 0 ? "198.18.0.1" : "198.18.0.2");
+    EXPECT_EQ(StringAttr(members[t], "_ring_hosts"), "198.18.0.1,198.18.0.2");
     EXPECT_EQ(StringAttr(members[t], "_ring_members"),
               "/job:worker/replica:0/task:0/device:CPU:0,/job:worker/replica:0/task:1/device:CPU:0");
     EXPECT_EQ(StringAttr(members[t], "_ring_member_incarnations"), "7,7");
   }
+  bool tls = true;
+  ASSERT_TRUE(GetAttr(members[0].attrs, "", "_ring_tls", &tls).ok());
+  EXPECT_FALSE(tls);
+  // Under TLS the members learn it: "auto" then keeps the ring (Gloo's connections are plain).
+  auto [secure, secured] = member_attrs({{0, "198.18.0.1"}, {1, "198.18.0.2"}}, "auto", true);
+  ASSERT_TRUE(secure.ok()) << secure;
+  ASSERT_TRUE(GetAttr(secured[0].attrs, "", "_ring_tls", &tls).ok());
+  EXPECT_TRUE(tls);
+
   auto [together, same] = member_attrs({{0, "localhost"}, {1, "127.0.0.1"}}, "gloo");
   ASSERT_TRUE(together.ok()) << together;
   bool between = true;
