@@ -2,7 +2,8 @@
 // network namespaces of their own, reaching each other only over a bridge through 10 Gbit/s
 // links, never over loopback or the same-host socket (an abstract Unix socket, which a
 // namespace keeps to itself). Multi-worker training over three hosts, each worker reading its
-// own input and the gradients all-reduced by Gloo, equals one process; a
+// own input and the gradients all-reduced by Gloo, equals one process; a ps and two workers
+// on three hosts train in sync; a
 // 64 MiB tensor crosses a link; a killed task and a link taken down fail the step within
 // its timeout naming the task, and the link brought back works again. Latency and loss need
 // netem, which this machine's kernel lacks: that case skips, saying so.
@@ -12,6 +13,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 
 #include "tests/tools/child_process.h"
@@ -61,6 +63,43 @@ TEST(EmulatedHostsTest, MultiWorkerTrainingOverThreeHostsEqualsOneProcess) {
     EXPECT_THAT(chief, ::testing::ContainsRegex(StrCat("task:", task, "/device:CPU:0: [^\n]* 1 IteratorGetNext")));
   }
   testing::ExpectCheckpointEquals(prefix, testing::OneProcess());
+}
+
+double TestAccuracy(const std::string& printed) {
+  const size_t at = printed.find("test accuracy ");
+  return at == std::string::npos ? -1 : std::atof(printed.c_str() + at + 14);
+}
+
+// Placement and variables over three hosts: the ps on host 1 keeps the variables, the
+// workers on hosts 2 and 3 average every step's gradients there (sync) and end on the same
+// variables.
+TEST(EmulatedHostsTest, PsAndWorkersOnThreeHostsTrainInSync) {
+  EmulatedHosts hosts(3);
+  if (!hosts.skip_reason().empty()) GTEST_SKIP() << hosts.skip_reason();
+  const std::string cluster = StrCat(R"({"ps": [")", EmulatedHosts::Address(1, kPort), R"("], "worker": [")",
+                                     EmulatedHosts::Address(2, kPort), R"(", ")", EmulatedHosts::Address(3, kPort),
+                                     R"("]})");
+  Child ps({"server", "--cluster", cluster, "--job", "ps", "--task", "0"}, "", hosts.Enter(1));
+  ASSERT_THAT(ps.ReadUntil("Started server", std::chrono::seconds(20)), HasSubstr("Started server"));
+  std::vector<std::unique_ptr<Child>> workers;
+  for (int task : {1, 0}) {
+    workers.push_back(std::make_unique<Child>(
+        std::vector<std::string>{"train", "--mode", "sync", "--cluster", cluster, "--job", "worker", "--task",
+                                 std::to_string(task), "--epochs", "1", "--train-limit", "2000", "--test-limit", "300",
+                                 "--batch", "50", "--no-progress"},
+        "", hosts.Enter(task + 2)));
+  }
+  std::vector<std::string> printed;
+  for (auto& w : workers) {
+    const int code = w->Wait(std::chrono::seconds(180));
+    printed.push_back(w->ReadUntil("\x01never", std::chrono::seconds(1)));
+    EXPECT_EQ(code, 0) << printed.back();
+  }
+  const std::string& chief = printed[1];
+  EXPECT_THAT(chief, ::testing::ContainsRegex("/job:ps/replica:0/task:0/device:CPU:0: [^\n]* VariableV2"));
+  EXPECT_THAT(chief, HasSubstr("serves grpc://" + EmulatedHosts::Address(2, kPort)));
+  EXPECT_GT(TestAccuracy(chief), 0.3) << chief;
+  EXPECT_EQ(TestAccuracy(chief), TestAccuracy(printed[0])) << chief << printed[0];
 }
 
 // Two servers on hosts 1 and 2 and a client on host 1 whose graph makes a 64 MiB tensor on
