@@ -260,6 +260,7 @@ StatusOr<std::shared_ptr<const MasterSession::Plan>> MasterSession::GetOrCreateP
     return name.ok() ? env_.channels->cluster().TaskHost(name->job, name->task) : std::string();
   };
   options.tls = TlsInUse();
+  options.collective_timeout = std::chrono::milliseconds(config_.operation_timeout_in_ms);
   StatusOr<StepPlan> built = [&] {
     std::shared_lock<std::shared_mutex> graph_lock(graph_mu_);
     return BuildStepPlan(*graph_, placement_, feed_names, fetches, targets, options);

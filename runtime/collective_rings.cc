@@ -138,6 +138,7 @@ Status AssignRingPlaces(const std::vector<NodeSpec*>& nodes, const PartitionOpti
         m.attrs["_ring_hosts"] = host_list;
         m.attrs["_ring_between_hosts"] = between_hosts;
         m.attrs["_ring_tls"] = options.tls;
+        m.attrs["_ring_timeout_ms"] = static_cast<int64_t>(options.collective_timeout.count());
       }
     }
   }

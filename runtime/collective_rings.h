@@ -5,8 +5,9 @@
 // its kernel reads to run the ring all-reduce over the rendezvous. A CPU member learns
 // besides every member's device, incarnation and host (_ring_members,
 // _ring_member_incarnations, _ring_hosts, comma-separated) and whether the members span
-// machines (_ring_between_hosts), and whether the cluster speaks TLS (_ring_tls, when
-// Gloo's plain connections are not taken by default): with communication_hint "auto" such a group
+// machines (_ring_between_hosts), whether the cluster speaks TLS (_ring_tls, when Gloo's
+// plain connections are not taken by default) and the session's operation timeout
+// (_ring_timeout_ms, 0: none): with communication_hint "auto" such a group
 // runs on Gloo (kernels/collectives/gloo_all_reduce.h), which was the faster between
 // machines; on one machine the engine's ring, with its same-host socket.
 //

@@ -25,6 +25,7 @@
 // taken when the _Send runs. Pure function; thread-safe.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -44,6 +45,9 @@ struct PartitionOptions {
   // The cluster speaks TLS: all-reduces keep to its channels unless a graph asks for Gloo,
   // whose connections are plain (collective_rings.h).
   bool tls = false;
+  // How long a collective between tasks waits for a member: the session's operation
+  // timeout; 0 leaves the collective's own.
+  std::chrono::milliseconds collective_timeout{0};
   // Which arguments each node's kernel keeps in host memory.
   const KernelRegistry* kernels = KernelRegistry::Global();
 };

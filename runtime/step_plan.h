@@ -14,6 +14,7 @@
 // Pure function of its inputs; thread-safe.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -33,7 +34,8 @@ struct StepPlanOptions {
   std::function<uint64_t(const std::string& device)> incarnation;
   // The host a device's task runs on (PartitionOptions::host).
   std::function<std::string(const std::string& device)> host{};
-  bool tls = false;  // PartitionOptions::tls
+  bool tls = false;                             // PartitionOptions::tls
+  std::chrono::milliseconds collective_timeout{0};  // PartitionOptions::collective_timeout
 };
 
 struct StepPlan {

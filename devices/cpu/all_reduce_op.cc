@@ -2,6 +2,7 @@
 // all-reduce over the step's rendezvous, or by Gloo where the members span machines
 // (communication_hint "auto") or the graph asks for it ("gloo"). Several inputs are packed
 // into one buffer and reduced in one pass (a fused bucket); their outputs are views of it.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -136,7 +137,12 @@ class AllReduceOp : public AsyncOpKernel {
     p.op = ring_.op;
     p.wire_float16 = ring_.wire_float16;
     std::string members, incarnations, hosts;
-    s = c->GetAttr("_ring_members", &members);
+    int64_t timeout_ms = 0;
+    s = c->GetAttr("_ring_timeout_ms", &timeout_ms);
+    // The session's operation timeout bounds the wait for a member too (up to a day, past
+    // which Gloo's deadlines would overflow).
+    if (s.ok() && timeout_ms > 0) p.timeout = std::chrono::milliseconds(std::min<int64_t>(timeout_ms, 86400000));
+    if (s.ok()) s = c->GetAttr("_ring_members", &members);
     if (s.ok()) s = c->GetAttr("_ring_member_incarnations", &incarnations);
     if (s.ok()) s = c->GetAttr("_ring_hosts", &hosts);
     if (!s.ok()) return s;

@@ -195,7 +195,8 @@ TEST(PartitionTest, AllReduceMembersLearnTheirHostsAndWhetherTheGroupSpansMachin
                                            .host = [&](const std::string& d) {
                                              return host_of_task.at(d.find("task:1") != std::string::npos);
                                            },
-                                           .tls = tls});
+                                           .tls = tls,
+                                           .collective_timeout = std::chrono::milliseconds(5000)});
     std::vector<NodeSpec> members;
     if (!parts.ok()) return std::make_pair(parts.status(), members);
     for (int t = 0; t < 2; ++t) {
@@ -215,6 +216,9 @@ TEST(PartitionTest, AllReduceMembersLearnTheirHostsAndWhetherTheGroupSpansMachin
               "/job:worker/replica:0/task:0/device:CPU:0,/job:worker/replica:0/task:1/device:CPU:0");
     EXPECT_EQ(StringAttr(members[t], "_ring_member_incarnations"), "7,7");
   }
+  int64_t timeout_ms = 0;
+  ASSERT_TRUE(GetAttr(members[0].attrs, "", "_ring_timeout_ms", &timeout_ms).ok());
+  EXPECT_EQ(timeout_ms, 5000);
   bool tls = true;
   ASSERT_TRUE(GetAttr(members[0].attrs, "", "_ring_tls", &tls).ok());
   EXPECT_FALSE(tls);
