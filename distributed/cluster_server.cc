@@ -23,6 +23,7 @@
 #include "distributed/worker_channels.h"
 #include "distributed/worker_service.h"
 #include "graph/platform/logging.h"
+#include "graph/platform/loopback.h"
 
 namespace tessera {
 namespace {
@@ -41,11 +42,6 @@ void RaiseDescriptorLimit() {
           StrCat("cannot raise the descriptor limit to ", limit.rlim_max, ": ", std::strerror(errno)));
     }
   });
-}
-
-bool IsLoopback(std::string_view address) {
-  const std::string_view host = address.substr(0, address.rfind(':'));
-  return host == "localhost" || host == "[::1]" || host.starts_with("127.");
 }
 
 }  // namespace
@@ -74,7 +70,7 @@ StatusOr<std::unique_ptr<ClusterServer>> ClusterServer::Create(const ClusterSpec
   std::unique_ptr<ClusterServer> s(new ClusterServer());
   s->task_name_ = TaskName(job, task);
   ASSIGN_OR_RETURN(s->local_, Server::CreateForTask(options.config, job, task));
-  if (options.token.empty() && !IsLoopback(address)) {
+  if (options.token.empty() && !IsLoopbackHost(cluster.TaskHost(job, task))) {
     Log(LogSeverity::kWarning, StrCat(s->task_name_, " serves ", address,
                                       " without a cluster token: anyone who can reach it can run graphs on it. "
                                       "Set TESSERA_CLUSTER_TOKEN or --token-file."));

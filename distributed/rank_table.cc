@@ -17,6 +17,8 @@
 #include <thread>
 #include <utility>
 
+#include "graph/platform/loopback.h"
+
 namespace tessera {
 namespace {
 
@@ -83,10 +85,6 @@ struct Reporter {
   std::string buffer;
 };
 
-bool IsLoopback(const std::string& host) {
-  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0 || host.rfind("::ffff:127.", 0) == 0;
-}
-
 // "RANK <rank> <size> <host> <port>": the rank and its address, or why not. A loopback host
 // is a rank on rank 0's machine that reached it by a loopback name (Debian's 127.0.1.1 for
 // the machine's own): the others reach it by the coordinator's host, `here`.
@@ -100,7 +98,7 @@ StatusOr<std::pair<int, std::string>> ParseReport(const std::string& line, int s
   if (their_size != size) return errors::InvalidArgument("it counts ", their_size, " ranks; rank 0 counts ", size);
   if (rank < 1 || rank >= size) return errors::InvalidArgument("rank ", rank, " is not one of 1 to ", size - 1);
   if (port < 1 || port > 65535) return errors::InvalidArgument("port ", port, " is out of range");
-  if (IsLoopback(host) && !IsLoopback(here)) host = here;
+  if (IsLoopbackHost(host) && !IsLoopbackHost(here)) host = here;
   return std::make_pair(static_cast<int>(rank), JoinHostPort(host, static_cast<int>(port)));
 }
 

@@ -6,6 +6,7 @@
 
 #include "graph/device_name.h"
 #include "graph/op_kinds.h"
+#include "graph/platform/loopback.h"
 #include "kernels/kernel_registry.h"
 
 namespace tessera {
@@ -57,10 +58,7 @@ Status CheckOneKindOfDevice(const std::string& what, const std::vector<NodeSpec*
 
 // Hosts name one machine when equal, or when both are the loopback's.
 bool SameMachine(const std::string& a, const std::string& b) {
-  auto loopback = [](const std::string& h) {
-    return h == "localhost" || h.rfind("127.", 0) == 0 || h == "::1" || h == "[::1]";
-  };
-  return a == b || (loopback(a) && loopback(b));
+  return a == b || (IsLoopbackHost(a) && IsLoopbackHost(b));
 }
 
 }  // namespace

@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <sstream>
 
 #include "devices/cpu/cpu_kernels.h"
+#include "graph/platform/str_split.h"
 #include "kernels/collectives/gloo_all_reduce.h"
 #include "kernels/collectives/ring_all_reduce.h"
 
@@ -146,11 +146,11 @@ class AllReduceOp : public AsyncOpKernel {
     if (s.ok()) s = c->GetAttr("_ring_member_incarnations", &incarnations);
     if (s.ok()) s = c->GetAttr("_ring_hosts", &hosts);
     if (!s.ok()) return s;
-    // getline drops a last empty field: "a," is one host, and the count check below fails.
-    std::stringstream devices(members), numbers(incarnations), names(hosts + ",");
-    for (std::string d; std::getline(devices, d, ',');) p.devices.push_back(d);
-    for (std::string i; std::getline(numbers, i, ',');) p.incarnations.push_back(std::strtoull(i.c_str(), nullptr, 10));
-    for (std::string h; std::getline(names, h, ',');) p.hosts.push_back(h);
+    for (std::string_view d : StrSplit(members, ',')) p.devices.emplace_back(d);
+    for (std::string_view i : StrSplit(incarnations, ',')) {
+      p.incarnations.push_back(std::strtoull(std::string(i).c_str(), nullptr, 10));
+    }
+    for (std::string_view h : StrSplit(hosts, ',')) p.hosts.emplace_back(h);
     if (static_cast<int>(p.devices.size()) != p.size || static_cast<int>(p.incarnations.size()) != p.size ||
         static_cast<int>(p.hosts.size()) != p.size) {
       return errors::InvalidArgument("AllReduce ", name(), " names ", p.devices.size(), " members for a group of ",

@@ -51,6 +51,20 @@ int RawSocket(const std::string& address, bool listen_there) {
   return fd;
 }
 
+// A fake peer's side: accepts one client on `listener` and admits it, as a server does once
+// the hello (of token "token") is read; -1 when the client left first.
+int AdmitOne(int listener) {
+  const int fd = ::accept(listener, nullptr, nullptr);
+  char hello[12 + 5];
+  if (::recv(fd, hello, sizeof(hello), MSG_WAITALL) != static_cast<ssize_t>(sizeof(hello))) {
+    ::close(fd);
+    return -1;
+  }
+  const uint32_t yes = 0;
+  (void)::write(fd, &yes, sizeof(yes));
+  return fd;
+}
+
 std::pair<Status, Tensor> Wait(std::future<std::pair<Status, Tensor>> f) {
   if (f.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
     return {errors::DeadlineExceeded("test gave up"), Tensor()};
@@ -359,11 +373,8 @@ TEST(SameHostClientTest, AnAnswerThatLiesAboutItsSizeIsDataLossAndBreaksTheConne
   const int listener = RawSocket(address, true);
   ASSERT_GE(listener, 0);
   std::thread fake([listener] {
-    const int fd = ::accept(listener, nullptr, nullptr);
-    char hello[12 + 5];
-    if (::recv(fd, hello, sizeof(hello), MSG_WAITALL) != static_cast<ssize_t>(sizeof(hello))) return;
-    const uint32_t yes = 0;
-    (void)::write(fd, &yes, sizeof(yes));
+    const int fd = AdmitOne(listener);
+    if (fd < 0) return;
     char request[20 + 1];
     if (::recv(fd, request, sizeof(request), MSG_WAITALL) != static_cast<ssize_t>(sizeof(request))) return;
     uint64_t id;
@@ -398,14 +409,8 @@ TEST(SameHostClientTest, AFrozenPeerIsFoundWithoutADeadline) {
   ASSERT_GE(listener, 0);
   std::atomic<int> heartbeats{0};
   std::thread frozen([listener, &heartbeats] {
-    const int fd = ::accept(listener, nullptr, nullptr);
-    char hello[12 + 5];
-    if (::recv(fd, hello, sizeof(hello), MSG_WAITALL) != static_cast<ssize_t>(sizeof(hello))) {
-      ::close(fd);
-      return;
-    }
-    const uint32_t yes = 0;
-    (void)::write(fd, &yes, sizeof(yes));
+    const int fd = AdmitOne(listener);
+    if (fd < 0) return;
     // Reads what comes (the request, then heartbeats: 20 bytes with an empty key) until the
     // client hangs up, answering nothing.
     char first[20 + 1];  // the receive of key "k"
