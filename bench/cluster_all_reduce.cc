@@ -1,16 +1,16 @@
 // The cross-process all-reduce benchmark: each process a task of a worker cluster, they sum
-// a float32 tensor in place with the ring all-reduce over gRPC, as the AllReduce op of a
-// multi-worker step does. Gloo and OpenMPI are timed the same way by bench/peers/. Prints
+// a float32 tensor in place with the ring all-reduce, as the AllReduce op of a multi-worker
+// step does. Gloo and OpenMPI are timed the same way by bench/peers/. Prints
 // one JSON line (rank 0's timings) for bench/report.py.
 //
 // By default two processes on this machine (this one and a forked child), talking over the
-// same-host transport as two tasks of one machine do, or with --grpc over gRPC only, as
-// tasks of two machines do. With --cluster, this process is rank --rank of that cluster's
-// "worker" job, the others started apart (bench/cluster_hosts.sh starts one per emulated
-// host), reducing with the engine's ring or with --gloo by Gloo (the AllReduce op's two
-// backends); given the link's --link-gbit and --link-latency-us, rank 0 prints beside what it
-// measured the ring's predicted time, 2(N-1)/N x bytes / bandwidth + 2(N-1) x latency, and
-// the share of it the run reached.
+// direct transport's Unix socket as two tasks of one machine do. With --cluster, this
+// process is rank --rank of that cluster's "worker" job, the others started apart
+// (bench/cluster_hosts.sh starts one per emulated host), reducing with the engine's ring
+// (over the direct transport's TCP) or with --gloo by Gloo (the AllReduce op's two
+// backends). --grpc moves the ring's pieces over gRPC only. Given the link's --link-gbit
+// and --link-latency-us, rank 0 prints beside what it measured the ring's predicted time,
+// 2(N-1)/N x bytes / bandwidth + 2(N-1) x latency, and the share of it the run reached.
 //
 //   cluster_all_reduce [--bytes N] [--iterations N] [--grpc]
 //   cluster_all_reduce --cluster JSON --rank R [--gloo] [--bytes N] [--iterations N] [--link-gbit G]
@@ -51,7 +51,7 @@ struct Link {
 int Run(int rank, const ClusterSpec& cluster, int64_t bytes, int iterations, bool grpc_only, bool gloo, int barrier,
         const Link& link) {
   ClusterServerOptions options;
-  options.same_host_transport = !grpc_only;
+  options.direct_transport = !grpc_only;
   auto server = ClusterServer::Create(cluster, "worker", rank, options);
   if (!server.ok()) {
     std::fprintf(stderr, "rank %d: %s\n", rank, server.status().ToString().c_str());
@@ -86,11 +86,15 @@ int Run(int rank, const ClusterSpec& cluster, int64_t bytes, int iterations, boo
   gloo_params.name = "bench";
   GlooAllReduce gloo_member(gloo_params);
   const float want = static_cast<float>(size * (size + 1) / 2);
-  auto all_reduce = [&](int i, int64_t n) -> Status {
-    // A new tensor each time: another task may still be reading the last one's pieces,
-    // which are sent from the tensor's own memory.
+  // A new tensor each time (another task may still be reading the last one's pieces, which
+  // are sent from the tensor's own memory), made and filled before the clock starts, as
+  // Gloo's benchmark fills its buffer.
+  auto input = [&](int64_t n) {
     Tensor data(DataType::kFloat, TensorShape({n / 4}));
     std::fill_n(data.data<float>(), data.NumElements(), static_cast<float>(rank + 1));
+    return data;
+  };
+  auto all_reduce = [&](int i, Tensor data) -> Status {
     const int64_t step = 1000 + i;
     RemoteRendezvous rendezvous((*server)->local()->rendezvous()->Find(step), "worker", rank, channels, step,
                                 std::chrono::seconds(60));
@@ -110,8 +114,9 @@ int Run(int rank, const ClusterSpec& cluster, int64_t bytes, int iterations, boo
   const int warmup = 3;
   std::vector<double> seconds;
   for (int i = 0; i < warmup + iterations; ++i) {
+    Tensor data = input(bytes);
     const auto start = std::chrono::steady_clock::now();
-    if (Status s = all_reduce(i, bytes); !s.ok()) {
+    if (Status s = all_reduce(i, std::move(data)); !s.ok()) {
       std::fprintf(stderr, "rank %d: %s\n", rank, s.ToString().c_str());
       return 1;
     }
@@ -121,7 +126,7 @@ int Run(int rank, const ClusterSpec& cluster, int64_t bytes, int iterations, boo
     char byte = 1;
     if (write(barrier, &byte, 1) != 1 || read(barrier, &byte, 1) != 1) return 1;
   } else {
-    if (Status s = all_reduce(warmup + iterations, 4 * size); !s.ok()) return 1;
+    if (Status s = all_reduce(warmup + iterations, input(4 * size)); !s.ok()) return 1;
     std::this_thread::sleep_for(std::chrono::seconds(1));
   }
   if (rank == 0) {
@@ -163,10 +168,10 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--link-latency-us") == 0) link.latency_us = std::atof(argv[i + 1]);
   }
   if (bytes < 8 || iterations < 1) return 2;
-  if (!cluster_json.empty()) {  // one rank of a cluster started apart: between hosts, gRPC only
+  if (!cluster_json.empty()) {  // one rank of a cluster started apart
     auto cluster = tessera::ClusterSpec::FromJson(cluster_json);
     if (!cluster.ok() || rank < 0 || rank >= cluster->num_tasks("worker")) return 2;
-    return tessera::Run(rank, *cluster, bytes, iterations, /*grpc_only=*/true, gloo, -1, link);
+    return tessera::Run(rank, *cluster, bytes, iterations, grpc_only, gloo, -1, link);
   }
   using tessera::testing::FreePort;
   using tessera::testing::LoopbackAddress;

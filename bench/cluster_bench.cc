@@ -1,6 +1,6 @@
 // Cluster costs over loopback, each beside the peer a user would otherwise reach for, in the
 // same process: a 64 MiB tensor received from another task (the remote rendezvous, over gRPC
-// and over the same-host transport) beside
+// and over the direct transport's Unix socket) beside
 // the same bytes streamed by plain gRPC, and the round trip of a step with one cross-task
 // edge beside one plain gRPC unary call. Both "tasks" are servers in this process talking through loopback sockets, as two
 // processes on one machine would; the peers run the same way. TensorFlow's server is timed
@@ -100,15 +100,15 @@ BENCHMARK(BM_GrpcUnaryRoundTrip)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 // A ps task and a worker task in this process, made once per transport: what the Tessera
 // benchmarks talk between. The argument of each benchmark picks the transport: 1, the
-// same-host Unix socket that tasks of one machine use; 0, gRPC only, as between machines.
+// direct transport's Unix socket that tasks of one machine use; 0, gRPC only, as under TLS.
 struct TwoTasks {
-  explicit TwoTasks(bool same_host) {
+  explicit TwoTasks(bool direct) {
     RegisterGrpcSessionFactory();
     cluster = *ClusterSpec::FromJson(StrCat(R"({"ps": [")", testing::LoopbackAddress(testing::FreePort()),
                                             R"("], "worker": [")", testing::LoopbackAddress(testing::FreePort()),
                                             R"("]})"));
     ClusterServerOptions options;
-    options.same_host_transport = same_host;
+    options.direct_transport = direct;
     auto made_ps = ClusterServer::Create(cluster, "ps", 0, options);
     auto made_worker = ClusterServer::Create(cluster, "worker", 0, options);
     if (!made_ps.ok() || !made_worker.ok()) std::abort();
@@ -116,10 +116,10 @@ struct TwoTasks {
     worker = std::move(*made_worker);
     channels = std::make_shared<WorkerChannels>(cluster, "");
   }
-  static TwoTasks& Get(bool same_host) {
+  static TwoTasks& Get(bool direct) {
     static auto* over_grpc = new TwoTasks(false);
     static auto* on_one_host = new TwoTasks(true);
-    return same_host ? *on_one_host : *over_grpc;
+    return direct ? *on_one_host : *over_grpc;
   }
   ClusterSpec cluster;
   std::unique_ptr<ClusterServer> ps, worker;

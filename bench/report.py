@@ -86,7 +86,7 @@ chunk, best = max(streams.items(), key=lambda kv: kv[1])
 unary = find(cl, "BM_GrpcUnaryRoundTrip")["real_time"]
 print(f"  plain gRPC streaming, best of {len(streams)} chunk sizes ({int(chunk) >> 10} KiB): {best:.2f} GB/s; "
       f"one plain gRPC unary call: {unary:.0f} us")
-for arg, transport in (("1", "same-host transport"), ("0", "gRPC only")):
+for arg, transport in (("1", "direct transport"), ("0", "gRPC only")):
     recv = find(cl, f"BM_RemoteRecv/{arg}/")["bytes_per_second"] / 1e9
     step = find(cl, f"BM_RemoteStepRoundTrip/{arg}/")["real_time"]
     tf_step = f"{tfc[0]['step_us_median']:.0f} us (TensorFlow {tfc[0]['tf']})" if tfc else "-"

@@ -18,7 +18,7 @@
 #include "distributed/protos/worker_service.grpc.pb.h"
 #include "distributed/rpc_decode.h"
 #include "distributed/rpc_util.h"
-#include "distributed/same_host_transport.h"
+#include "distributed/direct_transport.h"
 #include "distributed/tls.h"
 #include "distributed/worker_channels.h"
 #include "distributed/worker_service.h"
@@ -53,7 +53,7 @@ struct ClusterServer::Impl {
   std::unique_ptr<grpc::Service> worker;
   std::unique_ptr<grpc::Service> master;
   std::unique_ptr<grpc::Server> server;
-  std::unique_ptr<SameHostServer> same_host;  // null when off
+  std::unique_ptr<DirectServer> direct;  // null when off
   std::mutex mu;
   std::condition_variable cv;
   bool stopping = false;  // guarded by mu: Stop has begun
@@ -83,8 +83,19 @@ StatusOr<std::unique_ptr<ClusterServer>> ClusterServer::Create(const ClusterSpec
   auto channels = std::make_shared<WorkerChannels>(cluster, options.token);
   s->impl_->graphs = std::make_shared<GraphMgr>(s->local_, std::string(job), task, channels, s->impl_->pool.get());
   s->impl_->auth = std::make_unique<Authenticator>(s->task_name_, std::move(options.token));
+  if (options.direct_transport && !TlsInUse()) {
+    // Over TCP too when peers on other machines may reach it; a loopback host has none.
+    const std::string host = cluster.TaskHost(job, task);
+    StatusOr<std::unique_ptr<DirectServer>> direct =
+        DirectServer::Start(address, s->task_name_, s->local_->rendezvous(), s->impl_->auth->token(), options.limits,
+                            IsLoopbackHost(host) ? "" : host);
+    // Tasks then use gRPC to fetch from this one.
+    if (direct.ok()) s->impl_->direct = std::move(*direct);
+    else Log(LogSeverity::kWarning, direct.status().message());
+  }
   s->impl_->worker = NewWorkerService(s->task_name_, s->local_, s->impl_->graphs, *s->impl_->auth,
-                                       options.limits.max_pending_receives);
+                                       options.limits.max_pending_receives,
+                                       s->impl_->direct != nullptr ? s->impl_->direct->tcp_port() : 0);
   s->impl_->master = NewMasterService(
       MasterSession::Environment{std::string(job), task, s->local_, s->impl_->graphs, channels, nullptr}, options.config,
       *s->impl_->auth, options.limits.idle_session_timeout);
@@ -117,14 +128,6 @@ StatusOr<std::unique_ptr<ClusterServer>> ClusterServer::Create(const ClusterSpec
     return errors::Unavailable(s->task_name_, " cannot listen on ", address,
                                ": the port is in use or the address is not one of this machine's");
   }
-  if (options.same_host_transport && !TlsInUse()) {
-    StatusOr<std::unique_ptr<SameHostServer>> same_host =
-        SameHostServer::Start(address, s->task_name_, s->local_->rendezvous(), s->impl_->auth->token(),
-                              options.limits);
-    // Tasks on this machine then use gRPC, as those elsewhere do.
-    if (same_host.ok()) s->impl_->same_host = std::move(*same_host);
-    else Log(LogSeverity::kWarning, same_host.status().message());
-  }
   s->target_ = StrCat("grpc://", address);
   return s;
 }
@@ -142,7 +145,7 @@ void ClusterServer::Stop(std::chrono::milliseconds grace) {
     impl_->stopping = true;
   }
   if (impl_->server != nullptr) impl_->server->Shutdown(std::chrono::system_clock::now() + grace);
-  impl_->same_host.reset();
+  impl_->direct.reset();
   std::lock_guard<std::mutex> lock(impl_->mu);
   impl_->stopped = true;
   impl_->cv.notify_all();

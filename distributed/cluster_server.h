@@ -31,9 +31,9 @@ struct ClusterServerOptions {
   SessionConfig config;
   // When set, every RPC must carry it (TESSERA_CLUSTER_TOKEN); compared in constant time.
   std::string token;
-  // Tasks on this machine fetch tensors over a Unix socket (same_host_transport.h) rather
+  // Tasks on this machine fetch tensors over a Unix socket (direct_transport.h) rather
   // than gRPC. Off under TLS, whose peers are known by certificate, not by user.
-  bool same_host_transport = true;
+  bool direct_transport = true;
   // What peers may hold of this task: connections, receives (server_limits.h).
   ServerLimits limits;
 };

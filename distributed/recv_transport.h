@@ -1,6 +1,6 @@
 // RecvTransport: how a task fetches a tensor that another task of its step sent: the gRPC
-// RecvTensor stream (grpc_recv_transport.h), or, between tasks of one machine, the
-// same-host socket (same_host_transport.h). WorkerChannels (worker_channels.h) chooses one
+// RecvTensor stream (grpc_recv_transport.h), or the direct transport (direct_transport.h:
+// a Unix socket between tasks of one machine, TCP between machines). WorkerChannels (worker_channels.h) chooses one
 // for each peer; the remote rendezvous sees only this interface.
 //
 //   std::shared_ptr<RecvTransport> transport = *channels->RecvTransportFor("ps", 0);

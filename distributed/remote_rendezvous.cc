@@ -31,7 +31,7 @@ void RemoteRendezvous::CancelCalls() {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [id, call] : in_flight_) calls.push_back(call);
   }
-  // Outside mu_: a cancelled same-host receive finishes on this thread.
+  // Outside mu_: a cancelled direct receive finishes on this thread.
   for (const auto& call : calls) call->Cancel();
 }
 

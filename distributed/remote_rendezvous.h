@@ -3,7 +3,7 @@
 // asks that task for the tensor by RPC (RecvTensor), which answers once its device has sent
 // it. Kernels and executors see only the Rendezvous interface, so they do not change. The
 // tensor comes over the transport WorkerChannels chose for that task (recv_transport.h):
-// the same-host socket for a task on this machine that serves one, gRPC otherwise.
+// the direct transport for a task that serves it, gRPC otherwise.
 //
 //   auto channels = std::make_shared<WorkerChannels>(cluster, token);
 //   RemoteRendezvous r(local_step_rendezvous, "worker", 0, channels, step_id, timeout);

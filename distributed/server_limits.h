@@ -10,18 +10,19 @@
 namespace tessera {
 
 struct ServerLimits {
-  // Same-host connections (same_host_transport.h), in all and from one process. A peer is
-  // given a thread only once it proved its user and token.
-  size_t max_same_host_connections = 256;
-  size_t max_same_host_connections_per_process = 16;
-  // How long a new connection has to say who it is: the same-host hello, gRPC's HTTP/2 (and
+  // Direct-transport connections (direct_transport.h), in all and from one peer (a process
+  // on the Unix socket, an address over TCP). A peer is given a thread only once it proved
+  // its user (on the Unix socket) and token.
+  size_t max_direct_connections = 256;
+  size_t max_direct_connections_per_peer = 16;
+  // How long a new connection has to say who it is: the direct transport's hello, gRPC's HTTP/2 (and
   // TLS) handshake. A peer that connects and says nothing is closed then.
   std::chrono::milliseconds hello_timeout{5000};
   // gRPC calls at once on one connection (more wait in the peer's queue), and threads
   // running calls in all (a call that finds none is refused as ResourceExhausted).
   int max_calls_per_connection = 1024;
   int max_rpc_threads = 1024;
-  // Peers' receives waiting here for their tensors, per transport (gRPC, same-host).
+  // Peers' receives waiting here for their tensors, per transport (gRPC, direct).
   size_t max_pending_receives = 16384;
   // A session this task is the master of that no client has used for this long, with no
   // step running, is closed (its graphs deregistered everywhere): its client is gone.

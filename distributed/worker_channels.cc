@@ -3,8 +3,10 @@
 #include <grpcpp/grpcpp.h>
 
 #include "distributed/grpc_recv_transport.h"
+#include "distributed/protos/worker_service.grpc.pb.h"
 #include "distributed/rpc_util.h"
 #include "distributed/tls.h"
+#include "graph/platform/loopback.h"
 
 namespace tessera {
 
@@ -46,29 +48,58 @@ StatusOr<std::shared_ptr<grpc::Channel>> WorkerChannels::ForTask(const std::stri
   return channel;
 }
 
-std::shared_ptr<SameHostClient> WorkerChannels::SameHost(const std::string& job, int task) {
+std::shared_ptr<DirectClient> WorkerChannels::Direct(const std::string& job, int task) {
   // Under TLS every byte between tasks goes through it.
   if (TlsInUse()) return nullptr;
   StatusOr<std::string> address = cluster_.TaskAddress(job, task);
   if (!address.ok()) return nullptr;
-  std::lock_guard<std::mutex> lock(mu_);
-  SameHostEntry& entry = same_host_[*address];
-  const auto now = std::chrono::steady_clock::now();
-  const bool usable = entry.client != nullptr && !entry.client->broken();
-  if (!usable && now >= entry.retry) {
-    // A task on another machine would cost every receive a connect that fails: asked at
-    // most once a second, which also finds a restarted same-host task again.
-    StatusOr<std::shared_ptr<SameHostClient>> connected = SameHostClient::Connect(*address, TaskName(job, task), token_);
-    entry.client = connected.ok() ? std::move(*connected) : nullptr;
-    entry.retry = now + std::chrono::seconds(1);
-  } else if (!usable) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    DirectEntry& entry = direct_[*address];
+    const auto now = std::chrono::steady_clock::now();
+    if (entry.client != nullptr && !entry.client->broken()) return entry.client;
     entry.client = nullptr;
+    // A task that serves none would cost every receive a connect that fails: asked again
+    // after a while (receives meanwhile take gRPC), which also finds a restarted task.
+    if (now < entry.retry) return nullptr;
+    entry.retry = now + kDirectRetry;
   }
-  return entry.client;
+  // Outside mu_: over TCP this asks the task for its port first.
+  std::chrono::milliseconds retry = kDirectRetry;
+  std::shared_ptr<DirectClient> client = ConnectDirect(*address, job, task, &retry);
+  std::lock_guard<std::mutex> lock(mu_);
+  DirectEntry& entry = direct_[*address];
+  entry.client = client;
+  entry.retry = std::chrono::steady_clock::now() + retry;
+  return client;
+}
+
+std::shared_ptr<DirectClient> WorkerChannels::ConnectDirect(const std::string& address, const std::string& job,
+                                                            int task, std::chrono::milliseconds* retry) {
+  const std::string peer = TaskName(job, task);
+  StatusOr<std::shared_ptr<DirectClient>> connected = DirectClient::Connect(address, peer, token_);
+  if (connected.ok()) return *std::move(connected);
+  // Not on this machine (or not in this network namespace): its TCP port, if it has one. A
+  // task on a loopback host serves none.
+  const std::string host = cluster_.TaskHost(job, task);
+  if (IsLoopbackHost(host)) return nullptr;
+  StatusOr<std::shared_ptr<grpc::Channel>> channel = ForTask(job, task);
+  if (!channel.ok()) return nullptr;
+  auto stub = rpc::WorkerService::NewStub(*channel);
+  auto context = NewContext(kDirectPortTimeout);
+  rpc::GetStatusRequest request;
+  rpc::GetStatusResponse response;
+  if (!SendTheRequest(stub->GetStatus(context.get(), &response), request).ok()) return nullptr;
+  if (response.direct_port() == 0 || response.direct_port() > UINT16_MAX) {
+    *retry = kNoDirectRetry;  // it serves none: asking each second would cost a call each
+    return nullptr;
+  }
+  connected = DirectClient::ConnectTcp(host, static_cast<uint16_t>(response.direct_port()), peer, token_);
+  return connected.ok() ? *std::move(connected) : nullptr;
 }
 
 StatusOr<std::shared_ptr<RecvTransport>> WorkerChannels::RecvTransportFor(const std::string& job, int task) {
-  if (std::shared_ptr<SameHostClient> client = SameHost(job, task); client != nullptr) {
+  if (std::shared_ptr<DirectClient> client = Direct(job, task); client != nullptr) {
     return std::shared_ptr<RecvTransport>(std::move(client));
   }
   ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel, ForTask(job, task));

@@ -125,12 +125,13 @@ class RecvTensorStream final : public grpc::ServerBidiReactor<grpc::ByteBuffer, 
 class WorkerService final : public rpc::WorkerService::WithRawCallbackMethod_RecvTensor<rpc::WorkerService::Service> {
  public:
   WorkerService(std::string task_name, std::shared_ptr<Server> local, std::shared_ptr<GraphMgr> graphs,
-                const Authenticator& auth, size_t max_pending_receives)
+                const Authenticator& auth, size_t max_pending_receives, uint16_t direct_port)
       : task_name_(std::move(task_name)),
         local_(std::move(local)),
         graphs_(std::move(graphs)),
         auth_(auth),
-        max_pending_receives_(max_pending_receives) {}
+        max_pending_receives_(max_pending_receives),
+        direct_port_(direct_port) {}
 
   grpc::Status GetStatus(grpc::ServerContext* context, grpc::ServerReader<rpc::GetStatusRequest>* reader,
                          rpc::GetStatusResponse* response) override {
@@ -139,6 +140,7 @@ class WorkerService final : public rpc::WorkerService::WithRawCallbackMethod_Rec
     rpc::GetStatusRequest request;
     if (grpc::Status read = ReadTheRequest(reader, &request); !read.ok()) return read;
     response->set_task(task_name_);
+    response->set_direct_port(direct_port_);
     for (const Device* d : local_->devices()->devices()) EncodeDevice(DescribeDevice(*d), response->add_devices());
     return grpc::Status::OK;
   }
@@ -263,6 +265,7 @@ class WorkerService final : public rpc::WorkerService::WithRawCallbackMethod_Rec
 
   const Authenticator& auth_;
   const size_t max_pending_receives_;
+  const uint16_t direct_port_;
   // Shared with the receives' callbacks, which may outlive the service.
   const std::shared_ptr<std::atomic<size_t>> pending_receives_ = std::make_shared<std::atomic<size_t>>(0);
   RateLimitedLog overloaded_;
@@ -272,9 +275,9 @@ class WorkerService final : public rpc::WorkerService::WithRawCallbackMethod_Rec
 
 std::unique_ptr<grpc::Service> NewWorkerService(std::string task_name, std::shared_ptr<Server> local,
                                                 std::shared_ptr<GraphMgr> graphs, const Authenticator& auth,
-                                                size_t max_pending_receives) {
+                                                size_t max_pending_receives, uint16_t direct_port) {
   return std::make_unique<WorkerService>(std::move(task_name), std::move(local), std::move(graphs), auth,
-                                         max_pending_receives);
+                                         max_pending_receives, direct_port);
 }
 
 }  // namespace tessera

@@ -54,10 +54,10 @@ if [ "${TESSERA_QUICK:-0}" != 1 ]; then
     multi_device_test ring_all_reduce_test replicate_test queue_test server_test queue_runner_test dataset_test \
     thread_pool_test checkpoint_file_test fake_device_test session_factory_test bfc_allocator_test cluster_server_test \
     remote_rendezvous_test grpc_session_test cluster_session_test conditional_accumulator_test sync_replicas_test \
-    same_host_transport_test remote_all_reduce_test collective_meeting_test ring_schedule_test master_session_test \
+    direct_transport_test remote_all_reduce_test collective_meeting_test ring_schedule_test master_session_test \
     cluster_resolver_test
   TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/tests/tsan_suppressions.txt" ctest --test-dir build-tsan --output-on-failure -j "$(nproc)" \
-    --timeout 600 -R 'Executor|Session|Scenario|Subgraph|Rendezvous|MultiDevice|Ring|Replicate|Queue|Server|Coordinator|Dataset|ThreadPool|CheckpointFile|FakeDevice|BFCAllocator|Accumulator|SyncReplicas|SameHost|RemoteAllReduce|CollectiveMeeting|ClusterResolver'
+    --timeout 600 -R 'Executor|Session|Scenario|Subgraph|Rendezvous|MultiDevice|Ring|Replicate|Queue|Server|Coordinator|Dataset|ThreadPool|CheckpointFile|FakeDevice|BFCAllocator|Accumulator|SyncReplicas|Direct|RemoteAllReduce|CollectiveMeeting|ClusterResolver'
 
   if [ "${TESSERA_FRESH_MACHINE:-1}" = 0 ]; then
     echo "test.sh: fresh-machine check skipped (TESSERA_FRESH_MACHINE=0)"

@@ -148,7 +148,7 @@ TEST(ClusterServerTest, ServersOfOneProcessStopInAnyOrderWithCallsInFlight) {
     ASSERT_TRUE(cluster.ok()) << cluster.status();
     ClusterServerOptions options;
     options.token = "t0ken";
-    options.same_host_transport = round % 2 == 1;
+    options.direct_transport = round % 2 == 1;
     const std::vector<std::pair<std::string, int>> tasks = {{"ps", 0}, {"worker", 0}, {"worker", 1}};
     std::vector<std::unique_ptr<ClusterServer>> servers;
     std::vector<std::string> addresses;

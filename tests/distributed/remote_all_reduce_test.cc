@@ -1,6 +1,6 @@
 // The all-reduce between tasks of a cluster, as a multi-worker step runs it: three servers
 // in this process, each member reducing through its task's remote rendezvous, over each
-// transport (gRPC, and the same-host socket), by the engine's ring or by Gloo (whose
+// transport (gRPC, and the direct transport), by the engine's ring or by Gloo (whose
 // members meet through that rendezvous), with float32 or float16 on the wire, for a tensor
 // smaller than the ring, one that does not divide evenly, and one of many pieces. Every
 // member ends with the reduction, bit for bit the same. Gloo's members that miss one fail
@@ -27,7 +27,7 @@ using testing::LoopbackAddress;
 
 constexpr int kMembers = 3;
 
-// Parameters: same-host transport on, float16 on the wire, Gloo rather than the ring.
+// Parameters: direct transport on, float16 on the wire, Gloo rather than the ring.
 class RemoteAllReduceTest : public ::testing::TestWithParam<std::tuple<bool, bool, bool>> {
  protected:
   void SetUp() override {
@@ -37,7 +37,7 @@ class RemoteAllReduceTest : public ::testing::TestWithParam<std::tuple<bool, boo
     auto cluster = ClusterSpec::FromJson(spec + "]}");
     ASSERT_TRUE(cluster.ok()) << cluster.status();
     ClusterServerOptions options;
-    options.same_host_transport = std::get<0>(GetParam());
+    options.direct_transport = std::get<0>(GetParam());
     for (int i = 0; i < kMembers; ++i) {
       auto server = ClusterServer::Create(*cluster, "worker", i, options);
       ASSERT_TRUE(server.ok()) << server.status();
@@ -217,13 +217,13 @@ TEST_P(RemoteGlooTest, MembersOfDifferentSizesFailAndStayConnected) {
 INSTANTIATE_TEST_SUITE_P(Transports, RemoteGlooTest,
                          ::testing::Combine(::testing::Bool(), ::testing::Values(false), ::testing::Values(true)),
                          [](const ::testing::TestParamInfo<std::tuple<bool, bool, bool>>& info) {
-                           return std::string(std::get<0>(info.param) ? "SameHost" : "Grpc");
+                           return std::string(std::get<0>(info.param) ? "Direct" : "Grpc");
                          });
 
 INSTANTIATE_TEST_SUITE_P(TransportsWiresAndBackends, RemoteAllReduceTest,
                          ::testing::Combine(::testing::Bool(), ::testing::Bool(), ::testing::Bool()),
                          [](const ::testing::TestParamInfo<std::tuple<bool, bool, bool>>& info) {
-                           return StrCat(std::get<0>(info.param) ? "SameHost" : "Grpc",
+                           return StrCat(std::get<0>(info.param) ? "Direct" : "Grpc",
                                          std::get<1>(info.param) ? "Float16" : "Float32",
                                          std::get<2>(info.param) ? "Gloo" : "Ring");
                          });

@@ -1,5 +1,5 @@
 // A step's tensors between two tasks of a cluster (two servers in this process, talking
-// exactly as two processes would), over each transport: loopback gRPC, and the same-host
+// exactly as two processes would), over each transport: loopback gRPC, and the direct
 // Unix socket that tasks of one machine use. A 64 MiB tensor arrives whole, a receive made
 // before the send waits for it, an abort on the sender's side, a sender that is not there or
 // leaves, or a deadline fails the receive with a reason, and local keys stay local.
@@ -28,7 +28,7 @@ using testing::LoopbackAddress;
 constexpr char kPsCpu[] = "/job:ps/replica:0/task:0/device:CPU:0";
 constexpr char kWorkerCpu[] = "/job:worker/replica:0/task:0/device:CPU:0";
 
-// The parameter: whether the servers serve same-host peers.
+// The parameter: whether the servers serve direct peers.
 class RemoteRendezvousTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
@@ -38,7 +38,7 @@ class RemoteRendezvousTest : public ::testing::TestWithParam<bool> {
     cluster_ = *c;
     ClusterServerOptions options;
     options.token = "t0ken";
-    options.same_host_transport = GetParam();
+    options.direct_transport = GetParam();
     auto ps = ClusterServer::Create(cluster_, "ps", 0, options);
     ASSERT_TRUE(ps.ok()) << ps.status();
     ps_ = std::move(*ps);
@@ -47,7 +47,7 @@ class RemoteRendezvousTest : public ::testing::TestWithParam<bool> {
     worker_ = std::move(*worker);
     channels_ = std::make_shared<WorkerChannels>(cluster_, "t0ken");
     // The transport under test is the one the receives take.
-    EXPECT_EQ(channels_->SameHost("ps", 0) != nullptr, GetParam());
+    EXPECT_EQ(channels_->Direct("ps", 0) != nullptr, GetParam());
   }
 
   std::unique_ptr<RemoteRendezvous> WorkerSide(int64_t step, std::chrono::milliseconds timeout = kTimeout) {
@@ -156,7 +156,7 @@ TEST_P(RemoteRendezvousTest, ASenderThatIsGoneIsUnavailableNamingItsTask) {
     // Another server in its place, on the same address.
     ClusterServerOptions options;
     options.token = "t0ken";
-    options.same_host_transport = GetParam();
+    options.direct_transport = GetParam();
     ASSERT_TRUE(testing::Eventually([&] {
       auto ps = ClusterServer::Create(cluster_, "ps", 0, options);
       if (ps.ok()) ps_ = std::move(*ps);
@@ -267,7 +267,7 @@ TEST_P(RemoteRendezvousTest, ASenderThatLeavesMidReceiveFailsItNamingTheTask) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, RemoteRendezvousTest, ::testing::Bool(),
-                         [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "SameHost" : "Grpc"; });
+                         [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "Direct" : "Grpc"; });
 
 }  // namespace
 }  // namespace tessera

@@ -66,9 +66,9 @@ TEST(TlsTest, TasksAndClientsWithCertificatesTalkAndPlaintextIsTurnedAway) {
   Status s = (*session)->Run({}, {"y"}, {}, &out);
   ASSERT_TRUE(s.ok()) << s;
   EXPECT_EQ(out.at(0).data<float>()[0], 6.0f);
-  // Nothing between the tasks bypasses TLS: no same-host socket is served or used.
-  EXPECT_EQ(SameHostClient::Connect(*cluster->TaskAddress("ps", 0), "ps", "").status().code(), Code::kNotFound);
-  EXPECT_EQ(WorkerChannels(*cluster, "").SameHost("ps", 0), nullptr);
+  // Nothing between the tasks bypasses TLS: no direct transport is served or used.
+  EXPECT_EQ(DirectClient::Connect(*cluster->TaskAddress("ps", 0), "ps", "").status().code(), Code::kNotFound);
+  EXPECT_EQ(WorkerChannels(*cluster, "").Direct("ps", 0), nullptr);
 
   auto plaintext = rpc::WorkerService::NewStub(
       grpc::CreateChannel((*worker)->target().substr(7), grpc::InsecureChannelCredentials()));

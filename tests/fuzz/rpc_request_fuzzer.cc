@@ -3,9 +3,9 @@
 // registered on a real task (every kernel constructed on its device) and deregistered; a
 // RunGraph request's arguments are decoded; a RecvTensor stream is assembled from messages
 // framed by a length byte each (and each cut in two slices), and what assembles must
-// survive its own round trip. A first byte of 0xff instead makes the rest what a same-host
+// survive its own round trip. A first byte of 0xff instead makes the rest what a direct
 // task answers a client's two receives (ids 1 and 2) with, over a real Unix socket; 0xfe,
-// what a peer sends a same-host server (a hello with the token "t0ken", then requests).
+// what a peer sends a direct server (a hello with the token "t0ken", then requests).
 // Nothing may crash, leak or hang.
 #include <algorithm>
 #include <cerrno>
@@ -22,8 +22,8 @@
 #include "distributed/graph_mgr.h"
 #include "distributed/recv_tensor_wire.h"
 #include "distributed/rpc_decode.h"
-#include "distributed/same_host_io.h"
-#include "distributed/same_host_transport.h"
+#include "distributed/direct_io.h"
+#include "distributed/direct_transport.h"
 #include "graph/serialize/tensor_codec.h"
 
 namespace {
@@ -38,18 +38,18 @@ tessera::GraphMgr& Graphs() {
   return *graphs;
 }
 
-constexpr uint8_t kSameHostAnswers = 0xff;
+constexpr uint8_t kDirectAnswers = 0xff;
 
-// Plays a same-host task: admits a client, lets it ask for two tensors and answers with
+// Plays a direct-transport task: admits a client, lets it ask for two tensors and answers with
 // `answers` whatever they are, then hangs up. Both receives must end.
-void AnswerSameHostClient(const char* answers, size_t size) {
+void AnswerDirectClient(const char* answers, size_t size) {
   using namespace tessera;
   static const std::string address = StrCat("fuzz-task-", getpid());
   static const int listener = [] {
     const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
     sockaddr_un a{};
     a.sun_family = AF_UNIX;
-    const std::string name = SameHostSocketName(address);
+    const std::string name = DirectSocketName(address);
     std::memcpy(a.sun_path, name.data(), name.size());
     if (::bind(fd, reinterpret_cast<sockaddr*>(&a), static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + name.size())) != 0 ||
         ::listen(fd, 1) != 0) {
@@ -58,7 +58,7 @@ void AnswerSameHostClient(const char* answers, size_t size) {
     return fd;
   }();
   auto connecting = std::async(std::launch::async, [] {
-    return SameHostClient::Connect(address, "/job:ps/replica:0/task:0", "", size_t{1} << 20);
+    return DirectClient::Connect(address, "/job:ps/replica:0/task:0", "", size_t{1} << 20);
   });
   const int fd = ::accept(listener, nullptr, nullptr);
   char hello[12];
@@ -67,7 +67,7 @@ void AnswerSameHostClient(const char* answers, size_t size) {
       ::send(fd, &yes, sizeof(yes), MSG_NOSIGNAL) != sizeof(yes)) {
     std::abort();
   }
-  StatusOr<std::shared_ptr<SameHostClient>> client = connecting.get();
+  StatusOr<std::shared_ptr<DirectClient>> client = connecting.get();
   if (!client.ok()) std::abort();
   std::promise<void> first, second;
   (*client)->Recv(1, "a", std::chrono::milliseconds(0), Tensor(), [&first](const Status&, const Tensor&) { first.set_value(); });
@@ -80,20 +80,20 @@ void AnswerSameHostClient(const char* answers, size_t size) {
   ::close(fd);
 }
 
-constexpr uint8_t kSameHostRequests = 0xfe;
+constexpr uint8_t kDirectRequests = 0xfe;
 
-// Plays a same-host peer: sends `bytes` to a real server, whose step 1 holds one tensor
+// Plays a direct-transport peer: sends `bytes` to a real server, whose step 1 holds one tensor
 // under "a", closes its side, and reads until the server hangs up, as it must soon.
-void SendToSameHostServer(const char* bytes, size_t size) {
+void SendToDirectServer(const char* bytes, size_t size) {
   using namespace tessera;
   static const std::string address = StrCat("fuzz-server-", getpid());
   static auto* rendezvous =
       new std::shared_ptr<IntraProcessRendezvousMgr>(std::make_shared<IntraProcessRendezvousMgr>());
-  static SameHostServer* server = [] {
+  static DirectServer* server = [] {
     ServerLimits limits;
     // Finished connections are reaped once a second; the fuzzer makes many more than that.
-    limits.max_same_host_connections = limits.max_same_host_connections_per_process = size_t{1} << 20;
-    auto started = SameHostServer::Start(address, "/job:worker/replica:0/task:0", *rendezvous, "t0ken", limits);
+    limits.max_direct_connections = limits.max_direct_connections_per_peer = size_t{1} << 20;
+    auto started = DirectServer::Start(address, "/job:worker/replica:0/task:0", *rendezvous, "t0ken", limits);
     if (!started.ok()) std::abort();
     return started->release();
   }();
@@ -101,7 +101,7 @@ void SendToSameHostServer(const char* bytes, size_t size) {
   if (!(*rendezvous)->Find(1)->Send("a", Tensor::Scalar(1.0f)).ok()) std::abort();
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   socklen_t length = 0;
-  const sockaddr_un a = same_host::SocketAddress(address, &length);
+  const sockaddr_un a = direct::SocketAddress(address, &length);
   const timeval patience{10, 0};
   if (fd < 0 || ::connect(fd, reinterpret_cast<const sockaddr*>(&a), length) != 0 ||
       ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &patience, sizeof(patience)) != 0) {
@@ -125,10 +125,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const char* body = reinterpret_cast<const char*>(data + 1);
   const int body_size = static_cast<int>(size - 1);
-  if (data[0] == kSameHostAnswers) {
-    AnswerSameHostClient(body, body_size);
-  } else if (data[0] == kSameHostRequests) {
-    SendToSameHostServer(body, body_size);
+  if (data[0] == kDirectAnswers) {
+    AnswerDirectClient(body, body_size);
+  } else if (data[0] == kDirectRequests) {
+    SendToDirectServer(body, body_size);
   } else if (data[0] % 3 == 2) {
     // The assembler allocates what a header announces: bounded here so that a short input
     // cannot ask for more than the fuzzer lets a process allocate.

@@ -35,8 +35,8 @@
 #include "distributed/cluster_server.h"
 #include "distributed/grpc_recv_transport.h"
 #include "distributed/rpc_util.h"
-#include "distributed/same_host_io.h"
-#include "distributed/same_host_transport.h"
+#include "distributed/direct_io.h"
+#include "distributed/direct_transport.h"
 #include "tests/distributed/free_port.h"
 #include "tests/distributed/process_stats.h"
 #include "tests/tools/child_process.h"
@@ -166,10 +166,10 @@ int ConnectTcp(int port) {
   return fd;
 }
 
-int ConnectSameHost(const std::string& address) {
+int ConnectDirect(const std::string& address) {
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   socklen_t length = 0;
-  const sockaddr_un a = same_host::SocketAddress(address, &length);
+  const sockaddr_un a = direct::SocketAddress(address, &length);
   if (fd >= 0 && ::connect(fd, reinterpret_cast<const sockaddr*>(&a), length) == 0) return fd;
   if (fd >= 0) ::close(fd);
   return -1;
@@ -177,9 +177,9 @@ int ConnectSameHost(const std::string& address) {
 
 std::string Hello(std::string_view token) {
   std::string hello;
-  same_host::Put<uint32_t>(&hello, same_host::kMagic);
-  same_host::Put<uint32_t>(&hello, same_host::kVersion);
-  same_host::Put<uint32_t>(&hello, static_cast<uint32_t>(token.size()));
+  direct::Put<uint32_t>(&hello, direct::kMagic);
+  direct::Put<uint32_t>(&hello, direct::kVersion);
+  direct::Put<uint32_t>(&hello, static_cast<uint32_t>(token.size()));
   return hello.append(token);
 }
 
@@ -292,7 +292,7 @@ class AbuseTest : public ::testing::TestWithParam<Who> {
 // Hundreds of connections that say nothing, on both transports and past the descriptor limit
 // the server was started with: it answers meanwhile, gives them no threads, and has its
 // descriptors back once they are gone. (gRPC 1.51's listener stops for good when accept
-// fails with EMFILE; the same-host socket used to keep a thread and a descriptor for each.)
+// fails with EMFILE; the direct transport used to keep a thread and a descriptor for each.)
 TEST_P(AbuseTest, IdleFloodsOnBothTransportsWedgeNothing) {
   ServerProcess server;
   ASSERT_TRUE(server.started());
@@ -303,7 +303,7 @@ TEST_P(AbuseTest, IdleFloodsOnBothTransportsWedgeNothing) {
     Peer flood(GetParam(), [&] {
       int made = 0;
       for (int i = 0; i < 400; ++i) made += ConnectTcp(server.port()) >= 0;
-      for (int i = 0; i < 400; ++i) made += ConnectSameHost(server.address()) >= 0;
+      for (int i = 0; i < 400; ++i) made += ConnectDirect(server.address()) >= 0;
       return made;
     });
     EXPECT_GE(flood.Made(), 400);
@@ -321,11 +321,11 @@ TEST_P(AbuseTest, IdleFloodsOnBothTransportsWedgeNothing) {
 
 // Peers of another user, even with the token, are turned away at accept: the kernel says who
 // connected before anything is read.
-TEST_P(AbuseTest, OnlyThisUsersProcessesWithTheTokenAreAdmittedSameHost) {
+TEST_P(AbuseTest, OnlyThisUsersProcessesWithTheTokenAreAdmittedDirect) {
   ServerProcess server;
   ASSERT_TRUE(server.started());
   Peer peer(GetParam(), [&] {
-    const int fd = ConnectSameHost(server.address());
+    const int fd = ConnectDirect(server.address());
     const std::string hello = Hello(kToken);
     uint32_t answer = 1;
     pollfd p{fd, POLLIN, 0};
@@ -344,7 +344,7 @@ INSTANTIATE_TEST_SUITE_P(Peers, AbuseTest, ::testing::Values(Who::kSameUser, Who
                          });
 
 // A connection that says nothing is closed when its hello is due (ServerLimits, 5 s by
-// default): gRPC's HTTP/2 handshake and the same-host hello alike, and a hello sent a byte
+// default): gRPC's HTTP/2 handshake and the direct transport's hello alike, and a hello sent a byte
 // at a time is due then too.
 TEST(SlowPeerTest, SilentAndSlowConnectionsAreClosedWhenTheirHelloIsDue) {
   ServerProcess server;
@@ -352,9 +352,9 @@ TEST(SlowPeerTest, SilentAndSlowConnectionsAreClosedWhenTheirHelloIsDue) {
   std::vector<int> silent;
   for (int i = 0; i < 10; ++i) {
     silent.push_back(ConnectTcp(server.port()));
-    silent.push_back(ConnectSameHost(server.address()));
+    silent.push_back(ConnectDirect(server.address()));
   }
-  const int slow = ConnectSameHost(server.address());
+  const int slow = ConnectDirect(server.address());
   ASSERT_GE(slow, 0);
   const std::string hello = Hello(kToken);
   const auto start = std::chrono::steady_clock::now();
@@ -424,25 +424,25 @@ TEST(MalformedRequestTest, BadBodiesAndFramesAreRefusedAndTheServerServesOn) {
             grpc::StatusCode::OK);
 
   auto sent = [&](const std::string& bytes) {
-    const int fd = ConnectSameHost(server.address());
+    const int fd = ConnectDirect(server.address());
     if (fd >= 0) (void)::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
     return fd;
   };
   std::string huge_key = Hello(kToken);
-  same_host::Put<uint64_t>(&huge_key, 1);
-  same_host::Put<int64_t>(&huge_key, 1);
-  same_host::Put<uint32_t>(&huge_key, 0xffffffff);
+  direct::Put<uint64_t>(&huge_key, 1);
+  direct::Put<int64_t>(&huge_key, 1);
+  direct::Put<uint32_t>(&huge_key, 0xffffffff);
   std::string huge_token;
-  same_host::Put<uint32_t>(&huge_token, same_host::kMagic);
-  same_host::Put<uint32_t>(&huge_token, same_host::kVersion);
-  same_host::Put<uint32_t>(&huge_token, 0xffffffff);
+  direct::Put<uint32_t>(&huge_token, direct::kMagic);
+  direct::Put<uint32_t>(&huge_token, direct::kVersion);
+  direct::Put<uint32_t>(&huge_token, 0xffffffff);
   for (const std::string& bytes : {huge_key, huge_token, Hello("guess"), std::string(64, '\xff')}) {
     const int fd = sent(bytes);
     ASSERT_GE(fd, 0);
     EXPECT_TRUE(ClosedByServer(fd, 3s));
     ::close(fd);
   }
-  EXPECT_TRUE(SameHostClient::Connect(server.address(), kWorker, kToken).ok());
+  EXPECT_TRUE(DirectClient::Connect(server.address(), kWorker, kToken).ok());
   EXPECT_TRUE(server.Answers().ok());
   EXPECT_TRUE(server.alive());
 }
@@ -458,8 +458,8 @@ TEST(AbandonedReceiveTest, ReceivesForStepsThatNeverRunLeaveNothingBehind) {
   ASSERT_TRUE(server.Answers().ok());
   GrpcRecvTransport grpc_peer(grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials()), kWorker,
                               kToken);
-  StatusOr<std::shared_ptr<SameHostClient>> same_host_peer = SameHostClient::Connect(server.address(), kWorker, kToken);
-  ASSERT_TRUE(same_host_peer.ok()) << same_host_peer.status();
+  StatusOr<std::shared_ptr<DirectClient>> direct_peer = DirectClient::Connect(server.address(), kWorker, kToken);
+  ASSERT_TRUE(direct_peer.ok()) << direct_peer.status();
   const std::string key = Rendezvous::CreateKey(StrCat(kWorker, "/device:CPU:0"), 1,
                                                 "/job:ps/replica:0/task:0/device:CPU:0", "x:0");
   int64_t next_step = int64_t{1} << 40;
@@ -477,7 +477,7 @@ TEST(AbandonedReceiveTest, ReceivesForStepsThatNeverRunLeaveNothingBehind) {
   };
   auto round = [&] {
     for (int i = 0; i < 6; ++i) abandon(grpc_peer, 500);
-    abandon(**same_host_peer, 20000);
+    abandon(**direct_peer, 20000);
   };
   for (int i = 0; i < 4; ++i) round();
   const int64_t descriptors = server.Descriptors();
@@ -529,7 +529,7 @@ TEST(ProcessLimitTest, AServerWithNoThreadsToSpareTurnsPeersAwayAndLives) {
       int made = 0;
       const std::string hello = Hello(kToken);
       for (int c = 0; c < 16; ++c) {
-        const int fd = ConnectSameHost(server.address());
+        const int fd = ConnectDirect(server.address());
         uint32_t answer = 1;
         pollfd p{fd, POLLIN, 0};
         if (fd >= 0 && ::send(fd, hello.data(), hello.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(hello.size()) &&
@@ -564,7 +564,7 @@ TEST(ProcessLimitTest, AClientWithNoThreadToSpareIsToldSoInsteadOfAborting) {
     BecomeUser(kStranger);
     const rlimit none{1, 1};
     ::setrlimit(RLIMIT_NPROC, &none);
-    const StatusOr<std::shared_ptr<SameHostClient>> connected = SameHostClient::Connect(server.address(), kWorker, kToken);
+    const StatusOr<std::shared_ptr<DirectClient>> connected = DirectClient::Connect(server.address(), kWorker, kToken);
     const bool told = connected.status().code() == Code::kNotFound &&
                       connected.status().message().find("no thread") != std::string_view::npos;
     _exit(told ? 0 : 1);

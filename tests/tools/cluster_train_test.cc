@@ -216,7 +216,7 @@ TEST(MultiWorkerTrainTest, ThreeWorkersOverGlooEqualOneProcess) {
   ExpectMultiWorkerEqualsOneProcess(3, "gloo");
 }
 
-// Both workers as processes under mutual TLS, which also turns the same-host transport off:
+// Both workers as processes under mutual TLS, which also turns the direct transport off:
 // the all-reduce ring crosses the tasks over TLS gRPC.
 TEST(MultiWorkerTrainTest, TwoWorkersTrainUnderTls) {
   const std::string certs = TESSERA_SOURCE_DIR "/tests/distributed/tls/";

@@ -1,4 +1,4 @@
-// What both ends of the same-host transport (same_host_transport.h) share: the hello's
+// What both ends of the direct transport (direct_transport.h) share: the hello's
 // constants and the socket I/O that resumes after partial reads and writes. Internal to
 // the transport's two files.
 #pragma once
@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-namespace tessera::same_host {
+namespace tessera::direct {
 
 static_assert(std::endian::native == std::endian::little, "the frames are written as the machine stores them");
 
@@ -50,9 +50,9 @@ bool WriteAll(int fd, std::vector<iovec> parts);
 bool ReadAll(int fd, void* to, size_t n, const std::function<void()>& idle = nullptr);
 bool ReadString(int fd, size_t n, std::string* out, const std::function<void()>& idle = nullptr);
 
-// The abstract socket address of SameHostSocketName(address).
+// The abstract socket address of DirectSocketName(address).
 sockaddr_un SocketAddress(std::string_view address, socklen_t* length);
 void SetBuffers(int fd);
 void SetReceiveTimeout(int fd, std::chrono::milliseconds timeout);
 
-}  // namespace tessera::same_host
+}  // namespace tessera::direct

@@ -1,10 +1,14 @@
-// The same-host transport's server (same_host_transport.h). One thread, the acceptor, owns
-// every connection until it is admitted: it accepts, checks the peer's user, reads the hello
-// without blocking and ends those that say nothing in time, so that no peer gets a thread or
-// more than a hello's bytes before it proved its user and token. An admitted connection gets
+// The direct transport's server (direct_transport.h). One thread, the acceptor, owns every
+// connection until it is admitted: it accepts, checks the peer's user (on the Unix socket),
+// reads the hello without blocking and ends those that say nothing in time, so that no peer
+// gets a thread or more than a hello's bytes before it proved its user and token. An admitted connection gets
 // a reader and a writer thread; the reader closes the socket when it ends, and the acceptor
 // joins it within a tick.
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -22,19 +26,21 @@
 #include <vector>
 
 #include "distributed/rpc_util.h"
-#include "distributed/same_host_io.h"
-#include "distributed/same_host_transport.h"
+#include "distributed/direct_io.h"
+#include "distributed/direct_transport.h"
 #include "graph/platform/rate_limited_log.h"
 #include "graph/serialize/tensor_codec.h"
 
 namespace tessera {
 namespace {
 
-using namespace same_host;
+using namespace direct;
 using Clock = std::chrono::steady_clock;
 
 // How often the acceptor joins the threads of connections that ended.
 constexpr std::chrono::milliseconds kReapTick{1000};
+// poll's first entries: the wake eventfd, the Unix socket, the TCP socket; greetings follow.
+constexpr size_t kListening = 3;
 // How long the acceptor leaves the socket alone when it has no descriptor to accept with.
 constexpr std::chrono::milliseconds kOutOfDescriptorsPause{100};
 
@@ -63,22 +69,63 @@ void SetBlocking(int fd) {
   if (flags >= 0) (void)::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
 }
 
+// A listening TCP socket on `host` (a name or a number), on a port the kernel picks.
+StatusOr<int> ListenTcp(const std::string& host, const std::string& task_name, uint16_t* port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  if (const int e = ::getaddrinfo(host.c_str(), "0", &hints, &found); e != 0 || found == nullptr) {
+    return errors::Unavailable(task_name, " cannot serve direct peers on ", host, ": ", ::gai_strerror(e));
+  }
+  const int fd = ::socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  sockaddr_storage bound{};
+  socklen_t length = sizeof(bound);
+  const bool listening = fd >= 0 && ::bind(fd, found->ai_addr, found->ai_addrlen) == 0 && ::listen(fd, 128) == 0 &&
+                         ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length) == 0;
+  const int error = errno;
+  ::freeaddrinfo(found);
+  if (!listening) {
+    if (fd >= 0) ::close(fd);
+    return errors::Unavailable(task_name, " cannot serve direct peers on ", host, ": ", std::strerror(error));
+  }
+  *port = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                                            : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  return fd;
+}
+
+// Who a TCP peer is, for the log and the per-peer cap: its address, without the port.
+std::string TcpPeer(int fd) {
+  sockaddr_storage a{};
+  socklen_t length = sizeof(a);
+  char text[INET6_ADDRSTRLEN] = "?";
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&a), &length) == 0) {
+    const void* where = a.ss_family == AF_INET6 ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&a)->sin6_addr)
+                                                : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&a)->sin_addr);
+    (void)::inet_ntop(a.ss_family, where, text, sizeof(text));
+  }
+  return text;
+}
+
 }  // namespace
 
 // A connection being admitted: the acceptor reads its hello as the bytes come.
-struct SameHostServer::Greeting {
+struct DirectServer::Greeting {
   int fd;
-  pid_t pid;
+  std::string peer;  // "process 1234" on the Unix socket, the peer's address over TCP
   std::chrono::steady_clock::time_point deadline;
   std::string hello;  // what has come of it
 };
 
-struct SameHostServer::State {
+struct DirectServer::State {
   std::string task_name;
   std::string token;
   std::shared_ptr<RendezvousMgr> rendezvous;
   ServerLimits limits;
-  int listen_fd = -1;
+  int listen_fd = -1;  // the Unix socket
+  int tcp_fd = -1;     // the TCP socket; -1 when none
+  uint16_t tcp_port = 0;
   int wake_fd = -1;   // an eventfd: the destructor wakes the acceptor with it
   int spare_fd = -1;  // kept in reserve, and given up to turn a peer away when out of descriptors
   std::thread acceptor;
@@ -94,9 +141,9 @@ struct SameHostServer::State {
 
 // One admitted peer: a thread reads its requests and asks the rendezvous, another writes
 // the answers as the rendezvous gives them, from the tensors' own memory.
-class SameHostServer::Connection : public std::enable_shared_from_this<Connection> {
+class DirectServer::Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(int fd, pid_t pid, State* server) : fd_(fd), pid_(pid), server_(server) {}
+  Connection(int fd, std::string peer, State* server) : fd_(fd), peer_(std::move(peer)), server_(server) {}
   ~Connection() {
     if (fd_ >= 0) ::close(fd_);
   }
@@ -115,7 +162,7 @@ class SameHostServer::Connection : public std::enable_shared_from_this<Connectio
     std::lock_guard<std::mutex> lock(mu_);
     return read_done_;
   }
-  pid_t pid() const { return pid_; }
+  const std::string& peer() const { return peer_; }
 
  private:
   struct Answer {
@@ -133,8 +180,8 @@ class SameHostServer::Connection : public std::enable_shared_from_this<Connectio
       Put<uint32_t>(&yes, 0);
       if (WriteAll(fd_, {{yes.data(), yes.size()}})) ServeRequests();
     } catch (const std::system_error& e) {
-      server_->overloaded.Log(LogSeverity::kWarning, StrCat(server_->task_name, " ended a same-host connection from process ",
-                                                            pid_, ": no thread for its answers (", e.what(), ")"));
+      server_->overloaded.Log(LogSeverity::kWarning, StrCat(server_->task_name, " ended a direct connection from ", peer_,
+                                                            ": no thread for its answers (", e.what(), ")"));
     }
     Close();
     Shutdown();  // a write in progress returns
@@ -149,8 +196,8 @@ class SameHostServer::Connection : public std::enable_shared_from_this<Connectio
     std::string head;
     std::string key;
     const std::shared_ptr<std::atomic<size_t>>& pending = server_->pending_receives;
-    while (ReadString(fd_, kSameHostRequestFixedBytes, &head)) {
-      StatusOr<SameHostRequestHead> request = ParseSameHostRequestHead(head);
+    while (ReadString(fd_, kDirectRequestFixedBytes, &head)) {
+      StatusOr<DirectRequestHead> request = ParseDirectRequestHead(head);
       if (!request.ok() || !ReadString(fd_, request->key_bytes, &key)) return;
       const uint64_t id = request->id;
       if (key.empty()) {  // a heartbeat: this process is alive to answer it
@@ -161,7 +208,7 @@ class SameHostServer::Connection : public std::enable_shared_from_this<Connectio
       if (pending->fetch_add(1) >= server_->limits.max_pending_receives) {
         pending->fetch_sub(1);
         server_->overloaded.Log(LogSeverity::kWarning,
-                                StrCat(server_->task_name, " refused a same-host receive from process ", pid_, ": ",
+                                StrCat(server_->task_name, " refused a direct receive from ", peer_, ": ",
                                        server_->limits.max_pending_receives, " receives already wait here"));
         Queue({id, errors::ResourceExhausted(server_->task_name, " already holds ", server_->limits.max_pending_receives,
                                              " receives waiting for their tensors"), Tensor()});
@@ -235,7 +282,7 @@ class SameHostServer::Connection : public std::enable_shared_from_this<Connectio
         status = h.status();
       }
     }
-    std::string message = status.ok() ? "" : status.message().substr(0, kSameHostMaxMessageBytes);
+    std::string message = status.ok() ? "" : status.message().substr(0, kDirectMaxMessageBytes);
     std::string head;
     Put<uint64_t>(&head, answer.id);
     Put<uint32_t>(&head, static_cast<uint32_t>(status.code()));
@@ -250,7 +297,7 @@ class SameHostServer::Connection : public std::enable_shared_from_this<Connectio
   }
 
   int fd_;  // guarded by mu_ once the reader runs; -1 once the reader closed it
-  const pid_t pid_;
+  const std::string peer_;
   State* const server_;
   std::thread reader_;
   std::mutex mu_;
@@ -260,9 +307,10 @@ class SameHostServer::Connection : public std::enable_shared_from_this<Connectio
   bool read_done_ = false;      // guarded by mu_: the reader has ended and closed the socket
 };
 
-StatusOr<std::unique_ptr<SameHostServer>> SameHostServer::Start(std::string_view address, std::string task_name,
+StatusOr<std::unique_ptr<DirectServer>> DirectServer::Start(std::string_view address, std::string task_name,
                                                                  std::shared_ptr<RendezvousMgr> rendezvous,
-                                                                 std::string token, ServerLimits limits) {
+                                                                 std::string token, ServerLimits limits,
+                                                                 std::string_view tcp_host) {
   auto state = std::make_shared<State>();
   state->task_name = std::move(task_name);
   state->token = std::move(token);
@@ -278,23 +326,35 @@ StatusOr<std::unique_ptr<SameHostServer>> SameHostServer::Start(std::string_view
     const int error = errno;
     ::close(state->listen_fd);
     if (state->wake_fd >= 0) ::close(state->wake_fd);
-    return errors::Unavailable(state->task_name, " cannot serve same-host peers for ", address, ": ",
+    return errors::Unavailable(state->task_name, " cannot serve direct peers for ", address, ": ",
                                std::strerror(error));
   }
+  if (!tcp_host.empty()) {
+    StatusOr<int> tcp = ListenTcp(std::string(tcp_host), state->task_name, &state->tcp_port);
+    if (!tcp.ok()) {
+      ::close(state->listen_fd);
+      ::close(state->wake_fd);
+      return tcp.status();
+    }
+    state->tcp_fd = *tcp;
+  }
   state->spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  std::unique_ptr<SameHostServer> server(new SameHostServer(std::move(state)));
+  std::unique_ptr<DirectServer> server(new DirectServer(std::move(state)));
   server->state_->acceptor = std::thread([s = server.get()] { s->AcceptLoop(); });
   return server;
 }
 
-SameHostServer::SameHostServer(std::shared_ptr<State> state) : state_(std::move(state)) {}
+DirectServer::DirectServer(std::shared_ptr<State> state) : state_(std::move(state)) {}
 
-SameHostServer::~SameHostServer() {
+uint16_t DirectServer::tcp_port() const { return state_->tcp_port; }
+
+DirectServer::~DirectServer() {
   state_->stopping = true;
   const uint64_t one = 1;
   (void)!::write(state_->wake_fd, &one, sizeof(one));
   state_->acceptor.join();
   ::close(state_->listen_fd);
+  if (state_->tcp_fd >= 0) ::close(state_->tcp_fd);
   ::close(state_->wake_fd);
   if (state_->spare_fd >= 0) ::close(state_->spare_fd);
   for (const Greeting& g : state_->greetings) ::close(g.fd);
@@ -302,7 +362,7 @@ SameHostServer::~SameHostServer() {
   for (const auto& c : state_->connections) c->Join();
 }
 
-void SameHostServer::AcceptLoop() {
+void DirectServer::AcceptLoop() {
   State& s = *state_;
   Clock::time_point accept_paused_until{};
   std::vector<pollfd> polled;
@@ -317,63 +377,76 @@ void SameHostServer::AcceptLoop() {
     polled.clear();
     polled.push_back({s.wake_fd, POLLIN, 0});
     polled.push_back({accepting ? s.listen_fd : -1, POLLIN, 0});
+    polled.push_back({accepting ? s.tcp_fd : -1, POLLIN, 0});
     for (const Greeting& g : s.greetings) polled.push_back({g.fd, POLLIN, 0});
     const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(wake_at - now);
     if (::poll(polled.data(), polled.size(), static_cast<int>(std::max<int64_t>(wait.count(), 0) + 1)) < 0) continue;
     if (s.stopping) return;
     // Greetings first: the accepts below add to them, and the poll said nothing of those.
-    for (size_t i = polled.size(); i-- > 2;) {
-      if (polled[i].revents != 0) Greet(i - 2);
+    for (size_t i = polled.size(); i-- > kListening;) {
+      if (polled[i].revents != 0) Greet(i - kListening);
     }
-    if ((polled[1].revents & POLLIN) != 0 && !AcceptPending()) accept_paused_until = Clock::now() + kOutOfDescriptorsPause;
+    for (size_t i = 1; i < kListening; ++i) {
+      if ((polled[i].revents & POLLIN) != 0 && !AcceptPending(polled[i].fd)) {
+        accept_paused_until = Clock::now() + kOutOfDescriptorsPause;
+      }
+    }
   }
 }
 
-bool SameHostServer::AcceptPending() {
+bool DirectServer::AcceptPending(int listen_fd) {
   State& s = *state_;
   // A burst at a time, so that greetings and reaping are not starved by a flood.
   for (int burst = 0; burst < 64; ++burst) {
-    const int fd = ::accept4(s.listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
       // Out of descriptors or memory: the peer at the head of the queue is turned away with
       // the spare descriptor, so that it does not sit there keeping the socket readable.
-      s.refused.Log(LogSeverity::kWarning, StrCat(s.task_name, " turned a same-host peer away: ", std::strerror(errno)));
+      s.refused.Log(LogSeverity::kWarning, StrCat(s.task_name, " turned a direct peer away: ", std::strerror(errno)));
       if (s.spare_fd < 0) return false;
       ::close(s.spare_fd);
-      const int shed = ::accept4(s.listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+      const int shed = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
       if (shed >= 0) ::close(shed);
       s.spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
       return shed >= 0;
     }
-    ucred peer{};
-    socklen_t length = sizeof(peer);
-    if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &length) != 0 || peer.uid != ::geteuid()) {
+    std::string peer;
+    if (listen_fd == s.tcp_fd) {
+      // Over TCP the token alone says who may ask: the peer's user is not known here.
+      peer = TcpPeer(fd);
+      const int one = 1;
+      (void)::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    } else {
+      ucred cred{};
+      socklen_t length = sizeof(cred);
+      if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &length) != 0 || cred.uid != ::geteuid()) {
+        ::close(fd);
+        s.refused.Log(LogSeverity::kWarning,
+                      StrCat(s.task_name, " refused a direct connection from process ", cred.pid, " of another user"));
+        continue;
+      }
+      peer = StrCat("process ", cred.pid);
+    }
+    size_t from_peer = 0;
+    for (const Greeting& g : s.greetings) from_peer += g.peer == peer;
+    for (const auto& c : s.connections) from_peer += c->peer() == peer;
+    if (s.greetings.size() + s.connections.size() >= s.limits.max_direct_connections ||
+        from_peer >= s.limits.max_direct_connections_per_peer) {
       ::close(fd);
       s.refused.Log(LogSeverity::kWarning,
-                    StrCat(s.task_name, " refused a same-host connection from process ", peer.pid, " of another user"));
+                    StrCat(s.task_name, " refused a direct connection from ", peer, ": it has ", from_peer,
+                           " and all peers ", s.greetings.size() + s.connections.size(), " (ServerLimits)"));
       continue;
     }
-    size_t from_process = 0;
-    for (const Greeting& g : s.greetings) from_process += g.pid == peer.pid;
-    for (const auto& c : s.connections) from_process += c->pid() == peer.pid;
-    if (s.greetings.size() + s.connections.size() >= s.limits.max_same_host_connections ||
-        from_process >= s.limits.max_same_host_connections_per_process) {
-      ::close(fd);
-      s.refused.Log(LogSeverity::kWarning,
-                    StrCat(s.task_name, " refused a same-host connection from process ", peer.pid, ": it has ",
-                           from_process, " and all peers ", s.greetings.size() + s.connections.size(),
-                           " (ServerLimits)"));
-      continue;
-    }
-    s.greetings.push_back({fd, peer.pid, Clock::now() + s.limits.hello_timeout, {}});
+    s.greetings.push_back({fd, std::move(peer), Clock::now() + s.limits.hello_timeout, {}});
   }
   return true;
 }
 
 // Reads what has come of greeting `i`'s hello; once whole, admits or refuses its peer.
-void SameHostServer::Greet(size_t i) {
+void DirectServer::Greet(size_t i) {
   State& s = *state_;
   Greeting& g = s.greetings[i];
   char buffer[256];
@@ -392,8 +465,8 @@ void SameHostServer::Greet(size_t i) {
     return;
   }
   if (got > 0) {  // a peer that left has nobody to tell
-    s.refused.Log(LogSeverity::kWarning, StrCat(s.task_name, " refused a same-host connection from process ",
-                                                greeting.pid, " that did not present the cluster token"));
+    s.refused.Log(LogSeverity::kWarning, StrCat(s.task_name, " refused a direct connection from ", greeting.peer,
+                                                " that did not present the cluster token"));
     std::string no;
     Put<uint32_t>(&no, 1);
     (void)::send(greeting.fd, no.data(), no.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -401,28 +474,28 @@ void SameHostServer::Greet(size_t i) {
   ::close(greeting.fd);
 }
 
-void SameHostServer::Admit(const Greeting& g) {
+void DirectServer::Admit(const Greeting& g) {
   State& s = *state_;
   SetBlocking(g.fd);
   SetBuffers(g.fd);
-  auto connection = std::make_shared<Connection>(g.fd, g.pid, &s);
+  auto connection = std::make_shared<Connection>(g.fd, g.peer, &s);
   try {
     connection->Start();
   } catch (const std::system_error& e) {
     // The connection's destructor closes the socket: the peer sees it end.
-    s.overloaded.Log(LogSeverity::kWarning, StrCat(s.task_name, " ended a same-host connection from process ", g.pid,
+    s.overloaded.Log(LogSeverity::kWarning, StrCat(s.task_name, " ended a direct connection from ", g.peer,
                                                    ": no thread for it (", e.what(), ")"));
     return;
   }
   s.connections.push_back(std::move(connection));
 }
 
-void SameHostServer::ExpireGreetings(std::chrono::steady_clock::time_point now) {
+void DirectServer::ExpireGreetings(std::chrono::steady_clock::time_point now) {
   State& s = *state_;
   auto late = std::stable_partition(s.greetings.begin(), s.greetings.end(),
                                     [now](const Greeting& g) { return g.deadline > now; });
   for (auto it = late; it != s.greetings.end(); ++it) {
-    s.refused.Log(LogSeverity::kWarning, StrCat(s.task_name, " closed a same-host connection from process ", it->pid,
+    s.refused.Log(LogSeverity::kWarning, StrCat(s.task_name, " closed a direct connection from ", it->peer,
                                                 " that did not say who it is within ", s.limits.hello_timeout.count(),
                                                 " ms"));
     ::close(it->fd);
@@ -430,7 +503,7 @@ void SameHostServer::ExpireGreetings(std::chrono::steady_clock::time_point now) 
   s.greetings.erase(late, s.greetings.end());
 }
 
-void SameHostServer::Reap() {
+void DirectServer::Reap() {
   State& s = *state_;
   auto gone = std::stable_partition(s.connections.begin(), s.connections.end(),
                                     [](const std::shared_ptr<Connection>& c) { return !c->finished(); });

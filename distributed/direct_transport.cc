@@ -1,5 +1,8 @@
-#include "distributed/same_host_transport.h"
+#include "distributed/direct_transport.h"
 
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -16,13 +19,13 @@
 #include <unordered_map>
 #include <vector>
 
-#include "distributed/same_host_io.h"
+#include "distributed/direct_io.h"
 #include "graph/serialize/tensor_codec.h"
 
 namespace tessera {
 namespace {
 
-using namespace same_host;
+using namespace direct;
 
 // How often a client's reader looks for receives past their deadlines.
 constexpr std::chrono::milliseconds kDeadlineTick{50};
@@ -41,54 +44,54 @@ bool Discard(int fd, uint64_t n, const std::function<void()>& idle) {
 
 }  // namespace
 
-std::string SameHostSocketName(std::string_view address) {
+std::string DirectSocketName(std::string_view address) {
   if (address.starts_with("grpc://")) address.remove_prefix(sizeof("grpc://") - 1);
   return StrCat(std::string_view("\0", 1), "tessera/", address);
 }
 
-StatusOr<SameHostRequestHead> ParseSameHostRequestHead(std::string_view bytes) {
-  if (bytes.size() != kSameHostRequestFixedBytes) {
-    return errors::InvalidArgument("a same-host request head of ", bytes.size(), " bytes");
+StatusOr<DirectRequestHead> ParseDirectRequestHead(std::string_view bytes) {
+  if (bytes.size() != kDirectRequestFixedBytes) {
+    return errors::InvalidArgument("a direct request head of ", bytes.size(), " bytes");
   }
-  SameHostRequestHead r;
+  DirectRequestHead r;
   r.id = Get<uint64_t>(bytes, 0);
   r.step_id = Get<int64_t>(bytes, 8);
   r.key_bytes = Get<uint32_t>(bytes, 16);
-  if (r.key_bytes > kSameHostMaxKeyBytes) {
-    return errors::InvalidArgument("a same-host request with a key of ", r.key_bytes, " bytes");
+  if (r.key_bytes > kDirectMaxKeyBytes) {
+    return errors::InvalidArgument("a direct request with a key of ", r.key_bytes, " bytes");
   }
   return r;
 }
 
-StatusOr<SameHostAnswerHead> ParseSameHostAnswerHead(std::string_view bytes) {
-  if (bytes.size() != kSameHostAnswerHeadBytes) {
-    return errors::InvalidArgument("a same-host answer head of ", bytes.size(), " bytes");
+StatusOr<DirectAnswerHead> ParseDirectAnswerHead(std::string_view bytes) {
+  if (bytes.size() != kDirectAnswerHeadBytes) {
+    return errors::InvalidArgument("a direct answer head of ", bytes.size(), " bytes");
   }
-  SameHostAnswerHead h;
+  DirectAnswerHead h;
   h.id = Get<uint64_t>(bytes, 0);
   const uint32_t code = Get<uint32_t>(bytes, 8);
   h.message_bytes = Get<uint32_t>(bytes, 12);
   h.header_bytes = Get<uint32_t>(bytes, 16);
   h.element_bytes = Get<uint64_t>(bytes, 20);
   if (code > static_cast<uint32_t>(Code::kUnauthenticated)) {
-    return errors::InvalidArgument("a same-host answer with status code ", code);
+    return errors::InvalidArgument("a direct answer with status code ", code);
   }
   h.code = static_cast<Code>(code);
-  if (h.message_bytes > kSameHostMaxMessageBytes || h.header_bytes > kMaxTensorHeaderBytes) {
-    return errors::InvalidArgument("a same-host answer with a ", h.message_bytes, "-byte message and a ",
+  if (h.message_bytes > kDirectMaxMessageBytes || h.header_bytes > kMaxTensorHeaderBytes) {
+    return errors::InvalidArgument("a direct answer with a ", h.message_bytes, "-byte message and a ",
                                    h.header_bytes, "-byte tensor header");
   }
   if (h.code != Code::kOk && (h.header_bytes != 0 || h.element_bytes != 0)) {
-    return errors::InvalidArgument("a same-host answer with both an error and a tensor");
+    return errors::InvalidArgument("a direct answer with both an error and a tensor");
   }
   // OK without a header is a dead value (rendezvous.h), which has no elements either.
   if (h.code == Code::kOk && h.header_bytes == 0 && h.element_bytes != 0) {
-    return errors::InvalidArgument("a same-host answer with tensor elements but no header");
+    return errors::InvalidArgument("a direct answer with tensor elements but no header");
   }
   return h;
 }
 
-class SameHostClient::Impl : public std::enable_shared_from_this<Impl> {
+class DirectClient::Impl : public std::enable_shared_from_this<Impl> {
  public:
   Impl(int fd, std::string peer, uint64_t max_tensor_bytes, std::chrono::milliseconds heartbeat_timeout)
       : fd_(fd), peer_(std::move(peer)), max_tensor_bytes_(max_tensor_bytes), heartbeat_timeout_(heartbeat_timeout) {}
@@ -155,7 +158,7 @@ class SameHostClient::Impl : public std::enable_shared_from_this<Impl> {
     std::chrono::milliseconds timeout;
   };
 
-  Status Lost() const { return errors::Unavailable(peer_, " did not answer: the same-host connection closed"); }
+  Status Lost() const { return errors::Unavailable(peer_, " did not answer: the direct connection closed"); }
 
   std::optional<Pending> Take(uint64_t id) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -209,9 +212,9 @@ class SameHostClient::Impl : public std::enable_shared_from_this<Impl> {
       Heartbeat();
     };
     for (;;) {
-      if (!ReadString(fd_, kSameHostAnswerHeadBytes, &head, idle)) break;
+      if (!ReadString(fd_, kDirectAnswerHeadBytes, &head, idle)) break;
       Heard();
-      StatusOr<SameHostAnswerHead> h = ParseSameHostAnswerHead(head);
+      StatusOr<DirectAnswerHead> h = ParseDirectAnswerHead(head);
       if (!h.ok()) {
         Break(errors::DataLoss(peer_, " sent ", h.status().message()));
         return;
@@ -376,25 +379,9 @@ class SameHostClient::Impl : public std::enable_shared_from_this<Impl> {
   Clock::time_point unanswered_since_;             // guarded by mu_; epoch: none outstanding
 };
 
-StatusOr<std::shared_ptr<SameHostClient>> SameHostClient::Connect(std::string_view address, std::string peer,
-                                                                  const std::string& token, uint64_t max_tensor_bytes,
-                                                                  std::chrono::milliseconds heartbeat_timeout) {
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return errors::NotFound("no Unix socket: ", std::strerror(errno));
-  socklen_t length = 0;
-  sockaddr_un a = SocketAddress(address, &length);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), length) != 0) {
-    const int error = errno;
-    ::close(fd);
-    return errors::NotFound(peer, " serves no same-host peers here: ", std::strerror(error));
-  }
-  // The token goes only to a process of this user: another could have taken the name.
-  ucred server{};
-  socklen_t cred_length = sizeof(server);
-  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &server, &cred_length) != 0 || server.uid != ::geteuid()) {
-    ::close(fd);
-    return errors::NotFound("the same-host socket for ", peer, " belongs to another user");
-  }
+StatusOr<std::shared_ptr<DirectClient>> DirectClient::Greet(int fd, const std::string& peer, const std::string& token,
+                                                            uint64_t max_tensor_bytes,
+                                                            std::chrono::milliseconds heartbeat_timeout) {
   SetBuffers(fd);
   std::string hello;
   Put<uint32_t>(&hello, kMagic);
@@ -406,7 +393,7 @@ StatusOr<std::shared_ptr<SameHostClient>> SameHostClient::Connect(std::string_vi
   if (token.size() > kMaxTokenBytes || !WriteAll(fd, {{hello.data(), hello.size()}}) ||
       !ReadAll(fd, &answer, sizeof(answer)) || answer != 0) {
     ::close(fd);
-    return errors::NotFound(peer, " turned away a same-host connection");
+    return errors::NotFound(peer, " turned away a direct connection");
   }
   SetReceiveTimeout(fd, kDeadlineTick);
   auto impl = std::make_shared<Impl>(fd, peer, max_tensor_bytes, heartbeat_timeout);
@@ -414,27 +401,83 @@ StatusOr<std::shared_ptr<SameHostClient>> SameHostClient::Connect(std::string_vi
     impl->Start();
   } catch (const std::system_error& e) {
     // Out of threads (a process limit): gRPC, which needs none per peer, is the way.
-    return errors::NotFound("no thread for a same-host connection to ", peer, ": ", e.what());
+    return errors::NotFound("no thread for a direct connection to ", peer, ": ", e.what());
   }
-  return std::shared_ptr<SameHostClient>(new SameHostClient(std::move(impl)));
+  return std::shared_ptr<DirectClient>(new DirectClient(std::move(impl)));
 }
 
-SameHostClient::SameHostClient(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
-SameHostClient::~SameHostClient() { impl_->Stop(); }
+StatusOr<std::shared_ptr<DirectClient>> DirectClient::Connect(std::string_view address, std::string peer,
+                                                              const std::string& token, uint64_t max_tensor_bytes,
+                                                              std::chrono::milliseconds heartbeat_timeout) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return errors::NotFound("no Unix socket: ", std::strerror(errno));
+  socklen_t length = 0;
+  sockaddr_un a = SocketAddress(address, &length);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), length) != 0) {
+    const int error = errno;
+    ::close(fd);
+    return errors::NotFound(peer, " serves no direct peers on this machine: ", std::strerror(error));
+  }
+  // The token goes only to a process of this user: another could have taken the name.
+  ucred server{};
+  socklen_t cred_length = sizeof(server);
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &server, &cred_length) != 0 || server.uid != ::geteuid()) {
+    ::close(fd);
+    return errors::NotFound("the direct socket for ", peer, " belongs to another user");
+  }
+  return Greet(fd, peer, token, max_tensor_bytes, heartbeat_timeout);
+}
 
-uint64_t SameHostClient::Recv(int64_t step_id, std::string_view key, std::chrono::milliseconds timeout, Tensor into,
+StatusOr<std::shared_ptr<DirectClient>> DirectClient::ConnectTcp(const std::string& host, uint16_t port,
+                                                                 std::string peer, const std::string& token,
+                                                                 uint64_t max_tensor_bytes,
+                                                                 std::chrono::milliseconds heartbeat_timeout) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const std::string service = std::to_string(port);
+  if (const int e = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &found); e != 0 || found == nullptr) {
+    return errors::NotFound(peer, "'s host ", host, " does not resolve: ", ::gai_strerror(e));
+  }
+  const int fd = ::socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  // A host that drops the connection attempt is given up at the hello's timeout, not after
+  // the kernel's minutes of retries (on Linux a send timeout bounds connect too).
+  timeval limit{};
+  limit.tv_sec = kHelloTimeout.count() / 1000;
+  const bool connected = fd >= 0 && ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof(limit)) == 0 &&
+                         ::connect(fd, found->ai_addr, found->ai_addrlen) == 0;
+  const int error = errno;
+  ::freeaddrinfo(found);
+  if (!connected) {
+    if (fd >= 0) ::close(fd);
+    return errors::NotFound(peer, " serves no direct peers at ", host, ":", port, ": ", std::strerror(error));
+  }
+  const timeval none{};
+  (void)::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &none, sizeof(none));
+  // Requests are a few bytes each and must leave at once.
+  const int one = 1;
+  (void)::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  return Greet(fd, peer, token, max_tensor_bytes, heartbeat_timeout);
+}
+
+DirectClient::DirectClient(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+DirectClient::~DirectClient() { impl_->Stop(); }
+
+uint64_t DirectClient::Recv(int64_t step_id, std::string_view key, std::chrono::milliseconds timeout, Tensor into,
                               Rendezvous::DoneCallback done) {
   return impl_->Recv(step_id, key, timeout, std::move(into), std::move(done));
 }
-void SameHostClient::Cancel(uint64_t id, const Status& status) { impl_->Cancel(id, status); }
-bool SameHostClient::broken() const { return impl_->broken(); }
+void DirectClient::Cancel(uint64_t id, const Status& status) { impl_->Cancel(id, status); }
+bool DirectClient::broken() const { return impl_->broken(); }
 
 namespace {
 
 // One receive as a RecvTransport's: whichever of Start and Cancel comes second cancels it.
-class SameHostRecv final : public RecvTransport::Recv {
+class DirectRecv final : public RecvTransport::Recv {
  public:
-  SameHostRecv(std::shared_ptr<SameHostClient> client, int64_t step_id, std::string key,
+  DirectRecv(std::shared_ptr<DirectClient> client, int64_t step_id, std::string key,
                std::chrono::milliseconds timeout, Tensor into, Rendezvous::DoneCallback done)
       : client_(std::move(client)),
         step_id_(step_id),
@@ -456,7 +499,7 @@ class SameHostRecv final : public RecvTransport::Recv {
  private:
   static Status Cancelled() { return errors::Cancelled("the receive was given up"); }
 
-  const std::shared_ptr<SameHostClient> client_;
+  const std::shared_ptr<DirectClient> client_;
   const int64_t step_id_;
   const std::string key_;
   const std::chrono::milliseconds timeout_;
@@ -468,10 +511,10 @@ class SameHostRecv final : public RecvTransport::Recv {
 
 }  // namespace
 
-std::shared_ptr<RecvTransport::Recv> SameHostClient::NewRecv(int64_t step_id, std::string key,
+std::shared_ptr<RecvTransport::Recv> DirectClient::NewRecv(int64_t step_id, std::string key,
                                                              std::chrono::milliseconds timeout, Tensor into,
                                                              Rendezvous::DoneCallback done) {
-  return std::make_shared<SameHostRecv>(shared_from_this(), step_id, std::move(key), timeout, std::move(into),
+  return std::make_shared<DirectRecv>(shared_from_this(), step_id, std::move(key), timeout, std::move(into),
                                         std::move(done));
 }
 

@@ -1,4 +1,4 @@
-#include "distributed/same_host_io.h"
+#include "distributed/direct_io.h"
 
 #include <unistd.h>
 
@@ -6,9 +6,9 @@
 #include <cerrno>
 #include <climits>
 
-#include "distributed/same_host_transport.h"
+#include "distributed/direct_transport.h"
 
-namespace tessera::same_host {
+namespace tessera::direct {
 
 bool WriteAll(int fd, std::vector<iovec> parts) {
   size_t first = 0;
@@ -53,7 +53,7 @@ bool ReadString(int fd, size_t n, std::string* out, const std::function<void()>&
 sockaddr_un SocketAddress(std::string_view address, socklen_t* length) {
   sockaddr_un a{};
   a.sun_family = AF_UNIX;
-  const std::string name = SameHostSocketName(address);
+  const std::string name = DirectSocketName(address);
   const size_t n = std::min(name.size(), sizeof(a.sun_path));
   std::memcpy(a.sun_path, name.data(), n);
   *length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + n);
@@ -73,4 +73,4 @@ void SetReceiveTimeout(int fd, std::chrono::milliseconds timeout) {
   (void)::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &t, sizeof(t));
 }
 
-}  // namespace tessera::same_host
+}  // namespace tessera::direct

@@ -1,9 +1,12 @@
-// The same-host transport on its own: a server answering from a rendezvous manager and
-// clients fetching from it, hostile peers on either end, and the frames' parsers.
-#include "distributed/same_host_transport.h"
+// The direct transport on its own: a server answering from a rendezvous manager and clients
+// fetching from it over its Unix socket and over TCP, hostile peers on either end, and the
+// frames' parsers.
+#include "distributed/direct_transport.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -39,12 +42,26 @@ int RawSocket(const std::string& address, bool listen_there) {
   const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
   sockaddr_un a{};
   a.sun_family = AF_UNIX;
-  const std::string name = SameHostSocketName(address);
+  const std::string name = DirectSocketName(address);
   std::memcpy(a.sun_path, name.data(), name.size());
   const auto length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + name.size());
   const int rc = listen_there ? (::bind(fd, reinterpret_cast<sockaddr*>(&a), length) == 0 ? ::listen(fd, 4) : -1)
                               : ::connect(fd, reinterpret_cast<sockaddr*>(&a), length);
   if (rc != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// A raw TCP connection to 127.0.0.1:`port`.
+int RawTcpSocket(uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
     ::close(fd);
     return -1;
   }
@@ -72,21 +89,31 @@ std::pair<Status, Tensor> Wait(std::future<std::pair<Status, Tensor>> f) {
   return f.get();
 }
 
-class SameHostTransportTest : public ::testing::Test {
+// Every case over the Unix socket (false) and over TCP (true), to one server serving both.
+class DirectTransportTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
     address_ = testing::LoopbackAddress(testing::FreePort());
-    auto server = SameHostServer::Start(address_, kPeer, rendezvous_, "s3cret");
+    auto server = DirectServer::Start(address_, kPeer, rendezvous_, "s3cret", {}, "127.0.0.1");
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
+    tcp_port_ = server_->tcp_port();
+    ASSERT_NE(tcp_port_, 0);
   }
 
-  std::shared_ptr<SameHostClient> Client() {
-    auto client = SameHostClient::Connect(address_, kPeer, "s3cret");
+  StatusOr<std::shared_ptr<DirectClient>> Connect(const std::string& token, uint64_t max_tensor_bytes = UINT64_MAX,
+                                                  std::chrono::milliseconds heartbeat_timeout = kDirectHeartbeatTimeout) {
+    return GetParam() ? DirectClient::ConnectTcp("127.0.0.1", tcp_port_, kPeer, token, max_tensor_bytes, heartbeat_timeout)
+                      : DirectClient::Connect(address_, kPeer, token, max_tensor_bytes, heartbeat_timeout);
+  }
+  std::shared_ptr<DirectClient> Client() {
+    auto client = Connect("s3cret");
     EXPECT_TRUE(client.ok()) << client.status();
     return client.ok() ? *client : nullptr;
   }
-  std::future<std::pair<Status, Tensor>> Recv(SameHostClient& client, int64_t step, const std::string& key,
+  // A connection that has said nothing yet.
+  int RawClient() { return GetParam() ? RawTcpSocket(tcp_port_) : RawSocket(address_, false); }
+  std::future<std::pair<Status, Tensor>> Recv(DirectClient& client, int64_t step, const std::string& key,
                                               std::chrono::milliseconds timeout = kNoTimeout) {
     auto got = std::make_shared<std::promise<std::pair<Status, Tensor>>>();
     client.Recv(step, key, timeout, Tensor(), [got](const Status& s, const Tensor& t) { got->set_value({s, t}); });
@@ -94,11 +121,12 @@ class SameHostTransportTest : public ::testing::Test {
   }
 
   std::string address_;
+  uint16_t tcp_port_ = 0;
   std::shared_ptr<RendezvousMgr> rendezvous_ = std::make_shared<IntraProcessRendezvousMgr>();
-  std::unique_ptr<SameHostServer> server_;
+  std::unique_ptr<DirectServer> server_;
 };
 
-TEST_F(SameHostTransportTest, ManyReceivesOnOneConnectionEachGetTheirOwnTensor) {
+TEST_P(DirectTransportTest, ManyReceivesOnOneConnectionEachGetTheirOwnTensor) {
   auto client = Client();
   ASSERT_NE(client, nullptr);
   const int64_t step = 7;
@@ -119,7 +147,7 @@ TEST_F(SameHostTransportTest, ManyReceivesOnOneConnectionEachGetTheirOwnTensor) 
   EXPECT_FALSE(client->broken());
 }
 
-TEST_F(SameHostTransportTest, ATensorThatFitsTheReceiversBufferIsReadIntoIt) {
+TEST_P(DirectTransportTest, ATensorThatFitsTheReceiversBufferIsReadIntoIt) {
   auto client = Client();
   ASSERT_NE(client, nullptr);
   Tensor value(DataType::kFloat, TensorShape({4}));
@@ -146,8 +174,8 @@ TEST_F(SameHostTransportTest, ATensorThatFitsTheReceiversBufferIsReadIntoIt) {
   EXPECT_EQ(other_got.data<float>()[2], 1.0f);
 }
 
-TEST_F(SameHostTransportTest, ATensorOverTheClientsLimitIsResourceExhausted) {
-  auto client = SameHostClient::Connect(address_, kPeer, "s3cret", /*max_tensor_bytes=*/16);
+TEST_P(DirectTransportTest, ATensorOverTheClientsLimitIsResourceExhausted) {
+  auto client = Connect("s3cret", /*max_tensor_bytes=*/16);
   ASSERT_TRUE(client.ok()) << client.status();
   auto got = Recv(**client, 8, "big");
   ASSERT_TRUE(rendezvous_->Find(8)->Send("big", Tensor(DataType::kFloat, TensorShape({16}))).ok());
@@ -157,7 +185,7 @@ TEST_F(SameHostTransportTest, ATensorOverTheClientsLimitIsResourceExhausted) {
   EXPECT_TRUE((*client)->broken());
 }
 
-TEST_F(SameHostTransportTest, TheSendersErrorComesBackWithItsCode) {
+TEST_P(DirectTransportTest, TheSendersErrorComesBackWithItsCode) {
   auto client = Client();
   ASSERT_NE(client, nullptr);
   auto got = Recv(*client, 3, "x");
@@ -167,7 +195,7 @@ TEST_F(SameHostTransportTest, TheSendersErrorComesBackWithItsCode) {
   EXPECT_THAT(std::string(status.message()), HasSubstr("node w: out of memory on the ps"));
 }
 
-TEST_F(SameHostTransportTest, CancellingOrDroppingTheClientEndsItsReceives) {
+TEST_P(DirectTransportTest, CancellingOrDroppingTheClientEndsItsReceives) {
   auto client = Client();
   ASSERT_NE(client, nullptr);
   auto cancelled = std::make_shared<std::promise<std::pair<Status, Tensor>>>();
@@ -188,7 +216,7 @@ TEST_F(SameHostTransportTest, CancellingOrDroppingTheClientEndsItsReceives) {
   EXPECT_EQ(Wait(std::move(pending)).first.code(), Code::kCancelled);
 }
 
-TEST_F(SameHostTransportTest, AServerThatGoesAwayFailsTheReceivesAsUnavailable) {
+TEST_P(DirectTransportTest, AServerThatGoesAwayFailsTheReceivesAsUnavailable) {
   auto client = Client();
   ASSERT_NE(client, nullptr);
   auto pending = Recv(*client, 4, "never");
@@ -198,12 +226,12 @@ TEST_F(SameHostTransportTest, AServerThatGoesAwayFailsTheReceivesAsUnavailable) 
   EXPECT_THAT(std::string(status.message()), HasSubstr(kPeer));
   EXPECT_TRUE(client->broken());
   EXPECT_EQ(Wait(Recv(*client, 4, "after")).first.code(), Code::kUnavailable);
-  EXPECT_EQ(SameHostClient::Connect(address_, kPeer, "s3cret").status().code(), Code::kNotFound);
+  EXPECT_EQ(Connect("s3cret").status().code(), Code::kNotFound);
 }
 
 // A receive that waits long on a live server is kept: the server answers the heartbeats.
-TEST_F(SameHostTransportTest, AReceiveWaitingOnALiveServerOutlastsTheHeartbeatTimeout) {
-  auto client = SameHostClient::Connect(address_, kPeer, "s3cret", UINT64_MAX, std::chrono::milliseconds(400));
+TEST_P(DirectTransportTest, AReceiveWaitingOnALiveServerOutlastsTheHeartbeatTimeout) {
+  auto client = Connect("s3cret", UINT64_MAX, std::chrono::milliseconds(400));
   ASSERT_TRUE(client.ok()) << client.status();
   auto later = Recv(**client, 5, "late");
   EXPECT_EQ(later.wait_for(std::chrono::milliseconds(1600)), std::future_status::timeout);
@@ -214,13 +242,13 @@ TEST_F(SameHostTransportTest, AReceiveWaitingOnALiveServerOutlastsTheHeartbeatTi
   EXPECT_EQ(value.data<float>()[0], 3.0f);
 }
 
-TEST_F(SameHostTransportTest, WrongTokensAndGarbageAreTurnedAwayAndTheServerKeepsServing) {
-  EXPECT_EQ(SameHostClient::Connect(address_, kPeer, "guess").status().code(), Code::kNotFound);
-  EXPECT_EQ(SameHostClient::Connect(address_, kPeer, "").status().code(), Code::kNotFound);
+TEST_P(DirectTransportTest, WrongTokensAndGarbageAreTurnedAwayAndTheServerKeepsServing) {
+  EXPECT_EQ(Connect("guess").status().code(), Code::kNotFound);
+  EXPECT_EQ(Connect("").status().code(), Code::kNotFound);
   // A peer that says nothing holds no one up; one that sends garbage is told no.
-  const int silent = RawSocket(address_, false);
+  const int silent = RawClient();
   ASSERT_GE(silent, 0);
-  const int garbage = RawSocket(address_, false);
+  const int garbage = RawClient();
   ASSERT_GE(garbage, 0);
   const std::string junk = Bytes({0xdeadbeef, 1, 0xffffffff}, {4, 4, 4});
   ASSERT_EQ(::write(garbage, junk.data(), junk.size()), static_cast<ssize_t>(junk.size()));
@@ -250,11 +278,11 @@ bool ClosedByServer(int fd) {
 
 // A peer is given no thread before it proved its token, and one that says nothing is
 // closed when the hello's time is up: silence holds nothing for long.
-TEST(SameHostServerLimitsTest, SilentPeersGetNoThreadAndAreClosedAfterTheHelloTimeout) {
+TEST(DirectServerLimitsTest, SilentPeersGetNoThreadAndAreClosedAfterTheHelloTimeout) {
   const std::string address = testing::LoopbackAddress(testing::FreePort());
   ServerLimits limits;
   limits.hello_timeout = std::chrono::milliseconds(300);
-  auto server = SameHostServer::Start(address, kPeer, std::make_shared<IntraProcessRendezvousMgr>(), "s3cret", limits);
+  auto server = DirectServer::Start(address, kPeer, std::make_shared<IntraProcessRendezvousMgr>(), "s3cret", limits);
   ASSERT_TRUE(server.ok()) << server.status();
   const int64_t threads = testing::ThreadCount();
   std::vector<int> silent;
@@ -272,26 +300,26 @@ TEST(SameHostServerLimitsTest, SilentPeersGetNoThreadAndAreClosedAfterTheHelloTi
 
 // Past the cap a process's next connection is closed at once; the others keep theirs, and
 // a slot comes back when its connection ends.
-TEST(SameHostServerLimitsTest, ConnectionsAreCappedPerProcessAndInAll) {
+TEST(DirectServerLimitsTest, ConnectionsAreCappedPerProcessAndInAll) {
   const std::string address = testing::LoopbackAddress(testing::FreePort());
   ServerLimits limits;
-  limits.max_same_host_connections_per_process = 3;
+  limits.max_direct_connections_per_peer = 3;
   auto rendezvous = std::make_shared<IntraProcessRendezvousMgr>();
-  auto server = SameHostServer::Start(address, kPeer, rendezvous, "s3cret", limits);
+  auto server = DirectServer::Start(address, kPeer, rendezvous, "s3cret", limits);
   ASSERT_TRUE(server.ok()) << server.status();
-  std::vector<std::shared_ptr<SameHostClient>> clients;
+  std::vector<std::shared_ptr<DirectClient>> clients;
   for (int i = 0; i < 3; ++i) {
-    auto client = SameHostClient::Connect(address, kPeer, "s3cret");
+    auto client = DirectClient::Connect(address, kPeer, "s3cret");
     ASSERT_TRUE(client.ok()) << client.status();
     clients.push_back(*client);
   }
-  EXPECT_EQ(SameHostClient::Connect(address, kPeer, "s3cret").status().code(), Code::kNotFound);
+  EXPECT_EQ(DirectClient::Connect(address, kPeer, "s3cret").status().code(), Code::kNotFound);
   clients.pop_back();
-  ASSERT_TRUE(testing::Eventually([&] { return SameHostClient::Connect(address, kPeer, "s3cret").ok(); }));
+  ASSERT_TRUE(testing::Eventually([&] { return DirectClient::Connect(address, kPeer, "s3cret").ok(); }));
 
   const std::string other = testing::LoopbackAddress(testing::FreePort());
-  limits.max_same_host_connections = 2;
-  auto small = SameHostServer::Start(other, kPeer, rendezvous, "s3cret", limits);
+  limits.max_direct_connections = 2;
+  auto small = DirectServer::Start(other, kPeer, rendezvous, "s3cret", limits);
   ASSERT_TRUE(small.ok()) << small.status();
   const int first = RawSocket(other, false);
   const int second = RawSocket(other, false);
@@ -302,17 +330,17 @@ TEST(SameHostServerLimitsTest, ConnectionsAreCappedPerProcessAndInAll) {
 
 // A connection's descriptor and threads are given back when its peer leaves, not when the
 // next peer comes (the server used to close it only at its next accept).
-TEST(SameHostServerLimitsTest, APeerThatLeavesGivesBackItsDescriptorAndThreads) {
+TEST(DirectServerLimitsTest, APeerThatLeavesGivesBackItsDescriptorAndThreads) {
   const std::string address = testing::LoopbackAddress(testing::FreePort());
   auto rendezvous = std::make_shared<IntraProcessRendezvousMgr>();
-  auto server = SameHostServer::Start(address, kPeer, rendezvous, "s3cret");
+  auto server = DirectServer::Start(address, kPeer, rendezvous, "s3cret");
   ASSERT_TRUE(server.ok()) << server.status();
   const int64_t descriptors = testing::DescriptorCount();
   const int64_t threads = testing::ThreadCount();
   {
-    std::vector<std::shared_ptr<SameHostClient>> clients;
+    std::vector<std::shared_ptr<DirectClient>> clients;
     for (int i = 0; i < 10; ++i) {
-      auto client = SameHostClient::Connect(address, kPeer, "s3cret");
+      auto client = DirectClient::Connect(address, kPeer, "s3cret");
       ASSERT_TRUE(client.ok()) << client.status();
       clients.push_back(*client);
     }
@@ -326,14 +354,14 @@ TEST(SameHostServerLimitsTest, APeerThatLeavesGivesBackItsDescriptorAndThreads) 
 
 // Receives waiting for tensors hold memory on the server: past the cap the next is refused
 // at once, and one that is answered makes room.
-TEST(SameHostServerLimitsTest, PendingReceivesAreCapped) {
+TEST(DirectServerLimitsTest, PendingReceivesAreCapped) {
   const std::string address = testing::LoopbackAddress(testing::FreePort());
   ServerLimits limits;
   limits.max_pending_receives = 3;
   auto rendezvous = std::make_shared<IntraProcessRendezvousMgr>();
-  auto server = SameHostServer::Start(address, kPeer, rendezvous, "s3cret", limits);
+  auto server = DirectServer::Start(address, kPeer, rendezvous, "s3cret", limits);
   ASSERT_TRUE(server.ok()) << server.status();
-  auto client = SameHostClient::Connect(address, kPeer, "s3cret");
+  auto client = DirectClient::Connect(address, kPeer, "s3cret");
   ASSERT_TRUE(client.ok()) << client.status();
   std::vector<std::future<std::pair<Status, Tensor>>> waiting;
   auto recv = [&](const std::string& key) {
@@ -352,10 +380,24 @@ TEST(SameHostServerLimitsTest, PendingReceivesAreCapped) {
   rendezvous->Cleanup(9);
 }
 
-TEST_F(SameHostTransportTest, ATakenNameIsUnavailableForAServerButAClusterTaskStillStarts) {
-  auto second = SameHostServer::Start(address_, kPeer, rendezvous_, "s3cret");
+// A tensor of many socket buffers' worth arrives whole, read straight into its memory.
+TEST_P(DirectTransportTest, ALargeTensorArrivesWhole) {
+  auto client = Client();
+  ASSERT_NE(client, nullptr);
+  Tensor big(DataType::kInt32, TensorShape({8 << 20}));
+  for (int64_t i = 0; i < big.NumElements(); ++i) big.data<int32_t>()[i] = static_cast<int32_t>(i * 7);
+  auto got = Recv(*client, 10, "big");
+  ASSERT_TRUE(rendezvous_->Find(10)->Send("big", big).ok());
+  auto [status, value] = Wait(std::move(got));
+  ASSERT_TRUE(status.ok()) << status;
+  ASSERT_EQ(value.NumElements(), big.NumElements());
+  EXPECT_EQ(std::memcmp(value.raw_data(), big.raw_data(), big.TotalBytes()), 0);
+}
+
+TEST_P(DirectTransportTest, ATakenNameIsUnavailableForAServerButAClusterTaskStillStarts) {
+  auto second = DirectServer::Start(address_, kPeer, rendezvous_, "s3cret");
   EXPECT_EQ(second.status().code(), Code::kUnavailable);
-  EXPECT_THAT(std::string(second.status().message()), HasSubstr("cannot serve same-host peers"));
+  EXPECT_THAT(std::string(second.status().message()), HasSubstr("cannot serve direct peers"));
 
   const std::string address = testing::LoopbackAddress(testing::FreePort());
   const int squatter = RawSocket(address, true);
@@ -367,8 +409,45 @@ TEST_F(SameHostTransportTest, ATakenNameIsUnavailableForAServerButAClusterTaskSt
   ::close(squatter);
 }
 
+INSTANTIATE_TEST_SUITE_P(Sockets, DirectTransportTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "Tcp" : "Unix"; });
+
+// Over TCP the cap per peer counts connections from one address, whatever their process.
+TEST(DirectServerLimitsTest, TcpConnectionsAreCappedPerAddress) {
+  const std::string address = testing::LoopbackAddress(testing::FreePort());
+  ServerLimits limits;
+  limits.max_direct_connections_per_peer = 2;
+  auto server = DirectServer::Start(address, kPeer, std::make_shared<IntraProcessRendezvousMgr>(), "s3cret", limits,
+                                    "127.0.0.1");
+  ASSERT_TRUE(server.ok()) << server.status();
+  const uint16_t port = (*server)->tcp_port();
+  std::vector<std::shared_ptr<DirectClient>> clients;
+  for (int i = 0; i < 2; ++i) {
+    auto client = DirectClient::ConnectTcp("127.0.0.1", port, kPeer, "s3cret");
+    ASSERT_TRUE(client.ok()) << client.status();
+    clients.push_back(*client);
+  }
+  EXPECT_EQ(DirectClient::ConnectTcp("127.0.0.1", port, kPeer, "s3cret").status().code(), Code::kNotFound);
+  // The Unix socket's peers are counted apart, by process.
+  EXPECT_TRUE(DirectClient::Connect(address, kPeer, "s3cret").ok());
+  clients.pop_back();
+  EXPECT_TRUE(testing::Eventually([&] { return DirectClient::ConnectTcp("127.0.0.1", port, kPeer, "s3cret").ok(); }));
+}
+
+TEST(DirectClientTest, ATcpPortWhereNothingListensIsNotFound) {
+  auto server = DirectServer::Start(testing::LoopbackAddress(testing::FreePort()), kPeer,
+                                    std::make_shared<IntraProcessRendezvousMgr>(), "s3cret", {}, "127.0.0.1");
+  ASSERT_TRUE(server.ok()) << server.status();
+  const uint16_t port = (*server)->tcp_port();
+  server->reset();
+  auto client = DirectClient::ConnectTcp("127.0.0.1", port, kPeer, "s3cret");
+  EXPECT_EQ(client.status().code(), Code::kNotFound);
+  EXPECT_THAT(std::string(client.status().message()), HasSubstr(kPeer));
+  EXPECT_EQ(DirectClient::ConnectTcp("no-such-host.invalid", port, kPeer, "s3cret").status().code(), Code::kNotFound);
+}
+
 // A peer that admits the client, then answers with a header that lies about its elements.
-TEST(SameHostClientTest, AnAnswerThatLiesAboutItsSizeIsDataLossAndBreaksTheConnection) {
+TEST(DirectClientTest, AnAnswerThatLiesAboutItsSizeIsDataLossAndBreaksTheConnection) {
   const std::string address = testing::LoopbackAddress(testing::FreePort());
   const int listener = RawSocket(address, true);
   ASSERT_GE(listener, 0);
@@ -386,7 +465,7 @@ TEST(SameHostClientTest, AnAnswerThatLiesAboutItsSizeIsDataLossAndBreaksTheConne
     (void)::read(fd, &rest, 1);  // until the client hangs up
     ::close(fd);
   });
-  auto client = SameHostClient::Connect(address, kPeer, "token");
+  auto client = DirectClient::Connect(address, kPeer, "token");
   ASSERT_TRUE(client.ok()) << client.status();
   std::promise<Status> got;
   (*client)->Recv(1, "k", kNoTimeout, Tensor(), [&got](const Status& s, const Tensor&) { got.set_value(s); });
@@ -403,7 +482,7 @@ TEST(SameHostClientTest, AnAnswerThatLiesAboutItsSizeIsDataLossAndBreaksTheConne
 
 // A peer that admits the client and then says nothing more, as a frozen process (SIGSTOP)
 // would: a receive without a deadline fails once the heartbeats go unanswered.
-TEST(SameHostClientTest, AFrozenPeerIsFoundWithoutADeadline) {
+TEST(DirectClientTest, AFrozenPeerIsFoundWithoutADeadline) {
   const std::string address = testing::LoopbackAddress(testing::FreePort());
   const int listener = RawSocket(address, true);
   ASSERT_GE(listener, 0);
@@ -419,7 +498,7 @@ TEST(SameHostClientTest, AFrozenPeerIsFoundWithoutADeadline) {
     while (::recv(fd, request, sizeof(request), MSG_WAITALL) == static_cast<ssize_t>(sizeof(request))) ++heartbeats;
     ::close(fd);
   });
-  auto client = SameHostClient::Connect(address, kPeer, "token", UINT64_MAX, std::chrono::milliseconds(500));
+  auto client = DirectClient::Connect(address, kPeer, "token", UINT64_MAX, std::chrono::milliseconds(500));
   ASSERT_TRUE(client.ok()) << client.status();
   const auto start = std::chrono::steady_clock::now();
   std::promise<Status> got;
@@ -437,31 +516,31 @@ TEST(SameHostClientTest, AFrozenPeerIsFoundWithoutADeadline) {
   ::close(listener);
 }
 
-TEST(SameHostFramesTest, RequestHeadsAreCheckedBeforeTheKeyIsRead) {
-  auto ok = ParseSameHostRequestHead(Bytes({9, 12, 5}, {8, 8, 4}));
+TEST(DirectFramesTest, RequestHeadsAreCheckedBeforeTheKeyIsRead) {
+  auto ok = ParseDirectRequestHead(Bytes({9, 12, 5}, {8, 8, 4}));
   ASSERT_TRUE(ok.ok()) << ok.status();
   EXPECT_EQ(ok->id, 9u);
   EXPECT_EQ(ok->step_id, 12);
   EXPECT_EQ(ok->key_bytes, 5u);
-  EXPECT_EQ(ParseSameHostRequestHead(Bytes({9, 12, 1u << 30}, {8, 8, 4})).status().code(), Code::kInvalidArgument);
-  EXPECT_EQ(ParseSameHostRequestHead("short").status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(ParseDirectRequestHead(Bytes({9, 12, 1u << 30}, {8, 8, 4})).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(ParseDirectRequestHead("short").status().code(), Code::kInvalidArgument);
 }
 
-TEST(SameHostFramesTest, AnswerHeadsRefuseUnknownCodesHugeLengthsAndMixedAnswers) {
+TEST(DirectFramesTest, AnswerHeadsRefuseUnknownCodesHugeLengthsAndMixedAnswers) {
   const std::initializer_list<int> sizes{8, 4, 4, 4, 8};
-  auto ok = ParseSameHostAnswerHead(Bytes({1, 0, 0, 10, 64}, sizes));
+  auto ok = ParseDirectAnswerHead(Bytes({1, 0, 0, 10, 64}, sizes));
   ASSERT_TRUE(ok.ok()) << ok.status();
   EXPECT_EQ(ok->element_bytes, 64u);
-  auto error = ParseSameHostAnswerHead(Bytes({1, 10, 5, 0, 0}, sizes));
+  auto error = ParseDirectAnswerHead(Bytes({1, 10, 5, 0, 0}, sizes));
   ASSERT_TRUE(error.ok()) << error.status();
   EXPECT_EQ(error->code, Code::kAborted);
   for (const std::string& bad : {Bytes({1, 99, 0, 0, 0}, sizes), Bytes({1, 3, 1u << 30, 0, 0}, sizes),
                                  Bytes({1, 0, 0, 4096, 0}, sizes), Bytes({1, 3, 4, 10, 0}, sizes),
                                  Bytes({1, 0, 0, 0, 64}, sizes), std::string(27, '\0')}) {
-    EXPECT_EQ(ParseSameHostAnswerHead(bad).status().code(), Code::kInvalidArgument);
+    EXPECT_EQ(ParseDirectAnswerHead(bad).status().code(), Code::kInvalidArgument);
   }
   // OK with neither header nor elements: a dead value.
-  auto dead = ParseSameHostAnswerHead(Bytes({1, 0, 0, 0, 0}, sizes));
+  auto dead = ParseDirectAnswerHead(Bytes({1, 0, 0, 0, 0}, sizes));
   ASSERT_TRUE(dead.ok()) << dead.status();
   EXPECT_EQ(dead->header_bytes, 0u);
 }
