@@ -7,7 +7,6 @@
 #include "distributed/cluster_spec.h"
 #include "distributed/grpc_worker.h"
 #include "distributed/local_worker.h"
-#include "distributed/tls.h"
 #include "graph/device_name.h"
 #include "graph/op_kinds.h"
 #include "graph/platform/logging.h"
@@ -259,7 +258,6 @@ StatusOr<std::shared_ptr<const MasterSession::Plan>> MasterSession::GetOrCreateP
     StatusOr<DeviceName> name = DeviceName::Parse(device);
     return name.ok() ? env_.channels->cluster().TaskHost(name->job, name->task) : std::string();
   };
-  options.tls = TlsInUse();
   options.collective_timeout = std::chrono::milliseconds(config_.operation_timeout_in_ms);
   StatusOr<StepPlan> built = [&] {
     std::shared_lock<std::shared_mutex> graph_lock(graph_mu_);

@@ -6,7 +6,6 @@
 
 #include "graph/device_name.h"
 #include "graph/op_kinds.h"
-#include "graph/platform/loopback.h"
 #include "kernels/kernel_registry.h"
 
 namespace tessera {
@@ -54,11 +53,6 @@ Status CheckOneKindOfDevice(const std::string& what, const std::vector<NodeSpec*
     }
   }
   return Status::OK();
-}
-
-// Hosts name one machine when equal, or when both are the loopback's.
-bool SameMachine(const std::string& a, const std::string& b) {
-  return a == b || (IsLoopbackHost(a) && IsLoopbackHost(b));
 }
 
 }  // namespace
@@ -110,15 +104,12 @@ Status AssignRingPlaces(const std::vector<NodeSpec*>& nodes, const PartitionOpti
     if (size == 1) continue;
     // Lists as comma-separated strings, which the graph's wire forms carry without a
     // declaration of their type (device names hold no commas).
-    std::string devices, incarnations, host_list;
-    std::vector<std::string> hosts;
-    bool between_hosts = false;
+    std::string devices, incarnations, hosts;
     for (const NodeSpec* m : members) {
-      devices += StrCat(devices.empty() ? "" : ",", m->device);
-      incarnations += StrCat(incarnations.empty() ? "" : ",", incarnation(m->device));
-      hosts.push_back(host ? host(m->device) : "");
-      host_list += StrCat(hosts.size() == 1 ? "" : ",", hosts.back());
-      between_hosts = between_hosts || !SameMachine(hosts.front(), hosts.back());
+      const bool first_member = devices.empty();
+      devices += StrCat(first_member ? "" : ",", m->device);
+      incarnations += StrCat(first_member ? "" : ",", incarnation(m->device));
+      hosts += StrCat(first_member ? "" : ",", host ? host(m->device) : "");
     }
     const bool cpu = NameOf(first.device).type == kDeviceCpu;
     for (size_t r = 0; r < members.size(); ++r) {
@@ -133,9 +124,7 @@ Status AssignRingPlaces(const std::vector<NodeSpec*>& nodes, const PartitionOpti
       if (cpu) {
         m.attrs["_ring_members"] = devices;
         m.attrs["_ring_member_incarnations"] = incarnations;
-        m.attrs["_ring_hosts"] = host_list;
-        m.attrs["_ring_between_hosts"] = between_hosts;
-        m.attrs["_ring_tls"] = options.tls;
+        m.attrs["_ring_hosts"] = hosts;
         m.attrs["_ring_timeout_ms"] = static_cast<int64_t>(options.collective_timeout.count());
       }
     }

@@ -4,12 +4,9 @@
 // (_ring_rank, _ring_prev, _ring_next, _ring_incarnation, _ring_prev_incarnation), which
 // its kernel reads to run the ring all-reduce over the rendezvous. A CPU member learns
 // besides every member's device, incarnation and host (_ring_members,
-// _ring_member_incarnations, _ring_hosts, comma-separated) and whether the members span
-// machines (_ring_between_hosts), whether the cluster speaks TLS (_ring_tls, when Gloo's
-// plain connections are not taken by default) and the session's operation timeout
-// (_ring_timeout_ms, 0: none): with communication_hint "auto" such a group
-// runs on Gloo (kernels/collectives/gloo_all_reduce.h), which was the faster between
-// machines; on one machine the engine's ring, with its same-host socket.
+// _ring_member_incarnations, _ring_hosts, comma-separated) and the session's operation
+// timeout (_ring_timeout_ms, 0: none), which it needs when its communication_hint asks for
+// Gloo (kernels/collectives/gloo_all_reduce.h).
 //
 //   RETURN_IF_ERROR(AssignRingPlaces(&node_defs, partition_options));
 //
@@ -30,7 +27,7 @@
 namespace tessera {
 
 // `nodes` are placed NodeDefs: `device` holds the full assigned device name. `options`
-// give each device's incarnation and host, and whether the cluster speaks TLS.
+// give each device's incarnation and host.
 Status AssignRingPlaces(const std::vector<NodeSpec*>& nodes, const PartitionOptions& options);
 
 }  // namespace tessera

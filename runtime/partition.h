@@ -42,9 +42,6 @@ struct PartitionOptions {
   std::function<uint64_t(const std::string& device)> incarnation;
   // The host name or address a device's task runs on; null: every device is in this process.
   std::function<std::string(const std::string& device)> host{};
-  // The cluster speaks TLS: all-reduces keep to its channels unless a graph asks for Gloo,
-  // whose connections are plain (collective_rings.h).
-  bool tls = false;
   // How long a collective between tasks waits for a member: the session's operation
   // timeout; 0 leaves the collective's own.
   std::chrono::milliseconds collective_timeout{0};

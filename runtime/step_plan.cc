@@ -19,7 +19,6 @@ StatusOr<StepPlan> BuildStepPlan(const Graph& placed, const std::vector<Placemen
   PartitionOptions partition_options;
   partition_options.incarnation = options.incarnation;
   partition_options.host = options.host;
-  partition_options.tls = options.tls;
   partition_options.collective_timeout = options.collective_timeout;
   ASSIGN_OR_RETURN(plan.partitions, Partition(*sub.graph, partition_options));
   return plan;

@@ -34,7 +34,6 @@ struct StepPlanOptions {
   std::function<uint64_t(const std::string& device)> incarnation;
   // The host a device's task runs on (PartitionOptions::host).
   std::function<std::string(const std::string& device)> host{};
-  bool tls = false;                             // PartitionOptions::tls
   std::chrono::milliseconds collective_timeout{0};  // PartitionOptions::collective_timeout
 };
 

@@ -89,8 +89,8 @@ struct ReplicateOptions {
   // kMirrored: gradients fused per all-reduce; 0 gives every gradient its own.
   int64_t bucket_bytes = 4 << 20;
   bool wire_float16 = false;
-  // kMirrored: the all-reduces' communication_hint: "auto" (Gloo between machines, the
-  // engine's ring within one), "ring" or "gloo".
+  // kMirrored: the all-reduces' communication_hint: "auto" or "ring" (the engine's ring),
+  // or "gloo".
   std::string communication_hint = "auto";
   // Distinct replications in one graph need distinct group keys.
   int64_t group_key = 1;

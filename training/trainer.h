@@ -63,8 +63,8 @@ struct TrainOptions {
   // ring across the tasks; the other workers serve until the chief is done. The result
   // equals one process with as many devices and the same global batch.
   std::string cluster;  // "": this process alone
-  // Mirrored and multi-worker: how the gradients are all-reduced: "auto" (Gloo between
-  // machines, the engine's ring within one), "ring" or "gloo".
+  // Mirrored and multi-worker: how the gradients are all-reduced: "auto" or "ring" (the
+  // engine's ring), or "gloo".
   std::string all_reduce = "auto";
   int task = 0;
   // How long a worker that waits on the chief (sync and multi-worker) goes on when the chief

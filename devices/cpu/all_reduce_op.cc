@@ -1,6 +1,6 @@
 // AllReduce: this device's member of a collective group, run as the engine's ring
-// all-reduce over the step's rendezvous, or by Gloo where the members span machines
-// (communication_hint "auto") or the graph asks for it ("gloo"). Several inputs are packed
+// all-reduce over the step's rendezvous, or by Gloo where the graph asks for it
+// (communication_hint "gloo"). Several inputs are packed
 // into one buffer and reduced in one pass (a fused bucket); their outputs are views of it.
 #include <algorithm>
 #include <cstdlib>
@@ -119,17 +119,12 @@ class AllReduceOp : public AsyncOpKernel {
     return Status::OK();
   }
 
-  // Gloo runs the group when the graph asks for it, or when its members span machines of a
-  // cluster without TLS (Gloo's connections are plain) and this build has Gloo: then the
-  // session wrote every member's place (collective_rings.h).
+  // Gloo runs the group when the graph asks for it: then the session wrote every member's
+  // place (collective_rings.h). Its connections are plain TCP, which TLS does not cover.
   Status ChooseGloo(OpKernelConstruction* c) {
     std::string hint = "auto";
-    bool between_hosts = false, tls = false;
     Status s = c->GetAttr("communication_hint", &hint);
-    if (s.ok()) s = c->GetAttr("_ring_between_hosts", &between_hosts);
-    if (s.ok()) s = c->GetAttr("_ring_tls", &tls);
-    const bool by_default = between_hosts && !tls && GlooAllReduce::Available();
-    if (!s.ok() || hint == "ring" || (hint == "auto" && !by_default)) return s;
+    if (!s.ok() || hint != "gloo") return s;
     GlooAllReduce::Params p;
     p.rank = ring_.rank;
     p.size = ring_.size;

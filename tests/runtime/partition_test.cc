@@ -179,11 +179,10 @@ TEST(PartitionTest, AllReduceMembersGetRingPlacesInDeviceOrder) {
   }
 }
 
-// Each CPU member learns every member and its host, and whether the group spans machines
-// (its kernel then runs it on Gloo); tasks on the loopback's names share one machine.
-TEST(PartitionTest, AllReduceMembersLearnTheirHostsAndWhetherTheGroupSpansMachines) {
-  const auto member_attrs = [](const std::map<int, std::string>& host_of_task, const std::string& hint,
-                               bool tls = false) {
+// Each CPU member learns every member, its incarnation and its host (which Gloo binds to
+// when asked for), and the session's timeout.
+TEST(PartitionTest, AllReduceMembersLearnTheirHosts) {
+  const auto member_attrs = [](const std::map<int, std::string>& host_of_task, const std::string& hint) {
     Scope root = Scope::NewRootScope();
     for (int t = 0; t < 2; ++t) {
       const std::string device = StrCat("/job:worker/replica:0/task:", t, "/device:CPU:0");
@@ -195,7 +194,6 @@ TEST(PartitionTest, AllReduceMembersLearnTheirHostsAndWhetherTheGroupSpansMachin
                                            .host = [&](const std::string& d) {
                                              return host_of_task.at(d.find("task:1") != std::string::npos);
                                            },
-                                           .tls = tls,
                                            .collective_timeout = std::chrono::milliseconds(5000)});
     std::vector<NodeSpec> members;
     if (!parts.ok()) return std::make_pair(parts.status(), members);
@@ -208,9 +206,6 @@ TEST(PartitionTest, AllReduceMembersLearnTheirHostsAndWhetherTheGroupSpansMachin
   auto [apart, members] = member_attrs({{0, "198.18.0.1"}, {1, "198.18.0.2"}}, "auto");
   ASSERT_TRUE(apart.ok()) << apart;
   for (int t = 0; t < 2; ++t) {
-    bool between = false;
-    ASSERT_TRUE(GetAttr(members[t].attrs, "", "_ring_between_hosts", &between).ok());
-    EXPECT_TRUE(between);
     EXPECT_EQ(StringAttr(members[t], "_ring_hosts"), "198.18.0.1,198.18.0.2");
     EXPECT_EQ(StringAttr(members[t], "_ring_members"),
               "/job:worker/replica:0/task:0/device:CPU:0,/job:worker/replica:0/task:1/device:CPU:0");
@@ -219,20 +214,10 @@ TEST(PartitionTest, AllReduceMembersLearnTheirHostsAndWhetherTheGroupSpansMachin
   int64_t timeout_ms = 0;
   ASSERT_TRUE(GetAttr(members[0].attrs, "", "_ring_timeout_ms", &timeout_ms).ok());
   EXPECT_EQ(timeout_ms, 5000);
-  bool tls = true;
-  ASSERT_TRUE(GetAttr(members[0].attrs, "", "_ring_tls", &tls).ok());
-  EXPECT_FALSE(tls);
-  // Under TLS the members learn it: "auto" then keeps the ring (Gloo's connections are plain).
-  auto [secure, secured] = member_attrs({{0, "198.18.0.1"}, {1, "198.18.0.2"}}, "auto", true);
-  ASSERT_TRUE(secure.ok()) << secure;
-  ASSERT_TRUE(GetAttr(secured[0].attrs, "", "_ring_tls", &tls).ok());
-  EXPECT_TRUE(tls);
 
   auto [together, same] = member_attrs({{0, "localhost"}, {1, "127.0.0.1"}}, "gloo");
   ASSERT_TRUE(together.ok()) << together;
-  bool between = true;
-  ASSERT_TRUE(GetAttr(same[0].attrs, "", "_ring_between_hosts", &between).ok());
-  EXPECT_FALSE(between);
+  EXPECT_EQ(StringAttr(same[1], "_ring_hosts"), "localhost,127.0.0.1");
 
   auto [unknown, none] = member_attrs({{0, "a"}, {1, "b"}}, "carrier-pigeon");
   EXPECT_EQ(unknown.code(), Code::kInvalidArgument);

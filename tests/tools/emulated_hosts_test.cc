@@ -1,6 +1,6 @@
 // The cluster between machines, on emulated hosts (tests/tools/emulated_hosts.h): tasks in
 // network namespaces of their own, reaching each other only over a bridge through 10 Gbit/s
-// links, never over loopback or the same-host socket (an abstract Unix socket, which a
+// links, never over loopback or the direct transport's Unix socket (an abstract one, which a
 // namespace keeps to itself). Multi-worker training over three hosts, each worker reading its
 // own input and the gradients all-reduced by Gloo, equals one process; a ps and two workers
 // on three hosts train in sync; a
@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "kernels/collectives/gloo_all_reduce.h"
 #include "tests/tools/child_process.h"
 #include "tests/tools/emulated_hosts.h"
 
@@ -34,7 +35,13 @@ std::string Workers(int hosts) {
   return cluster + "]}";
 }
 
-TEST(EmulatedHostsTest, MultiWorkerTrainingOverThreeHostsEqualsOneProcess) {
+// With the gradients all-reduced by the engine's ring ("auto", over the direct transport's
+// TCP) and by Gloo.
+class MultiWorkerOverHostsTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MultiWorkerOverHostsTest, TrainingOverThreeHostsEqualsOneProcess) {
+  const std::string all_reduce = GetParam();
+  if (all_reduce == "gloo" && !GlooAllReduce::Available()) GTEST_SKIP() << "this build has no Gloo";
   EmulatedHosts hosts(3);
   if (!hosts.skip_reason().empty()) GTEST_SKIP() << hosts.skip_reason();
   const std::string prefix = StrCat(::testing::TempDir(), "/emulated_hosts_", getpid(), ".ckpt");
@@ -42,7 +49,7 @@ TEST(EmulatedHostsTest, MultiWorkerTrainingOverThreeHostsEqualsOneProcess) {
   for (int task = 2; task >= 0; --task) {  // the chief last: it waits for the others
     std::vector<std::string> args = {"train", "--mode", "multi-worker", "--cluster", Workers(3), "--task",
                                      std::to_string(task), "--epochs", "1", "--batch", "48", "--train-limit", "240",
-                                     "--test-limit", "200", "--no-progress"};
+                                     "--test-limit", "200", "--no-progress", "--all-reduce", all_reduce};
     if (task == 0) args.insert(args.end(), {"--checkpoint", prefix});
     // The chief's log (stderr) is read with what it prints.
     workers.push_back(std::make_unique<Child>(args, "", [enter = hosts.Enter(task + 1), task] {
@@ -55,15 +62,19 @@ TEST(EmulatedHostsTest, MultiWorkerTrainingOverThreeHostsEqualsOneProcess) {
   }
   const std::string chief = workers.back()->ReadUntil("\x01never", std::chrono::seconds(1));
   EXPECT_THAT(chief, HasSubstr(StrCat("worker 0 of 3 serves grpc://", EmulatedHosts::Address(1, kPort))));
-  // Between machines the gradients go by Gloo.
-  EXPECT_THAT(chief, HasSubstr(StrCat("member 0 of 3 on /job:worker/replica:0/task:0/device:CPU:0 reduces over Gloo from ",
-                                      EmulatedHosts::Ip(1))));
+  const std::string by_gloo =
+      StrCat("member 0 of 3 on /job:worker/replica:0/task:0/device:CPU:0 reduces over Gloo from ", EmulatedHosts::Ip(1));
+  if (all_reduce == "gloo") EXPECT_THAT(chief, HasSubstr(by_gloo));
+  else EXPECT_THAT(chief, ::testing::Not(HasSubstr(by_gloo)));
   // Each worker reads its own input: the chief sends the others none.
   for (int task : {1, 2}) {
     EXPECT_THAT(chief, ::testing::ContainsRegex(StrCat("task:", task, "/device:CPU:0: [^\n]* 1 IteratorGetNext")));
   }
   testing::ExpectCheckpointEquals(prefix, testing::OneProcess());
 }
+
+INSTANTIATE_TEST_SUITE_P(AllReduce, MultiWorkerOverHostsTest, ::testing::Values("auto", "gloo"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 double TestAccuracy(const std::string& printed) {
   const size_t at = printed.find("test accuracy ");
@@ -155,6 +166,13 @@ TEST_F(TwoHostsTest, A64MiBTensorCrossesTheLink) {
   const auto [out, status] = Step();
   ASSERT_EQ(status, 0) << out;
   EXPECT_THAT(out, HasSubstr(kSum));
+  // It came over the direct transport's TCP connection, to the port host 2's GetStatus
+  // named: gRPC's connections all have port 2222 at one end.
+  const auto [sockets, ss_status] = testing::RunCommand(hosts_.Exec(
+      1, StrCat("ss -Htn state established '( dst ", EmulatedHosts::Ip(2), " and not dport = :", kPort,
+                " and not sport = :", kPort, " )'")));
+  ASSERT_EQ(ss_status, 0) << sockets;
+  EXPECT_THAT(sockets, HasSubstr(EmulatedHosts::Ip(2))) << "no direct connection";
 }
 
 TEST_F(TwoHostsTest, AKilledTaskFailsTheStepWithinItsTimeoutNamingIt) {
