@@ -31,8 +31,9 @@ struct ClusterServerOptions {
   SessionConfig config;
   // When set, every RPC must carry it (TESSERA_CLUSTER_TOKEN); compared in constant time.
   std::string token;
-  // Tasks on this machine fetch tensors over a Unix socket (direct_transport.h) rather
-  // than gRPC. Off under TLS, whose peers are known by certificate, not by user.
+  // Other tasks fetch tensors over the direct transport (direct_transport.h: a Unix socket
+  // on this machine, and a TCP port of the task's host unless it is a loopback one) rather
+  // than gRPC. Off under TLS, which covers gRPC alone.
   bool direct_transport = true;
   // What peers may hold of this task: connections, receives (server_limits.h).
   ServerLimits limits;

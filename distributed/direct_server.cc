@@ -76,7 +76,7 @@ StatusOr<int> ListenTcp(const std::string& host, const std::string& task_name, u
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
   addrinfo* found = nullptr;
-  if (const int e = ::getaddrinfo(host.c_str(), "0", &hints, &found); e != 0 || found == nullptr) {
+  if (const int e = ::getaddrinfo(Unbracketed(host).c_str(), "0", &hints, &found); e != 0 || found == nullptr) {
     return errors::Unavailable(task_name, " cannot serve direct peers on ", host, ": ", ::gai_strerror(e));
   }
   const int fd = ::socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -114,6 +114,7 @@ std::string TcpPeer(int fd) {
 struct DirectServer::Greeting {
   int fd;
   std::string peer;  // "process 1234" on the Unix socket, the peer's address over TCP
+  bool tcp;
   std::chrono::steady_clock::time_point deadline;
   std::string hello;  // what has come of it
 };
@@ -330,13 +331,10 @@ StatusOr<std::unique_ptr<DirectServer>> DirectServer::Start(std::string_view add
                                std::strerror(error));
   }
   if (!tcp_host.empty()) {
+    // Peers on this machine are served all the same; the others then use gRPC.
     StatusOr<int> tcp = ListenTcp(std::string(tcp_host), state->task_name, &state->tcp_port);
-    if (!tcp.ok()) {
-      ::close(state->listen_fd);
-      ::close(state->wake_fd);
-      return tcp.status();
-    }
-    state->tcp_fd = *tcp;
+    if (tcp.ok()) state->tcp_fd = *tcp;
+    else Log(LogSeverity::kWarning, tcp.status().message());
   }
   state->spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   std::unique_ptr<DirectServer> server(new DirectServer(std::move(state)));
@@ -413,11 +411,11 @@ bool DirectServer::AcceptPending(int listen_fd) {
       return shed >= 0;
     }
     std::string peer;
-    if (listen_fd == s.tcp_fd) {
+    const bool tcp = listen_fd == s.tcp_fd;
+    if (tcp) {
       // Over TCP the token alone says who may ask: the peer's user is not known here.
       peer = TcpPeer(fd);
-      const int one = 1;
-      (void)::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+      SetTcpOptions(fd);
     } else {
       ucred cred{};
       socklen_t length = sizeof(cred);
@@ -429,18 +427,26 @@ bool DirectServer::AcceptPending(int listen_fd) {
       }
       peer = StrCat("process ", cred.pid);
     }
-    size_t from_peer = 0;
-    for (const Greeting& g : s.greetings) from_peer += g.peer == peer;
+    // A TCP peer not yet admitted holds only a slot of its own kind: anyone on the network
+    // can connect, and their silence must not crowd out admitted peers or this machine's.
+    size_t from_peer = 0, tcp_greetings = 0, unix_greetings = 0;
+    for (const Greeting& g : s.greetings) {
+      from_peer += g.peer == peer;
+      (g.tcp ? tcp_greetings : unix_greetings) += 1;
+    }
     for (const auto& c : s.connections) from_peer += c->peer() == peer;
-    if (s.greetings.size() + s.connections.size() >= s.limits.max_direct_connections ||
-        from_peer >= s.limits.max_direct_connections_per_peer) {
+    const bool full = tcp ? tcp_greetings >= s.limits.max_direct_tcp_greetings
+                          : unix_greetings + s.connections.size() >= s.limits.max_direct_connections;
+    const size_t per_peer = tcp ? s.limits.max_direct_connections_per_address : s.limits.max_direct_connections_per_peer;
+    if (full || from_peer >= per_peer) {
       ::close(fd);
       s.refused.Log(LogSeverity::kWarning,
                     StrCat(s.task_name, " refused a direct connection from ", peer, ": it has ", from_peer,
-                           " and all peers ", s.greetings.size() + s.connections.size(), " (ServerLimits)"));
+                           "; admitted peers ", s.connections.size(), ", greetings ", s.greetings.size(),
+                           " (ServerLimits)"));
       continue;
     }
-    s.greetings.push_back({fd, std::move(peer), Clock::now() + s.limits.hello_timeout, {}});
+    s.greetings.push_back({fd, std::move(peer), tcp, Clock::now() + s.limits.hello_timeout, {}});
   }
   return true;
 }
@@ -477,7 +483,7 @@ void DirectServer::Greet(size_t i) {
 void DirectServer::Admit(const Greeting& g) {
   State& s = *state_;
   SetBlocking(g.fd);
-  SetBuffers(g.fd);
+  if (!g.tcp) SetBuffers(g.fd);
   auto connection = std::make_shared<Connection>(g.fd, g.peer, &s);
   try {
     connection->Start();

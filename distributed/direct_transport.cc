@@ -381,14 +381,14 @@ class DirectClient::Impl : public std::enable_shared_from_this<Impl> {
 
 StatusOr<std::shared_ptr<DirectClient>> DirectClient::Greet(int fd, const std::string& peer, const std::string& token,
                                                             uint64_t max_tensor_bytes,
-                                                            std::chrono::milliseconds heartbeat_timeout) {
-  SetBuffers(fd);
+                                                            std::chrono::milliseconds heartbeat_timeout,
+                                                            std::chrono::milliseconds hello_timeout) {
   std::string hello;
   Put<uint32_t>(&hello, kMagic);
   Put<uint32_t>(&hello, kVersion);
   Put<uint32_t>(&hello, static_cast<uint32_t>(token.size()));
   hello.append(token);
-  SetReceiveTimeout(fd, kHelloTimeout);
+  SetReceiveTimeout(fd, hello_timeout);
   uint32_t answer = 1;
   if (token.size() > kMaxTokenBytes || !WriteAll(fd, {{hello.data(), hello.size()}}) ||
       !ReadAll(fd, &answer, sizeof(answer)) || answer != 0) {
@@ -425,41 +425,49 @@ StatusOr<std::shared_ptr<DirectClient>> DirectClient::Connect(std::string_view a
     ::close(fd);
     return errors::NotFound("the direct socket for ", peer, " belongs to another user");
   }
-  return Greet(fd, peer, token, max_tensor_bytes, heartbeat_timeout);
+  SetBuffers(fd);
+  return Greet(fd, peer, token, max_tensor_bytes, heartbeat_timeout, kHelloTimeout);
 }
 
 StatusOr<std::shared_ptr<DirectClient>> DirectClient::ConnectTcp(const std::string& host, uint16_t port,
                                                                  std::string peer, const std::string& token,
                                                                  uint64_t max_tensor_bytes,
-                                                                 std::chrono::milliseconds heartbeat_timeout) {
+                                                                 std::chrono::milliseconds heartbeat_timeout,
+                                                                 std::chrono::milliseconds connect_timeout) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_NUMERICSERV;
   addrinfo* found = nullptr;
+  const std::string name = Unbracketed(host);
   const std::string service = std::to_string(port);
-  if (const int e = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &found); e != 0 || found == nullptr) {
+  if (const int e = ::getaddrinfo(name.c_str(), service.c_str(), &hints, &found); e != 0 || found == nullptr) {
     return errors::NotFound(peer, "'s host ", host, " does not resolve: ", ::gai_strerror(e));
   }
-  const int fd = ::socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  // A host that drops the connection attempt is given up at the hello's timeout, not after
-  // the kernel's minutes of retries (on Linux a send timeout bounds connect too).
+  // Each address the name has, in the resolver's order, until one answers. A host that
+  // drops the attempt is given up at the timeout, not after the kernel's minutes of
+  // retries (on Linux a send timeout bounds connect too).
   timeval limit{};
-  limit.tv_sec = kHelloTimeout.count() / 1000;
-  const bool connected = fd >= 0 && ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof(limit)) == 0 &&
-                         ::connect(fd, found->ai_addr, found->ai_addrlen) == 0;
-  const int error = errno;
-  ::freeaddrinfo(found);
-  if (!connected) {
+  limit.tv_sec = connect_timeout.count() / 1000;
+  limit.tv_usec = (connect_timeout.count() % 1000) * 1000;
+  int fd = -1;
+  int error = 0;
+  for (const addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
+    fd = ::socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof(limit)) == 0 &&
+        ::connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+      break;
+    }
+    error = errno == EINPROGRESS ? ETIMEDOUT : errno;
     if (fd >= 0) ::close(fd);
-    return errors::NotFound(peer, " serves no direct peers at ", host, ":", port, ": ", std::strerror(error));
+    fd = -1;
   }
+  ::freeaddrinfo(found);
+  if (fd < 0) return errors::NotFound(peer, " serves no direct peers at ", host, ":", port, ": ", std::strerror(error));
   const timeval none{};
   (void)::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &none, sizeof(none));
-  // Requests are a few bytes each and must leave at once.
-  const int one = 1;
-  (void)::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  return Greet(fd, peer, token, max_tensor_bytes, heartbeat_timeout);
+  SetTcpOptions(fd);
+  return Greet(fd, peer, token, max_tensor_bytes, heartbeat_timeout, connect_timeout);
 }
 
 DirectClient::DirectClient(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}

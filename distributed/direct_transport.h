@@ -101,11 +101,12 @@ class DirectClient final : public RecvTransport, public std::enable_shared_from_
   static StatusOr<std::shared_ptr<DirectClient>> Connect(
       std::string_view address, std::string peer, const std::string& token, uint64_t max_tensor_bytes = UINT64_MAX,
       std::chrono::milliseconds heartbeat_timeout = kDirectHeartbeatTimeout);
-  // Over TCP to `host`:`port`, as Connect otherwise; NotFound also when nothing answers
-  // there within the hello timeout.
+  // Over TCP to `host`:`port`, as Connect otherwise; NotFound also when the connection and
+  // the hello's answer take longer than `connect_timeout` each.
   static StatusOr<std::shared_ptr<DirectClient>> ConnectTcp(
       const std::string& host, uint16_t port, std::string peer, const std::string& token,
-      uint64_t max_tensor_bytes = UINT64_MAX, std::chrono::milliseconds heartbeat_timeout = kDirectHeartbeatTimeout);
+      uint64_t max_tensor_bytes = UINT64_MAX, std::chrono::milliseconds heartbeat_timeout = kDirectHeartbeatTimeout,
+      std::chrono::milliseconds connect_timeout = std::chrono::seconds(10));
   ~DirectClient() override;  // fails the receives still waiting with Cancelled
   DirectClient(const DirectClient&) = delete;
   DirectClient& operator=(const DirectClient&) = delete;
@@ -131,7 +132,8 @@ class DirectClient final : public RecvTransport, public std::enable_shared_from_
   // The hello on a connected socket, which is the client's from here, then its reader.
   static StatusOr<std::shared_ptr<DirectClient>> Greet(int fd, const std::string& peer, const std::string& token,
                                                        uint64_t max_tensor_bytes,
-                                                       std::chrono::milliseconds heartbeat_timeout);
+                                                       std::chrono::milliseconds heartbeat_timeout,
+                                                       std::chrono::milliseconds hello_timeout);
   std::shared_ptr<Impl> impl_;  // shared with its reader thread
 };
 

@@ -10,11 +10,15 @@
 namespace tessera {
 
 struct ServerLimits {
-  // Direct-transport connections (direct_transport.h), in all and from one peer (a process
-  // on the Unix socket, an address over TCP). A peer is given a thread only once it proved
-  // its user (on the Unix socket) and token.
+  // Direct-transport connections (direct_transport.h): admitted ones and those on the Unix
+  // socket still saying their hello, in all; from one process on the Unix socket, and from
+  // one address over TCP (a machine's tasks); TCP connections still saying their hello (which
+  // anyone on the network can open). A peer is given a thread only once it proved its user
+  // (on the Unix socket) and token.
   size_t max_direct_connections = 256;
   size_t max_direct_connections_per_peer = 16;
+  size_t max_direct_connections_per_address = 64;
+  size_t max_direct_tcp_greetings = 64;
   // How long a new connection has to say who it is: the direct transport's hello, gRPC's HTTP/2 (and
   // TLS) handshake. A peer that connects and says nothing is closed then.
   std::chrono::milliseconds hello_timeout{5000};

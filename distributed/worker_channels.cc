@@ -9,6 +9,26 @@
 #include "graph/platform/loopback.h"
 
 namespace tessera {
+namespace {
+
+// The host of a gRPC peer string ("ipv4:198.18.0.2:2222", "ipv6:[::1]:2222", the brackets
+// perhaps percent-encoded); empty for any other form.
+std::string GrpcPeerHost(std::string_view peer) {
+  if (peer.starts_with("ipv4:")) {
+    peer.remove_prefix(5);
+    const size_t colon = peer.rfind(':');
+    return colon == std::string_view::npos ? "" : std::string(peer.substr(0, colon));
+  }
+  if (!peer.starts_with("ipv6:")) return "";
+  std::string rest(peer.substr(5));
+  for (const auto& [encoded, plain] : {std::pair<std::string, std::string>{"%5B", "["}, {"%5D", "]"}}) {
+    for (size_t at = rest.find(encoded); at != std::string::npos; at = rest.find(encoded)) rest.replace(at, 3, plain);
+  }
+  const size_t close = rest.find(']');
+  return rest.starts_with("[") && close != std::string::npos ? rest.substr(1, close - 1) : "";
+}
+
+}  // namespace
 
 std::shared_ptr<grpc::Channel> NewWorkerChannel(std::string_view address) {
   HoldGrpcCallbackQueue();
@@ -40,6 +60,15 @@ std::unique_ptr<grpc::ClientContext> NewCallContext(const std::string& token, st
 WorkerChannels::WorkerChannels(ClusterSpec cluster, std::string token)
     : cluster_(std::move(cluster)), token_(std::move(token)) {}
 
+WorkerChannels::~WorkerChannels() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  connect_cv_.notify_all();
+  if (connector_.joinable()) connector_.join();
+}
+
 StatusOr<std::shared_ptr<grpc::Channel>> WorkerChannels::ForTask(const std::string& job, int task) {
   ASSIGN_OR_RETURN(std::string address, cluster_.TaskAddress(job, task));
   std::lock_guard<std::mutex> lock(mu_);
@@ -53,40 +82,78 @@ std::shared_ptr<DirectClient> WorkerChannels::Direct(const std::string& job, int
   if (TlsInUse()) return nullptr;
   StatusOr<std::string> address = cluster_.TaskAddress(job, task);
   if (!address.ok()) return nullptr;
+  std::shared_ptr<DirectClient> broken;  // let go outside mu_: its reader is joined
   {
     std::lock_guard<std::mutex> lock(mu_);
     DirectEntry& entry = direct_[*address];
-    const auto now = std::chrono::steady_clock::now();
     if (entry.client != nullptr && !entry.client->broken()) return entry.client;
-    entry.client = nullptr;
-    // A task that serves none would cost every receive a connect that fails: asked again
-    // after a while (receives meanwhile take gRPC), which also finds a restarted task.
-    if (now < entry.retry) return nullptr;
+    broken = std::move(entry.client);
+    // A task that serves none would cost every receive a connect that fails: tried again
+    // after a while, which also finds a restarted task.
+    const auto now = std::chrono::steady_clock::now();
+    if (entry.connecting || now < entry.retry) return nullptr;
     entry.retry = now + kDirectRetry;
   }
-  // Outside mu_: over TCP this asks the task for its port first.
-  std::chrono::milliseconds retry = kDirectRetry;
-  std::shared_ptr<DirectClient> client = ConnectDirect(*address, job, task, &retry);
+  broken.reset();
+  StatusOr<std::shared_ptr<DirectClient>> local = DirectClient::Connect(*address, TaskName(job, task), token_);
   std::lock_guard<std::mutex> lock(mu_);
   DirectEntry& entry = direct_[*address];
-  entry.client = client;
-  entry.retry = std::chrono::steady_clock::now() + retry;
-  return client;
+  if (local.ok()) {
+    if (entry.client == nullptr) entry.client = *std::move(local);
+    return entry.client;
+  }
+  // Not on this machine (or not in this network namespace): a task on a loopback host
+  // serves no TCP; another's port is asked for and connected to on the connector thread.
+  if (IsLoopbackHost(cluster_.TaskHost(job, task)) || entry.connecting || stopping_) return nullptr;
+  entry.connecting = true;
+  to_connect_.push_back({*address, job, task});
+  if (!connector_.joinable()) {
+    try {
+      connector_ = std::thread([this] { ConnectQueued(); });
+    } catch (const std::system_error&) {
+      // No thread to be had (a process limit): gRPC, which needs none, is the way.
+      for (const TaskRef& t : to_connect_) {
+        DirectEntry& queued = direct_[t.address];
+        queued.connecting = false;
+        queued.retry = std::chrono::steady_clock::now() + kNoDirectRetry;
+      }
+      to_connect_.clear();
+      return nullptr;
+    }
+  }
+  connect_cv_.notify_one();
+  return nullptr;
 }
 
-std::shared_ptr<DirectClient> WorkerChannels::ConnectDirect(const std::string& address, const std::string& job,
-                                                            int task, std::chrono::milliseconds* retry) {
-  const std::string peer = TaskName(job, task);
-  StatusOr<std::shared_ptr<DirectClient>> connected = DirectClient::Connect(address, peer, token_);
-  if (connected.ok()) return *std::move(connected);
-  // Not on this machine (or not in this network namespace): its TCP port, if it has one. A
-  // task on a loopback host serves none.
-  const std::string host = cluster_.TaskHost(job, task);
-  if (IsLoopbackHost(host)) return nullptr;
-  StatusOr<std::shared_ptr<grpc::Channel>> channel = ForTask(job, task);
+void WorkerChannels::ConnectQueued() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    connect_cv_.wait(lock, [this] { return stopping_ || !to_connect_.empty(); });
+    if (stopping_) return;
+    const TaskRef t = std::move(to_connect_.front());
+    to_connect_.pop_front();
+    lock.unlock();
+    std::chrono::milliseconds retry = kDirectRetry;
+    std::shared_ptr<DirectClient> client = ConnectTcp(t, &retry);
+    lock.lock();
+    DirectEntry& entry = direct_[t.address];
+    entry.connecting = false;
+    entry.retry = std::chrono::steady_clock::now() + retry;
+    if (client != nullptr && (entry.client == nullptr || entry.client->broken())) {
+      std::swap(entry.client, client);  // a broken one, if any, is let go below
+    }
+    lock.unlock();
+    client.reset();
+    lock.lock();
+  }
+}
+
+std::shared_ptr<DirectClient> WorkerChannels::ConnectTcp(const TaskRef& t, std::chrono::milliseconds* retry) {
+  const std::string peer = TaskName(t.job, t.task);
+  StatusOr<std::shared_ptr<grpc::Channel>> channel = ForTask(t.job, t.task);
   if (!channel.ok()) return nullptr;
   auto stub = rpc::WorkerService::NewStub(*channel);
-  auto context = NewContext(kDirectPortTimeout);
+  auto context = NewContext(kDirectConnectTimeout);
   rpc::GetStatusRequest request;
   rpc::GetStatusResponse response;
   if (!SendTheRequest(stub->GetStatus(context.get(), &response), request).ok()) return nullptr;
@@ -94,8 +161,19 @@ std::shared_ptr<DirectClient> WorkerChannels::ConnectDirect(const std::string& a
     *retry = kNoDirectRetry;  // it serves none: asking each second would cost a call each
     return nullptr;
   }
-  connected = DirectClient::ConnectTcp(host, static_cast<uint16_t>(response.direct_port()), peer, token_);
-  return connected.ok() ? *std::move(connected) : nullptr;
+  // The address gRPC reached, so that the token goes where the task's own server is; the
+  // cluster's host name when gRPC does not say.
+  std::string host = GrpcPeerHost(context->peer());
+  if (host.empty()) host = cluster_.TaskHost(t.job, t.task);
+  StatusOr<std::shared_ptr<DirectClient>> connected = DirectClient::ConnectTcp(
+      host, static_cast<uint16_t>(response.direct_port()), peer, token_, UINT64_MAX, kDirectHeartbeatTimeout,
+      kDirectConnectTimeout);
+  if (connected.ok()) return *std::move(connected);
+  // Its port is not reachable from here (a firewall that lets gRPC's through, say): the
+  // tensors take gRPC, and the port is tried again after a while.
+  no_direct_.Log(LogSeverity::kWarning, StrCat("tensors from ", peer, " take gRPC: ", connected.status().message()));
+  *retry = kNoDirectRetry;
+  return nullptr;
 }
 
 StatusOr<std::shared_ptr<RecvTransport>> WorkerChannels::RecvTransportFor(const std::string& job, int task) {

@@ -6,14 +6,18 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include "distributed/cluster_spec.h"
-#include "distributed/recv_transport.h"
 #include "distributed/direct_transport.h"
+#include "distributed/recv_transport.h"
+#include "graph/platform/rate_limited_log.h"
 
 namespace grpc {
 class Channel;
@@ -25,15 +29,21 @@ namespace tessera {
 class WorkerChannels {
  public:
   WorkerChannels(ClusterSpec cluster, std::string token);
+  // Waits for a connection being made over TCP, which its timeouts bound.
+  ~WorkerChannels();
+  WorkerChannels(const WorkerChannels&) = delete;
+  WorkerChannels& operator=(const WorkerChannels&) = delete;
 
   // The channel to `job`'s task `task`; InvalidArgument for a task the cluster lacks.
   StatusOr<std::shared_ptr<grpc::Channel>> ForTask(const std::string& job, int task);
   // A fresh context for one call: the token, and a deadline `timeout` from now (none when 0).
   std::unique_ptr<grpc::ClientContext> NewContext(std::chrono::milliseconds timeout) const;
-  // The direct connection to that task (direct_transport.h): over its Unix socket when it
-  // runs on this machine, else over the TCP port its GetStatus names. Null when it serves
-  // neither, turned this process away, or this process speaks TLS: then gRPC is the way. A
-  // broken connection is made anew.
+  // The direct connection to that task (direct_transport.h), or null when there is none
+  // yet: then gRPC is the way. Over the task's Unix socket when it runs on this machine,
+  // connected here at once; else over the TCP port its GetStatus names, connected by a
+  // thread of this object's so that no caller waits on the network (receives take gRPC
+  // meanwhile). None for a task that serves neither, turns this process away, or when this
+  // process speaks TLS. A broken connection is made anew.
   std::shared_ptr<DirectClient> Direct(const std::string& job, int task);
   // How tensors come from that task: its direct connection while it has one, its gRPC
   // stream otherwise. InvalidArgument for a task the cluster lacks.
@@ -41,27 +51,39 @@ class WorkerChannels {
   const ClusterSpec& cluster() const { return cluster_; }
 
  private:
-  // How long asking a task for its direct port may take; how long until a task that could
-  // not be reached, or said it serves no direct peers, is asked again.
-  static constexpr std::chrono::milliseconds kDirectPortTimeout{2000};
+  // How long asking a task for its direct port, and connecting there, may take; how long
+  // until a task whose direct connection could not be made, or that serves none, is tried
+  // again.
+  static constexpr std::chrono::milliseconds kDirectConnectTimeout{2000};
   static constexpr std::chrono::milliseconds kDirectRetry{1000};
   static constexpr std::chrono::milliseconds kNoDirectRetry{30000};
 
-  // Null when the task serves no direct connection this process may use; `retry` is set
-  // when asking again should wait longer than kDirectRetry.
-  std::shared_ptr<DirectClient> ConnectDirect(const std::string& address, const std::string& job, int task,
-                                              std::chrono::milliseconds* retry);
+  struct DirectEntry {
+    std::shared_ptr<DirectClient> client;  // null: none; tried again after `retry`
+    std::chrono::steady_clock::time_point retry;
+    bool connecting = false;  // queued for, or being connected by, the connector
+  };
+  struct TaskRef {
+    std::string address, job;
+    int task;
+  };
+
+  // The connector thread's: connects the queued tasks over TCP one after another.
+  void ConnectQueued();
+  // The task's direct connection over TCP; null, with `retry` set, when there is none.
+  std::shared_ptr<DirectClient> ConnectTcp(const TaskRef& t, std::chrono::milliseconds* retry);
 
   const ClusterSpec cluster_;
   const std::string token_;
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<grpc::Channel>> channels_;  // by address; guarded by mu_
   std::map<std::string, std::shared_ptr<RecvTransport>> grpc_recvs_;  // by address; guarded by mu_
-  struct DirectEntry {
-    std::shared_ptr<DirectClient> client;  // null: none; asked again after `retry`
-    std::chrono::steady_clock::time_point retry;
-  };
   std::map<std::string, DirectEntry> direct_;  // by address; guarded by mu_
+  std::deque<TaskRef> to_connect_;              // guarded by mu_
+  std::condition_variable connect_cv_;
+  bool stopping_ = false;  // guarded by mu_
+  std::thread connector_;  // started on the first TCP connection wanted
+  RateLimitedLog no_direct_;
 };
 
 // A channel to `address` ("host:port" or "grpc://host:port") without gRPC's 4 MiB cap on

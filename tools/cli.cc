@@ -64,7 +64,7 @@ constexpr const char* kUsage =
     "                [--tls-cert PEM --tls-key PEM --tls-ca PEM] [--chief-timeout 60] [--all-reduce auto|ring|gloo]\n"
     "                one worker of between-graph training; the ps tasks run tessera server; a worker that\n"
     "                waits on the chief (sync, multi-worker) fails after --chief-timeout s without it;\n"
-    "                multi-worker's gradients go by Gloo between machines, by the engine's ring within one\n";
+    "                multi-worker's gradients go by the engine's ring (auto, ring) or by Gloo (gloo)\n";
 
 struct Options {
   std::string command;

@@ -137,7 +137,7 @@ struct AllReduceAttrs {
   int64_t group_size = 1;  // members of the group, one per device
   int64_t instance_key = 0;
   bool wire_float16 = false;  // send float16 between devices: half the bytes
-  // "auto" (Gloo between machines, the engine's ring within one), "ring" or "gloo".
+  // "auto" or "ring" (the engine's ring), or "gloo" (Gloo's, on CPUs).
   std::string communication_hint = "auto";
 };
 // This device's member of an all-reduce group: one output per input, each the reduction of

@@ -394,8 +394,15 @@ TEST_P(DirectTransportTest, ALargeTensorArrivesWhole) {
   EXPECT_EQ(std::memcmp(value.raw_data(), big.raw_data(), big.TotalBytes()), 0);
 }
 
-TEST_P(DirectTransportTest, ATakenNameIsUnavailableForAServerButAClusterTaskStillStarts) {
-  auto second = DirectServer::Start(address_, kPeer, rendezvous_, "s3cret");
+INSTANTIATE_TEST_SUITE_P(Sockets, DirectTransportTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "Tcp" : "Unix"; });
+
+TEST(DirectServerTest, ATakenNameIsUnavailableForAServerButAClusterTaskStillStarts) {
+  const std::string taken = testing::LoopbackAddress(testing::FreePort());
+  auto rendezvous = std::make_shared<IntraProcessRendezvousMgr>();
+  auto first = DirectServer::Start(taken, kPeer, rendezvous, "s3cret");
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto second = DirectServer::Start(taken, kPeer, rendezvous, "s3cret");
   EXPECT_EQ(second.status().code(), Code::kUnavailable);
   EXPECT_THAT(std::string(second.status().message()), HasSubstr("cannot serve direct peers"));
 
@@ -409,14 +416,21 @@ TEST_P(DirectTransportTest, ATakenNameIsUnavailableForAServerButAClusterTaskStil
   ::close(squatter);
 }
 
-INSTANTIATE_TEST_SUITE_P(Sockets, DirectTransportTest, ::testing::Bool(),
-                         [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "Tcp" : "Unix"; });
+// A TCP host that cannot be listened on leaves the Unix socket served.
+TEST(DirectServerTest, AHostThatIsNotThisMachinesStillServesTheUnixSocket) {
+  const std::string address = testing::LoopbackAddress(testing::FreePort());
+  auto server = DirectServer::Start(address, kPeer, std::make_shared<IntraProcessRendezvousMgr>(), "s3cret", {},
+                                    "192.0.2.1");  // TEST-NET-1: no machine's own
+  ASSERT_TRUE(server.ok()) << server.status();
+  EXPECT_EQ((*server)->tcp_port(), 0);
+  EXPECT_TRUE(DirectClient::Connect(address, kPeer, "s3cret").ok());
+}
 
 // Over TCP the cap per peer counts connections from one address, whatever their process.
 TEST(DirectServerLimitsTest, TcpConnectionsAreCappedPerAddress) {
   const std::string address = testing::LoopbackAddress(testing::FreePort());
   ServerLimits limits;
-  limits.max_direct_connections_per_peer = 2;
+  limits.max_direct_connections_per_address = 2;
   auto server = DirectServer::Start(address, kPeer, std::make_shared<IntraProcessRendezvousMgr>(), "s3cret", limits,
                                     "127.0.0.1");
   ASSERT_TRUE(server.ok()) << server.status();
@@ -432,6 +446,32 @@ TEST(DirectServerLimitsTest, TcpConnectionsAreCappedPerAddress) {
   EXPECT_TRUE(DirectClient::Connect(address, kPeer, "s3cret").ok());
   clients.pop_back();
   EXPECT_TRUE(testing::Eventually([&] { return DirectClient::ConnectTcp("127.0.0.1", port, kPeer, "s3cret").ok(); }));
+}
+
+// Anyone on the network may open TCP connections that never say their hello: past their
+// own cap the next is closed at once, and peers on this machine and admitted ones are
+// served all the same.
+TEST(DirectServerLimitsTest, SilentTcpPeersDoNotCrowdOutTheOthers) {
+  const std::string address = testing::LoopbackAddress(testing::FreePort());
+  ServerLimits limits;
+  limits.max_direct_tcp_greetings = 2;
+  limits.max_direct_connections = 3;
+  auto rendezvous = std::make_shared<IntraProcessRendezvousMgr>();
+  auto server = DirectServer::Start(address, kPeer, rendezvous, "s3cret", limits, "127.0.0.1");
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto admitted = DirectClient::ConnectTcp("127.0.0.1", (*server)->tcp_port(), kPeer, "s3cret");
+  ASSERT_TRUE(admitted.ok()) << admitted.status();
+  std::vector<int> silent;
+  for (int i = 0; i < 3; ++i) silent.push_back(RawTcpSocket((*server)->tcp_port()));
+  EXPECT_TRUE(ClosedByServer(silent[2]));
+  EXPECT_TRUE(DirectClient::Connect(address, kPeer, "s3cret").ok());
+  auto got = std::make_shared<std::promise<std::pair<Status, Tensor>>>();
+  (*admitted)->Recv(3, "t", kNoTimeout, Tensor(), [got](const Status& s, const Tensor& t) { got->set_value({s, t}); });
+  ASSERT_TRUE(rendezvous->Find(3)->Send("t", Tensor::Scalar(5.0f)).ok());
+  auto [status, value] = Wait(got->get_future());
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(value.data<float>()[0], 5.0f);
+  for (int fd : silent) ::close(fd);
 }
 
 TEST(DirectClientTest, ATcpPortWhereNothingListensIsNotFound) {
