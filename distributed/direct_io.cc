@@ -69,15 +69,14 @@ void SetBuffers(int fd) {
 }
 
 void SetTcpOptions(int fd) {
+  // No TCP_USER_TIMEOUT: it would also end a live connection whose receiver stopped reading
+  // for that long (a reader running a step's work inline), where the heartbeats forgive it.
   const int on = 1, idle_s = 10, interval_s = 5, probes = 4;
-  const unsigned int unacknowledged_ms = 30000;
   (void)::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
   (void)::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
   (void)::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle_s, sizeof(idle_s));
   (void)::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval_s, sizeof(interval_s));
   (void)::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof(probes));
-  // Data written that the peer does not acknowledge for this long ends the connection.
-  (void)::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &unacknowledged_ms, sizeof(unacknowledged_ms));
 }
 
 std::string Unbracketed(std::string_view host) {

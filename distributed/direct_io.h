@@ -55,9 +55,9 @@ sockaddr_un SocketAddress(std::string_view address, socklen_t* length);
 // Larger buffers for a Unix socket (TCP sizes its own, to the link's round trip).
 void SetBuffers(int fd);
 void SetReceiveTimeout(int fd, std::chrono::milliseconds timeout);
-// A TCP connection's options: requests leave at once (no Nagle), and a peer whose machine
-// or link is gone is found by the kernel's keepalive within about half a minute, idle or
-// not, where otherwise an idle connection would look alive until it is used.
+// A TCP connection's options: requests leave at once (no Nagle), and an idle connection
+// whose peer machine or link is gone is found by the kernel's keepalive within half a
+// minute, where otherwise it would look alive until used.
 void SetTcpOptions(int fd);
 // `host` as getaddrinfo takes it: an IPv6 address without the brackets a cluster spec
 // puts round it.

@@ -144,7 +144,8 @@ struct DirectServer::State {
 // the answers as the rendezvous gives them, from the tensors' own memory.
 class DirectServer::Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(int fd, std::string peer, State* server) : fd_(fd), peer_(std::move(peer)), server_(server) {}
+  Connection(int fd, std::string peer, bool tcp, State* server)
+      : fd_(fd), peer_(std::move(peer)), tcp_(tcp), server_(server) {}
   ~Connection() {
     if (fd_ >= 0) ::close(fd_);
   }
@@ -164,6 +165,7 @@ class DirectServer::Connection : public std::enable_shared_from_this<Connection>
     return read_done_;
   }
   const std::string& peer() const { return peer_; }
+  bool tcp() const { return tcp_; }
 
  private:
   struct Answer {
@@ -299,6 +301,7 @@ class DirectServer::Connection : public std::enable_shared_from_this<Connection>
 
   int fd_;  // guarded by mu_ once the reader runs; -1 once the reader closed it
   const std::string peer_;
+  const bool tcp_;
   State* const server_;
   std::thread reader_;
   std::mutex mu_;
@@ -427,16 +430,24 @@ bool DirectServer::AcceptPending(int listen_fd) {
       }
       peer = StrCat("process ", cred.pid);
     }
-    // A TCP peer not yet admitted holds only a slot of its own kind: anyone on the network
-    // can connect, and their silence must not crowd out admitted peers or this machine's.
-    size_t from_peer = 0, tcp_greetings = 0, unix_greetings = 0;
+    // Each kind of peer has slots of its own: anyone on the network can open TCP
+    // connections, which must not crowd out this machine's tasks. Over TCP, connections not
+    // yet admitted have a cap of their own, in all and from one address (an eighth of it),
+    // so that one host's silence does not shut out the others.
+    size_t from_peer = 0, greeting_from_peer = 0, greetings_of_kind = 0, admitted_of_kind = 0;
     for (const Greeting& g : s.greetings) {
       from_peer += g.peer == peer;
-      (g.tcp ? tcp_greetings : unix_greetings) += 1;
+      greeting_from_peer += g.peer == peer;
+      greetings_of_kind += g.tcp == tcp;
     }
-    for (const auto& c : s.connections) from_peer += c->peer() == peer;
-    const bool full = tcp ? tcp_greetings >= s.limits.max_direct_tcp_greetings
-                          : unix_greetings + s.connections.size() >= s.limits.max_direct_connections;
+    for (const auto& c : s.connections) {
+      from_peer += c->peer() == peer;
+      admitted_of_kind += c->tcp() == tcp;
+    }
+    const bool full = tcp ? greetings_of_kind >= s.limits.max_direct_tcp_greetings ||
+                                greeting_from_peer >= std::max<size_t>(1, s.limits.max_direct_tcp_greetings / 8) ||
+                                admitted_of_kind >= s.limits.max_direct_connections
+                          : greetings_of_kind + admitted_of_kind >= s.limits.max_direct_connections;
     const size_t per_peer = tcp ? s.limits.max_direct_connections_per_address : s.limits.max_direct_connections_per_peer;
     if (full || from_peer >= per_peer) {
       ::close(fd);
@@ -484,7 +495,7 @@ void DirectServer::Admit(const Greeting& g) {
   State& s = *state_;
   SetBlocking(g.fd);
   if (!g.tcp) SetBuffers(g.fd);
-  auto connection = std::make_shared<Connection>(g.fd, g.peer, &s);
+  auto connection = std::make_shared<Connection>(g.fd, g.peer, g.tcp, &s);
   try {
     connection->Start();
   } catch (const std::system_error& e) {

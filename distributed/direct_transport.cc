@@ -448,8 +448,9 @@ StatusOr<std::shared_ptr<DirectClient>> DirectClient::ConnectTcp(const std::stri
   // drops the attempt is given up at the timeout, not after the kernel's minutes of
   // retries (on Linux a send timeout bounds connect too).
   timeval limit{};
-  limit.tv_sec = connect_timeout.count() / 1000;
-  limit.tv_usec = (connect_timeout.count() % 1000) * 1000;
+  const int64_t ms = std::max<int64_t>(connect_timeout.count(), 1);  // a zero timeval would be none
+  limit.tv_sec = ms / 1000;
+  limit.tv_usec = (ms % 1000) * 1000;
   int fd = -1;
   int error = 0;
   for (const addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {

@@ -10,11 +10,11 @@
 namespace tessera {
 
 struct ServerLimits {
-  // Direct-transport connections (direct_transport.h): admitted ones and those on the Unix
-  // socket still saying their hello, in all; from one process on the Unix socket, and from
-  // one address over TCP (a machine's tasks); TCP connections still saying their hello (which
-  // anyone on the network can open). A peer is given a thread only once it proved its user
-  // (on the Unix socket) and token.
+  // Direct-transport connections (direct_transport.h): on the Unix socket, and over TCP,
+  // each in all; from one process on the Unix socket, and from one address over TCP (a
+  // machine's tasks); TCP connections still saying their hello (which anyone on the network
+  // can open), in all and from one address (an eighth of that). A peer is given a thread
+  // only once it proved its user (on the Unix socket) and token.
   size_t max_direct_connections = 256;
   size_t max_direct_connections_per_peer = 16;
   size_t max_direct_connections_per_address = 64;

@@ -2,6 +2,8 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <cctype>
+
 #include "distributed/grpc_recv_transport.h"
 #include "distributed/protos/worker_service.grpc.pb.h"
 #include "distributed/rpc_util.h"
@@ -9,26 +11,27 @@
 #include "graph/platform/loopback.h"
 
 namespace tessera {
-namespace {
-
-// The host of a gRPC peer string ("ipv4:198.18.0.2:2222", "ipv6:[::1]:2222", the brackets
-// perhaps percent-encoded); empty for any other form.
-std::string GrpcPeerHost(std::string_view peer) {
-  if (peer.starts_with("ipv4:")) {
-    peer.remove_prefix(5);
-    const size_t colon = peer.rfind(':');
-    return colon == std::string_view::npos ? "" : std::string(peer.substr(0, colon));
+std::string HostOfGrpcPeer(std::string_view peer) {
+  const bool v6 = peer.starts_with("ipv6:");
+  if (!v6 && !peer.starts_with("ipv4:")) return "";
+  // Percent-decoded: newer gRPC writes the address as a URI ("ipv6:%5B::1%5D:2222").
+  std::string text;
+  for (size_t i = 5; i < peer.size(); ++i) {
+    if (peer[i] == '%' && i + 2 < peer.size() && std::isxdigit(static_cast<unsigned char>(peer[i + 1])) &&
+        std::isxdigit(static_cast<unsigned char>(peer[i + 2]))) {
+      text += static_cast<char>(std::stoi(std::string(peer.substr(i + 1, 2)), nullptr, 16));
+      i += 2;
+    } else {
+      text += peer[i];
+    }
   }
-  if (!peer.starts_with("ipv6:")) return "";
-  std::string rest(peer.substr(5));
-  for (const auto& [encoded, plain] : {std::pair<std::string, std::string>{"%5B", "["}, {"%5D", "]"}}) {
-    for (size_t at = rest.find(encoded); at != std::string::npos; at = rest.find(encoded)) rest.replace(at, 3, plain);
+  if (!v6) {
+    const size_t colon = text.rfind(':');
+    return colon == std::string::npos ? "" : text.substr(0, colon);
   }
-  const size_t close = rest.find(']');
-  return rest.starts_with("[") && close != std::string::npos ? rest.substr(1, close - 1) : "";
+  const size_t close = text.find(']');
+  return text.starts_with("[") && close != std::string::npos ? text.substr(1, close - 1) : "";
 }
-
-}  // namespace
 
 std::shared_ptr<grpc::Channel> NewWorkerChannel(std::string_view address) {
   HoldGrpcCallbackQueue();
@@ -99,7 +102,8 @@ std::shared_ptr<DirectClient> WorkerChannels::Direct(const std::string& job, int
   std::lock_guard<std::mutex> lock(mu_);
   DirectEntry& entry = direct_[*address];
   if (local.ok()) {
-    if (entry.client == nullptr) entry.client = *std::move(local);
+    // One made meanwhile is kept, unless it broke; the other is let go after mu_.
+    if (entry.client == nullptr || entry.client->broken()) std::swap(entry.client, *local);
     return entry.client;
   }
   // Not on this machine (or not in this network namespace): a task on a loopback host
@@ -161,14 +165,17 @@ std::shared_ptr<DirectClient> WorkerChannels::ConnectTcp(const TaskRef& t, std::
     *retry = kNoDirectRetry;  // it serves none: asking each second would cost a call each
     return nullptr;
   }
-  // The address gRPC reached, so that the token goes where the task's own server is; the
-  // cluster's host name when gRPC does not say.
-  std::string host = GrpcPeerHost(context->peer());
-  if (host.empty()) host = cluster_.TaskHost(t.job, t.task);
-  StatusOr<std::shared_ptr<DirectClient>> connected = DirectClient::ConnectTcp(
-      host, static_cast<uint16_t>(response.direct_port()), peer, token_, UINT64_MAX, kDirectHeartbeatTimeout,
-      kDirectConnectTimeout);
-  if (connected.ok()) return *std::move(connected);
+  // First the address gRPC reached, where the task's own server answered; then every
+  // address of the cluster's name for its host (the task's port may be bound on another
+  // of them).
+  const uint16_t port = static_cast<uint16_t>(response.direct_port());
+  StatusOr<std::shared_ptr<DirectClient>> connected = errors::NotFound(peer, " has no address");
+  for (const std::string& host : {HostOfGrpcPeer(context->peer()), cluster_.TaskHost(t.job, t.task)}) {
+    if (host.empty()) continue;
+    connected = DirectClient::ConnectTcp(host, port, peer, token_, UINT64_MAX, kDirectHeartbeatTimeout,
+                                         kDirectConnectTimeout);
+    if (connected.ok()) return *std::move(connected);
+  }
   // Its port is not reachable from here (a firewall that lets gRPC's through, say): the
   // tensors take gRPC, and the port is tried again after a while.
   no_direct_.Log(LogSeverity::kWarning, StrCat("tensors from ", peer, " take gRPC: ", connected.status().message()));

@@ -92,5 +92,8 @@ std::shared_ptr<grpc::Channel> NewWorkerChannel(std::string_view address);
 // A fresh context for one call: `token` (when set) and a deadline `timeout` from now (none
 // when 0).
 std::unique_ptr<grpc::ClientContext> NewCallContext(const std::string& token, std::chrono::milliseconds timeout);
+// The address in a gRPC peer string ("ipv4:198.18.0.2:2222", "ipv6:[fe80::1%eth0]:2222",
+// percent-encoded or not), without its port or brackets; empty for other kinds of peer.
+std::string HostOfGrpcPeer(std::string_view peer);
 
 }  // namespace tessera

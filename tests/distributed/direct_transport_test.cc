@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "distributed/cluster_server.h"
+#include "distributed/worker_channels.h"
 #include "graph/serialize/tensor_codec.h"
 #include "tests/distributed/free_port.h"
 #include "tests/distributed/process_stats.h"
@@ -420,7 +421,7 @@ TEST(DirectServerTest, ATakenNameIsUnavailableForAServerButAClusterTaskStillStar
 TEST(DirectServerTest, AHostThatIsNotThisMachinesStillServesTheUnixSocket) {
   const std::string address = testing::LoopbackAddress(testing::FreePort());
   auto server = DirectServer::Start(address, kPeer, std::make_shared<IntraProcessRendezvousMgr>(), "s3cret", {},
-                                    "192.0.2.1");  // TEST-NET-1: no machine's own
+                                    "no-such-host.invalid");
   ASSERT_TRUE(server.ok()) << server.status();
   EXPECT_EQ((*server)->tcp_port(), 0);
   EXPECT_TRUE(DirectClient::Connect(address, kPeer, "s3cret").ok());
@@ -449,29 +450,61 @@ TEST(DirectServerLimitsTest, TcpConnectionsAreCappedPerAddress) {
 }
 
 // Anyone on the network may open TCP connections that never say their hello: past their
-// own cap the next is closed at once, and peers on this machine and admitted ones are
-// served all the same.
+// own cap from one address (an eighth of all of them) the next is closed at once, those
+// before it are kept until their hello's time is up, and peers on this machine and
+// admitted ones are served all the same. Admitted TCP connections are capped apart from
+// the Unix socket's.
 TEST(DirectServerLimitsTest, SilentTcpPeersDoNotCrowdOutTheOthers) {
   const std::string address = testing::LoopbackAddress(testing::FreePort());
   ServerLimits limits;
-  limits.max_direct_tcp_greetings = 2;
-  limits.max_direct_connections = 3;
+  limits.max_direct_tcp_greetings = 16;
+  limits.max_direct_connections = 2;
   auto rendezvous = std::make_shared<IntraProcessRendezvousMgr>();
   auto server = DirectServer::Start(address, kPeer, rendezvous, "s3cret", limits, "127.0.0.1");
   ASSERT_TRUE(server.ok()) << server.status();
-  auto admitted = DirectClient::ConnectTcp("127.0.0.1", (*server)->tcp_port(), kPeer, "s3cret");
+  const uint16_t port = (*server)->tcp_port();
+  auto admitted = DirectClient::ConnectTcp("127.0.0.1", port, kPeer, "s3cret");
   ASSERT_TRUE(admitted.ok()) << admitted.status();
   std::vector<int> silent;
-  for (int i = 0; i < 3; ++i) silent.push_back(RawTcpSocket((*server)->tcp_port()));
+  for (int i = 0; i < 3; ++i) silent.push_back(RawTcpSocket(port));
   EXPECT_TRUE(ClosedByServer(silent[2]));
-  EXPECT_TRUE(DirectClient::Connect(address, kPeer, "s3cret").ok());
+  for (int fd : {silent[0], silent[1]}) {
+    char byte;
+    EXPECT_EQ(::recv(fd, &byte, 1, MSG_DONTWAIT), -1);
+    EXPECT_EQ(errno, EAGAIN);
+  }
+  std::vector<std::shared_ptr<DirectClient>> local;
+  for (int i = 0; i < 2; ++i) {
+    auto client = DirectClient::Connect(address, kPeer, "s3cret");
+    ASSERT_TRUE(client.ok()) << client.status();
+    local.push_back(*client);
+  }
   auto got = std::make_shared<std::promise<std::pair<Status, Tensor>>>();
   (*admitted)->Recv(3, "t", kNoTimeout, Tensor(), [got](const Status& s, const Tensor& t) { got->set_value({s, t}); });
   ASSERT_TRUE(rendezvous->Find(3)->Send("t", Tensor::Scalar(5.0f)).ok());
   auto [status, value] = Wait(got->get_future());
   ASSERT_TRUE(status.ok()) << status;
   EXPECT_EQ(value.data<float>()[0], 5.0f);
+
+  // The silent ones gone, a second TCP peer with the token is admitted, a third is not.
   for (int fd : silent) ::close(fd);
+  std::shared_ptr<DirectClient> second;
+  ASSERT_TRUE(testing::Eventually([&] {
+    auto client = DirectClient::ConnectTcp("127.0.0.1", port, kPeer, "s3cret");
+    if (client.ok()) second = *client;
+    return client.ok();
+  }));
+  EXPECT_EQ(DirectClient::ConnectTcp("127.0.0.1", port, kPeer, "s3cret").status().code(), Code::kNotFound);
+}
+
+TEST(DirectClientTest, TheHostOfAGrpcPeerIsItsAddressWithoutPortOrBrackets) {
+  EXPECT_EQ(HostOfGrpcPeer("ipv4:198.18.0.2:2222"), "198.18.0.2");
+  EXPECT_EQ(HostOfGrpcPeer("ipv6:[::1]:2222"), "::1");
+  EXPECT_EQ(HostOfGrpcPeer("ipv6:%5B2001:db8::5%5D:2222"), "2001:db8::5");
+  EXPECT_EQ(HostOfGrpcPeer("ipv6:%5Bfe80::1%25eth0%5D:2222"), "fe80::1%eth0");
+  EXPECT_EQ(HostOfGrpcPeer("unix:/tmp/socket"), "");
+  EXPECT_EQ(HostOfGrpcPeer("ipv6:::1"), "");
+  EXPECT_EQ(HostOfGrpcPeer("ipv4:nocolon"), "");
 }
 
 TEST(DirectClientTest, ATcpPortWhereNothingListensIsNotFound) {

@@ -162,22 +162,24 @@ class TwoHostsTest : public ::testing::Test {
 
 constexpr char kSum[] = R"({"s":{"data":[8388608.0])";
 
-// The first step's tensor takes gRPC while the direct connection is made beside it; the
-// second's comes over that connection's TCP, to the port host 2's GetStatus named (gRPC's
+// The first step's tensor takes gRPC while the direct connection is made beside it; a later
+// one comes over that connection's TCP, to the port host 2's GetStatus named (gRPC's
 // connections all have port 2222 at one end).
 TEST_F(TwoHostsTest, A64MiBTensorCrossesTheLink) {
-  for (int step = 0; step < 2; ++step) {
+  const auto direct_bytes = [&] {
+    const auto [sockets, status] = testing::RunCommand(hosts_.Exec(
+        1, StrCat("ss -Htni state established '( dst ", EmulatedHosts::Ip(2), " and not dport = :", kPort,
+                  " and not sport = :", kPort, " )'")));
+    const size_t at = sockets.find("bytes_received:");
+    return status != 0 || at == std::string::npos ? int64_t{0} : std::atoll(sockets.c_str() + at + 15);
+  };
+  // A few steps at most: the connection is made within a second of the first.
+  for (int step = 0; step < 4 && direct_bytes() < (int64_t{64} << 20); ++step) {
     const auto [out, status] = Step();
     ASSERT_EQ(status, 0) << out;
     EXPECT_THAT(out, HasSubstr(kSum));
   }
-  const auto [sockets, ss_status] = testing::RunCommand(hosts_.Exec(
-      1, StrCat("ss -Htni state established '( dst ", EmulatedHosts::Ip(2), " and not dport = :", kPort,
-                " and not sport = :", kPort, " )'")));
-  ASSERT_EQ(ss_status, 0) << sockets;
-  const size_t at = sockets.find("bytes_received:");
-  ASSERT_NE(at, std::string::npos) << "no direct connection: " << sockets;
-  EXPECT_GE(std::atoll(sockets.c_str() + at + 15), int64_t{64} << 20) << sockets;
+  EXPECT_GE(direct_bytes(), int64_t{64} << 20) << "no direct connection brought the tensor";
 }
 
 TEST_F(TwoHostsTest, AKilledTaskFailsTheStepWithinItsTimeoutNamingIt) {
