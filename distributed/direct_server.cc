@@ -95,6 +95,19 @@ StatusOr<int> ListenTcp(const std::string& host, const std::string& task_name, u
   return fd;
 }
 
+// A listening Unix socket named after `address`.
+StatusOr<int> ListenUnix(std::string_view address, const std::string& task_name) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  socklen_t length = 0;
+  sockaddr_un a = SocketAddress(address, &length);
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), length) != 0 || ::listen(fd, 128) != 0) {
+    const int error = errno;
+    if (fd >= 0) ::close(fd);
+    return errors::Unavailable(task_name, " cannot serve direct peers for ", address, ": ", std::strerror(error));
+  }
+  return fd;
+}
+
 // Who a TCP peer is, for the log and the per-peer cap: its address, without the port.
 std::string TcpPeer(int fd) {
   sockaddr_storage a{};
@@ -320,24 +333,22 @@ StatusOr<std::unique_ptr<DirectServer>> DirectServer::Start(std::string_view add
   state->token = std::move(token);
   state->rendezvous = std::move(rendezvous);
   state->limits = limits;
-  state->listen_fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (state->listen_fd < 0) return errors::Unavailable(state->task_name, ": no Unix socket: ", std::strerror(errno));
-  socklen_t length = 0;
-  sockaddr_un a = SocketAddress(address, &length);
   state->wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (state->wake_fd < 0 || ::bind(state->listen_fd, reinterpret_cast<sockaddr*>(&a), length) != 0 ||
-      ::listen(state->listen_fd, 128) != 0) {
-    const int error = errno;
-    ::close(state->listen_fd);
-    if (state->wake_fd >= 0) ::close(state->wake_fd);
-    return errors::Unavailable(state->task_name, " cannot serve direct peers for ", address, ": ",
-                               std::strerror(error));
-  }
+  if (state->wake_fd < 0) return errors::Unavailable(state->task_name, ": no eventfd: ", std::strerror(errno));
+  // Either socket serves without the other: peers whose way is not there use gRPC.
+  const StatusOr<int> unix_socket = ListenUnix(address, state->task_name);
+  if (unix_socket.ok()) state->listen_fd = *unix_socket;
   if (!tcp_host.empty()) {
-    // Peers on this machine are served all the same; the others then use gRPC.
     StatusOr<int> tcp = ListenTcp(std::string(tcp_host), state->task_name, &state->tcp_port);
     if (tcp.ok()) state->tcp_fd = *tcp;
     else Log(LogSeverity::kWarning, tcp.status().message());
+  }
+  if (!unix_socket.ok()) {
+    if (state->tcp_fd < 0) {
+      ::close(state->wake_fd);
+      return unix_socket.status();
+    }
+    Log(LogSeverity::kWarning, unix_socket.status().message());
   }
   state->spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   std::unique_ptr<DirectServer> server(new DirectServer(std::move(state)));
@@ -354,7 +365,7 @@ DirectServer::~DirectServer() {
   const uint64_t one = 1;
   (void)!::write(state_->wake_fd, &one, sizeof(one));
   state_->acceptor.join();
-  ::close(state_->listen_fd);
+  if (state_->listen_fd >= 0) ::close(state_->listen_fd);
   if (state_->tcp_fd >= 0) ::close(state_->tcp_fd);
   ::close(state_->wake_fd);
   if (state_->spare_fd >= 0) ::close(state_->spare_fd);

@@ -61,8 +61,8 @@ std::string DirectSocketName(std::string_view address);
 class DirectServer {
  public:
   // Listens on the Unix socket named after `address`, and over TCP on `tcp_host` (a name or
-  // a number; none when empty). Unavailable when a socket cannot be made (the name taken,
-  // the host not this machine's). `limits` bound the connections, their hellos and the
+  // a number; none when empty). Either serves without the other (the name taken, the host
+  // not this machine's: logged); Unavailable when neither can be made. `limits` bound the connections, their hellos and the
   // receives they may leave waiting.
   static StatusOr<std::unique_ptr<DirectServer>> Start(std::string_view address, std::string task_name,
                                                        std::shared_ptr<RendezvousMgr> rendezvous, std::string token,

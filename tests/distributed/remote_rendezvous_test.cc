@@ -8,6 +8,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
 #include <cstring>
 #include <future>
 #include <thread>
@@ -268,6 +276,67 @@ TEST_P(RemoteRendezvousTest, ASenderThatLeavesMidReceiveFailsItNamingTheTask) {
 
 INSTANTIATE_TEST_SUITE_P(Transports, RemoteRendezvousTest, ::testing::Bool(),
                          [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "Direct" : "Grpc"; });
+
+// An IPv4 address of this machine's that is not a loopback one; empty when it has none.
+std::string NonLoopbackAddress() {
+  ifaddrs* all = nullptr;
+  if (getifaddrs(&all) != 0) return "";
+  std::string found;
+  for (const ifaddrs* a = all; a != nullptr && found.empty(); a = a->ifa_next) {
+    if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != AF_INET || (a->ifa_flags & IFF_UP) == 0 ||
+        (a->ifa_flags & IFF_LOOPBACK) != 0) {
+      continue;
+    }
+    char text[INET_ADDRSTRLEN];
+    if (inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(a->ifa_addr)->sin_addr, text, sizeof(text))) {
+      found = text;
+    }
+  }
+  freeifaddrs(all);
+  return found;
+}
+
+// A task this process cannot reach by its Unix socket (the name is taken by a socket that
+// does not listen, as if the task ran on another machine) is reached over the TCP port its
+// GetStatus names, connected in the background: the first asks find no direct connection,
+// later ones do, and a tensor crosses it.
+TEST(RemoteRendezvousOverTcpTest, ATaskOffThisMachineIsReachedOverTheTcpPortItNames) {
+  const std::string ip = NonLoopbackAddress();
+  if (ip.empty()) GTEST_SKIP() << "this machine has no address but the loopback's";
+  const std::string address = StrCat(ip, ":", FreePort());
+  const int squatter = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  const std::string name = DirectSocketName(address);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::memcpy(a.sun_path, name.data(), name.size());
+  ASSERT_EQ(::bind(squatter, reinterpret_cast<sockaddr*>(&a),
+                   static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + name.size())),
+            0);
+  StatusOr<ClusterSpec> cluster = ClusterSpec::FromJson(
+      StrCat(R"({"ps": [")", address, R"("], "worker": [")", LoopbackAddress(FreePort()), R"("]})"));
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  ClusterServerOptions options;
+  options.token = "t0ken";
+  auto ps = ClusterServer::Create(*cluster, "ps", 0, options);
+  ASSERT_TRUE(ps.ok()) << ps.status();
+  auto channels = std::make_shared<WorkerChannels>(*cluster, "t0ken");
+  EXPECT_EQ(channels->Direct("ps", 0), nullptr);
+  std::shared_ptr<DirectClient> client;
+  ASSERT_TRUE(testing::Eventually([&] { return (client = channels->Direct("ps", 0)) != nullptr; }));
+
+  const int64_t step = NewStepId();
+  ASSERT_TRUE((*ps)->local()->rendezvous()->Find(step)->Send("t", Tensor::Scalar<int32_t>(11)).ok());
+  std::promise<std::pair<Status, Tensor>> got;
+  client->Recv(step, "t", std::chrono::milliseconds(20000), Tensor(),
+               [&got](const Status& s, const Tensor& t) { got.set_value({s, t}); });
+  auto f = got.get_future();
+  ASSERT_EQ(f.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  auto [status, value] = f.get();
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(value.data<int32_t>()[0], 11);
+  (*ps)->local()->rendezvous()->Cleanup(step);
+  ::close(squatter);
+}
 
 }  // namespace
 }  // namespace tessera
