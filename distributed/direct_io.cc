@@ -79,11 +79,6 @@ void SetTcpOptions(int fd) {
   (void)::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof(probes));
 }
 
-std::string Unbracketed(std::string_view host) {
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  return std::string(host);
-}
-
 void SetReceiveTimeout(int fd, std::chrono::milliseconds timeout) {
   timeval t{};
   t.tv_sec = timeout.count() / 1000;

@@ -59,8 +59,5 @@ void SetReceiveTimeout(int fd, std::chrono::milliseconds timeout);
 // whose peer machine or link is gone is found by the kernel's keepalive within half a
 // minute, where otherwise it would look alive until used.
 void SetTcpOptions(int fd);
-// `host` as getaddrinfo takes it: an IPv6 address without the brackets a cluster spec
-// puts round it.
-std::string Unbracketed(std::string_view host);
 
 }  // namespace tessera::direct

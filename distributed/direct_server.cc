@@ -1,9 +1,9 @@
 // The direct transport's server (direct_transport.h). One thread, the acceptor, owns every
 // connection until it is admitted: it accepts, checks the peer's user (on the Unix socket),
 // reads the hello without blocking and ends those that say nothing in time, so that no peer
-// gets a thread or more than a hello's bytes before it proved its user and token. An admitted connection gets
-// a reader and a writer thread; the reader closes the socket when it ends, and the acceptor
-// joins it within a tick.
+// gets a thread or more than a hello's bytes before it proved its user and token. An
+// admitted connection gets a reader and a writer thread; the reader closes the socket when
+// it ends, and the acceptor joins it within a tick.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -29,6 +29,7 @@
 #include "distributed/direct_io.h"
 #include "distributed/direct_transport.h"
 #include "graph/platform/rate_limited_log.h"
+#include "graph/platform/socket_address.h"
 #include "graph/serialize/tensor_codec.h"
 
 namespace tessera {
@@ -112,13 +113,8 @@ StatusOr<int> ListenUnix(std::string_view address, const std::string& task_name)
 std::string TcpPeer(int fd) {
   sockaddr_storage a{};
   socklen_t length = sizeof(a);
-  char text[INET6_ADDRSTRLEN] = "?";
-  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&a), &length) == 0) {
-    const void* where = a.ss_family == AF_INET6 ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&a)->sin6_addr)
-                                                : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&a)->sin_addr);
-    (void)::inet_ntop(a.ss_family, where, text, sizeof(text));
-  }
-  return text;
+  const std::string text = ::getpeername(fd, reinterpret_cast<sockaddr*>(&a), &length) == 0 ? AddressText(a) : "";
+  return text.empty() ? "?" : text;
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "distributed/direct_io.h"
+#include "graph/platform/socket_address.h"
 #include "graph/serialize/tensor_codec.h"
 
 namespace tessera {

@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "graph/platform/loopback.h"
+#include "graph/platform/socket_address.h"
 
 namespace tessera {
 namespace {
@@ -51,8 +52,7 @@ int MillisLeft(Clock::time_point deadline) {
 
 StatusOr<std::pair<std::string, std::string>> SplitHostPort(const std::string& address) {
   const size_t colon = address.rfind(':');
-  std::string host = colon == std::string::npos ? "" : address.substr(0, colon);
-  if (host.size() > 1 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  const std::string host = Unbracketed(colon == std::string::npos ? "" : address.substr(0, colon));
   const std::string port = colon == std::string::npos ? "" : address.substr(colon + 1);
   if (host.empty() || port.empty() || port.find_first_not_of("0123456789") != std::string::npos || port.size() > 5 ||
       std::stoi(port) == 0 || std::stoi(port) > 65535) {
@@ -219,18 +219,7 @@ std::string LocalHost(int fd) {
   sockaddr_storage addr{};
   socklen_t len = sizeof addr;
   if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return "";
-  char text[INET6_ADDRSTRLEN] = {};
-  if (addr.ss_family == AF_INET) {
-    ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&addr)->sin_addr, text, sizeof text);
-  } else {
-    const in6_addr& a = reinterpret_cast<sockaddr_in6*>(&addr)->sin6_addr;
-    if (IN6_IS_ADDR_V4MAPPED(&a)) {
-      ::inet_ntop(AF_INET, &a.s6_addr[12], text, sizeof text);
-    } else {
-      ::inet_ntop(AF_INET6, &a, text, sizeof text);
-    }
-  }
-  return text;
+  return AddressText(addr);
 }
 
 // Connects to rank 0, trying again while it is not listening yet.

@@ -7,10 +7,10 @@
 #include <type_traits>
 
 #include "graph/platform/logging.h"
+#include "graph/platform/socket_address.h"
 #include "kernels/thread_pool.h"
 
 #ifdef TESSERA_HAVE_GLOO
-#include <arpa/inet.h>
 #include <netdb.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -96,8 +96,8 @@ class RendezvousStore final : public gloo::rendezvous::Store {
 // The address of this machine that traffic toward `host` leaves from (a UDP socket's
 // connect sends nothing): what a member binds to, since its own name may resolve to
 // 127.0.1.1 (Debian) or to a virtual address (a Kubernetes service).
-std::string LocalAddressToward(std::string host) {
-  if (host.size() > 1 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+std::string LocalAddressToward(std::string_view named) {
+  std::string host = Unbracketed(named);
   if (host.empty()) host = "127.0.0.1";
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
@@ -112,12 +112,9 @@ std::string LocalAddressToward(std::string host) {
     if (fd < 0) continue;
     sockaddr_storage local{};
     socklen_t length = sizeof(local);
-    char text[INET6_ADDRSTRLEN] = {};
     if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0 &&
         ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length) == 0) {
-      const void* ip = local.ss_family == AF_INET6 ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr)
-                                                   : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&local)->sin_addr);
-      if (::inet_ntop(local.ss_family, ip, text, sizeof(text)) != nullptr) address = text;
+      address = AddressText(local);
     }
     ::close(fd);
   }
