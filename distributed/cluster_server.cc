@@ -15,8 +15,6 @@
 #include "distributed/authenticator.h"
 #include "distributed/graph_mgr.h"
 #include "distributed/master_service.h"
-#include "distributed/protos/worker_service.grpc.pb.h"
-#include "distributed/rpc_decode.h"
 #include "distributed/rpc_util.h"
 #include "distributed/direct_transport.h"
 #include "distributed/tls.h"
@@ -168,20 +166,6 @@ Status CheckClusterToken(std::string_view token) {
     }
   }
   return Status::OK();
-}
-
-StatusOr<TaskStatus> GetTaskStatus(std::string_view address, const std::string& token,
-                                   std::chrono::milliseconds timeout) {
-  auto stub = rpc::WorkerService::NewStub(NewWorkerChannel(address));
-  auto context = NewCallContext(token, timeout);
-  rpc::GetStatusRequest request;
-  rpc::GetStatusResponse response;
-  RETURN_IF_ERROR(FromGrpc(SendTheRequest(stub->GetStatus(context.get(), &response), request), *context,
-                           StrCat("task at ", address)));
-  TaskStatus status;
-  status.task = response.task();
-  for (const rpc::DeviceAttributes& a : response.devices()) status.devices.push_back(DecodeDevice(a));
-  return status;
 }
 
 }  // namespace tessera

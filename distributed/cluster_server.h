@@ -19,7 +19,6 @@
 #include <vector>
 
 #include "distributed/cluster_spec.h"
-#include "distributed/remote_device.h"
 #include "distributed/server_limits.h"
 #include "runtime/server.h"
 #include "runtime/session_options.h"
@@ -76,17 +75,5 @@ inline constexpr size_t kMaxClusterTokenBytes = 1024;
 // A cluster token is 1 to kMaxClusterTokenBytes printable ASCII characters (what gRPC's
 // metadata carries); InvalidArgument saying which rule another breaks, never quoting it.
 Status CheckClusterToken(std::string_view token);
-
-// What a task's GetStatus says: its name and devices.
-struct TaskStatus {
-  std::string task;
-  std::vector<RemoteDevice> devices;
-};
-
-// Asks the server at `address` ("host:port" or "grpc://host:port") for its devices, with
-// `token` and a deadline. Unavailable when nothing answers there in time, naming the
-// address; Unauthenticated when the token is refused.
-StatusOr<TaskStatus> GetTaskStatus(std::string_view address, const std::string& token,
-                                   std::chrono::milliseconds timeout);
 
 }  // namespace tessera

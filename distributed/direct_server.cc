@@ -437,36 +437,42 @@ bool DirectServer::AcceptPending(int listen_fd) {
       }
       peer = StrCat("process ", cred.pid);
     }
-    // Each kind of peer has slots of its own: anyone on the network can open TCP
-    // connections, which must not crowd out this machine's tasks. Over TCP, connections not
-    // yet admitted have a cap of their own, in all and from one address (an eighth of it),
-    // so that one host's silence does not shut out the others.
-    size_t from_peer = 0, greeting_from_peer = 0, greetings_of_kind = 0, admitted_of_kind = 0;
-    for (const Greeting& g : s.greetings) {
-      from_peer += g.peer == peer;
-      greeting_from_peer += g.peer == peer;
-      greetings_of_kind += g.tcp == tcp;
-    }
-    for (const auto& c : s.connections) {
-      from_peer += c->peer() == peer;
-      admitted_of_kind += c->tcp() == tcp;
-    }
-    const bool full = tcp ? greetings_of_kind >= s.limits.max_direct_tcp_greetings ||
-                                greeting_from_peer >= std::max<size_t>(1, s.limits.max_direct_tcp_greetings / 8) ||
-                                admitted_of_kind >= s.limits.max_direct_connections
-                          : greetings_of_kind + admitted_of_kind >= s.limits.max_direct_connections;
-    const size_t per_peer = tcp ? s.limits.max_direct_connections_per_address : s.limits.max_direct_connections_per_peer;
-    if (full || from_peer >= per_peer) {
+    if (!HasRoomFor(peer, tcp)) {
       ::close(fd);
-      s.refused.Log(LogSeverity::kWarning,
-                    StrCat(s.task_name, " refused a direct connection from ", peer, ": it has ", from_peer,
-                           "; admitted peers ", s.connections.size(), ", greetings ", s.greetings.size(),
-                           " (ServerLimits)"));
+      s.refused.Log(LogSeverity::kWarning, StrCat(s.task_name, " refused a direct connection from ", peer,
+                                                  ": admitted peers ", s.connections.size(), ", greetings ",
+                                                  s.greetings.size(), " (ServerLimits)"));
       continue;
     }
     s.greetings.push_back({fd, std::move(peer), tcp, Clock::now() + s.limits.hello_timeout, {}});
   }
   return true;
+}
+
+// Each kind of peer has slots of its own: anyone on the network can open TCP connections,
+// which must not crowd out this machine's tasks. Over TCP, connections not yet admitted
+// have a cap of their own, in all and from one address (an eighth of it), so that one
+// host's silence does not shut out the others.
+bool DirectServer::HasRoomFor(const std::string& peer, bool tcp) const {
+  const State& s = *state_;
+  const ServerLimits& limits = s.limits;
+  size_t greetings_from_peer = 0, admitted_from_peer = 0, greetings_of_kind = 0, admitted_of_kind = 0;
+  for (const Greeting& g : s.greetings) {
+    greetings_from_peer += g.peer == peer;
+    greetings_of_kind += g.tcp == tcp;
+  }
+  for (const auto& c : s.connections) {
+    admitted_from_peer += c->peer() == peer;
+    admitted_of_kind += c->tcp() == tcp;
+  }
+  const size_t from_peer = greetings_from_peer + admitted_from_peer;
+  if (!tcp) {
+    return greetings_of_kind + admitted_of_kind < limits.max_direct_connections &&
+           from_peer < limits.max_direct_connections_per_peer;
+  }
+  return greetings_of_kind < limits.max_direct_tcp_greetings &&
+         greetings_from_peer < std::max<size_t>(1, limits.max_direct_tcp_greetings / 8) &&
+         admitted_of_kind < limits.max_direct_connections && from_peer < limits.max_direct_connections_per_address;
 }
 
 // Reads what has come of greeting `i`'s hello; once whole, admits or refuses its peer.

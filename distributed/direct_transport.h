@@ -83,6 +83,7 @@ class DirectServer {
   // The acceptor thread's: it alone touches the greetings and connections while it runs.
   void AcceptLoop();
   bool AcceptPending(int listen_fd);  // false when out of descriptors with none to spare
+  bool HasRoomFor(const std::string& peer, bool tcp) const;  // under the ServerLimits
   void Greet(size_t i);
   void Admit(const Greeting& g);
   void ExpireGreetings(std::chrono::steady_clock::time_point now);

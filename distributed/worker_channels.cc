@@ -6,6 +6,7 @@
 
 #include "distributed/grpc_recv_transport.h"
 #include "distributed/protos/worker_service.grpc.pb.h"
+#include "distributed/rpc_decode.h"
 #include "distributed/rpc_util.h"
 #include "distributed/tls.h"
 #include "graph/platform/loopback.h"
@@ -58,6 +59,27 @@ std::unique_ptr<grpc::ClientContext> NewCallContext(const std::string& token, st
   if (!token.empty()) context->AddMetadata(kClusterTokenHeader, token);
   if (timeout.count() > 0) context->set_deadline(std::chrono::system_clock::now() + timeout);
   return context;
+}
+
+StatusOr<TaskStatus> GetTaskStatus(const std::shared_ptr<grpc::Channel>& channel, const std::string& token,
+                                   std::chrono::milliseconds timeout, std::string_view peer) {
+  auto stub = rpc::WorkerService::NewStub(channel);
+  auto context = NewCallContext(token, timeout);
+  rpc::GetStatusRequest request;
+  rpc::GetStatusResponse response;
+  RETURN_IF_ERROR(FromGrpc(SendTheRequest(stub->GetStatus(context.get(), &response), request), *context, peer));
+  TaskStatus status;
+  status.task = response.task();
+  for (const rpc::DeviceAttributes& a : response.devices()) status.devices.push_back(DecodeDevice(a));
+  // A port past 16 bits is no port: none.
+  status.direct_port = response.direct_port() <= UINT16_MAX ? static_cast<uint16_t>(response.direct_port()) : 0;
+  status.reached = HostOfGrpcPeer(context->peer());
+  return status;
+}
+
+StatusOr<TaskStatus> GetTaskStatus(std::string_view address, const std::string& token,
+                                   std::chrono::milliseconds timeout) {
+  return GetTaskStatus(NewWorkerChannel(address), token, timeout, StrCat("task at ", address));
 }
 
 WorkerChannels::WorkerChannels(ClusterSpec cluster, std::string token)
@@ -115,13 +137,11 @@ std::shared_ptr<DirectClient> WorkerChannels::Direct(const std::string& job, int
     try {
       connector_ = std::thread([this] { ConnectQueued(); });
     } catch (const std::system_error&) {
-      // No thread to be had (a process limit): gRPC, which needs none, is the way.
-      for (const TaskRef& t : to_connect_) {
-        DirectEntry& queued = direct_[t.address];
-        queued.connecting = false;
-        queued.retry = std::chrono::steady_clock::now() + kNoDirectRetry;
-      }
+      // No thread to be had (a process limit): gRPC, which needs none, is the way. Without
+      // a connector the queue held only this task.
       to_connect_.clear();
+      entry.connecting = false;
+      entry.retry = std::chrono::steady_clock::now() + kNoDirectRetry;
       return nullptr;
     }
   }
@@ -156,23 +176,19 @@ std::shared_ptr<DirectClient> WorkerChannels::ConnectTcp(const TaskRef& t, std::
   const std::string peer = TaskName(t.job, t.task);
   StatusOr<std::shared_ptr<grpc::Channel>> channel = ForTask(t.job, t.task);
   if (!channel.ok()) return nullptr;
-  auto stub = rpc::WorkerService::NewStub(*channel);
-  auto context = NewContext(kDirectConnectTimeout);
-  rpc::GetStatusRequest request;
-  rpc::GetStatusResponse response;
-  if (!SendTheRequest(stub->GetStatus(context.get(), &response), request).ok()) return nullptr;
-  if (response.direct_port() == 0 || response.direct_port() > UINT16_MAX) {
+  StatusOr<TaskStatus> status = GetTaskStatus(*channel, token_, kDirectConnectTimeout, peer);
+  if (!status.ok()) return nullptr;
+  if (status->direct_port == 0) {
     *retry = kNoDirectRetry;  // it serves none: asking each second would cost a call each
     return nullptr;
   }
   // First the address gRPC reached, where the task's own server answered; then every
   // address of the cluster's name for its host (the task's port may be bound on another
   // of them).
-  const uint16_t port = static_cast<uint16_t>(response.direct_port());
   StatusOr<std::shared_ptr<DirectClient>> connected = errors::NotFound(peer, " has no address");
-  for (const std::string& host : {HostOfGrpcPeer(context->peer()), cluster_.TaskHost(t.job, t.task)}) {
+  for (const std::string& host : {status->reached, cluster_.TaskHost(t.job, t.task)}) {
     if (host.empty()) continue;
-    connected = DirectClient::ConnectTcp(host, port, peer, token_, UINT64_MAX, kDirectHeartbeatTimeout,
+    connected = DirectClient::ConnectTcp(host, status->direct_port, peer, token_, UINT64_MAX, kDirectHeartbeatTimeout,
                                          kDirectConnectTimeout);
     if (connected.ok()) return *std::move(connected);
   }

@@ -13,10 +13,12 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "distributed/cluster_spec.h"
 #include "distributed/direct_transport.h"
 #include "distributed/recv_transport.h"
+#include "distributed/remote_device.h"
 #include "graph/platform/rate_limited_log.h"
 
 namespace grpc {
@@ -92,6 +94,25 @@ std::shared_ptr<grpc::Channel> NewWorkerChannel(std::string_view address);
 // A fresh context for one call: `token` (when set) and a deadline `timeout` from now (none
 // when 0).
 std::unique_ptr<grpc::ClientContext> NewCallContext(const std::string& token, std::chrono::milliseconds timeout);
+// What a task's GetStatus says: its name and devices, the TCP port of its direct transport
+// (0: none), and the address the call reached (HostOfGrpcPeer; empty when gRPC does not say).
+struct TaskStatus {
+  std::string task;
+  std::vector<RemoteDevice> devices;
+  uint16_t direct_port = 0;
+  std::string reached;
+};
+
+// Asks the task behind `channel` for its status, with `token` and a deadline; `peer` names
+// it in errors. Unavailable when nothing answers in time; Unauthenticated when the token is
+// refused.
+StatusOr<TaskStatus> GetTaskStatus(const std::shared_ptr<grpc::Channel>& channel, const std::string& token,
+                                   std::chrono::milliseconds timeout, std::string_view peer);
+// The same, of the server at `address` ("host:port" or "grpc://host:port"), over a channel
+// of its own; errors name the address.
+StatusOr<TaskStatus> GetTaskStatus(std::string_view address, const std::string& token,
+                                   std::chrono::milliseconds timeout);
+
 // The address in a gRPC peer string ("ipv4:198.18.0.2:2222", "ipv6:[fe80::1%eth0]:2222",
 // percent-encoded or not), without its port or brackets; empty for other kinds of peer.
 std::string HostOfGrpcPeer(std::string_view peer);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "distributed/grpc_recv_transport.h"
+#include "distributed/worker_channels.h"
 #include "graph/platform/logging.h"
 #include "tests/distributed/free_port.h"
 #include "tests/distributed/process_stats.h"

@@ -33,10 +33,11 @@
 #include <vector>
 
 #include "distributed/cluster_server.h"
-#include "distributed/grpc_recv_transport.h"
-#include "distributed/rpc_util.h"
 #include "distributed/direct_io.h"
 #include "distributed/direct_transport.h"
+#include "distributed/grpc_recv_transport.h"
+#include "distributed/rpc_util.h"
+#include "distributed/worker_channels.h"
 #include "tests/distributed/free_port.h"
 #include "tests/distributed/process_stats.h"
 #include "tests/tools/child_process.h"

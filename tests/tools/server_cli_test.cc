@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "distributed/cluster_server.h"
+#include "distributed/worker_channels.h"
 #include "tests/distributed/free_port.h"
 #include "tests/tools/child_process.h"
 #include "tools/cli.h"
